@@ -1,0 +1,56 @@
+package internal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sentinel errors shared by every primitive. The public packages alias them,
+// so rlock.ErrNotHeld == rwlock.ErrNotHeld and errors.Is works across them.
+var (
+	// ErrNotHeld reports an unlock, renewal or release by a handle that does
+	// not hold the lock or permit (never held, already released, expired or
+	// taken over by someone else).
+	ErrNotHeld = errors.New("lock not held")
+
+	// ErrLost reports that a hold ended without the holder releasing it: its
+	// lease ran out, someone force-unlocked it, or renewals kept failing.
+	ErrLost = errors.New("lock lost")
+
+	// ErrWrongType reports that the name is already used in Redis by a key of
+	// another type or structure. The existing data is left untouched.
+	ErrWrongType = errors.New("name holds a value of another kind")
+
+	// ErrUpgradeNotSupported reports a read holder asking for the write lock.
+	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
+)
+
+// Wrap wraps err with the package, the operation and the primitive's name,
+// as in `rlock: unlock "orders": lock not held`. A WRONGTYPE reply from Redis
+// additionally matches ErrWrongType, and redis.Nil never escapes.
+func Wrap(pkg, op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, redis.Nil) {
+		// A nil reply where a value was expected is a protocol surprise,
+		// not something callers should have to know about.
+		err = errors.New("unexpected nil reply from redis")
+	}
+	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
+		return fmt.Errorf("%s: %s %q: %w: %w", pkg, op, name, ErrWrongType, err)
+	}
+	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
+}
+
+// IsWrongType reports whether err is Redis' WRONGTYPE error, also when it
+// was raised inside a script.
+func IsWrongType(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
+}
+
+// IsNil reports whether err is a nil reply (redis.Nil).
+func IsNil(err error) bool { return errors.Is(err, redis.Nil) }

@@ -1,0 +1,177 @@
+package watchdog
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// result is the outcome of one renewal.
+type result struct {
+	h    *Hold
+	sent time.Time
+	held bool
+	err  error
+}
+
+// run is the watchdog goroutine. It returns when no hold is left, after
+// cancelling and waiting for a renewal batch in flight.
+func (w *Watchdog) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		inflight bool
+		results  = make(chan []result, 1)
+		batchEnd = make(chan struct{})
+	)
+	defer func() {
+		cancel()
+		if inflight {
+			<-batchEnd
+		}
+	}()
+	for {
+		now := time.Now()
+		due, lost, next, ok := w.scan(now, !inflight)
+		if !ok {
+			return
+		}
+		for _, l := range lost {
+			l.e.Lost(ErrExpired)
+		}
+		if len(due) > 0 {
+			inflight = true
+			go func() {
+				results <- w.renew(ctx, due)
+				batchEnd <- struct{}{}
+			}()
+		}
+		timer.Reset(max(next.Sub(now), time.Millisecond))
+		select {
+		case <-timer.C:
+		case <-w.kick:
+		case rs := <-results:
+			<-batchEnd
+			inflight = false
+			w.apply(rs)
+		}
+	}
+}
+
+// scan finds the holds that have expired (removing them) and, when a batch
+// may start, those due for renewal. It returns when to look again, and
+// ok=false, marking the watchdog stopped, when no hold is left.
+func (w *Watchdog) scan(now time.Time, mayRenew bool) (due, lost []*Hold, next time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.holds) == 0 {
+		w.running = false
+		return nil, nil, next, false
+	}
+	next = now.Add(time.Hour)
+	var ripe []*Hold // at least half a period old: renewed with any due hold
+	trigger := false
+	for h := range w.holds {
+		if !now.Before(h.validTill) {
+			h.removed = true
+			delete(w.holds, h)
+			lost = append(lost, h)
+			continue
+		}
+		next = minTime(next, h.validTill)
+		if h.e.Renew == nil {
+			continue
+		}
+		p := period(h.e.Lease)
+		age := now.Sub(h.lastSent)
+		switch {
+		case now.Before(h.retryAt):
+			next = minTime(next, h.retryAt)
+		case age >= p:
+			trigger = true
+			ripe = append(ripe, h)
+		case age >= p/2:
+			ripe = append(ripe, h)
+			next = minTime(next, h.lastSent.Add(p))
+		default:
+			next = minTime(next, h.lastSent.Add(p))
+		}
+	}
+	// A hold is renewed once a period has passed; holds at least half a
+	// period old join its batch, so holds taken at different moments soon
+	// share one batch. While a batch is in flight its results wake the loop.
+	if trigger && mayRenew {
+		due = ripe
+	}
+	return due, lost, next, true
+}
+
+// renew sends the renewals of due in pipelines and collects the outcomes.
+func (w *Watchdog) renew(ctx context.Context, due []*Hold) []result {
+	out := make([]result, 0, len(due))
+	for start := 0; start < len(due); start += batchSize {
+		chunk := due[start:min(start+batchSize, len(due))]
+		sent := time.Now()
+		pipe := w.rdb.Pipeline()
+		checks := make([]func() (bool, error), len(chunk))
+		for i, h := range chunk {
+			checks[i] = h.e.Renew(ctx, pipe)
+		}
+		_, _ = pipe.Exec(ctx)
+		for i, h := range chunk {
+			held, err := checks[i]()
+			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+				// The server lost its script cache (restart, SCRIPT
+				// FLUSH): a direct run falls back to EVAL and reloads it.
+				sent = time.Now()
+				held, err = h.e.Renew(ctx, w.rdb)()
+			}
+			out = append(out, result{h: h, sent: sent, held: held, err: err})
+		}
+	}
+	return out
+}
+
+// apply records renewal outcomes and reports the holds found gone.
+func (w *Watchdog) apply(rs []result) {
+	var gone []*Hold
+	w.mu.Lock()
+	for _, r := range rs {
+		if r.h.removed {
+			continue
+		}
+		switch {
+		case r.err != nil:
+			// Keep trying, paced, until the local validity runs out.
+			r.h.retryAt = time.Now().Add(max(period(r.h.e.Lease)/6, 20*time.Millisecond))
+		case r.held:
+			if r.sent.After(r.h.lastSent) {
+				r.h.setSent(r.sent)
+			}
+		default:
+			r.h.removed = true
+			delete(w.holds, r.h)
+			gone = append(gone, r.h)
+		}
+	}
+	w.mu.Unlock()
+	for _, h := range gone {
+		h.e.Lost(ErrGone)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,134 @@
+// Package watchdog keeps the leases of held locks alive, one goroutine per
+// Redis client, and tells a holder as soon as its hold can no longer be
+// trusted.
+//
+// Renewals are batched: every tick renews, in pipelines, every hold that is
+// due, so ten thousand holds cost a handful of round trips per period, not
+// ten thousand. A hold is renewed every third of its lease.
+//
+// Validity is local: a hold is valid until the moment its last successful
+// renewal (or its acquisition) was sent plus the lease, minus a drift
+// margin. Redis measures the same lease from when it received the command,
+// which is later, so a holder cut off from Redis learns that its hold is
+// lost before the server can give the lock to anyone else. The timer that
+// enforces this does not wait for a renewal stuck in flight.
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrGone and ErrExpired are the reasons passed to an entry's Lost.
+var (
+	ErrGone    = errors.New("the lock was released or taken over by someone else")
+	ErrExpired = errors.New("the lease ran out before it could be renewed")
+)
+
+// batchSize bounds one pipeline, so that a huge batch neither holds a
+// connection for long nor builds one giant reply buffer.
+const batchSize = 1000
+
+// Drift is the safety margin subtracted from a lease for clock rate
+// differences and scheduling: 1% of the lease plus 2ms.
+func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
+
+// Entry describes one hold to keep alive.
+type Entry struct {
+	// Renew runs or queues the renewal on s and returns a function that
+	// reports, once the command has run, whether the hold still exists.
+	// Nil for a fixed lease: the entry then only times the expiry.
+	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	// Lease is the lease each acquisition or renewal sets.
+	Lease time.Duration
+	// Lost is called once, from the watchdog goroutine, when the hold is
+	// lost. It must not block.
+	Lost func(err error)
+}
+
+// Hold is a registered entry.
+type Hold struct {
+	e         Entry
+	w         *Watchdog
+	lastSent  time.Time // when the last successful renewal or acquire was sent
+	validTill time.Time // lastSent + lease - drift
+	retryAt   time.Time // after a failed renewal, not before this
+	removed   bool
+}
+
+// Watchdog renews the holds of one Redis client.
+type Watchdog struct {
+	rdb redis.UniversalClient
+
+	mu      sync.Mutex // protects holds, running and every Hold's timing
+	holds   map[*Hold]struct{}
+	running bool
+	kick    chan struct{} // wakes the loop early when timing changes
+}
+
+// New returns a watchdog for rdb. It starts no goroutine until a hold is
+// added.
+func New(rdb redis.UniversalClient) *Watchdog {
+	return &Watchdog{rdb: rdb, holds: make(map[*Hold]struct{}), kick: make(chan struct{}, 1)}
+}
+
+// Add registers a hold whose acquisition was sent at sent.
+func (w *Watchdog) Add(e Entry, sent time.Time) *Hold {
+	h := &Hold{e: e, w: w}
+	w.mu.Lock()
+	h.setSent(sent)
+	w.holds[h] = struct{}{}
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	w.poke()
+	return h
+}
+
+// Touch records that a command extending the lease (a re-entry) was sent at
+// sent and succeeded.
+func (h *Hold) Touch(sent time.Time) {
+	h.w.mu.Lock()
+	if !h.removed && sent.After(h.lastSent) {
+		h.setSent(sent)
+	}
+	h.w.mu.Unlock()
+}
+
+// Remove unregisters the hold; Lost will not be called after it returns.
+// It never blocks on Redis.
+func (h *Hold) Remove() {
+	h.w.mu.Lock()
+	h.removed = true
+	delete(h.w.holds, h)
+	h.w.mu.Unlock()
+	h.w.poke()
+}
+
+func (h *Hold) setSent(sent time.Time) {
+	h.lastSent = sent
+	h.validTill = sent.Add(h.e.Lease - Drift(h.e.Lease))
+}
+
+// Len returns the number of holds kept alive, for tests and tools.
+func (w *Watchdog) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.holds)
+}
+
+func (w *Watchdog) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// period is how often a hold is renewed.
+func period(lease time.Duration) time.Duration { return lease / 3 }

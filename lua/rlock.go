@@ -1,0 +1,93 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed rlock_acquire.lua
+	rlockAcquireSrc string
+	//go:embed rlock_unlock.lua
+	rlockUnlockSrc string
+	//go:embed rlock_renew.lua
+	rlockRenewSrc string
+	//go:embed rlock_forceunlock.lua
+	rlockForceUnlockSrc string
+
+	rlockAcquire     = redis.NewScript(rlockAcquireSrc)
+	rlockUnlock      = redis.NewScript(rlockUnlockSrc)
+	rlockRenew       = redis.NewScript(rlockRenewSrc)
+	rlockForceUnlock = redis.NewScript(rlockForceUnlockSrc)
+)
+
+// LockKeys names the keys and channel of one reentrant lock.
+type LockKeys struct {
+	Lock    string // the lock hash
+	Fence   string // the fencing counter
+	Channel string // the unlock channel
+}
+
+// Acquired is the outcome of an acquire attempt.
+type Acquired struct {
+	OK    bool          // the owner holds the lock now
+	Holds int64         // the owner's hold count, when OK
+	Token uint64        // the fencing token of a first acquisition, else 0
+	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
+}
+
+// AcquireCmd is the reply of RLockAcquire.
+type AcquireCmd struct{ cmd *redis.Cmd }
+
+// Result decodes the reply.
+func (c AcquireCmd) Result() (Acquired, error) {
+	v, err := ints(c.cmd)
+	if err != nil {
+		return Acquired{}, err
+	}
+	if v[0] == 1 && len(v) == 3 {
+		return Acquired{OK: true, Holds: v[1], Token: uint64(v[2])}, nil
+	}
+	if len(v) < 2 {
+		return Acquired{}, errShortReply
+	}
+	return Acquired{Wait: pttl(v[1])}, nil
+}
+
+// RLockAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
+// with the given lease, taking a fencing token on a first acquisition when
+// fencing is set. holds is the hold count the caller believes it has: a
+// retry of an attempt that already went through changes nothing.
+func RLockAcquire(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
+	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds)}
+}
+
+// Unlock outcomes of RLockUnlock besides a remaining hold count >= 0.
+const (
+	UnlockNotHeld  = -1 // the owner does not hold the lock
+	UnlockMismatch = -2 // the hold count was not the expected one
+)
+
+// RLockUnlock runs rlock_unlock.lua: release one level for owner, re-arming
+// lease while holds remain, and notify one waiter per process when the lock
+// becomes free. expect is the hold count the caller believes it has, or 0
+// for any. The reply is the remaining hold count, UnlockNotHeld or
+// UnlockMismatch.
+func RLockUnlock(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
+	return IntCmd{rlockUnlock.Run(ctx, c, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
+}
+
+// RLockRenew runs rlock_renew.lua: extend the lease if owner still holds the
+// lock. The reply is false when it does not (nothing changed).
+func RLockRenew(ctx context.Context, c redis.Scripter, lock, owner string, lease time.Duration) BoolCmd {
+	return BoolCmd{rlockRenew.Run(ctx, c, []string{lock}, owner, ms(lease))}
+}
+
+// RLockForceUnlock runs rlock_forceunlock.lua: delete the lock whoever holds
+// it and wake a waiter. The reply is false when there was no lock.
+func RLockForceUnlock(ctx context.Context, c redis.Scripter, k LockKeys, sharded bool) BoolCmd {
+	return BoolCmd{rlockForceUnlock.Run(ctx, c, []string{k.Lock, k.Channel}, flag(sharded))}
+}

@@ -1,0 +1,48 @@
+-- rlock_acquire: take a reentrant lock, or re-enter it.
+--
+-- KEYS[1]  lock hash: field = owner id, value = hold count
+-- KEYS[2]  fencing counter (touched only when ARGV[3] == "1"; never expires)
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in milliseconds (re-armed on re-entry)
+-- ARGV[3]  "1": take the next fencing token on a first acquisition
+-- ARGV[4]  the hold count the caller believes it has (0 for none); when the
+--          owner already holds a different count, this is a retry of an
+--          attempt whose reply was lost: the script reports the current
+--          state and changes nothing, so a retried acquire never adds a hold
+--
+-- Returns {1, holds, token} when the owner holds the lock afterwards (token
+-- is 0 on re-entry or without fencing; on a repeated first acquisition it is
+-- the counter's current value, which is this hold's token because nobody
+-- else can have acquired since), or {0, pttl} when another owner holds it
+-- (pttl is -1 when the key has no expiry).
+-- A key of another type raises WRONGTYPE before anything is written.
+
+local lock, fence = KEYS[1], KEYS[2]
+local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+
+if redis.call('exists', lock) == 0 then
+  local token = 0
+  if fencing then
+    token = redis.call('incr', fence)
+  end
+  redis.call('hset', lock, owner, 1)
+  redis.call('pexpire', lock, lease)
+  return {1, 1, token}
+end
+
+local held = redis.call('hget', lock, owner)
+if held then
+  held = tonumber(held)
+  if held ~= expect then
+    local token = 0
+    if fencing and held == 1 then
+      token = tonumber(redis.call('get', fence) or 0)
+    end
+    return {1, held, token}
+  end
+  local holds = redis.call('hincrby', lock, owner, 1)
+  redis.call('pexpire', lock, lease)
+  return {1, holds, 0}
+end
+
+return {0, redis.call('pttl', lock)}

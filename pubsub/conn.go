@@ -1,0 +1,250 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// healthInterval is how long the reader waits for traffic before it
+	// pings; a ping unanswered for another interval means the connection is
+	// dead even if TCP has not noticed, and it is replaced.
+	healthInterval = 2 * time.Second
+	// retryInterval paces reconnection attempts while Redis is unreachable.
+	retryInterval = 100 * time.Millisecond
+)
+
+// conn is one pub/sub connection of a hub and the goroutine that reads it.
+type conn struct {
+	hub *Hub
+	key int
+
+	// Guarded by hub.mu.
+	channels     map[string]*channel
+	pendingUnsub map[string]int // UNSUBSCRIBEs sent but not yet confirmed
+
+	wmu     sync.Mutex // serializes subscription writes, ps swaps and start/stop
+	ps      *redis.PubSub
+	started bool
+	stopped bool
+
+	ctx    context.Context // cancelled by stop; every pub/sub call uses it
+	cancel context.CancelFunc
+	done   chan struct{} // closed when run returns
+}
+
+func newConn(h *Hub, key int) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		hub:          h,
+		key:          key,
+		channels:     make(map[string]*channel),
+		pendingUnsub: make(map[string]int),
+		ctx:          ctx,
+		cancel:       cancel,
+		done:         make(chan struct{}),
+	}
+}
+
+// newPubSub creates the go-redis PubSub without I/O: go-redis dials on the
+// first subscription, and on a cluster picks the node owning the slot of
+// the first channel, which is why the reader starts only after it.
+func (c *conn) newPubSub() *redis.PubSub {
+	if c.hub.sharded {
+		return c.hub.rdb.SSubscribe(c.ctx)
+	}
+	return c.hub.rdb.Subscribe(c.ctx)
+}
+
+func (c *conn) subscribe(ch *channel) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	h := c.hub
+	h.mu.Lock()
+	current := c.channels[ch.name] == ch
+	h.mu.Unlock()
+	if !current || c.stopped {
+		return
+	}
+	if c.ps == nil {
+		c.ps = c.newPubSub()
+	}
+	// A failed write is not reported: go-redis keeps the channel and
+	// subscribes it again when it reconnects, and the waiter is bounded by
+	// its own timer meanwhile.
+	if h.sharded {
+		_ = c.ps.SSubscribe(c.ctx, ch.name)
+	} else {
+		_ = c.ps.Subscribe(c.ctx, ch.name)
+	}
+	if !c.started {
+		c.started = true
+		go c.run(c.ps)
+	}
+}
+
+func (c *conn) unsubscribe(ch *channel) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	h := c.hub
+	h.mu.Lock()
+	resubscribed := c.channels[ch.name] != nil
+	if !resubscribed {
+		c.pendingUnsub[ch.name]++
+	}
+	h.mu.Unlock()
+	if resubscribed || c.stopped || c.ps == nil {
+		return
+	}
+	if h.sharded {
+		_ = c.ps.SUnsubscribe(c.ctx, ch.name)
+	} else {
+		_ = c.ps.Unsubscribe(c.ctx, ch.name)
+	}
+}
+
+// stop closes the connection and waits for its reader to return.
+func (c *conn) stop() {
+	c.wmu.Lock()
+	c.stopped = true
+	c.cancel()
+	if c.ps != nil {
+		_ = c.ps.Close()
+	}
+	started := c.started
+	c.wmu.Unlock()
+	if started {
+		<-c.done
+	}
+}
+
+// replace swaps in a fresh connection subscribed to every current channel,
+// for a connection that stopped answering.
+func (c *conn) replace() *redis.PubSub {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.stopped {
+		return c.ps
+	}
+	h := c.hub
+	h.mu.Lock()
+	names := make([]string, 0, len(c.channels))
+	for name := range c.channels {
+		names = append(names, name)
+	}
+	clear(c.pendingUnsub)
+	h.mu.Unlock()
+	_ = c.ps.Close()
+	c.ps = c.newPubSub()
+	if len(names) > 0 {
+		if h.sharded {
+			_ = c.ps.SSubscribe(c.ctx, names...)
+		} else {
+			_ = c.ps.Subscribe(c.ctx, names...)
+		}
+	}
+	return c.ps
+}
+
+// run reads the connection until stop. It never blocks on a waiter.
+func (c *conn) run(ps *redis.PubSub) {
+	defer close(c.done)
+	retry := time.NewTimer(0)
+	<-retry.C
+	defer retry.Stop()
+	broken, pinged := false, false
+	for {
+		msg, err := ps.ReceiveTimeout(c.ctx, healthInterval)
+		if c.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil:
+		case isTimeout(err) && !pinged:
+			pinged = true
+			_ = ps.Ping(c.ctx)
+			continue
+		case isTimeout(err):
+			// Two silent intervals: the peer is gone without TCP noticing.
+			ps = c.replace()
+			fallthrough
+		default:
+			// go-redis reconnects on the next receive; pace the attempts
+			// and forget confirmations that died with the connection.
+			broken, pinged = true, false
+			c.hub.mu.Lock()
+			clear(c.pendingUnsub)
+			c.hub.mu.Unlock()
+			retry.Reset(retryInterval)
+			select {
+			case <-retry.C:
+			case <-c.ctx.Done():
+				return
+			}
+			continue
+		}
+		pinged = false
+		if broken {
+			// Messages published while we were away are lost: every waiter
+			// retries at once.
+			broken = false
+			c.wakeAll()
+		}
+		c.dispatch(msg)
+	}
+}
+
+func (c *conn) dispatch(msg any) {
+	h := c.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		switch m.Kind {
+		case "subscribe", "ssubscribe":
+			if c.pendingUnsub[m.Channel] > 0 {
+				return // the confirmation of a subscription since dropped
+			}
+			if ch := c.channels[m.Channel]; ch != nil {
+				ch.confirm()
+			}
+		case "unsubscribe", "sunsubscribe":
+			if c.pendingUnsub[m.Channel] > 0 {
+				c.pendingUnsub[m.Channel]--
+			}
+		}
+	case *redis.Message:
+		if ch := c.channels[m.Channel]; ch != nil {
+			wakeLocked(ch, wakeCount(m.Payload))
+		}
+	}
+}
+
+func (c *conn) wakeAll() {
+	c.hub.mu.Lock()
+	defer c.hub.mu.Unlock()
+	for _, ch := range c.channels {
+		wakeLocked(ch, -1)
+	}
+}
+
+// wakeCount decodes a notification payload: how many waiters may proceed,
+// -1 for all. Anything unreadable wakes one, the safe minimum.
+func wakeCount(payload string) int {
+	n, err := strconv.Atoi(payload)
+	if err != nil || n == 0 {
+		return 1
+	}
+	return n
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

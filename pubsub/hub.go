@@ -1,0 +1,175 @@
+// Package pubsub multiplexes the wake-up notifications of every redisync
+// waiter of one Redis client over a single pub/sub connection.
+//
+// A Hub subscribes a channel on the first Subscribe and unsubscribes it when
+// the last Subscription on it closes. One goroutine per connection reads
+// messages and never blocks: a wake-up is a signal on a one-slot channel, so
+// repeated wake-ups of a waiter that has not run yet coalesce into one.
+//
+// Messages carry how many waiters may proceed: "1" wakes one local waiter
+// (a mutex was released), "n" wakes n (permits were released), "-1" wakes all
+// (a write lock was released to readers). Waiters already holding an unread
+// wake-up are skipped, so a message never wakes more waiters than it names.
+// After the connection is re-established, every waiter is woken at once,
+// because messages published while it was down are lost.
+//
+// With sharded set (Redis Cluster 7+), channels are subscribed with
+// SSUBSCRIBE on the primary that owns their slot. Redis refuses one
+// SSUBSCRIBE naming channels of different slots, and go-redis re-subscribes
+// all channels of a connection in one command after a reconnect, so the hub
+// keeps one connection per hash slot in use. Without sharding there is one
+// connection for the whole client.
+//
+// A Hub runs goroutines only while at least one Subscription is open.
+package pubsub
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keyslot"
+)
+
+// Hub is the subscription hub of one Redis client. It is safe for concurrent
+// use.
+type Hub struct {
+	rdb     redis.UniversalClient
+	sharded bool
+
+	mu    sync.Mutex    // protects conns and every conn's channel table
+	conns map[int]*conn // by slot when sharded, else the single key 0
+}
+
+// New returns a hub for rdb. It does no I/O. With sharded set, channels are
+// subscribed with SSUBSCRIBE (Redis Cluster 7+); rdb must then be a
+// *redis.ClusterClient.
+func New(rdb redis.UniversalClient, sharded bool) *Hub {
+	if rdb == nil {
+		panic("pubsub: New with nil redis client")
+	}
+	return &Hub{rdb: rdb, sharded: sharded, conns: make(map[int]*conn)}
+}
+
+// Subscription is one waiter's interest in one channel.
+type Subscription struct {
+	hub  *Hub
+	conn *conn
+	ch   *channel
+	c    chan struct{}
+	once sync.Once
+}
+
+// C returns the channel on which the waiter is woken. Wake-ups coalesce: a
+// receive may stand for several notifications.
+func (s *Subscription) C() <-chan struct{} { return s.c }
+
+// Subscribe registers interest in channel and returns once Redis has
+// confirmed the subscription, so that a notification published after
+// Subscribe returns is not missed. On error or when ctx ends first, nothing
+// is left subscribed.
+func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error) {
+	key := 0
+	if h.sharded {
+		key = keyslot.Of(name)
+	}
+	h.mu.Lock()
+	c := h.conns[key]
+	if c == nil {
+		c = newConn(h, key)
+		h.conns[key] = c
+	}
+	ch := c.channels[name]
+	fresh := ch == nil
+	if fresh {
+		ch = &channel{name: name, confirmed: make(chan struct{})}
+		c.channels[name] = ch
+	}
+	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1)}
+	ch.subs = append(ch.subs, s)
+	h.mu.Unlock()
+
+	if fresh {
+		c.subscribe(ch)
+	}
+	select {
+	case <-ch.confirmed:
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the subscription. A wake-up the waiter received but did not act
+// on is passed to another waiter on the same channel, so that leaving cannot
+// swallow a notification. Close is idempotent.
+func (s *Subscription) Close() { s.close(false) }
+
+// CloseConsumed is Close for a waiter that took a wake-up from C and left
+// without acting on it: the wake-up is passed on as if still pending.
+func (s *Subscription) CloseConsumed() { s.close(true) }
+
+func (s *Subscription) close(consumed bool) {
+	s.once.Do(func() {
+		h, c, ch := s.hub, s.conn, s.ch
+		h.mu.Lock()
+		for i, o := range ch.subs {
+			if o == s {
+				ch.subs = append(ch.subs[:i], ch.subs[i+1:]...)
+				break
+			}
+		}
+		select {
+		case <-s.c:
+			consumed = true
+		default:
+		}
+		if consumed {
+			wakeLocked(ch, 1)
+		}
+		last := len(ch.subs) == 0 && c.channels[ch.name] == ch
+		if last {
+			delete(c.channels, ch.name)
+		}
+		empty := len(c.channels) == 0 && h.conns[c.key] == c
+		if empty {
+			delete(h.conns, c.key)
+		}
+		h.mu.Unlock()
+
+		switch {
+		case empty:
+			c.stop()
+		case last:
+			c.unsubscribe(ch)
+		}
+	})
+}
+
+// channel is one subscribed channel and its waiters in arrival order.
+type channel struct {
+	name      string
+	subs      []*Subscription
+	confirmed chan struct{} // closed when Redis confirmed the subscription
+	once      sync.Once
+}
+
+func (ch *channel) confirm() { ch.once.Do(func() { close(ch.confirmed) }) }
+
+// wakeLocked wakes up to n waiters of ch that hold no unread wake-up, all of
+// them when n < 0. h.mu must be held.
+func wakeLocked(ch *channel, n int) {
+	for _, s := range ch.subs {
+		if n == 0 {
+			return
+		}
+		select {
+		case s.c <- struct{}{}:
+			n--
+		default:
+			// Already woken and not yet running: it will try anyway.
+		}
+	}
+}

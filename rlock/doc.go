@@ -1,0 +1,68 @@
+// Package rlock implements a reentrant distributed mutex on Redis.
+//
+// # Data layout
+//
+// A lock called name is one Redis hash, redisync:{name}, with one field: the
+// holder's owner id, whose value is its hold count, and a PEXPIRE lease.
+// Waiters listen on the channel redisync:{name}:chan. With WithFencing, the
+// counter redisync:{name}:fence (which never expires) hands out fencing
+// tokens. Every key and channel shares the hash tag {name}, so on a Redis
+// Cluster each lock lives in one slot and its scripts never fail with
+// CROSSSLOT. Every state change is one Lua script (see package lua).
+//
+// # Ownership
+//
+// Ownership belongs to the handle returned by New, not to a goroutine: each
+// handle has a random owner id, and Lock on a handle that holds the lock
+// re-enters it (HoldCount counts the levels; each Unlock releases one).
+// Goroutines or processes that must exclude each other use separate
+// handles. A handle is safe for concurrent use.
+//
+// # Waiting
+//
+// Lock makes one attempt; if the lock is held it subscribes to the lock's
+// channel (one pub/sub connection per Redis client, however many waiters),
+// tries again and sleeps until an unlock notification, the holder's
+// remaining lease, or ctx. An unlock wakes one waiter per process. A lost
+// notification costs at most the holder's remaining lease; after a pub/sub
+// reconnect every waiter retries at once. A Lock that fails leaves nothing
+// behind: no hold, no subscription. If ctx ends while an acquire script is
+// in flight, Lock gives back whatever the script may have taken before it
+// returns.
+//
+// # Leases, the watchdog and loss
+//
+// Without WithLeaseTime, a hold has the lease WithWatchdogTimeout (30s by
+// default) and the client's shared watchdog renews it every third of that,
+// batching the renewals of all holds of the client. When a renewal finds
+// the lock gone or owned by someone else, or when renewals keep failing
+// until the lease has run out, the hold is lost: Done closes and the
+// WithOnLost hook runs. Validity is timed locally from when the last
+// successful renewal was sent, minus a drift margin, so a holder cut off
+// from Redis learns of the loss before Redis can give the lock to someone
+// else. With WithLeaseTime the lock simply expires d after the last Lock;
+// Done closes then, but a ForceUnlock is not noticed until then.
+// When the handle holds nothing, no goroutine of the library is running
+// for it.
+//
+// # Redis deployments
+//
+// Works with *redis.Client, *redis.FailoverClient (Sentinel) and
+// *redis.ClusterClient. On a cluster, notifications use sharded pub/sub
+// (SPUBLISH/SSUBSCRIBE), which needs Redis 7.0 or later.
+//
+// # Limits
+//
+// A lease lock gives mutual exclusion only while the lease is valid, and
+// only on one primary that has not lost the write. Replication is
+// asynchronous: a failover can lose a lock. A paused process (GC, a stopped
+// VM) can outlive its lease without noticing until it runs again. Where that
+// matters, use fencing tokens and have the protected resource reject stale
+// ones.
+//
+// # Testing with miniredis
+//
+// The scripts run unchanged on miniredis, so tests of code using rlock can
+// run without a server. miniredis expires keys only when the test advances
+// its clock (FastForward), so leases never run out by themselves there.
+package rlock

@@ -1,0 +1,445 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+)
+
+// Integration tier: a real redis-server started by the tests.
+
+// counterRun makes workers goroutines on each of the clients take the lock
+// iters times and do an unprotected read-modify-write of a Redis counter.
+// Without mutual exclusion increments are lost.
+func counterRun(t *testing.T, clients []redis.UniversalClient, name string, workers, iters int, opts ...rlock.Option) {
+	t.Helper()
+	ctx := t.Context()
+	counter := "counter:{" + name + "}"
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clients)*workers)
+	for _, rdb := range clients {
+		for range workers {
+			wg.Go(func() {
+				m := rlock.New(rdb, name, opts...)
+				for range iters {
+					if err := m.Lock(ctx); err != nil {
+						errs <- err
+						return
+					}
+					n, err := rdb.Get(ctx, counter).Int()
+					if err != nil && !errors.Is(err, redis.Nil) {
+						errs <- err
+						return
+					}
+					if err := rdb.Set(ctx, counter, n+1, 0).Err(); err != nil {
+						errs <- err
+						return
+					}
+					if err := m.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := clients[0].Get(ctx, counter).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(clients) * workers * iters; got != want {
+		t.Fatalf("counter = %d, want %d: mutual exclusion violated", got, want)
+	}
+	clients[0].Del(ctx, counter)
+}
+
+func TestMutualExclusion(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	var clients []redis.UniversalClient
+	for range 8 {
+		clients = append(clients, srv.NewClient(t))
+	}
+	counterRun(t, clients, redistest.UniqueName(t), 8, 50)
+	assertNoKeys(t, clients[0], redistest.UniqueName(t))
+}
+
+func TestReentrancy(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	a, b := rlock.New(rdb, name), rlock.New(rdb, name)
+	mustLock(t, a)
+	mustLock(t, a)
+	if n, err := a.HoldCount(ctx); n != 2 || err != nil {
+		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	}
+	mustUnlock(t, a)
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock by other handle = %v, %v while held once", ok, err)
+	}
+	if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("non-holder Unlock = %v, want ErrNotHeld", err)
+	}
+	if n, _ := a.HoldCount(ctx); n != 1 {
+		t.Fatalf("non-holder Unlock changed HoldCount to %d", n)
+	}
+	mustUnlock(t, a)
+	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
+	}
+	if locked, _ := a.IsLocked(ctx); locked {
+		t.Fatal("still locked after the last Unlock")
+	}
+	assertNoKeys(t, rdb, name)
+}
+
+func TestLeaseTime(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	a := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(time.Second))
+	b := rlock.New(srv.NewClient(t), name)
+	start := time.Now()
+	mustLock(t, a)
+	mustLock(t, b)
+	if d := time.Since(start); d < 900*time.Millisecond || d > 2500*time.Millisecond {
+		t.Fatalf("second handle acquired after %v, want about 1s", d)
+	}
+	select {
+	case <-a.Done():
+	case <-time.After(time.Second):
+		t.Fatal("expired holder's Done did not close")
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock after lease expiry = %v, want ErrNotHeld", err)
+	}
+	if held, _ := b.IsHeld(ctx); !held {
+		t.Fatal("stale Unlock released the new holder")
+	}
+	mustUnlock(t, b)
+
+	// Re-entry re-arms the fixed lease, not the watchdog timeout.
+	c := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(2*time.Second))
+	mustLock(t, c)
+	waitFor(t, 3*time.Second, func() bool { ttl, _ := c.TTL(ctx); return ttl < 1200*time.Millisecond })
+	mustLock(t, c)
+	if ttl, _ := c.TTL(ctx); ttl < 1500*time.Millisecond || ttl > 2*time.Second {
+		t.Fatalf("TTL after re-entry = %v, want the 2s lease re-armed", ttl)
+	}
+	mustUnlock(t, c)
+	mustUnlock(t, c)
+}
+
+func TestWatchdog(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	rdb := srv.NewClient(t)
+	m := rlock.New(rdb, name, rlock.WithWatchdogTimeout(time.Second))
+	mustLock(t, m)
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		ttl, err := m.TTL(ctx)
+		if err != nil || ttl <= 0 {
+			t.Fatalf("TTL = %v, %v while held by the watchdog", ttl, err)
+		}
+	}
+	select {
+	case <-m.Done():
+		t.Fatal("Done closed while the watchdog kept the hold")
+	default:
+	}
+	mustUnlock(t, m)
+	if n := rdb.Exists(ctx, "redisync:{"+name+"}").Val(); n != 0 {
+		t.Fatal("lock key still exists after Unlock")
+	}
+	// Nothing renews after Unlock: no goroutine, no script calls.
+	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	before := evalCalls(t, rdb)
+	time.Sleep(700 * time.Millisecond) // two renewal periods of silence
+	if after := evalCalls(t, rdb); after != before {
+		t.Fatalf("%d script calls after Unlock, want none", after-before)
+	}
+}
+
+func TestWatchdogCrashedHolder(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	holderClient := srv.NewClient(t)
+	holder := rlock.New(holderClient, name, rlock.WithWatchdogTimeout(time.Second))
+	mustLock(t, holder)
+	waiter := rlock.New(srv.NewClient(t), name)
+	holderClient.Close() // the process "dies": no Unlock, no renewals
+	start := time.Now()
+	mustLock(t, waiter)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("waiter acquired %v after the holder died, want within 2s", d)
+	}
+	<-holder.Done()
+	mustUnlock(t, waiter)
+}
+
+func TestLossClosesDone(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	ctx := t.Context()
+	for _, how := range []string{"force unlock", "delete key"} {
+		t.Run(how, func(t *testing.T) {
+			name := redistest.UniqueName(t)
+			var lost atomic.Int32
+			holder := rlock.New(srv.NewClient(t), name, rlock.WithWatchdogTimeout(time.Second),
+				rlock.WithOnLost(func(err error) {
+					if !errors.Is(err, rlock.ErrLost) {
+						t.Errorf("loss hook error %v does not match ErrLost", err)
+					}
+					lost.Add(1)
+				}))
+			mustLock(t, holder)
+			other := srv.NewClient(t)
+			start := time.Now()
+			if how == "force unlock" {
+				if ok, err := rlock.New(other, name).ForceUnlock(ctx); !ok || err != nil {
+					t.Fatalf("ForceUnlock = %v, %v", ok, err)
+				}
+			} else {
+				other.Del(ctx, "redisync:{"+name+"}")
+			}
+			select {
+			case <-holder.Done():
+			case <-time.After(2 * time.Second):
+				t.Fatal("holder's Done did not close after the lock was removed")
+			}
+			if d := time.Since(start); d > 700*time.Millisecond {
+				t.Fatalf("Done closed %v after the loss, want within a renewal period (333ms)", d)
+			}
+			waitFor(t, time.Second, func() bool { return lost.Load() == 1 })
+			time.Sleep(400 * time.Millisecond)
+			if n := lost.Load(); n != 1 {
+				t.Fatalf("loss hook called %d times, want once", n)
+			}
+		})
+	}
+}
+
+func TestWaiterWokenByUnlock(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name)
+	mustLock(t, holder)
+	waiterClient := srv.NewClient(t)
+	got := make(chan time.Time, 1)
+	waiter := rlock.New(waiterClient, name)
+	go func() {
+		if err := waiter.Lock(t.Context()); err != nil {
+			t.Error(err)
+		}
+		got <- time.Now()
+	}()
+	waitSubscribed(t, srv.NewClient(t), name, 1)
+	start := time.Now()
+	mustUnlock(t, holder)
+	at := <-got
+	mustUnlock(t, waiter)
+	if d := at.Sub(start); d > 50*time.Millisecond {
+		t.Fatalf("waiter acquired %v after Unlock, want within 50ms", d)
+	}
+}
+
+func TestWaiterSurvivesPubSubKill(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(2*time.Second))
+	mustLock(t, holder)
+	start := time.Now()
+	done := make(chan error, 1)
+	waiter := rlock.New(srv.NewClient(t), name)
+	go func() { done <- waiter.Lock(t.Context()) }()
+	waitSubscribed(t, admin, name, 1)
+	if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, holder)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustUnlock(t, waiter)
+	case <-time.After(4 * time.Second):
+		t.Fatal("waiter did not acquire after its pub/sub connection was killed")
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("waiter took %v, more than the holder's 2s lease", d)
+	}
+}
+
+func TestLockDeadline(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name)
+	mustLock(t, holder)
+	defer mustUnlock(t, holder)
+	admin := srv.NewClient(t)
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := rlock.New(srv.NewClient(t), name).Lock(ctx)
+	d := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
+	}
+	if d < 300*time.Millisecond || d > 600*time.Millisecond {
+		t.Fatalf("Lock returned after %v, want 300-600ms", d)
+	}
+	waitFor(t, time.Second, func() bool { return numSub(t, admin, name) == 0 })
+	goleak.VerifyNone(t, ignore)
+}
+
+func TestFencing(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	var last uint64
+	for i := range 10 {
+		m := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
+		mustLock(t, m)
+		mustLock(t, m) // a re-entry keeps the token
+		tok := m.Token()
+		if tok <= last {
+			t.Fatalf("hold %d: token %d not above previous %d", i, tok, last)
+		}
+		last = tok
+		mustUnlock(t, m)
+		mustUnlock(t, m)
+		if m.Token() != 0 {
+			t.Fatal("Token not 0 after release")
+		}
+	}
+}
+
+func TestOnePubSubConnection(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb := srv.NewClient(t)
+	admin := srv.NewClient(t)
+	base := redistest.UniqueName(t)
+	var holders []*rlock.Mutex
+	for i := range 20 {
+		h := rlock.New(rdb, base+strconv.Itoa(i))
+		mustLock(t, h)
+		holders = append(holders, h)
+	}
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			m := rlock.New(rdb, base+strconv.Itoa(i%20))
+			if err := m.Lock(t.Context()); err != nil {
+				t.Error(err)
+				return
+			}
+			_ = m.Unlock(t.Context())
+		})
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		for i := range 20 {
+			if numSub(t, admin, base+strconv.Itoa(i)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := redistest.ClientCount(t, admin, "pubsub"); n != 1 {
+		t.Fatalf("%d pub/sub connections for 200 waiters on 20 locks, want 1", n)
+	}
+	for _, h := range holders {
+		mustUnlock(t, h)
+	}
+	wg.Wait()
+}
+
+func TestWrongType(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	key := "redisync:{" + name + "}"
+	rdb.Set(ctx, key, "precious", 0)
+	err := rlock.New(rdb, name).Lock(ctx)
+	if !errors.Is(err, rlock.ErrWrongType) {
+		t.Fatalf("Lock on a string key = %v, want ErrWrongType", err)
+	}
+	if v := rdb.Get(ctx, key).Val(); v != "precious" {
+		t.Fatalf("string key changed to %q", v)
+	}
+	rdb.Del(ctx, key)
+}
+
+func waitSubscribed(t *testing.T, admin redis.UniversalClient, name string, n int64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, func() bool { return numSub(t, admin, name) >= n })
+}
+
+func numSub(t *testing.T, admin redis.UniversalClient, name string) int64 {
+	ch := "redisync:{" + name + "}:chan"
+	m, err := admin.PubSubNumSub(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[ch]
+}
+
+func evalCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info := rdb.Info(t.Context(), "commandstats").Val()
+	var total int64
+	for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if i := strings.Index(info, cmd); i >= 0 {
+			rest := info[i+len(cmd):]
+			j := 0
+			for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+				j++
+			}
+			n, _ := strconv.ParseInt(rest[:j], 10, 64)
+			total += n
+		}
+	}
+	return total
+}
+
+func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
+	t.Helper()
+	keys, err := rdb.Keys(t.Context(), "redisync:{"+name+"}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k != "redisync:{"+name+"}:fence" {
+			t.Fatalf("key %q left behind", k)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

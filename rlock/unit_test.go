@@ -1,0 +1,138 @@
+package rlock_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+)
+
+// Unit tier: miniredis, with time advanced by FastForward.
+
+func TestReentrancyMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a := rlock.New(rdb, "r")
+	b := rlock.New(rdb, "r")
+	mustLock(t, a)
+	mustLock(t, a)
+	if n, err := a.HoldCount(ctx); err != nil || n != 2 {
+		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
+	}
+	if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
+	}
+	if n, _ := a.HoldCount(ctx); n != 1 {
+		t.Fatalf("non-holder Unlock changed the hold count to %d", n)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
+	}
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after release = %v, %v", ok, err)
+	}
+	mustUnlock(t, b)
+}
+
+func TestLeaseExpiryMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a := rlock.New(rdb, "lease", rlock.WithLeaseTime(time.Minute))
+	b := rlock.New(rdb, "lease")
+	mustLock(t, a)
+	if ttl, _ := a.TTL(ctx); ttl <= 59*time.Second || ttl > time.Minute {
+		t.Fatalf("TTL = %v, want about 1m", ttl)
+	}
+	mr.FastForward(61 * time.Second)
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after lease expiry = %v, %v", ok, err)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock after expiry = %v, want ErrNotHeld", err)
+	}
+	if held, _ := b.IsHeld(ctx); !held {
+		t.Fatal("expired holder's Unlock released the new holder")
+	}
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("Done still open after Unlock reported the hold gone")
+	}
+	mustUnlock(t, b)
+}
+
+func TestWrongTypeMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	m := rlock.New(rdb, "taken")
+	key := "redisync:{taken}"
+	if err := mr.Set(key, "user data"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.TryLock(ctx)
+	if !errors.Is(err, rlock.ErrWrongType) {
+		t.Fatalf("TryLock on a string key = %v, want ErrWrongType", err)
+	}
+	if _, err := m.ForceUnlock(ctx); !errors.Is(err, rlock.ErrWrongType) {
+		t.Fatalf("ForceUnlock on a string key = %v, want ErrWrongType", err)
+	}
+	if v, _ := mr.Get(key); v != "user data" {
+		t.Fatalf("string key changed to %q", v)
+	}
+}
+
+func TestNewPanics(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	for name, f := range map[string]func(){
+		"nil client":    func() { rlock.New(nil, "x") },
+		"empty name":    func() { rlock.New(rdb, "") },
+		"zero lease":    func() { rlock.New(rdb, "x", rlock.WithLeaseTime(0)) },
+		"tiny watchdog": func() { rlock.New(rdb, "x", rlock.WithWatchdogTimeout(time.Millisecond)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatal("no panic")
+				}
+				if s, _ := r.(string); len(s) < 10 {
+					t.Fatalf("panic message %v is not a clear message", r)
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	err := rlock.New(rdb, "orders").Unlock(t.Context())
+	if got, want := err.Error(), `rlock: unlock "orders": lock not held`; got != want {
+		t.Fatalf("error = %q, want %q", got, want)
+	}
+}
+
+func mustLock(t testing.TB, m *rlock.Mutex) {
+	t.Helper()
+	if err := m.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustUnlock(t testing.TB, m *rlock.Mutex) {
+	t.Helper()
+	if err := m.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
