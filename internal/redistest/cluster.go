@@ -59,9 +59,6 @@ func startCluster(mkdir func() (string, error), ownDir bool) (c *Cluster, err er
 		}
 		s, err := startServer(dir, ownDir, true, nil)
 		if err != nil {
-			if ownDir {
-				_ = os.RemoveAll(dir)
-			}
 			return nil, err
 		}
 		c.nodes = append(c.nodes, s)

@@ -111,7 +111,8 @@ func Start(t testing.TB, args ...string) *Server {
 }
 
 // startServer creates and starts a Server, trying fresh ports when the chosen
-// one turns out to be taken.
+// one turns out to be taken. On failure the server is closed (which removes
+// dir if ownDir).
 func startServer(dir string, ownDir, cluster bool, extra []string) (*Server, error) {
 	s := &Server{
 		dir:     dir,
@@ -124,18 +125,20 @@ func startServer(dir string, ownDir, cluster bool, extra []string) (*Server, err
 	for range startAttempts {
 		var err error
 		if s.port, err = freePort(); err != nil {
-			return nil, err
+			lastErr = err
+			break
 		}
 		if cluster {
 			if s.busPort, err = freePort(); err != nil {
-				return nil, err
+				lastErr = err
+				break
 			}
 			if s.busPort == s.port {
 				continue
 			}
 		}
 		s.mu.Lock()
-		err, bindFailed := s.launchLocked()
+		bindFailed, err := s.launchLocked()
 		s.mu.Unlock()
 		if err == nil {
 			return s, nil
@@ -187,15 +190,15 @@ func (s *Server) args() []string {
 // launchLocked starts redis-server and waits until it answers. bindFailed
 // reports that it exited because a port was taken. s.mu must be held and
 // s.proc must be nil.
-func (s *Server) launchLocked() (err error, bindFailed bool) {
+func (s *Server) launchLocked() (bindFailed bool, err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	logOff, outOff := fileSize(s.logPath), fileSize(s.outPath)
 	out, err := os.OpenFile(s.outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	cmd := exec.Command(bin, s.args()...)
 	cmd.Dir = s.dir
@@ -205,7 +208,7 @@ func (s *Server) launchLocked() (err error, bindFailed bool) {
 	err = cmd.Start()
 	_ = out.Close() // the child holds its own descriptor
 	if err != nil {
-		return fmt.Errorf("start redis-server: %w", err), false
+		return false, fmt.Errorf("start redis-server: %w", err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -221,19 +224,19 @@ func (s *Server) launchLocked() (err error, bindFailed bool) {
 	for {
 		if p.exited() {
 			logs := s.logs(logOff, outOff)
-			return fail(fmt.Sprintf("exited during startup: %v", p.err), logs),
-				strings.Contains(logs, "Address already in use")
+			return strings.Contains(logs, "Address already in use"),
+				fail(fmt.Sprintf("exited during startup: %v", p.err), logs)
 		}
 		probeErr := probe(s.Addr(), cmd.Process.Pid)
 		if probeErr == nil {
 			s.proc = p
-			return nil, false
+			return false, nil
 		}
 		if time.Now().After(deadline) {
 			_ = killProcess(cmd.Process)
 			<-p.done
-			return fail(fmt.Sprintf("not ready after %v: %v", readyTimeout, probeErr),
-				s.logs(logOff, outOff)), false
+			return false, fail(fmt.Sprintf("not ready after %v: %v", readyTimeout, probeErr),
+				s.logs(logOff, outOff))
 		}
 		time.Sleep(pollInterval)
 	}
@@ -397,7 +400,7 @@ func (s *Server) restart() error {
 	s.stopLocked()
 	deadline := time.Now().Add(restartBindWindow)
 	for {
-		err, bindFailed := s.launchLocked()
+		bindFailed, err := s.launchLocked()
 		if err == nil {
 			return nil
 		}

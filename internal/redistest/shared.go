@@ -48,12 +48,7 @@ func startOwnedServer() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := startServer(dir, true, false, nil)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	return s, nil
+	return startServer(dir, true, false, nil)
 }
 
 // SharedCluster returns the test binary's cluster, starting it on first use.

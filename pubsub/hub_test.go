@@ -1,0 +1,177 @@
+package pubsub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/pubsub"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// woken counts the subscriptions that hold a wake-up, draining them.
+func woken(subs []*pubsub.Subscription) int {
+	n := 0
+	for _, s := range subs {
+		select {
+		case <-s.C():
+			n++
+		default:
+		}
+	}
+	return n
+}
+
+// settle waits until want subscriptions hold a wake-up, then checks that no
+// more arrive for a moment: wake-ups must match the message, not the herd.
+func settle(t *testing.T, subs []*pubsub.Subscription, want int) {
+	t.Helper()
+	got := 0
+	redistest.WaitFor(t, 2*time.Second, func() bool { got += woken(subs); return got >= want })
+	time.Sleep(50 * time.Millisecond) // a surplus wake-up would arrive within this
+	if got += woken(subs); got != want {
+		t.Fatalf("%d waiters woken, want %d", got, want)
+	}
+}
+
+func subscribeN(t *testing.T, hub *pubsub.Hub, channel string, n int) []*pubsub.Subscription {
+	t.Helper()
+	var subs []*pubsub.Subscription
+	for range n {
+		s, err := hub.Subscribe(t.Context(), channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs = append(subs, s)
+	}
+	t.Cleanup(func() {
+		for _, s := range subs {
+			s.Close()
+		}
+	})
+	return subs
+}
+
+func TestWakeCounts(t *testing.T) {
+	for _, tier := range []string{"miniredis", "redis-server"} {
+		t.Run(tier, func(t *testing.T) {
+			var rdb *redis.Client
+			if tier == "miniredis" {
+				_, rdb = redistest.Mini(t)
+			} else {
+				rdb = redistest.SharedServer(t).NewClient(t)
+			}
+			hub := pubsub.New(rdb, false)
+			ch := redistest.UniqueName(t)
+			subs := subscribeN(t, hub, ch, 5)
+			for _, c := range []struct {
+				payload string
+				want    int
+			}{{"1", 1}, {"2", 2}, {"-1", 5}, {"junk", 1}, {"9", 5}} {
+				if err := rdb.Publish(t.Context(), ch, c.payload).Err(); err != nil {
+					t.Fatal(err)
+				}
+				settle(t, subs, c.want)
+			}
+		})
+	}
+}
+
+func TestCoalescedWakeUps(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	subs := subscribeN(t, hub, ch, 2)
+	// Three notifications for one waiter each: the second waiter gets one,
+	// the third finds both already woken and is absorbed.
+	for range 3 {
+		rdb.Publish(t.Context(), ch, "1")
+	}
+	settle(t, subs, 2)
+}
+
+func TestCloseConsumedPassesWakeUp(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	subs := subscribeN(t, hub, ch, 2)
+	rdb.Publish(t.Context(), ch, "1")
+	var first, second *pubsub.Subscription
+	redistest.WaitFor(t, 2*time.Second, func() bool {
+		for i, s := range subs {
+			select {
+			case <-s.C():
+				first, second = s, subs[1-i]
+				return true
+			default:
+			}
+		}
+		return false
+	})
+	first.CloseConsumed() // took the wake-up, then gave up
+	select {
+	case <-second.C():
+	case <-time.After(time.Second):
+		t.Fatal("a wake-up taken by a leaving waiter was not passed on")
+	}
+}
+
+func TestRefcountedChannels(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb, admin := srv.NewClient(t), srv.NewClient(t)
+	ignore := goleak.IgnoreCurrent()
+	hub := pubsub.New(rdb, false)
+	a, b := redistest.UniqueName(t)+"a", redistest.UniqueName(t)+"b"
+	sa := subscribeN(t, hub, a, 3)
+	sb := subscribeN(t, hub, b, 1)
+	if n := redistest.NumSub(t, admin, a); n != 1 {
+		t.Fatalf("NUMSUB %s = %d, want 1 subscription for 3 waiters", a, n)
+	}
+	if n := redistest.ClientCount(t, admin, "pubsub"); n != 1 {
+		t.Fatalf("%d pub/sub connections, want 1", n)
+	}
+	for _, s := range sa {
+		s.Close()
+	}
+	redistest.WaitFor(t, time.Second, func() bool { return redistest.NumSub(t, admin, a) == 0 })
+	if n := redistest.NumSub(t, admin, b); n != 1 {
+		t.Fatalf("closing a's waiters unsubscribed b (NUMSUB %d)", n)
+	}
+	sb[0].Close()
+	sb[0].Close() // idempotent
+	redistest.WaitFor(t, time.Second, func() bool { return redistest.ClientCount(t, admin, "pubsub") == 0 })
+	goleak.VerifyNone(t, ignore)
+}
+
+func TestReconnectWakesEveryone(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb, admin := srv.NewClient(t), srv.NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	subs := subscribeN(t, hub, ch, 4)
+	if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, subs, 4)
+	// The channel is subscribed again and notifications flow.
+	redistest.WaitFor(t, 2*time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 1 })
+	rdb.Publish(t.Context(), ch, "1")
+	settle(t, subs, 1)
+}
+
+func TestSubscribeCancelled(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient(t)
+	srv.Stop() // nothing answers: the subscription cannot be confirmed
+	hub := pubsub.New(rdb, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := hub.Subscribe(ctx, "x"); err == nil {
+		t.Fatal("Subscribe to a stopped server succeeded")
+	}
+}
