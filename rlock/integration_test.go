@@ -406,7 +406,7 @@ func evalCalls(t *testing.T, rdb *redis.Client) int64 {
 	info := rdb.Info(t.Context(), "commandstats").Val()
 	var total int64
 	for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if i := strings.Index(info, cmd); i >= 0 {
+		if i := strings.Index(info, cmd); i >= 0 {
 			rest := info[i+len(cmd):]
 			j := 0
 			for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
