@@ -2,6 +2,7 @@ package internal
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/pubsub"
@@ -18,51 +19,86 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // holder's remaining lease or ctx, and try again. Each sleep is bounded by
 // maxSleep, so a lost notification costs at most that, never a hang.
 //
-// Wait returns nil once an attempt succeeds, the attempt's error, or
-// ctx.Err(). It leaves no subscription behind. A notification it received
-// but could not use is passed to another local waiter.
+// A transient error (Redis unreachable, restarting, failing over) does not
+// end the wait: the attempt is retried with backoff until ctx ends, and the
+// error returned then wraps both ctx.Err() and the last such error. Any
+// other error ends the wait at once.
+//
+// Wait returns nil once an attempt succeeds. It leaves no subscription
+// behind. A notification it received but could not use is passed to
+// another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
 	ok, wait, err := try(ctx)
-	if ok || err != nil {
+	if ok || (err != nil && !Transient(err)) {
 		return err
 	}
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep}
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, lastErr: err}
+	if err != nil {
+		w.backoff, wait = minBackoff, minBackoff
+	}
 	defer w.close()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if err := w.subscribe(ctx, w.bound(wait)); err != nil {
-			return err
+			return w.ctxErr(err)
 		}
 		ok, wait, err = try(ctx)
-		if ok {
+		switch {
+		case ok:
 			w.woken = false
 			return nil
-		}
-		if err != nil {
+		case err != nil && !Transient(err):
 			return err // a notification taken here is passed on by close
+		case err != nil:
+			w.lastErr = err
+			w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+			wait = w.backoff
+		default:
+			w.lastErr, w.backoff = nil, 0
 		}
 		w.woken = false
-		if w.sub == nil {
+		if w.sub == nil && err == nil {
 			continue // the subscription timed out: the attempt above was the retry
 		}
 		timer.Reset(w.bound(wait))
+		var notified <-chan struct{}
+		if w.sub != nil {
+			notified = w.sub.C()
+		}
 		select {
-		case <-w.sub.C():
+		case <-notified:
 			w.woken = true
 		case <-timer.C:
 		case <-ctx.Done():
-			return ctx.Err()
+			return w.ctxErr(ctx.Err())
 		}
 	}
 }
+
+// Backoff between attempts that failed with a transient error.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = time.Second
+)
 
 type waiter struct {
 	hub      *pubsub.Hub
 	channel  string
 	maxSleep time.Duration
 	sub      *pubsub.Subscription
-	woken    bool // took a notification not yet acted on
+	woken    bool  // took a notification not yet acted on
+	lastErr  error // the last transient error, if the last attempt failed
+	backoff  time.Duration
+}
+
+// ctxErr is the error for a wait ended by ctx: it wraps ctx's error and
+// the transient error that kept the attempts failing, if any.
+func (w *waiter) ctxErr(err error) error {
+	if w.lastErr != nil {
+		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)
+	}
+	return err
 }
 
 // subscribe subscribes once; a subscription that Redis does not confirm
@@ -75,6 +111,8 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	defer cancel()
 	sub, err := w.hub.Subscribe(sctx, w.channel)
 	if err != nil {
+		// Not confirmed in time: go on without it for this round, bounded
+		// by limit; ctx ending ends the wait.
 		return ctx.Err()
 	}
 	w.sub = sub
