@@ -87,12 +87,20 @@ func TestCoalescedWakeUps(t *testing.T) {
 	hub := pubsub.New(rdb, false)
 	ch := redistest.UniqueName(t)
 	subs := subscribeN(t, hub, ch, 2)
-	// Three notifications for one waiter each: the second waiter gets one,
-	// the third finds both already woken and is absorbed.
+	// Three notifications for one waiter each while nobody runs: the first
+	// two wake both waiters, the third finds them woken and is absorbed
+	// instead of blocking the dispatcher or carrying over.
 	for range 3 {
 		rdb.Publish(t.Context(), ch, "1")
 	}
-	settle(t, subs, 2)
+	redistest.WaitFor(t, 2*time.Second, func() bool { return len(subs[0].C()) == 1 && len(subs[1].C()) == 1 })
+	rdb.Publish(t.Context(), ch, "-1") // a marker: once both are woken by it, the three were dispatched
+	time.Sleep(50 * time.Millisecond)
+	if n := woken(subs); n != 2 {
+		t.Fatalf("%d waiters woken, want 2", n)
+	}
+	rdb.Publish(t.Context(), ch, "1")
+	settle(t, subs, 1)
 }
 
 func TestCloseConsumedPassesWakeUp(t *testing.T) {
