@@ -1,6 +1,8 @@
 package keyslot_test
 
 import (
+	"go.uber.org/goleak"
+
 	"testing"
 
 	"github.com/redisync/redisync/internal/keyslot"
@@ -20,3 +22,5 @@ func TestSlot(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,168 @@
+package watchdog_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/watchdog"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// pipelines counts the pipelines and commands a client sends.
+type pipelines struct{ pipes, cmds atomic.Int64 }
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.pipes.Add(1)
+		p.cmds.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.pipes.Add(1)
+		p.cmds.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// pexpire is a renewal that extends key if it exists.
+func pexpire(key string, lease time.Duration) func(context.Context, redis.Scripter) func() (bool, error) {
+	script := redis.NewScript(`return redis.call('pexpire', KEYS[1], ARGV[1])`)
+	return func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		cmd := script.Run(ctx, s, []string{key}, lease.Milliseconds())
+		return func() (bool, error) {
+			n, err := cmd.Int64()
+			return n == 1, err
+		}
+	}
+}
+
+func TestBatchedRenewals(t *testing.T) {
+	// A real server: miniredis runs each script in a fresh Lua state, too
+	// slowly for 2500 renewals per period.
+	rdb := redistest.SharedServer(t).NewClient(t)
+	var count pipelines
+	rdb.AddHook(&count)
+	w := watchdog.New(rdb)
+	const holds, lease = 2500, 600 * time.Millisecond
+	var hs []*watchdog.Hold
+	var lost atomic.Int32
+	base := redistest.UniqueName(t)
+	for i := range holds {
+		key := base + ":" + strconv.Itoa(i)
+		rdb.Set(t.Context(), key, 1, lease)
+		hs = append(hs, w.Add(watchdog.Entry{Renew: pexpire(key, lease), Lease: lease, Lost: func(error) { lost.Add(1) }}, time.Now()))
+	}
+	pipes0, cmds0 := count.pipes.Load(), count.cmds.Load()
+	time.Sleep(3 * lease) // nine renewal periods
+	pipes, cmds := count.pipes.Load()-pipes0, count.cmds.Load()-cmds0
+	for _, h := range hs {
+		h.Remove()
+	}
+	for i := range holds {
+		rdb.Del(t.Context(), base+":"+strconv.Itoa(i))
+	}
+	if n := lost.Load(); n != 0 {
+		t.Fatalf("%d holds lost while renewed", n)
+	}
+	// 2500 holds need 3 pipelines of at most 1000 per period: about 27
+	// pipelines in nine periods; allow for late ticks on a busy machine.
+	if cmds < holds*5 {
+		t.Fatalf("%d renewals in 9 periods for %d holds: not renewed every period", cmds, holds)
+	}
+	if perPeriod := float64(pipes) / 9; perPeriod > 6 {
+		t.Fatalf("%.1f round trips per renewal period for %d holds, want about 3 (batched)", perPeriod, holds)
+	}
+}
+
+func TestGoneHoldIsLost(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	w := watchdog.New(rdb)
+	lost := make(chan error, 2)
+	lease := 300 * time.Millisecond
+	rdb.Set(t.Context(), "k", 1, time.Minute)
+	h := w.Add(watchdog.Entry{Renew: pexpire("k", lease), Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
+	defer h.Remove()
+	rdb.Del(t.Context(), "k")
+	start := time.Now()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, watchdog.ErrGone) {
+			t.Fatalf("Lost(%v), want ErrGone", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a hold whose key vanished was not reported lost")
+	}
+	if d := time.Since(start); d > 2*lease/3+100*time.Millisecond {
+		t.Fatalf("loss reported after %v, want within one renewal period", d)
+	}
+	if w.Len() != 0 {
+		t.Fatal("lost hold still registered")
+	}
+}
+
+// A renewal stuck in flight does not delay the loss: the hold expires at
+// its locally computed validity.
+func TestStuckRenewalExpires(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	w := watchdog.New(rdb)
+	lease := 300 * time.Millisecond
+	stuck := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		return func() (bool, error) {
+			<-ctx.Done() // a renewal that never answers
+			return false, ctx.Err()
+		}
+	}
+	lost := make(chan error, 1)
+	sent := time.Now()
+	h := w.Add(watchdog.Entry{Renew: stuck, Lease: lease, Lost: func(err error) { lost <- err }}, sent)
+	defer h.Remove()
+	select {
+	case err := <-lost:
+		if !errors.Is(err, watchdog.ErrExpired) {
+			t.Fatalf("Lost(%v), want ErrExpired", err)
+		}
+		if at := time.Since(sent); at > lease {
+			t.Fatalf("loss reported %v after acquisition, after the %v lease had run out", at, lease)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a hold with a stuck renewal never expired")
+	}
+}
+
+func TestFixedLeaseExpires(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	w := watchdog.New(rdb)
+	lost := make(chan error, 1)
+	sent := time.Now()
+	h := w.Add(watchdog.Entry{Lease: 200 * time.Millisecond, Lost: func(err error) { lost <- err }}, sent)
+	defer h.Remove()
+	h.Touch(sent.Add(100 * time.Millisecond)) // a re-entry re-arms the lease
+	err := <-lost
+	if d := time.Since(sent); d < 250*time.Millisecond {
+		t.Fatalf("re-armed lease expired after %v, want about 300ms", d)
+	}
+	if !errors.Is(err, watchdog.ErrExpired) {
+		t.Fatalf("Lost(%v), want ErrExpired", err)
+	}
+}
+
+func TestNoGoroutineWhenIdle(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ignore := goleak.IgnoreCurrent()
+	w := watchdog.New(rdb)
+	h := w.Add(watchdog.Entry{Renew: pexpire("k", time.Second), Lease: time.Second, Lost: func(error) {}}, time.Now())
+	h.Remove()
+	goleak.VerifyNone(t, ignore)
+}
