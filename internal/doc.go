@@ -1,0 +1,10 @@
+// Package internal holds what every redisync primitive shares and no user
+// should depend on: key and channel naming (one hash tag per primitive
+// name), owner ids, the shared sentinel errors and their wrapping, the
+// per-client registry of pub/sub hub and watchdog, and the one wait loop
+// every blocking acquire goes through.
+//
+// Subpackages: watchdog (batched lease renewal and loss detection),
+// keyslot (Redis Cluster hash slots) and redistest (real redis-server
+// processes and clusters for the test tiers).
+package internal
