@@ -112,24 +112,51 @@ func (w *Watchdog) scan(now time.Time, mayRenew bool) (due, lost []*Hold, next t
 func (w *Watchdog) renew(ctx context.Context, due []*Hold) []result {
 	out := make([]result, 0, len(due))
 	for start := 0; start < len(due); start += batchSize {
-		chunk := due[start:min(start+batchSize, len(due))]
+		out = w.renewChunk(ctx, due[start:min(start+batchSize, len(due))], out)
+	}
+	return out
+}
+
+// maxReloads bounds the rounds spent reloading scripts a server forgot.
+const maxReloads = 8
+
+// renewChunk renews one pipeline's worth of holds. A server that lost its
+// script cache (restart, SCRIPT FLUSH, failover) answers NOSCRIPT: the first
+// such hold is renewed alone, which falls back to EVAL and reloads the
+// script, and the others are pipelined again.
+func (w *Watchdog) renewChunk(ctx context.Context, chunk []*Hold, out []result) []result {
+	for round := 0; len(chunk) > 0; round++ {
 		sent := time.Now()
+		if round == maxReloads {
+			for _, h := range chunk { // give up batching: one by one
+				held, err := h.e.Renew(ctx, w.rdb)()
+				out = append(out, result{h: h, sent: sent, held: held, err: err})
+			}
+			return out
+		}
 		pipe := w.rdb.Pipeline()
 		checks := make([]func() (bool, error), len(chunk))
 		for i, h := range chunk {
 			checks[i] = h.e.Renew(ctx, pipe)
 		}
 		_, _ = pipe.Exec(ctx)
+		var again []*Hold
+		reloaded := false
 		for i, h := range chunk {
+			at := sent
 			held, err := checks[i]()
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
-				// The server lost its script cache (restart, SCRIPT
-				// FLUSH): a direct run falls back to EVAL and reloads it.
-				sent = time.Now()
-				held, err = h.e.Renew(ctx, w.rdb)()
+				if reloaded {
+					again = append(again, h)
+					continue
+				}
+				reloaded = true
+				at = time.Now()
+				held, err = h.e.Renew(ctx, w.rdb)() // EVAL: reloads the script
 			}
-			out = append(out, result{h: h, sent: sent, held: held, err: err})
+			out = append(out, result{h: h, sent: at, held: held, err: err})
 		}
+		chunk = again
 	}
 	return out
 }

@@ -64,14 +64,17 @@ type Hold struct {
 type Watchdog struct {
 	rdb redis.UniversalClient
 
-	mu      sync.Mutex // protects holds, running and every Hold's timing
+	mu      sync.Mutex // protects holds, running, timer, timerAt and every Hold's timing
 	holds   map[*Hold]struct{}
-	running bool
+	running bool          // the loop goroutine is running
+	timer   *time.Timer   // while not running: starts the loop when the first hold needs it
+	timerAt time.Time     // when timer fires; zero when not armed
 	kick    chan struct{} // wakes the loop early when timing changes
 }
 
-// New returns a watchdog for rdb. It starts no goroutine until a hold is
-// added.
+// New returns a watchdog for rdb. It starts no goroutine until a hold needs
+// renewing or timing out: a hold released within a third of its lease, the
+// common case, costs a runtime timer and no goroutine.
 func New(rdb redis.UniversalClient) *Watchdog {
 	return &Watchdog{rdb: rdb, holds: make(map[*Hold]struct{}), kick: make(chan struct{}, 1)}
 }
@@ -83,12 +86,47 @@ func (w *Watchdog) Add(e Entry, sent time.Time) *Hold {
 	h.setSent(sent)
 	w.holds[h] = struct{}{}
 	if !w.running {
-		w.running = true
-		go w.run()
+		w.armLocked(h.needed())
 	}
 	w.mu.Unlock()
 	w.poke()
 	return h
+}
+
+// needed is when the hold first needs the loop: its first renewal, or its
+// expiry for a fixed lease.
+func (h *Hold) needed() time.Time {
+	if h.e.Renew == nil {
+		return h.validTill
+	}
+	return minTime(h.validTill, h.lastSent.Add(period(h.e.Lease)))
+}
+
+// armLocked makes sure the loop starts by at. w.mu must be held.
+func (w *Watchdog) armLocked(at time.Time) {
+	switch {
+	case w.timerAt.IsZero():
+		w.timerAt = at
+		w.timer = time.AfterFunc(time.Until(at), w.fire)
+	case at.Before(w.timerAt) && w.timer.Stop():
+		w.timerAt = at
+		w.timer.Reset(time.Until(at))
+	}
+	// Otherwise the timer fires soon enough, or has fired and fire is about
+	// to start the loop.
+}
+
+// fire runs the loop on the timer's goroutine.
+func (w *Watchdog) fire() {
+	w.mu.Lock()
+	w.timerAt = time.Time{}
+	if w.running || len(w.holds) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+	w.run()
 }
 
 // Touch records that a command extending the lease (a re-entry) was sent at
@@ -104,11 +142,15 @@ func (h *Hold) Touch(sent time.Time) {
 // Remove unregisters the hold; Lost will not be called after it returns.
 // It never blocks on Redis.
 func (h *Hold) Remove() {
-	h.w.mu.Lock()
+	w := h.w
+	w.mu.Lock()
 	h.removed = true
-	delete(h.w.holds, h)
-	h.w.mu.Unlock()
-	h.w.poke()
+	delete(w.holds, h)
+	if len(w.holds) == 0 && !w.running && !w.timerAt.IsZero() && w.timer.Stop() {
+		w.timerAt = time.Time{}
+	}
+	w.mu.Unlock()
+	w.poke()
 }
 
 func (h *Hold) setSent(sent time.Time) {
