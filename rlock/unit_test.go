@@ -1,6 +1,7 @@
 package rlock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -133,6 +134,81 @@ func mustLock(t testing.TB, m *rlock.Mutex) {
 func mustUnlock(t testing.TB, m *rlock.Mutex) {
 	t.Helper()
 	if err := m.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQueriesMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a, b := rlock.New(rdb, "q", rlock.WithLeaseTime(time.Minute)), rlock.New(rdb, "q")
+	check := func(locked, aHeld, bHeld bool, holds int) {
+		t.Helper()
+		if got, err := a.IsLocked(ctx); got != locked || err != nil {
+			t.Fatalf("IsLocked = %v, %v; want %v", got, err, locked)
+		}
+		if got, _ := a.IsHeld(ctx); got != aHeld {
+			t.Fatalf("a.IsHeld = %v, want %v", got, aHeld)
+		}
+		if got, _ := b.IsHeld(ctx); got != bHeld {
+			t.Fatalf("b.IsHeld = %v, want %v", got, bHeld)
+		}
+		if got, _ := a.HoldCount(ctx); got != holds {
+			t.Fatalf("a.HoldCount = %d, want %d", got, holds)
+		}
+	}
+	check(false, false, false, 0)
+	if ttl, err := a.TTL(ctx); ttl != 0 || err != nil {
+		t.Fatalf("TTL of a free lock = %v, %v", ttl, err)
+	}
+	mustLock(t, a)
+	check(true, true, false, 1)
+	if ttl, _ := b.TTL(ctx); ttl < 59*time.Second {
+		t.Fatalf("TTL = %v, want the holder's 1m lease", ttl)
+	}
+	mustUnlock(t, a)
+	check(false, false, false, 0)
+	if a.Name() != "q" {
+		t.Fatalf("Name = %q", a.Name())
+	}
+}
+
+func TestDoMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	m := rlock.New(rdb, "do")
+	boom := errors.New("boom")
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		if held, _ := m.IsHeld(ctx); !held {
+			t.Error("fn runs without the lock")
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Do = %v, want fn's error", err)
+	}
+	if locked, _ := m.IsLocked(t.Context()); locked {
+		t.Fatal("Do left the lock held")
+	}
+}
+
+// Do cancels fn's context when the hold is lost.
+func TestDoCancelsOnLoss(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	m := rlock.New(rdb, "doloss")
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		// Another handle's ForceUnlock is seen at the next renewal (the
+		// integration tests cover that); this handle's own ends it at once.
+		if _, err := m.ForceUnlock(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("fn's context not cancelled after the hold ended")
+		}
+	})
+	if err != nil && !errors.Is(err, rlock.ErrNotHeld) {
 		t.Fatal(err)
 	}
 }

@@ -64,7 +64,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	m.mu.Lock()
 	h := m.hold
 	m.mu.Unlock()
-	if h != nil && ok {
+	if h != nil {
+		// Whoever deleted it, this handle's hold is over.
 		m.end(h, nil)
 	}
 	return ok, nil
