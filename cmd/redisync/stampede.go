@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// stampedeConfig sizes the stampede scenario.
+type stampedeConfig struct {
+	requests  int           // concurrent requests for the cold entry
+	load      time.Duration // how long one database load takes
+	instances []redis.UniversalClient
+	prefix    string
+}
+
+// stampedeRow is the outcome of one variant.
+type stampedeRow struct {
+	variant string
+	locked  bool // must load exactly once
+	loads   int
+	wall    time.Duration
+}
+
+// stampedeVariant is one way of serving the requests; lock is nil for no
+// lock.
+type stampedeVariant struct {
+	name string
+	lock *primitive
+}
+
+// stampedeVariants are no lock and one double-checked row per lock.
+func stampedeVariants() []stampedeVariant {
+	vs := []stampedeVariant{{name: "no lock"}}
+	for _, p := range primitives() {
+		if p.forceUnlock != nil && p.newMutex != nil {
+			vs = append(vs, stampedeVariant{name: p.name + " (double-checked)", lock: &p})
+		}
+	}
+	return vs
+}
+
+// category is the cache-aside entry every request wants: the category
+// tree of a shop, expensive to load from the database.
+type category struct {
+	key   string
+	lock  string
+	load  time.Duration
+	loads atomic.Int64
+}
+
+// get serves one request: from the cache if it is there; else, under m
+// (nil: no lock), check the cache again and load from the database only
+// if it is still missing.
+func (c *category) get(ctx context.Context, rdb redis.UniversalClient, m mutex) error {
+	if hit, err := c.cached(ctx, rdb); hit || err != nil {
+		return err
+	}
+	if m == nil {
+		return c.rebuild(ctx, rdb)
+	}
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	hit, err := c.cached(ctx, rdb) // the second check: someone may have loaded it
+	if err == nil && !hit {
+		err = c.rebuild(ctx, rdb)
+	}
+	if uerr := m.Unlock(context.WithoutCancel(ctx)); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	return err
+}
+
+func (c *category) cached(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
+	n, err := rdb.Exists(ctx, c.key).Result()
+	return n == 1, err
+}
+
+// rebuild loads the entry from the "database" and caches it.
+func (c *category) rebuild(ctx context.Context, rdb redis.UniversalClient) error {
+	c.loads.Add(1)
+	if err := pause(ctx, c.load); err != nil {
+		return err
+	}
+	return rdb.Set(ctx, c.key, "books>fiction>crime", demoKeyTTL).Err()
+}
+
+// runStampede runs one variant: every request waits at a start line, then
+// all ask for the cold entry at once, request i on instance i mod P.
+func runStampede(ctx context.Context, cfg *stampedeConfig, v stampedeVariant, idx int) (stampedeRow, error) {
+	c := &category{
+		key:  fmt.Sprintf("%sstampede:%d:category", cfg.prefix, idx),
+		lock: fmt.Sprintf("%sstampede:%d:lock", cfg.prefix, idx),
+		load: cfg.load,
+	}
+	row := stampedeRow{variant: v.name, locked: v.lock != nil}
+	if v.lock != nil && v.lock.prepare != nil {
+		if err := v.lock.prepare(ctx, cfg.instances[0], c.lock); err != nil {
+			return row, fmt.Errorf("%s: %w", v.name, err)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range cfg.requests {
+		rdb := cfg.instances[i%len(cfg.instances)]
+		var m mutex
+		if v.lock != nil {
+			m = v.lock.newMutex(rdb, c.lock) // a handle per request
+		}
+		wg.Go(func() {
+			<-start
+			if err := c.get(ctx, rdb, m); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	row.wall = time.Since(began)
+	row.loads = int(c.loads.Load())
+	if err := context.Cause(ctx); err != nil {
+		return row, fmt.Errorf("%s: %w", row.variant, err)
+	}
+	return row, nil
+}
