@@ -44,7 +44,7 @@ type benchResult struct {
 	ops        int64
 	elapsed    time.Duration
 	handoffs   []time.Duration // sorted
-	calls      calls // commands the servers ran meanwhile
+	calls      calls           // commands the servers ran meanwhile
 	callsKnown bool
 	violations int64 // times two workers held one lock
 }
