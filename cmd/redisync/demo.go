@@ -142,11 +142,8 @@ func demoOversell(ctx context.Context, w io.Writer, f *demoFlags, cfg *oversellC
 			fmt.Fprintf(w, "- %s: did not oversell this time (the race needs buyers that overlap: try a longer --think)\n", r.variant)
 		}
 	}
-	if len(failed) > 0 {
-		for _, msg := range failed {
-			fmt.Fprintf(w, "FAIL: %s\n", msg)
-		}
-		return fmt.Errorf("%w: oversell: %s", errCheckFailed, strings.Join(failed, "; "))
+	if err := failures(w, "oversell", failed); err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "- every distributed variant sold exactly %d, oversold 0: checked\n", want)
 	return nil
@@ -184,14 +181,23 @@ func demoStampede(ctx context.Context, w io.Writer, cfg *stampedeConfig) error {
 			fmt.Fprintf(w, "- %s: %d of %d requests missed the cache at once and each went to the database\n", r.variant, r.loads, cfg.requests)
 		}
 	}
-	if len(failed) > 0 {
-		for _, msg := range failed {
-			fmt.Fprintf(w, "FAIL: %s\n", msg)
-		}
-		return fmt.Errorf("%w: stampede: %s", errCheckFailed, strings.Join(failed, "; "))
+	if err := failures(w, "stampede", failed); err != nil {
+		return err
 	}
 	if slices.ContainsFunc(rows, func(r stampedeRow) bool { return r.locked }) {
 		fmt.Fprintln(w, "- with the lock one request loaded; the others checked the cache again once they held it, and found it")
 	}
 	return nil
+}
+
+// failures prints the failed checks of a scenario and returns them as one
+// error (nil when none failed).
+func failures(w io.Writer, scenario string, failed []string) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	for _, msg := range failed {
+		fmt.Fprintf(w, "FAIL: %s\n", msg)
+	}
+	return fmt.Errorf("%w: %s: %s", errCheckFailed, scenario, strings.Join(failed, "; "))
 }

@@ -145,8 +145,7 @@ func stockSetup(p primitive) func(ctx context.Context, s *shop) (buyFunc, error)
 	}
 }
 
-// runOversell runs one variant: every buyer waits at a start line, then
-// all try to buy at once, buyer i on instance i mod P.
+// runOversell runs one variant: all buyers try to buy at once.
 func runOversell(ctx context.Context, cfg *oversellConfig, v oversellVariant, idx int) (oversellRow, error) {
 	s := &shop{
 		cfg:      cfg,
@@ -161,41 +160,13 @@ func runOversell(ctx context.Context, cfg *oversellConfig, v oversellVariant, id
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", v.name, err)
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range cfg.buyers {
-		rdb := cfg.instances[i%len(cfg.instances)]
-		wg.Go(func() {
-			<-start
-			if _, err := buy(ctx, rdb, i); err != nil {
-				cancel(err) // the first error stops the run
-			}
-		})
-	}
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	row.wall = time.Since(began)
+	row.wall, err = crowd(ctx, cfg.instances, cfg.buyers, func(ctx context.Context, rdb redis.UniversalClient, i int) error {
+		_, err := buy(ctx, rdb, i)
+		return err
+	})
 	row.sold = int(s.sold.Load())
-	if err := context.Cause(ctx); err != nil {
+	if err != nil {
 		return row, fmt.Errorf("%s: %w", v.name, err)
 	}
 	return row, nil
-}
-
-// pause sleeps for d or until ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

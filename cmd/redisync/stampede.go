@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +90,8 @@ func (c *category) rebuild(ctx context.Context, rdb redis.UniversalClient) error
 	return rdb.Set(ctx, c.key, "books>fiction>crime", demoKeyTTL).Err()
 }
 
-// runStampede runs one variant: every request waits at a start line, then
-// all ask for the cold entry at once, request i on instance i mod P.
+// runStampede runs one variant: all requests ask for the cold entry at
+// once.
 func runStampede(ctx context.Context, cfg *stampedeConfig, v stampedeVariant, idx int) (stampedeRow, error) {
 	c := &category{
 		key:  fmt.Sprintf("%sstampede:%d:category", cfg.prefix, idx),
@@ -105,29 +104,15 @@ func runStampede(ctx context.Context, cfg *stampedeConfig, v stampedeVariant, id
 			return row, fmt.Errorf("%s: %w", v.name, err)
 		}
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range cfg.requests {
-		rdb := cfg.instances[i%len(cfg.instances)]
+	wall, err := crowd(ctx, cfg.instances, cfg.requests, func(ctx context.Context, rdb redis.UniversalClient, _ int) error {
 		var m mutex
 		if v.lock != nil {
 			m = v.lock.newMutex(rdb, c.lock) // a handle per request
 		}
-		wg.Go(func() {
-			<-start
-			if err := c.get(ctx, rdb, m); err != nil {
-				cancel(err)
-			}
-		})
-	}
-	began := time.Now()
-	close(start)
-	wg.Wait()
-	row.wall = time.Since(began)
-	row.loads = int(c.loads.Load())
-	if err := context.Cause(ctx); err != nil {
+		return c.get(ctx, rdb, m)
+	})
+	row.wall, row.loads = wall, int(c.loads.Load())
+	if err != nil {
 		return row, fmt.Errorf("%s: %w", row.variant, err)
 	}
 	return row, nil

@@ -39,7 +39,8 @@ func (t *table) write(w io.Writer) {
 	fmt.Fprint(w, b.String())
 }
 
-// fmtDuration prints d the way a table wants it: 850µs, 4.2ms, 310ms, 2.41s.
+// fmtDuration prints d the way a table wants it: 850µs, 4.2ms, 310ms,
+// 2.41s, 29.9s, 1m30s.
 func fmtDuration(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
@@ -48,8 +49,12 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
-	default:
+	case d < 10*time.Second:
 		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		return d.Round(time.Second).String()
 	}
 }
 
