@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,17 +139,19 @@ func (f *benchFlags) check(available []primitive) ([]primitive, error) {
 
 // benchLock is one lock's shared bookkeeping.
 type benchLock struct {
-	name     string
-	holders  atomic.Int64 // workers inside the critical section
-	released atomic.Int64 // UnixNano when the last holder started Unlock; 0: taken
+	name       string
+	holders    atomic.Int64  // workers inside the critical section
+	released   atomic.Int64  // UnixNano when the last holder started Unlock; 0: taken
+	violations *atomic.Int64 // times a worker found another one inside
 }
 
 // benchOne runs one primitive for the configured duration.
 func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string) (benchResult, error) {
 	res := benchResult{kind: p.name}
+	var ops, violations atomic.Int64
 	locks := make([]*benchLock, f.locks)
 	for i := range locks {
-		locks[i] = &benchLock{name: fmt.Sprintf("%sbench:%s:%d", prefix, p.name, i)}
+		locks[i] = &benchLock{name: fmt.Sprintf("%sbench:%s:%d", prefix, p.name, i), violations: &violations}
 		if p.prepare != nil {
 			if err := p.prepare(ctx, instances[0], locks[i].name); err != nil {
 				return res, err
@@ -156,25 +159,43 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 		}
 	}
 	before, known := commandCalls(ctx, instances[0])
-	var ops, violations atomic.Int64
-	runCtx, cancel := context.WithTimeout(ctx, f.duration)
-	defer cancel()
-	failed := make(chan error, f.goroutines)
-	lat := make([][]time.Duration, f.goroutines)
 	prog := startProgress(out.stderr, p.name, f.duration, ops.Load)
 	began := time.Now()
+	handoffs, err := benchWorkers(ctx, f, p, locks, instances, &ops)
+	res.elapsed = time.Since(began)
+	prog.finish()
+	after, knownAfter := commandCalls(ctx, instances[0])
+	res.ops, res.violations, res.handoffs = ops.Load(), violations.Load(), handoffs
+	res.calls = calls{all: after.all - before.all, scripts: after.scripts - before.scripts}
+	res.callsKnown = known && knownAfter
+	if err != nil {
+		return res, err
+	}
+	return res, ctx.Err() // interrupted: report what ran, then stop
+}
+
+// benchWorkers runs the workers for f.duration, counting cycles in ops.
+// It returns the handoff latencies, sorted, and the first error.
+func benchWorkers(ctx context.Context, f *benchFlags, p primitive, locks []*benchLock, instances []redis.UniversalClient, ops *atomic.Int64) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.duration)
+	defer cancel()
+	var mu sync.Mutex // protects failed
+	var failed error
+	lat := make([][]time.Duration, f.goroutines)
 	var wg sync.WaitGroup
 	for w := range f.goroutines {
 		l, rdb := locks[w%len(locks)], instances[w%len(instances)]
 		m := p.newMutex(rdb, l.name)
 		wg.Go(func() {
-			for runCtx.Err() == nil {
-				d, err := benchCycle(runCtx, m, l, f.hold, &violations)
+			for ctx.Err() == nil {
+				d, err := benchCycle(ctx, m, l, f.hold)
+				if err != nil && ctx.Err() == nil {
+					mu.Lock()
+					failed = cmp.Or(failed, err)
+					mu.Unlock()
+					cancel()
+				}
 				if err != nil {
-					if runCtx.Err() == nil {
-						failed <- err
-						cancel()
-					}
 					return
 				}
 				if d > 0 {
@@ -185,44 +206,28 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 		})
 	}
 	wg.Wait()
-	res.elapsed = time.Since(began)
-	prog.finish()
-	after, knownAfter := commandCalls(ctx, instances[0])
-	res.ops, res.violations = ops.Load(), violations.Load()
-	res.calls = calls{all: after.all - before.all, scripts: after.scripts - before.scripts}
-	res.callsKnown = known && knownAfter
-	res.handoffs = slices.Concat(lat...)
-	slices.Sort(res.handoffs)
-	close(failed)
-	if err := <-failed; err != nil {
-		return res, err
-	}
-	return res, ctx.Err() // interrupted: report what ran, then stop
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	return all, failed
 }
 
 // benchCycle locks m, holds it for hold and unlocks it. It returns the
 // handoff latency when the lock came from a previous holder.
-func benchCycle(ctx context.Context, m mutex, l *benchLock, hold time.Duration, violations *atomic.Int64) (time.Duration, error) {
-	if err := m.Lock(ctx); err != nil {
-		return 0, err
-	}
+func benchCycle(ctx context.Context, m mutex, l *benchLock, hold time.Duration) (time.Duration, error) {
 	var handoff time.Duration
-	if r := l.released.Swap(0); r != 0 {
-		handoff = time.Duration(time.Now().UnixNano() - r)
-	}
-	if l.holders.Add(1) > 1 {
-		violations.Add(1)
-	}
-	err := pause(ctx, hold)
-	l.holders.Add(-1)
-	l.released.Store(time.Now().UnixNano())
-	if uerr := m.Unlock(context.WithoutCancel(ctx)); uerr != nil {
-		return 0, uerr
-	}
-	if err != nil && ctx.Err() == nil {
-		return 0, err
-	}
-	return handoff, nil
+	err := locked(ctx, m, func() error {
+		if r := l.released.Swap(0); r != 0 {
+			handoff = time.Duration(time.Now().UnixNano() - r)
+		}
+		if l.holders.Add(1) > 1 {
+			l.violations.Add(1)
+		}
+		_ = pause(ctx, hold) // the end of the run may cut the hold short
+		l.holders.Add(-1)
+		l.released.Store(time.Now().UnixNano())
+		return nil
+	})
+	return handoff, err
 }
 
 func writeBenchTable(out *output, results []benchResult) {

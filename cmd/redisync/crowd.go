@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -30,6 +31,24 @@ func crowd(ctx context.Context, instances []redis.UniversalClient, n int, fn fun
 	close(start)
 	wg.Wait()
 	return time.Since(began), context.Cause(ctx)
+}
+
+// unlockTimeout bounds an Unlock that runs after ctx is done.
+const unlockTimeout = 5 * time.Second
+
+// locked runs fn while holding m. The unlock runs even when ctx is done
+// (its own deadline is unlockTimeout), so a cancelled run leaves no hold.
+func locked(ctx context.Context, m mutex, fn func() error) error {
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	err := fn()
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	if uerr := m.Unlock(uctx); uerr != nil {
+		err = errors.Join(err, uerr)
+	}
+	return err
 }
 
 // pause sleeps for d or until ctx is done.

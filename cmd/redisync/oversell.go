@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -95,14 +94,12 @@ func (s *shop) buy(ctx context.Context, rdb redis.UniversalClient) (bool, error)
 
 // buyUnder runs buy while holding m.
 func (s *shop) buyUnder(ctx context.Context, rdb redis.UniversalClient, m mutex) (bool, error) {
-	if err := m.Lock(ctx); err != nil {
-		return false, err
-	}
-	ok, err := s.buy(ctx, rdb)
-	if uerr := m.Unlock(context.WithoutCancel(ctx)); uerr != nil {
-		err = errors.Join(err, uerr)
-	}
-	return ok, err
+	var sold bool
+	err := locked(ctx, m, func() (err error) {
+		sold, err = s.buy(ctx, rdb)
+		return err
+	})
+	return sold, err
 }
 
 // setupLocalMutex guards each instance's buyers with that instance's own

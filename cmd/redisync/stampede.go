@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -63,17 +62,13 @@ func (c *category) get(ctx context.Context, rdb redis.UniversalClient, m mutex) 
 	if m == nil {
 		return c.rebuild(ctx, rdb)
 	}
-	if err := m.Lock(ctx); err != nil {
-		return err
-	}
-	hit, err := c.cached(ctx, rdb) // the second check: someone may have loaded it
-	if err == nil && !hit {
-		err = c.rebuild(ctx, rdb)
-	}
-	if uerr := m.Unlock(context.WithoutCancel(ctx)); uerr != nil {
-		err = errors.Join(err, uerr)
-	}
-	return err
+	return locked(ctx, m, func() error {
+		hit, err := c.cached(ctx, rdb) // the second check: someone may have loaded it
+		if hit || err != nil {
+			return err
+		}
+		return c.rebuild(ctx, rdb)
+	})
 }
 
 func (c *category) cached(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
