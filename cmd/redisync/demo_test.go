@@ -60,7 +60,7 @@ func TestDemoEmbedded(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
-		stdout, _ := mustRun(t, exitOK, append(append([]string{"demo"}, b.flags...), smallDemo...)...)
+		stdout, _ := mustRun(t, exitOK, append(b.args("demo"), smallDemo...)...)
 		checkDemo(t, stdout)
 		assertNoRunKeys(t, b.rdb, "demo")
 	})

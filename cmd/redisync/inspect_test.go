@@ -47,7 +47,7 @@ func TestInspectHeldRLock(t *testing.T) {
 		// A waiter in another client, subscribed to the unlock channel.
 		waiterCtx, stopWaiter := context.WithCancel(ctx)
 		waited := make(chan error, 1)
-		go func() { waited <- rlock.New(b.rdb, name).Lock(waiterCtx) }()
+		go func() { waited <- rlock.New(b.client(), name).Lock(waiterCtx) }()
 		defer func() { stopWaiter(); <-waited }()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).Channel()) == 1 })
 
@@ -64,7 +64,7 @@ func TestInspectHeldRLock(t *testing.T) {
 		if r.Subscribers != 1 {
 			t.Errorf("subscribers = %d, want 1", r.Subscribers)
 		}
-		stdout, _ := mustRun(t, exitOK, append(append([]string{"inspect"}, b.flags...), name)...)
+		stdout, _ := mustRun(t, exitOK, b.args("inspect", name)...)
 		for _, want := range []string{"kind         mutex", owners[0] + "  holds 2", "ttl          ", "fence", "1 client(s) subscribed"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("text output lacks %q:\n%s", want, stdout)

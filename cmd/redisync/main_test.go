@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,6 +40,26 @@ type backend struct {
 	flags  []string                   // connection flags for the command line
 	rdb    redis.UniversalClient      // for the test's own reads and writes
 	numSub func(channel string) int64 // subscribers of a lock's channel
+	// client returns another client, as another process would have one;
+	// it is closed when the test ends.
+	client func() redis.UniversalClient
+}
+
+// args returns the command line args followed by b's connection flags.
+func (b backend) args(args ...string) []string { return append(args, b.flags...) }
+
+// awaitLock waits for a Lock running in another goroutine to report on
+// got, failing t if it fails or takes more than a few seconds.
+func awaitLock(t *testing.T, got <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: still waiting after 5s", what)
+	}
 }
 
 // backends returns miniredis, the shared real server and the shared real
@@ -48,19 +69,26 @@ func backends(t *testing.T) map[string]func(t *testing.T) backend {
 		"miniredis": func(t *testing.T) backend {
 			mr, rdb := redistest.Mini(t)
 			return backend{name: "miniredis", flags: []string{"--redis", "redis://" + mr.Addr()}, rdb: rdb,
-				numSub: func(ch string) int64 { return redistest.NumSub(t, rdb, ch) }}
+				numSub: func(ch string) int64 { return redistest.NumSub(t, rdb, ch) },
+				client: func() redis.UniversalClient {
+					c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+					t.Cleanup(func() { _ = c.Close() })
+					return c
+				}}
 		},
 		"server": func(t *testing.T) backend {
 			srv := redistest.SharedServer(t)
 			rdb := srv.NewClient(t)
 			return backend{name: "server", flags: []string{"--redis", "redis://" + srv.Addr()}, rdb: rdb,
-				numSub: func(ch string) int64 { return redistest.NumSub(t, rdb, ch) }}
+				numSub: func(ch string) int64 { return redistest.NumSub(t, rdb, ch) },
+				client: func() redis.UniversalClient { return srv.NewClient(t) }}
 		},
 		"cluster": func(t *testing.T) backend {
 			c := redistest.SharedCluster(t)
 			rdb := c.NewClient(t)
 			return backend{name: "cluster", flags: []string{"--cluster", strings.Join(c.Addrs(), ",")}, rdb: rdb,
-				numSub: func(ch string) int64 { return redistest.ShardNumSub(t, c.MasterFor(ch).NewClient(t), ch) }}
+				numSub: func(ch string) int64 { return redistest.ShardNumSub(t, c.MasterFor(ch).NewClient(t), ch) },
+				client: func() redis.UniversalClient { return c.NewClient(t) }}
 		},
 	}
 }

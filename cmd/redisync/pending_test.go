@@ -21,12 +21,12 @@ func TestInspectAndUnlockFairlock(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		name := redistest.UniqueName(t)
-		holder := fairlock.New(b.rdb, name, fairlock.WithLeaseTime(time.Minute))
+		holder := fairlock.New(b.client(), name, fairlock.WithLeaseTime(time.Minute))
 		if err := holder.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got := make(chan error, 2)
-		waiters := []*fairlock.Mutex{fairlock.New(b.rdb, name), fairlock.New(b.rdb, name)}
+		waiters := []*fairlock.Mutex{fairlock.New(b.client(), name), fairlock.New(b.client(), name)}
 		for _, w := range waiters {
 			go func() { got <- w.Lock(ctx) }()
 		}
@@ -38,15 +38,8 @@ func TestInspectAndUnlockFairlock(t *testing.T) {
 		if r.Kind != kindFairlock || len(r.Holders) != 1 || r.Queue[0].DeadlineMs == 0 {
 			t.Errorf("fair lock report = %+v", r)
 		}
-		mustRun(t, exitOK, append(append([]string{"unlock", "--force"}, b.flags...), name)...)
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the head waiter did not get the lock after unlock --force")
-		}
+		mustRun(t, exitOK, b.args("unlock", "--force", name)...)
+		awaitLock(t, got, "head waiter after unlock --force")
 		for _, w := range waiters {
 			_ = w.Unlock(ctx) // the one that holds passes it to the other
 		}
@@ -74,18 +67,12 @@ func TestInspectAndUnlockRWLock(t *testing.T) {
 		if r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) < 2 {
 			t.Errorf("rwlock report with two readers = %+v", r)
 		}
-		writer := rwlock.New(b.rdb, name)
+		writer := rwlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- writer.Lock(ctx) }()
-		mustRun(t, exitOK, append(append([]string{"unlock", "--force"}, b.flags...), name)...)
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the waiting writer did not get the lock after unlock --force")
-		}
+		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).Channel()) >= 1 })
+		mustRun(t, exitOK, b.args("unlock", "--force", name)...)
+		awaitLock(t, got, "waiting writer after unlock --force")
 		if r := inspectJSON(t, b.flags, name)[0]; r.Mode != "write" {
 			t.Errorf("rwlock report with a writer = %+v", r)
 		}
@@ -122,11 +109,11 @@ func TestInspectSemaphores(t *testing.T) {
 		if rs[1].Kind != kindSemaphore {
 			t.Errorf("leased semaphore report = %+v", rs[1])
 		}
-		stdout, _ := mustRun(t, exitOK, append(append([]string{"inspect"}, b.flags...), leasedName)...)
+		stdout, _ := mustRun(t, exitOK, b.args("inspect", leasedName)...)
 		if !strings.Contains(stdout, id) {
 			t.Errorf("inspect does not show the leased permit %s:\n%s", id, stdout)
 		}
-		_, stderr := mustRun(t, exitFailure, append(append([]string{"unlock", "--force"}, b.flags...), name)...)
+		_, stderr := mustRun(t, exitFailure, b.args("unlock", "--force", name)...)
 		if !strings.Contains(stderr, "not a lock") {
 			t.Errorf("unlock of a semaphore: %s", stderr)
 		}

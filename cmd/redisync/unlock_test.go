@@ -16,16 +16,16 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 		ctx := t.Context()
 		name := redistest.UniqueName(t)
 		// A minute's lease: without the wake-up, the waiter would wait that long.
-		holder := rlock.New(b.rdb, name, rlock.WithLeaseTime(time.Minute))
+		holder := rlock.New(b.client(), name, rlock.WithLeaseTime(time.Minute))
 		if err := holder.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waiter := rlock.New(b.rdb, name)
+		waiter := rlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(ctx) }()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).Channel()) == 1 })
 
-		_, stderr := mustRun(t, exitUsage, append(append([]string{"unlock"}, b.flags...), name)...)
+		_, stderr := mustRun(t, exitUsage, b.args("unlock", name)...)
 		if !strings.Contains(stderr, "--force") {
 			t.Errorf("refusal does not mention --force:\n%s", stderr)
 		}
@@ -34,18 +34,11 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 		}
 
 		start := time.Now()
-		stdout, _ := mustRun(t, exitOK, append(append([]string{"unlock", "--force"}, b.flags...), name)...)
+		stdout, _ := mustRun(t, exitOK, b.args("unlock", "--force", name)...)
 		if !strings.Contains(stdout, "unlocked") || !strings.Contains(stdout, "held 1") {
 			t.Errorf("unlock output does not say what it deleted:\n%s", stdout)
 		}
-		select {
-		case err := <-got:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("the waiting Lock did not return after unlock --force")
-		}
+		awaitLock(t, got, "waiting Lock after unlock --force")
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("waiter acquired %v after unlock --force, want at once", d)
 		}
