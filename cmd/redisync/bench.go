@@ -164,14 +164,14 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 	handoffs, err := benchWorkers(ctx, f, p, locks, instances, &ops)
 	res.elapsed = time.Since(began)
 	prog.finish()
-	after, knownAfter := commandCalls(ctx, instances[0])
+	after, knownAfter := commandCalls(context.WithoutCancel(ctx), instances[0]) // also after ctrl-C
 	res.ops, res.violations, res.handoffs = ops.Load(), violations.Load(), handoffs
 	res.calls = calls{all: after.all - before.all, scripts: after.scripts - before.scripts}
 	res.callsKnown = known && knownAfter
 	if err != nil {
 		return res, err
 	}
-	return res, ctx.Err() // interrupted: report what ran, then stop
+	return res, context.Cause(ctx) // interrupted: report what ran, then stop
 }
 
 // benchWorkers runs the workers for f.duration, counting cycles in ops.
