@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // cleanupTimeout bounds the deletion of a run's keys, also after ctrl-C.
@@ -53,16 +55,8 @@ func runDemo(ctx context.Context, out *output, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.check(); err != nil {
+	if scenarios, err = f.check(scenarios); err != nil {
 		return err
-	}
-	if len(scenarios) == 0 {
-		scenarios = []string{"oversell", "stampede"}
-	}
-	for _, s := range scenarios {
-		if s != "oversell" && s != "stampede" {
-			return usagef("unknown scenario %q (want oversell or stampede)", s)
-		}
 	}
 	t, err := f.conn.open(ctx)
 	if err != nil {
@@ -75,46 +69,59 @@ func runDemo(ctx context.Context, out *output, args []string) error {
 	if t.embedded() {
 		fmt.Fprintln(out.stdout, "(--redis URL or --cluster host:port,... runs it on a real deployment)")
 	}
+	err = f.runScenarios(ctx, out.stdout, scenarios, instances, prefix)
+	return errors.Join(err, cleanupRun(ctx, instances[0], prefix))
+}
+
+// runScenarios runs the scenarios in order. A failed check does not stop
+// the others; any other error does.
+func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []string, instances []redis.UniversalClient, prefix string) error {
 	var failures []error
 	for _, s := range scenarios {
 		var err error
 		switch s {
 		case "oversell":
-			err = demoOversell(ctx, out.stdout, f, &oversellConfig{stock: f.stock, buyers: f.buyers, think: f.think, instances: instances, prefix: prefix})
+			err = demoOversell(ctx, w, &oversellConfig{stock: f.stock, buyers: f.buyers, think: f.think, instances: instances, prefix: prefix})
 		case "stampede":
-			err = demoStampede(ctx, out.stdout, &stampedeConfig{requests: f.requests, load: f.load, instances: instances, prefix: prefix})
+			err = demoStampede(ctx, w, &stampedeConfig{requests: f.requests, load: f.load, instances: instances, prefix: prefix})
 		}
 		if err != nil && !errors.Is(err, errCheckFailed) {
-			return errors.Join(err, cleanupRun(ctx, instances[0], prefix))
+			return err
 		}
 		failures = append(failures, err)
-	}
-	if err := cleanupRun(ctx, instances[0], prefix); err != nil {
-		return err
 	}
 	return errors.Join(failures...)
 }
 
-func (f *demoFlags) check() error {
+// check checks the flags and scenarios, and returns the scenarios to run.
+func (f *demoFlags) check(scenarios []string) ([]string, error) {
+	for _, s := range scenarios {
+		if s != "oversell" && s != "stampede" {
+			return nil, usagef("unknown scenario %q (want oversell or stampede)", s)
+		}
+	}
+	if len(scenarios) == 0 {
+		scenarios = []string{"oversell", "stampede"}
+	}
 	switch {
 	case f.stock < 1:
-		return usagef("--stock %d: want at least 1", f.stock)
+		return nil, usagef("--stock %d: want at least 1", f.stock)
 	case f.buyers < 1:
-		return usagef("--buyers %d: want at least 1", f.buyers)
+		return nil, usagef("--buyers %d: want at least 1", f.buyers)
 	case f.instances < 1 || f.instances > 64:
-		return usagef("--instances %d: want 1 to 64", f.instances)
+		return nil, usagef("--instances %d: want 1 to 64", f.instances)
 	case f.requests < 1:
-		return usagef("--requests %d: want at least 1", f.requests)
+		return nil, usagef("--requests %d: want at least 1", f.requests)
 	case f.think < 0 || f.load < 0:
-		return usagef("--think and --load must not be negative")
+		return nil, usagef("--think and --load must not be negative")
 	}
-	return nil
+	return scenarios, nil
 }
 
 // errCheckFailed reports that a distributed variant did not do its job.
 var errCheckFailed = errors.New("check failed")
 
-func demoOversell(ctx context.Context, w io.Writer, f *demoFlags, cfg *oversellConfig) error {
+func demoOversell(ctx context.Context, w io.Writer, cfg *oversellConfig) error {
 	fmt.Fprintf(w, "\n== oversell ==\n%d items in stock, %d buyers on %d service instances, each instance with its own\n"+
 		"Redis client. A buyer reads the stock, thinks for %v, and writes back stock-1.\n\n",
 		cfg.stock, cfg.buyers, len(cfg.instances), cfg.think)
