@@ -1,0 +1,252 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const benchAbout = `
+A contention benchmark: --goroutines workers spread over --instances clients
+lock one of --locks locks, hold it for --hold, and unlock, for --duration per
+primitive. It checks that no two workers ever hold the same lock at once, and
+prints a table: operations (lock+unlock) per second, the handoff latency (from
+a holder starting Unlock to the next holder's Lock returning, p50 and p99) and
+the Redis commands per operation from INFO commandstats: all commands the
+server ran, those inside scripts included, and the script calls among them
+(n/a on miniredis, which does not count them; on a busy server other
+clients' commands count too).
+
+Progress goes to stderr: one line rewritten in place on a terminal, a line a
+second otherwise. Every key is deleted at the end.`
+
+// benchFlags are the flags of the bench command.
+type benchFlags struct {
+	conn       *connFlags
+	kinds      string
+	locks      int
+	goroutines int
+	instances  int
+	duration   time.Duration
+	hold       time.Duration
+}
+
+// benchResult is the outcome for one primitive.
+type benchResult struct {
+	kind       string
+	ops        int64
+	elapsed    time.Duration
+	handoffs   []time.Duration // sorted
+	calls      calls           // commands the servers ran meanwhile
+	callsKnown bool
+	violations int64 // times two workers held one lock
+}
+
+func runBench(ctx context.Context, out *output, args []string) error {
+	fs := newFlagSet(out, "bench", "bench [flags]", benchAbout)
+	f := &benchFlags{conn: addConnFlags(fs, true)}
+	available := benchPrimitives()
+	fs.StringVar(&f.kinds, "kinds", primitiveNames(available), "primitives to run, comma-separated")
+	fs.IntVar(&f.locks, "locks", 1, "locks the workers share")
+	fs.IntVar(&f.goroutines, "goroutines", 16, "workers, each with its own handle")
+	fs.IntVar(&f.instances, "instances", 4, "Redis clients the workers are spread over")
+	fs.DurationVar(&f.duration, "duration", 5*time.Second, "how long each primitive runs")
+	fs.DurationVar(&f.hold, "hold", 0, "how long a worker holds the lock")
+	rest, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	kinds, err := f.check(available)
+	if err != nil {
+		return err
+	}
+	t, err := f.conn.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	instances := t.clientsN(f.instances)
+	fmt.Fprintf(out.stdout, "redisync bench on %s: %d goroutines on %d clients, %d lock(s), hold %v, %v per primitive\n\n",
+		t.desc, f.goroutines, f.instances, f.locks, f.hold, f.duration)
+	prefix := runPrefix("bench")
+	var results []benchResult
+	var runErr error
+	for _, p := range kinds {
+		r, err := benchOne(ctx, out, f, p, instances, prefix)
+		results = append(results, r)
+		if err != nil {
+			runErr = fmt.Errorf("%s: %w", p.name, err)
+			break
+		}
+	}
+	writeBenchTable(out, results)
+	if err := cleanupRun(ctx, instances[0], prefix); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	for _, r := range results {
+		if r.violations > 0 {
+			runErr = errors.Join(runErr, fmt.Errorf("%s: two holders at once %d times: mutual exclusion violated", r.kind, r.violations))
+		}
+	}
+	return runErr
+}
+
+// benchPrimitives are the primitives that can run as a mutex.
+func benchPrimitives() []primitive {
+	var ps []primitive
+	for _, p := range primitives() {
+		if p.newMutex != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func (f *benchFlags) check(available []primitive) ([]primitive, error) {
+	switch {
+	case f.locks < 1:
+		return nil, usagef("--locks %d: want at least 1", f.locks)
+	case f.goroutines < 1:
+		return nil, usagef("--goroutines %d: want at least 1", f.goroutines)
+	case f.instances < 1 || f.instances > 64:
+		return nil, usagef("--instances %d: want 1 to 64", f.instances)
+	case f.duration <= 0:
+		return nil, usagef("--duration %v: want more than 0", f.duration)
+	case f.hold < 0:
+		return nil, usagef("--hold %v: must not be negative", f.hold)
+	}
+	var kinds []primitive
+	for _, name := range strings.Split(f.kinds, ",") {
+		i := slices.IndexFunc(available, func(p primitive) bool { return p.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, usagef("--kinds: unknown primitive %q (built in: %s)", name, primitiveNames(available))
+		}
+		kinds = append(kinds, available[i])
+	}
+	return kinds, nil
+}
+
+// benchLock is one lock's shared bookkeeping.
+type benchLock struct {
+	name       string
+	holders    atomic.Int64  // workers inside the critical section
+	released   atomic.Int64  // UnixNano when the last holder started Unlock; 0: taken
+	violations *atomic.Int64 // times a worker found another one inside
+}
+
+// benchOne runs one primitive for the configured duration.
+func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string) (benchResult, error) {
+	res := benchResult{kind: p.name}
+	var ops, violations atomic.Int64
+	locks := make([]*benchLock, f.locks)
+	for i := range locks {
+		locks[i] = &benchLock{name: fmt.Sprintf("%sbench:%s:%d", prefix, p.name, i), violations: &violations}
+		if p.prepare != nil {
+			if err := p.prepare(ctx, instances[0], locks[i].name); err != nil {
+				return res, err
+			}
+		}
+	}
+	before, known := commandCalls(ctx, instances[0])
+	prog := startProgress(out.stderr, p.name, f.duration, ops.Load)
+	began := time.Now()
+	handoffs, err := benchWorkers(ctx, f, p, locks, instances, &ops)
+	res.elapsed = time.Since(began)
+	prog.finish()
+	after, knownAfter := commandCalls(context.WithoutCancel(ctx), instances[0]) // also after ctrl-C
+	res.ops, res.violations, res.handoffs = ops.Load(), violations.Load(), handoffs
+	res.calls = calls{all: after.all - before.all, scripts: after.scripts - before.scripts}
+	res.callsKnown = known && knownAfter
+	if err != nil {
+		return res, err
+	}
+	return res, context.Cause(ctx) // interrupted: report what ran, then stop
+}
+
+// benchWorkers runs the workers for f.duration, counting cycles in ops.
+// It returns the handoff latencies, sorted, and the first error.
+func benchWorkers(ctx context.Context, f *benchFlags, p primitive, locks []*benchLock, instances []redis.UniversalClient, ops *atomic.Int64) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.duration)
+	defer cancel()
+	var mu sync.Mutex // protects failed
+	var failed error
+	lat := make([][]time.Duration, f.goroutines)
+	var wg sync.WaitGroup
+	for w := range f.goroutines {
+		l, rdb := locks[w%len(locks)], instances[w%len(instances)]
+		m := p.newMutex(rdb, l.name)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				d, err := benchCycle(ctx, m, l, f.hold)
+				if err != nil && ctx.Err() == nil {
+					mu.Lock()
+					failed = cmp.Or(failed, err)
+					mu.Unlock()
+					cancel()
+				}
+				if err != nil {
+					return
+				}
+				if d > 0 {
+					lat[w] = append(lat[w], d)
+				}
+				ops.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	return all, failed
+}
+
+// benchCycle locks m, holds it for hold and unlocks it. It returns the
+// handoff latency when the lock came from a previous holder.
+func benchCycle(ctx context.Context, m mutex, l *benchLock, hold time.Duration) (time.Duration, error) {
+	var handoff time.Duration
+	err := locked(ctx, m, func() error {
+		if r := l.released.Swap(0); r != 0 {
+			handoff = time.Duration(time.Now().UnixNano() - r)
+		}
+		if l.holders.Add(1) > 1 {
+			l.violations.Add(1)
+		}
+		_ = pause(ctx, hold) // the end of the run may cut the hold short
+		l.holders.Add(-1)
+		l.released.Store(time.Now().UnixNano())
+		return nil
+	})
+	return handoff, err
+}
+
+func writeBenchTable(out *output, results []benchResult) {
+	tab := newTable("primitive", "ops", "ops/s", "p50 handoff", "p99 handoff", "cmds/op", "scripts/op")
+	for _, r := range results {
+		cmds, scripts := "n/a", "n/a"
+		if r.callsKnown && r.ops > 0 {
+			cmds = fmt.Sprintf("%.1f", float64(r.calls.all)/float64(r.ops))
+			scripts = fmt.Sprintf("%.1f", float64(r.calls.scripts)/float64(r.ops))
+		}
+		tab.add(r.kind, fmt.Sprint(r.ops), perSecond(r.ops, r.elapsed), quantile(r.handoffs, 0.50), quantile(r.handoffs, 0.99), cmds, scripts)
+	}
+	tab.write(out.stdout)
+}
+
+// quantile prints the q-quantile of sorted durations.
+func quantile(sorted []time.Duration, q float64) string {
+	if len(sorted) == 0 {
+		return "-"
+	}
+	return fmtDuration(sorted[min(int(q*float64(len(sorted))), len(sorted)-1)])
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// smallDemo sizes the demo for tests: the races still need overlapping
+// buyers, which the think time provides.
+var smallDemo = []string{"--stock", "20", "--buyers", "80", "--instances", "3", "--requests", "40", "--load", "20ms"}
+
+// checkDemo checks the demo's tables: the no-lock variants oversell and
+// stampede, every distributed one sells exactly the stock and loads once.
+func checkDemo(t *testing.T, stdout string) {
+	t.Helper()
+	if oversold := atoi(t, tableRow(t, stdout, "no lock")[1]); oversold == 0 {
+		t.Errorf("no lock did not oversell:\n%s", stdout)
+	}
+	for _, v := range oversellVariants() {
+		if !v.distributed {
+			continue
+		}
+		row := tableRow(t, stdout, v.name)
+		if row[0] != "20" || row[1] != "0" {
+			t.Errorf("%s sold %s, oversold %s; want 20, 0", v.name, row[0], row[1])
+		}
+	}
+	for _, v := range stampedeVariants() {
+		row := tableRow(t, stdout, v.name)
+		loads := atoi(t, row[1])
+		if v.lock != nil && loads != 1 {
+			t.Errorf("%s: %d database loads, want 1", v.name, loads)
+		}
+		if v.lock == nil && loads < 2 {
+			t.Errorf("%s: %d database loads, want a stampede", v.name, loads)
+		}
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("table cell %q is no number", s)
+	}
+	return n
+}
+
+func TestDemoEmbedded(t *testing.T) {
+	stdout, _ := mustRun(t, exitOK, append([]string{"demo"}, smallDemo...)...)
+	if !strings.Contains(stdout, "embedded miniredis") {
+		t.Errorf("demo does not say where it runs:\n%s", stdout)
+	}
+	checkDemo(t, stdout)
+	if oversold := atoi(t, tableRow(t, stdout, "local sync.Mutex")[1]); oversold == 0 {
+		t.Errorf("a local mutex per instance did not oversell with 3 instances:\n%s", stdout)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		stdout, _ := mustRun(t, exitOK, append(b.args("demo"), smallDemo...)...)
+		checkDemo(t, stdout)
+		assertNoRunKeys(t, b.rdb, "demo")
+	})
+}
+
+func TestDemoOneScenario(t *testing.T) {
+	stdout, _ := mustRun(t, exitOK, "demo", "stampede", "--requests", "10", "--load", "1ms")
+	if strings.Contains(stdout, "oversell") || !strings.Contains(stdout, "== stampede ==") {
+		t.Fatalf("demo stampede ran other scenarios or not this one:\n%s", stdout)
+	}
+}
+
+func TestDemoFailsWhenALockDoesNotExclude(t *testing.T) {
+	withPrimitive(t, brokenPrimitive)
+	mr, rdb := miniBackend(t)
+	stdout, stderr := mustRun(t, exitFailure, append([]string{"demo", "--redis", "redis://" + mr}, smallDemo...)...)
+	for _, want := range []string{"FAIL: broken sold", "FAIL: broken (double-checked) loaded"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "check failed: oversell") || !strings.Contains(stderr, "check failed: stampede") {
+		t.Errorf("stderr does not report both failed checks:\n%s", stderr)
+	}
+	assertNoRunKeys(t, rdb, "demo")
+}

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+)
+
+const inspectAbout = `
+Shows what each named lock or semaphore is in Redis: its kind, holders and
+hold counts, TTL, the fair lock's queue with deadlines, the read-write lock's
+mode and readers, the semaphore's permits, the fencing counter, and how many
+clients are subscribed waiting for it. Keys it cannot explain are listed raw.
+NAME is the name given to New in the code ("orders:42"), not a Redis key.
+
+It only reads. It finds a name's keys with SCAN on the node holding them,
+which walks that node's whole keyspace.`
+
+// Kinds of data inspect recognises. A held fair lock with nobody queued
+// has the same layout as a reentrant mutex, so it reads as kindMutex.
+const (
+	kindFree      = "free"      // no keys: not locked
+	kindMutex     = "mutex"     // rlock, or a fairlock with an empty queue
+	kindFairlock  = "fairlock"  // a fair lock with waiters queued
+	kindRWLock    = "rwlock"    // a read-write lock
+	kindSemaphore = "semaphore" // a semaphore's permit count
+	kindUnknown   = "unknown"   // keys of a layout inspect does not know
+)
+
+// report is what inspect shows about one name.
+type report struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"`
+	TTLms       *int64   `json:"ttl_ms,omitempty"` // remaining lease; -1: none
+	Mode        string   `json:"mode,omitempty"`
+	Holders     []holder `json:"holders,omitempty"`
+	Queue       []queued `json:"queue,omitempty"`
+	Permits     *int64   `json:"permits,omitempty"`
+	Fence       *int64   `json:"fence,omitempty"`
+	Subscribers int64    `json:"subscribers"` // clients subscribed to the unlock channel
+	Keys        []*key   `json:"keys"`
+	note        string   // shown after the kind in text
+}
+
+// holder is one owner id with its hold count.
+type holder struct {
+	ID    string `json:"id"`
+	Count int64  `json:"count"`
+}
+
+// queued is one fair-lock waiter.
+type queued struct {
+	ID          string `json:"id"`
+	DeadlineMs  int64  `json:"deadline_ms"`  // server clock, Unix ms; 0: none
+	RemainingMs int64  `json:"remaining_ms"` // until the deadline
+}
+
+// key is one Redis key of the name, raw.
+type key struct {
+	Key       string `json:"key"`
+	Type      string `json:"type"`
+	TTLms     int64  `json:"ttl_ms"` // -1: no expiry
+	Value     any    `json:"value"`
+	explained bool   // a decoder showed its meaning
+}
+
+// keyLimit bounds how many elements of one list, set, zset or hash are read.
+const keyLimit = 1000
+
+func runInspect(ctx context.Context, out *output, args []string) error {
+	fs := newFlagSet(out, "inspect", "inspect [flags] NAME...", inspectAbout)
+	conn := addConnFlags(fs, false)
+	asJSON := fs.Bool("json", false, "print a JSON array of reports instead of text")
+	names, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return usagef("no NAME given")
+	}
+	for _, n := range names {
+		if n == "" {
+			return usagef("empty NAME")
+		}
+	}
+	t, err := conn.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	rdb := t.client()
+	var reports []*report
+	for _, n := range names {
+		r, err := inspect(ctx, rdb, n)
+		if err != nil {
+			return fmt.Errorf("inspect %q: %w", n, err)
+		}
+		reports = append(reports, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reports)
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(out.stdout)
+		}
+		r.writeText(out.stdout)
+	}
+	return nil
+}
+
+// inspect reads everything Redis holds for name and decodes it.
+func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*report, error) {
+	n := internal.NewNames(name)
+	node, err := nodeFor(ctx, rdb, n.Lock())
+	if err != nil {
+		return nil, err
+	}
+	keys, err := readKeys(ctx, node, n)
+	if err != nil {
+		return nil, err
+	}
+	now, err := node.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	r := &report{Name: name, Keys: keys}
+	byName := make(map[string]*key, len(keys))
+	for _, k := range keys {
+		byName[k.Key] = k
+	}
+	if k := byName[n.Fence()]; k != nil && k.Type == "string" {
+		if v, ok := parseInt(k.Value); ok {
+			r.Fence, k.explained = &v, true
+		}
+	}
+	r.Kind = kindUnknown
+	switch {
+	case byName[n.Lock()] == nil && len(keys) == countExplained(keys):
+		r.Kind, r.note = kindFree, "not locked"
+	default:
+		for _, decode := range decoders {
+			if decode(r, byName, n, now) {
+				break
+			}
+		}
+	}
+	if r.Subscribers, err = subscribers(ctx, rdb, node, n.Channel()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decoders recognise a kind from the keys and fill the report; the first
+// that reports true wins. Each lives in an inspect_*.go file.
+var decoders = []func(r *report, keys map[string]*key, n internal.Names, now time.Time) bool{
+	decodeRWLock,
+	decodeFairlock,
+	decodeMutex,
+	decodeSemaphore,
+}
+
+// readKeys returns the name's keys with their types, TTLs and contents.
+func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names) ([]*key, error) {
+	names, err := scanNode(ctx, node, globEscape(n.Lock())+"*")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	var keys []*key
+	for _, k := range names {
+		if k == n.Lock() || strings.HasPrefix(k, n.Lock()+":") {
+			keys = append(keys, &key{Key: k})
+		}
+	}
+	pipe := node.Pipeline()
+	types := make([]*redis.StatusCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		types[i] = pipe.Type(ctx, k.Key)
+		ttls[i] = pipe.PTTL(ctx, k.Key)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	pipe = node.Pipeline()
+	values := make([]func() (any, error), len(keys))
+	for i, k := range keys {
+		k.Type = types[i].Val()
+		k.TTLms = ttls[i].Val().Milliseconds()
+		if ttls[i].Val() < 0 {
+			k.TTLms = -1 // no expiry (or deleted since the scan)
+		}
+		values[i] = queueValue(ctx, pipe, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !internal.IsNil(err) {
+		return nil, err
+	}
+	for i, k := range keys {
+		if k.Value, err = values[i](); err != nil && !internal.IsNil(err) {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// queueValue queues the read of k's contents on pipe and returns how to
+// get them after Exec.
+func queueValue(ctx context.Context, pipe redis.Pipeliner, k *key) func() (any, error) {
+	switch k.Type {
+	case "string":
+		c := pipe.Get(ctx, k.Key)
+		return func() (any, error) { return c.Result() }
+	case "hash":
+		c := pipe.HGetAll(ctx, k.Key)
+		return func() (any, error) { return c.Result() }
+	case "list":
+		c := pipe.LRange(ctx, k.Key, 0, keyLimit-1)
+		return func() (any, error) { return c.Result() }
+	case "set":
+		c := pipe.SRandMemberN(ctx, k.Key, keyLimit)
+		return func() (any, error) { return c.Result() }
+	case "zset":
+		c := pipe.ZRangeWithScores(ctx, k.Key, 0, keyLimit-1)
+		return func() (any, error) {
+			zs, err := c.Result()
+			m := make([]map[string]any, len(zs))
+			for i, z := range zs {
+				m[i] = map[string]any{"member": z.Member, "score": z.Score}
+			}
+			return m, err
+		}
+	default:
+		return func() (any, error) { return nil, nil }
+	}
+}
+
+// subscribers counts the clients subscribed to the unlock channel: on a
+// cluster the shard channel on the node of the name.
+func subscribers(ctx context.Context, rdb, node redis.UniversalClient, channel string) (int64, error) {
+	var m map[string]int64
+	var err error
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		m, err = node.PubSubShardNumSub(ctx, channel).Result()
+	} else {
+		m, err = node.PubSubNumSub(ctx, channel).Result()
+	}
+	return m[channel], err
+}
+
+func countExplained(keys []*key) int {
+	n := 0
+	for _, k := range keys {
+		if k.explained {
+			n++
+		}
+	}
+	return n
+}
+
+// parseInt reads a Redis string value as an integer.
+func parseInt(v any) (int64, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// holdersOf reads a lock hash (owner id -> hold count), skipping the given
+// fields; values that are no integer are returned as count 0.
+func holdersOf(h map[string]string, skip ...string) []holder {
+	var hs []holder
+	for id, v := range h {
+		if slices.Contains(skip, id) {
+			continue
+		}
+		c, _ := parseInt(v)
+		hs = append(hs, holder{ID: id, Count: c})
+	}
+	slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.ID, b.ID) })
+	return hs
+}
+
+func (r *report) writeText(w io.Writer) {
+	var b strings.Builder
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(&b, "  %-12s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	fmt.Fprintf(&b, "%s\n", r.Name)
+	kind := r.Kind
+	if r.note != "" {
+		kind += " (" + r.note + ")"
+	}
+	line("kind", "%s", kind)
+	if r.Mode != "" {
+		line("mode", "%s", r.Mode)
+	}
+	for i, h := range r.Holders {
+		label := ""
+		if i == 0 {
+			label = holdersLabel(r)
+		}
+		line(label, "%s  holds %d", h.ID, h.Count)
+	}
+	if r.TTLms != nil {
+		line("ttl", "%s", fmtTTL(*r.TTLms))
+	}
+	for i, q := range r.Queue {
+		label := ""
+		if i == 0 {
+			label = "queue"
+		}
+		deadline := "no deadline"
+		if q.DeadlineMs > 0 {
+			deadline = "deadline in " + fmtTTL(q.RemainingMs)
+		}
+		line(label, "%d. %s  %s", i+1, q.ID, deadline)
+	}
+	if r.Permits != nil {
+		line("permits", "%d available", *r.Permits)
+	}
+	if r.Subscribers > 0 {
+		line("waiting", "%d client(s) subscribed to the unlock channel", r.Subscribers)
+	}
+	if r.Fence != nil {
+		line("fence", "%d (last fencing token handed out)", *r.Fence)
+	}
+	for _, k := range r.Keys {
+		if !k.explained {
+			v, _ := json.Marshal(k.Value)
+			line("key", "%s  %s  ttl %s  %s", k.Key, k.Type, fmtTTL(k.TTLms), v)
+		}
+	}
+	fmt.Fprint(w, b.String())
+}
+
+func holdersLabel(r *report) string {
+	switch {
+	case r.Kind == kindRWLock && r.Mode == "read":
+		return "readers"
+	case r.Kind == kindRWLock:
+		return "holders"
+	case len(r.Holders) > 1:
+		return "holders"
+	}
+	return "holder"
+}
+
+// fmtTTL prints a TTL in milliseconds; -1 means none.
+func fmtTTL(ms int64) string {
+	if ms < 0 {
+		return "none"
+	}
+	return fmtDuration(time.Duration(ms) * time.Millisecond)
+}

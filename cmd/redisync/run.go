@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a runtime error: unreachable server, Redis error, a failed check
+	exitUsage   = 2 // a mistake on the command line
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, out *output, args []string) error
+}
+
+// output is where a command writes: results to stdout, progress and
+// diagnostics to stderr.
+type output struct {
+	stdout, stderr io.Writer
+}
+
+// commands returns the subcommands in the order help lists them.
+func commands() []command {
+	return []command{
+		{"demo", "the seeds' story: overselling and a cache stampede, with and without locks", runDemo},
+		{"inspect", "show the state of locks and semaphores: kind, holders, TTL, queue, permits", runInspect},
+		{"unlock", "delete a lock whoever holds it and wake its waiters (needs --force)", runUnlock},
+		{"bench", "contention benchmark: ops/s, handoff latency, Redis commands per op", runBench},
+	}
+}
+
+// run is the whole program: it runs the subcommand named by args[0] and
+// returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	out := &output{stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			// "redisync help demo" is "redisync demo --help".
+			return run(ctx, []string{rest[0], "--help"}, stdout, stderr)
+		}
+		printHelp(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return exitCode(out, c.name, c.run(ctx, out, rest))
+		}
+	}
+	fmt.Fprintf(stderr, "redisync: unknown command %q\nRun 'redisync help' for the list of commands.\n", name)
+	return exitUsage
+}
+
+// exitCode reports err on stderr and maps it to an exit code.
+func exitCode(out *output, cmd string, err error) int {
+	var usage *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelpShown):
+		return exitOK
+	case errors.As(err, &usage):
+		fmt.Fprintf(out.stderr, "redisync %s: %s\nRun 'redisync %s --help' for usage.\n", cmd, usage.msg, cmd)
+		return exitUsage
+	default:
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap() // one line per failure
+		}
+		for _, e := range errs {
+			fmt.Fprintf(out.stderr, "redisync %s: %v\n", cmd, e)
+		}
+		return exitFailure
+	}
+}
+
+func printHelp(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("redisync: distributed locks and semaphores on Redis, shown and operated.\n\n")
+	b.WriteString("Usage:\n  redisync COMMAND [flags] [args]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nEvery command takes --redis URL (redis://, rediss://, with user and password)\n")
+	b.WriteString("or --cluster host:port,... ; demo and bench default to an embedded miniredis.\n")
+	b.WriteString("Run 'redisync COMMAND --help' for its flags.\n")
+	fmt.Fprint(w, b.String())
+}

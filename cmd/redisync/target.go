@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// pingTimeout bounds the first contact with the server.
+const pingTimeout = 5 * time.Second
+
+// defaultRedisURL is where inspect and unlock look when given no address.
+const defaultRedisURL = "redis://localhost:6379"
+
+// connFlags are the flags that choose the Redis deployment.
+type connFlags struct {
+	url      string
+	cluster  string
+	embedded bool // with neither flag: an embedded miniredis (else defaultRedisURL)
+}
+
+// addConnFlags adds --redis and --cluster to fs. With embedded, the default
+// is an in-process miniredis; otherwise it is defaultRedisURL.
+func addConnFlags(fs *flagSet, embedded bool) *connFlags {
+	c := &connFlags{embedded: embedded}
+	def := "an embedded miniredis"
+	if !embedded {
+		def = defaultRedisURL
+	}
+	fs.StringVar(&c.url, "redis", "", "Redis server `URL`: redis://[user:password@]host:port[/db], or rediss:// for TLS (default "+def+")")
+	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed `nodes`: host:port,host:port,... or a redis:// URL with ?addr= for more nodes")
+	return c
+}
+
+// target is the Redis deployment a command talks to. It hands out clients,
+// one per simulated service instance, and closes them all in close.
+type target struct {
+	desc    string // for messages: "embedded miniredis", "redis://host:port", ...
+	mini    *miniredis.Miniredis
+	single  *redis.Options
+	cluster *redis.ClusterOptions
+
+	mu      sync.Mutex // protects clients
+	clients []redis.UniversalClient
+}
+
+// open checks the flags, connects and pings the server. Bad flags are usage
+// errors; an unreachable server is a runtime error that says where it
+// looked.
+func (c *connFlags) open(ctx context.Context) (*target, error) {
+	t, err := c.target()
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := t.client().Ping(pctx).Err(); err != nil {
+		t.close()
+		hint := "is it running? --redis URL or --cluster host:port,... chooses another"
+		if ctx.Err() != nil {
+			hint = "interrupted"
+		}
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w (%s)", t.desc, err, hint)
+	}
+	return t, nil
+}
+
+func (c *connFlags) target() (*target, error) {
+	switch {
+	case c.url != "" && c.cluster != "":
+		return nil, usagef("--redis and --cluster exclude each other")
+	case c.cluster != "":
+		opt, err := parseCluster(c.cluster)
+		if err != nil {
+			return nil, err
+		}
+		return &target{desc: "cluster " + strings.Join(opt.Addrs, ","), cluster: opt}, nil
+	case c.url != "" || !c.embedded:
+		raw := c.url
+		if raw == "" {
+			raw = defaultRedisURL
+		}
+		opt, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, usagef("--redis %q: %v", raw, err)
+		}
+		return &target{desc: redactURL(raw), single: opt}, nil
+	}
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("start embedded miniredis: %w", err)
+	}
+	return &target{desc: "embedded miniredis", mini: mr, single: &redis.Options{Addr: mr.Addr()}}, nil
+}
+
+// parseCluster accepts "host:port,host:port" or a cluster URL.
+func parseCluster(s string) (*redis.ClusterOptions, error) {
+	if strings.Contains(s, "://") {
+		opt, err := redis.ParseClusterURL(s)
+		if err != nil {
+			return nil, usagef("--cluster %q: %v", redactURL(s), err)
+		}
+		return opt, nil
+	}
+	var addrs []string
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !strings.Contains(a, ":") {
+			return nil, usagef("--cluster: %q is not host:port", a)
+		}
+		addrs = append(addrs, a)
+	}
+	if len(addrs) == 0 {
+		return nil, usagef("--cluster: no node addresses")
+	}
+	return &redis.ClusterOptions{Addrs: addrs}, nil
+}
+
+// redactURL hides the password of a URL for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// embedded reports whether t is the in-process miniredis.
+func (t *target) embedded() bool { return t.mini != nil }
+
+// isCluster reports whether t is a Redis Cluster.
+func (t *target) isCluster() bool { return t.cluster != nil }
+
+// client returns a new client of its own, as one more service instance
+// would have. It is closed by close.
+func (t *target) client() redis.UniversalClient {
+	var rdb redis.UniversalClient
+	if t.cluster != nil {
+		opt := *t.cluster
+		rdb = redis.NewClusterClient(&opt)
+	} else {
+		opt := *t.single
+		rdb = redis.NewClient(&opt)
+	}
+	t.mu.Lock()
+	t.clients = append(t.clients, rdb)
+	t.mu.Unlock()
+	return rdb
+}
+
+// clientsN returns n new clients.
+func (t *target) clientsN(n int) []redis.UniversalClient {
+	rdbs := make([]redis.UniversalClient, n)
+	for i := range rdbs {
+		rdbs[i] = t.client()
+	}
+	return rdbs
+}
+
+// close closes every client and stops the embedded server.
+func (t *target) close() {
+	t.mu.Lock()
+	clients := t.clients
+	t.clients = nil
+	t.mu.Unlock()
+	for _, rdb := range clients {
+		_ = rdb.Close()
+	}
+	if t.mini != nil {
+		t.mini.Close()
+	}
+}

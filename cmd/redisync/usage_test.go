@@ -1,0 +1,90 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestUsageErrors(t *testing.T) {
+	// An address nothing listens on: a usage error must be reported before
+	// any attempt to connect (exit 2, not 1).
+	nowhere := "redis://" + closedAddr(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage:"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"demo", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"demo", "--stock", "0"}, "--stock 0"},
+		{[]string{"demo", "--stock", "many"}, "invalid value"},
+		{[]string{"demo", "--instances", "0"}, "--instances 0"},
+		{[]string{"demo", "--think", "-1s"}, "must not be negative"},
+		{[]string{"demo", "--redis", nowhere, "oversel"}, `unknown scenario "oversel"`},
+		{[]string{"demo", "--redis", nowhere, "--cluster", "127.0.0.1:1"}, "exclude each other"},
+		{[]string{"inspect", "--redis", nowhere}, "no NAME"},
+		{[]string{"inspect", "--redis", "http://localhost", "x"}, "invalid URL scheme"},
+		{[]string{"inspect", "--cluster", "localhost", "x"}, "not host:port"},
+		{[]string{"inspect", "--cluster", ",", "x"}, "no node addresses"},
+		{[]string{"unlock", "--redis", nowhere, "orders"}, "add --force"},
+		{[]string{"unlock", "--force", "--redis", nowhere}, "no NAME"},
+		{[]string{"bench", "--kinds", "nope"}, `unknown primitive "nope"`},
+		{[]string{"bench", "--duration", "0s"}, "--duration 0s"},
+		{[]string{"bench", "--goroutines", "0"}, "--goroutines 0"},
+		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			stdout, stderr := mustRun(t, exitUsage, tc.args...)
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr does not mention %q:\n%s", tc.want, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("usage error wrote to stdout:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, c := range commands() {
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}} {
+			stdout, _ := mustRun(t, exitOK, args...)
+			if !strings.Contains(stdout, "Usage: redisync "+c.name) || !strings.Contains(stdout, "-redis URL") {
+				t.Errorf("redisync %s: help lacks the synopsis or --redis:\n%s", strings.Join(args, " "), stdout)
+			}
+		}
+	}
+	stdout, _ := mustRun(t, exitOK, "help")
+	for _, c := range commands() {
+		if !strings.Contains(stdout, c.name) {
+			t.Errorf("help does not list %s:\n%s", c.name, stdout)
+		}
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	addr := closedAddr(t)
+	for _, args := range [][]string{
+		{"inspect", "--redis", "redis://user:secret@" + addr, "orders"},
+		{"unlock", "--force", "--redis", "redis://" + addr, "orders"},
+		{"demo", "--cluster", addr},
+		{"bench", "--redis", "redis://" + addr},
+	} {
+		_, stderr := mustRun(t, exitFailure, args...)
+		if !strings.Contains(stderr, "cannot reach Redis at") || !strings.Contains(stderr, addr) {
+			t.Errorf("redisync %s: unclear message:\n%s", strings.Join(args, " "), stderr)
+		}
+		if strings.Contains(stderr, "secret") {
+			t.Errorf("the password shows in the message:\n%s", stderr)
+		}
+	}
+}
+
+func TestInterspersedFlags(t *testing.T) {
+	fs := newFlagSet(&output{}, "x", "x", "")
+	json := fs.Bool("json", false, "")
+	pos, err := fs.parse([]string{"a", "--json", "b", "--", "--c"})
+	if err != nil || !*json || strings.Join(pos, " ") != "a b --c" {
+		t.Fatalf("parse = %q, %v, json %v; want [a b --c], nil, true", pos, err, *json)
+	}
+}
