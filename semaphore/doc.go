@@ -90,7 +90,7 @@
 // # Testing with miniredis
 //
 // The scripts run unchanged on miniredis. Leases of a Leased are measured
-// with the TIME command, which miniredis answers from its own clock: set it
-// with SetTime to make leases expire in a test; FastForward does not move
-// it.
+// with the TIME command, which miniredis answers from the wall clock, or
+// from the time a test set with SetTime: set it to make leases run out
+// without waiting. FastForward does not move it.
 package semaphore

@@ -220,6 +220,46 @@ func TestWakesAsManyAsAvailable(t *testing.T) {
 	})
 }
 
+// TestWakeUpNotSwallowed: a notification taken by a waiter that needs more
+// permits than were released costs the others at most the poll interval.
+func TestWakeUpNotSwallowed(t *testing.T) {
+	eachDeployment(t, func(t *testing.T, d deployment) {
+		name := redistest.UniqueName(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		rdb := d.newClient(t)
+		poll := semaphore.WithPollInterval(300 * time.Millisecond)
+		big, small := semaphore.New(rdb, name, poll), semaphore.New(rdb, name, poll)
+		bigDone := make(chan error, 1)
+		go func() { bigDone <- big.Acquire(ctx, 4) }() // woken first: it subscribed first
+		defer func() {
+			cancel()
+			<-bigDone
+		}()
+		waitSubscribed(t, d, name, 1)
+		smallDone := make(chan time.Time, 1)
+		go func() {
+			if err := small.Acquire(ctx, 1); err != nil {
+				t.Error(err)
+			}
+			smallDone <- time.Now()
+		}()
+		redistest.WaitFor(t, 5*time.Second, func() bool { return idle(t, d.admin, 50*time.Millisecond) })
+		start := time.Now()
+		mustRelease(t, semaphore.New(d.newClient(t), name), 1)
+		select {
+		case at := <-smallDone:
+			t.Logf("Acquire(1) completed %v after Release(1)", at.Sub(start))
+		case <-time.After(1300 * time.Millisecond):
+			t.Fatal("Acquire(1) not done a second after the 300ms poll interval")
+		}
+		select {
+		case err := <-bigDone:
+			t.Fatalf("Acquire(4) returned %v with one permit released", err)
+		default:
+		}
+	})
+}
+
 // TestRedissonChecks, TestZeroAndNegative and the wrong-type tests run the
 // shared checks on real Redis.
 func TestRedissonChecks(t *testing.T) {

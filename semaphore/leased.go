@@ -104,7 +104,7 @@ func (l *Leased) Available(ctx context.Context) (int64, error) {
 // and leaves no permit taken.
 func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, error) {
 	if lease < 0 {
-		return "", l.wrap("acquire", negative("lease", int64(lease)))
+		return "", l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
 	c := internal.Acquire(l.rdb)
@@ -124,7 +124,7 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 // no permit is available.
 func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, bool, error) {
 	if lease < 0 {
-		return "", false, l.wrap("acquire", negative("lease", int64(lease)))
+		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
 	ok, _, err := l.attempt(ctx, id, lease)
@@ -186,7 +186,7 @@ func (l *Leased) Release(ctx context.Context, id string) error {
 // stops renewing it. A negative lease is an error.
 func (l *Leased) Renew(ctx context.Context, id string, lease time.Duration) (bool, error) {
 	if lease < 0 {
-		return false, l.wrap("renew", negative("lease", int64(lease)))
+		return false, l.wrap("renew", negative("lease", lease))
 	}
 	sent := time.Now()
 	ok, err := lua.LeasedRenew(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()

@@ -212,6 +212,7 @@ func replied(err error) bool {
 	return errors.As(err, &rerr)
 }
 
-func negative(what string, n int64) error {
-	return fmt.Errorf("%w: %s %d", ErrNegative, what, n)
+// negative reports a negative permit count or lease v.
+func negative(what string, v any) error {
+	return fmt.Errorf("%w: %s %v", ErrNegative, what, v)
 }

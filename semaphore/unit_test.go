@@ -210,12 +210,14 @@ func TestNewPanicsMini(t *testing.T) {
 func TestErrorMessagesMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
+	_, renewErr := semaphore.NewLeased(rdb, "db").Renew(ctx, "id", -time.Second)
 	for _, c := range []struct {
 		err  error
 		want string
 	}{
 		{semaphore.NewLeased(rdb, "workers").Release(ctx, "nope"), `semaphore: release "workers": lock not held`},
 		{semaphore.New(rdb, "db").Release(ctx, -2), `semaphore: release "db": negative argument: permits -2`},
+		{renewErr, `semaphore: renew "db": negative argument: lease -1s`},
 	} {
 		if c.err == nil || c.err.Error() != c.want {
 			t.Errorf("error = %v, want %q", c.err, c.want)
