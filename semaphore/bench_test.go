@@ -19,35 +19,39 @@ import (
 
 // BenchmarkSemaphore is Acquire(1)+Release(1) of a counting semaphore.
 func BenchmarkSemaphore(b *testing.B) {
-	benchmarkPair(b, func(rdb redis.UniversalClient, name string) (func(context.Context) error, func(context.Context) error) {
+	benchmarkPair(b, func(ctx context.Context, rdb redis.UniversalClient, name string, permits int64) (func() error, error) {
 		s := semaphore.New(rdb, name)
-		return func(ctx context.Context) error { return s.Acquire(ctx, 1) },
-			func(ctx context.Context) error { return s.Release(ctx, 1) }
-	}, func(ctx context.Context, rdb redis.UniversalClient, name string, n int64) error {
-		return semaphore.New(rdb, name).SetPermits(ctx, n)
+		return func() error {
+			if err := s.Acquire(ctx, 1); err != nil {
+				return err
+			}
+			return s.Release(ctx, 1)
+		}, s.SetPermits(ctx, permits)
 	})
 }
 
 // BenchmarkLeased is Acquire(0)+Release of a leased semaphore: permits kept
 // alive by the watchdog.
 func BenchmarkLeased(b *testing.B) {
-	benchmarkPair(b, func(rdb redis.UniversalClient, name string) (func(context.Context) error, func(context.Context) error) {
+	benchmarkPair(b, func(ctx context.Context, rdb redis.UniversalClient, name string, permits int64) (func() error, error) {
 		l := semaphore.NewLeased(rdb, name)
-		var id string // one acquire and release at a time per pair
-		return func(ctx context.Context) (err error) { id, err = l.Acquire(ctx, 0); return err },
-			func(ctx context.Context) error { return l.Release(ctx, id) }
-	}, func(ctx context.Context, rdb redis.UniversalClient, name string, n int64) error {
-		return semaphore.NewLeased(rdb, name).SetPermits(ctx, n)
+		return func() error {
+			id, err := l.Acquire(ctx, 0)
+			if err != nil {
+				return err
+			}
+			return l.Release(ctx, id)
+		}, l.SetPermits(ctx, permits)
 	})
 }
 
-type pairFunc func(rdb redis.UniversalClient, name string) (acquire, release func(context.Context) error)
-
-type setFunc func(ctx context.Context, rdb redis.UniversalClient, name string, n int64) error
+// pairFunc returns an acquire+release of the semaphore called name on rdb,
+// after setting its permits.
+type pairFunc func(ctx context.Context, rdb redis.UniversalClient, name string, permits int64) (func() error, error)
 
 // benchmarkPair measures acquire+release uncontended (one goroutine, one
 // permit) and contended (16 goroutines over 4 clients, 4 permits).
-func benchmarkPair(b *testing.B, pair pairFunc, set setFunc) {
+func benchmarkPair(b *testing.B, pair pairFunc) {
 	srv := redistest.SharedServer(b)
 	admin := srv.NewClient(b)
 	for _, c := range []struct {
@@ -60,20 +64,15 @@ func benchmarkPair(b *testing.B, pair pairFunc, set setFunc) {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := b.Context()
 			name := redistest.UniqueName(b)
-			if err := set(ctx, admin, name, int64(c.permits)); err != nil {
-				b.Fatal(err)
-			}
 			var ops []func() error
 			for range c.clients {
 				rdb := srv.NewClient(b)
 				for range c.routines {
-					acquire, release := pair(rdb, name)
-					ops = append(ops, func() error {
-						if err := acquire(ctx); err != nil {
-							return err
-						}
-						return release(ctx)
-					})
+					op, err := pair(ctx, rdb, name, int64(c.permits))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ops = append(ops, op)
 				}
 			}
 			total0, scripts0 := commandCalls(b, admin)

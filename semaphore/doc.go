@@ -46,8 +46,10 @@
 // WithWatchdogTimeout (30s by default) and the client's shared watchdog
 // renews it every third of that, batched with every other hold of the
 // client, until Release: a process that crashes leaks such a permit for at
-// most the watchdog timeout. Release of an id that holds no permit
-// (unknown, expired or already released) returns an error wrapping
+// most the watchdog timeout. When a renewal finds the permit gone, or
+// renewals keep failing until its lease has run out, the watchdog gives it
+// up, and its Release returns ErrNotHeld. Release of an id that holds no
+// permit (unknown, expired or already released) returns an error wrapping
 // ErrNotHeld and changes nothing; Renew of such an id reports false.
 // Permit ids are capabilities: any handle, in any process, may release or
 // renew a permit whose id it knows.

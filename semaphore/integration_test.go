@@ -470,9 +470,9 @@ func TestCancelledAcquire(t *testing.T) {
 func cancelledAcquire(t *testing.T, d deployment, name string, acquire func(ctx context.Context) error) {
 	t.Helper()
 	ignore := goleak.IgnoreCurrent()
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := acquire(ctx)
 	e := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
