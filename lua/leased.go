@@ -1,0 +1,105 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed leased_acquire.lua
+	leasedAcquireSrc string
+	//go:embed leased_release.lua
+	leasedReleaseSrc string
+	//go:embed leased_renew.lua
+	leasedRenewSrc string
+	//go:embed leased_setpermits.lua
+	leasedSetPermitsSrc string
+	//go:embed leased_addpermits.lua
+	leasedAddPermitsSrc string
+	//go:embed leased_available.lua
+	leasedAvailableSrc string
+
+	leasedAcquire    = redis.NewScript(leasedAcquireSrc)
+	leasedRelease    = redis.NewScript(leasedReleaseSrc)
+	leasedRenew      = redis.NewScript(leasedRenewSrc)
+	leasedSetPermits = redis.NewScript(leasedSetPermitsSrc)
+	leasedAddPermits = redis.NewScript(leasedAddPermitsSrc)
+	leasedAvailable  = redis.NewScript(leasedAvailableSrc)
+)
+
+// LeasedKeys names the keys and channel of one leased semaphore.
+type LeasedKeys struct {
+	Leases  string // zset of acquired permit ids -> expiry on the server clock
+	Permits string // the total permit count
+	Channel string // the notification channel
+}
+
+func (k LeasedKeys) list() []string { return []string{k.Leases, k.Permits, k.Channel} }
+
+// LeaseTaken is the outcome of a leased semaphore acquire attempt.
+type LeaseTaken struct {
+	OK   bool          // the id holds a permit
+	Wait time.Duration // when not OK: until the earliest acquired permit expires; 0 if none
+}
+
+// LeaseTakenCmd is the reply of LeasedAcquire.
+type LeaseTakenCmd struct{ cmd *redis.Cmd }
+
+// Result decodes the reply.
+func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
+	v, err := ints(c.cmd)
+	if err != nil {
+		return LeaseTaken{}, err
+	}
+	if len(v) < 2 {
+		return LeaseTaken{}, errShortReply
+	}
+	if v[0] == 1 {
+		return LeaseTaken{OK: true}, nil
+	}
+	return LeaseTaken{Wait: pttl(v[1])}, nil
+}
+
+// LeasedAcquire runs leased_acquire.lua: take a permit for id with the given
+// lease, after returning expired permits to the pool. A repeated request
+// with the same id takes nothing more.
+func LeasedAcquire(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, lease time.Duration, sharded bool) LeaseTakenCmd {
+	return LeaseTakenCmd{leasedAcquire.Run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
+}
+
+// LeasedRelease runs leased_release.lua: give back the permit of id and
+// wake waiters. The reply is false when id held no permit (unknown, expired
+// or already released; nothing changed).
+func LeasedRelease(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, sharded bool) BoolCmd {
+	return BoolCmd{leasedRelease.Run(ctx, c, k.list(), id, flag(sharded))}
+}
+
+// LeasedRenew runs leased_renew.lua: set the permit of id to expire lease
+// from now. The reply is false when id holds no permit (nothing changed).
+func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, lease time.Duration, sharded bool) BoolCmd {
+	return BoolCmd{leasedRenew.Run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
+}
+
+// LeasedSetPermits runs leased_setpermits.lua: set the total permits to n
+// (>= 0), acquired ones included, or with onlyNew only if there is no total
+// yet. The reply is false when onlyNew found a total (nothing changed).
+func LeasedSetPermits(ctx context.Context, c redis.Scripter, k LeasedKeys, n int64, onlyNew, sharded bool) BoolCmd {
+	return BoolCmd{leasedSetPermits.Run(ctx, c, k.list(), n, flag(onlyNew), flag(sharded))}
+}
+
+// LeasedAddPermits runs leased_addpermits.lua: add delta (non-zero; negative
+// takes permits away) to the total. The reply is the available count
+// afterwards, which may be negative.
+func LeasedAddPermits(ctx context.Context, c redis.Scripter, k LeasedKeys, delta int64, sharded bool) IntCmd {
+	return IntCmd{leasedAddPermits.Run(ctx, c, k.list(), delta, flag(sharded))}
+}
+
+// LeasedAvailable runs leased_available.lua: the total minus the live
+// acquired permits, after returning expired ones to the pool. It may be
+// negative.
+func LeasedAvailable(ctx context.Context, c redis.Scripter, k LeasedKeys, sharded bool) IntCmd {
+	return IntCmd{leasedAvailable.Run(ctx, c, k.list(), flag(sharded))}
+}

@@ -1,0 +1,57 @@
+-- leased_acquire: take one permit of a leased semaphore under a permit id
+-- chosen by the caller, with a lease on the server's clock.
+--
+-- KEYS[1]  acquired permits: zset of permit id -> expiry (ms, server clock)
+-- KEYS[2]  total permits: a string integer, missing = 0, may be negative
+-- KEYS[3]  notification channel
+-- ARGV[1]  permit id
+-- ARGV[2]  lease in milliseconds
+-- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- Expired permits are returned to the pool first; if that leaves permits
+-- available, waiters are notified with the count.
+-- Returns {1, 0} when the id holds a permit afterwards (also when an earlier
+-- run of the same request took it), or {0, wait} when no permit is
+-- available: wait is the time in ms until the earliest acquired permit
+-- expires, -1 when none is acquired.
+-- A total that is not an integer, or keys of another type, is a WRONGTYPE
+-- error, raised before anything is written.
+
+local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
+local id, lease, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+
+local raw = redis.call('get', permits)
+local total = 0
+if raw then
+  if not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+  end
+  total = tonumber(raw)
+end
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
+local available = total - redis.call('zcard', leases)
+
+if redis.call('zscore', leases, id) then
+  return {1, 0}
+end
+
+if available < 1 then
+  local first = redis.call('zrange', leases, 0, 0, 'withscores')
+  if first[2] then
+    return {0, tonumber(first[2]) - now}
+  end
+  return {0, -1}
+end
+
+redis.call('zadd', leases, now + lease, id)
+available = available - 1
+if reclaimed > 0 and available > 0 then
+  if sharded then
+    redis.call('spublish', channel, math.min(available, 1000000))
+  else
+    redis.call('publish', channel, math.min(available, 1000000))
+  end
+end
+return {1, 0}

@@ -1,0 +1,42 @@
+-- leased_release: give back one permit of a leased semaphore, and wake
+-- waiters when permits are available afterwards.
+--
+-- KEYS[1]  acquired permits: zset of permit id -> expiry (ms, server clock)
+-- KEYS[2]  total permits: a string integer, missing = 0, may be negative
+-- KEYS[3]  notification channel
+-- ARGV[1]  permit id
+-- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- Expired permits are returned to the pool first, so an expired id is no
+-- longer held.
+-- Returns 1 when the permit was released, 0 when the id held none (unknown,
+-- expired or already released). When permits are available afterwards and
+-- some were freed, the notification carries the available count.
+-- A total that is not an integer, or keys of another type, is a WRONGTYPE
+-- error, raised before anything is written.
+
+local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
+local id, sharded = ARGV[1], ARGV[2] == '1'
+
+local raw = redis.call('get', permits)
+local total = 0
+if raw then
+  if not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+  end
+  total = tonumber(raw)
+end
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
+local released = redis.call('zrem', leases, id)
+local available = total - redis.call('zcard', leases)
+
+if (released > 0 or reclaimed > 0) and available > 0 then
+  if sharded then
+    redis.call('spublish', channel, math.min(available, 1000000))
+  else
+    redis.call('publish', channel, math.min(available, 1000000))
+  end
+end
+return released

@@ -1,0 +1,51 @@
+-- leased_setpermits: set the total permits of a leased semaphore, acquired
+-- ones included (SetPermits), or set it only if no total exists yet
+-- (TrySetPermits).
+--
+-- KEYS[1]  acquired permits: zset of permit id -> expiry (ms, server clock)
+-- KEYS[2]  total permits: a string integer
+-- KEYS[3]  notification channel
+-- ARGV[1]  the total (>= 0)
+-- ARGV[2]  "1": only if the total does not exist yet
+-- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- Expired permits are returned to the pool first. The available count,
+-- total minus acquired, may be negative after a reduction.
+-- Returns 1 when the total was set, 0 when ARGV[2] is "1" and a total
+-- already existed. When more permits are available afterwards than before,
+-- the notification carries the available count.
+-- A total that is not an integer, or keys of another type, is a WRONGTYPE
+-- error, raised before anything is written.
+
+local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
+local onlyNew, sharded = ARGV[2] == '1', ARGV[3] == '1'
+
+local raw = redis.call('get', permits)
+local total = 0
+if raw then
+  if not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+  end
+  total = tonumber(raw)
+end
+local time = redis.call('time')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
+local acquired = redis.call('zcard', leases)
+local before = total - acquired
+local set = 0
+if not (raw and onlyNew) then
+  redis.call('set', permits, ARGV[1])
+  total = tonumber(ARGV[1])
+  set = 1
+end
+
+local available = total - acquired
+if available > 0 and (available > before or reclaimed > 0) then
+  if sharded then
+    redis.call('spublish', channel, math.min(available, 1000000))
+  else
+    redis.call('publish', channel, math.min(available, 1000000))
+  end
+end
+return set

@@ -1,0 +1,94 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquireSrc string
+	//go:embed semaphore_release.lua
+	semaphoreReleaseSrc string
+	//go:embed semaphore_setpermits.lua
+	semaphoreSetPermitsSrc string
+	//go:embed semaphore_drain.lua
+	semaphoreDrainSrc string
+	//go:embed semaphore_undo.lua
+	semaphoreUndoSrc string
+
+	semaphoreAcquire    = redis.NewScript(semaphoreAcquireSrc)
+	semaphoreRelease    = redis.NewScript(semaphoreReleaseSrc)
+	semaphoreSetPermits = redis.NewScript(semaphoreSetPermitsSrc)
+	semaphoreDrain      = redis.NewScript(semaphoreDrainSrc)
+	semaphoreUndo       = redis.NewScript(semaphoreUndoSrc)
+)
+
+// SemaphoreKeys names the keys and channel of one counting semaphore.
+type SemaphoreKeys struct {
+	Permits string // the permit count
+	Channel string // the notification channel
+}
+
+// Taken is the outcome of a counting semaphore acquire attempt.
+type Taken struct {
+	OK        bool  // the request holds its permits
+	Available int64 // the permits left available (may be negative)
+}
+
+// TakenCmd is the reply of SemaphoreAcquire.
+type TakenCmd struct{ cmd *redis.Cmd }
+
+// Result decodes the reply.
+func (c TakenCmd) Result() (Taken, error) {
+	v, err := ints(c.cmd)
+	if err != nil {
+		return Taken{}, err
+	}
+	if len(v) < 2 {
+		return Taken{}, errShortReply
+	}
+	return Taken{OK: v[0] == 1, Available: v[1]}, nil
+}
+
+// SemaphoreAcquire runs semaphore_acquire.lua: take n permits (n >= 1) if
+// that many are available, recording it under receipt, a key of the
+// request's own that lives for ttl. A repeated request with the same
+// receipt takes nothing more.
+func SemaphoreAcquire(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
+	return TakenCmd{semaphoreAcquire.Run(ctx, c, []string{k.Permits, receipt}, n, ms(ttl))}
+}
+
+// SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;
+// negative takes them away) and, when delta is positive and permits are
+// available afterwards, notify as many waiters per process as are
+// available. The reply is the available count afterwards.
+func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, delta int64, sharded bool) IntCmd {
+	return IntCmd{semaphoreRelease.Run(ctx, c, []string{k.Permits, k.Channel}, delta, flag(sharded))}
+}
+
+// SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
+// n (>= 0), or with onlyNew only if there is no count yet, notifying
+// waiters when it grew. The reply is false when onlyNew found a count
+// (nothing changed).
+func SemaphoreSetPermits(ctx context.Context, c redis.Scripter, k SemaphoreKeys, n int64, onlyNew, sharded bool) BoolCmd {
+	return BoolCmd{semaphoreSetPermits.Run(ctx, c, []string{k.Permits, k.Channel}, n, flag(onlyNew), flag(sharded))}
+}
+
+// SemaphoreDrain runs semaphore_drain.lua: take every available permit. The
+// reply is how many were taken; 0 (nothing changed) when none was
+// available.
+func SemaphoreDrain(ctx context.Context, c redis.Scripter, k SemaphoreKeys) IntCmd {
+	return IntCmd{semaphoreDrain.Run(ctx, c, []string{k.Permits})}
+}
+
+// SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded
+// under receipt, giving back the permits it took, if any, and making sure
+// it takes nothing should it still arrive. ttl is the receipt lifetime the
+// request used. The reply is the number of permits given back.
+func SemaphoreUndo(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool) IntCmd {
+	return IntCmd{semaphoreUndo.Run(ctx, c, []string{k.Permits, receipt, k.Channel}, ms(ttl), flag(sharded))}
+}

@@ -1,0 +1,44 @@
+-- semaphore_acquire: take n permits of a counting semaphore if that many are
+-- available.
+--
+-- KEYS[1]  permit count: a string integer, missing = 0, may be negative
+-- KEYS[2]  receipt of this request, a string that expires: the number of
+--          permits once the request took them, "x" once it was cancelled
+--          (see semaphore_undo); a repeated request reads it instead of
+--          taking permits twice
+-- ARGV[1]  n, the permits wanted (>= 1)
+-- ARGV[2]  receipt lifetime in milliseconds
+--
+-- Returns {1, available} when the request holds its n permits afterwards
+-- (also when an earlier run of the same request took them), {0, available}
+-- when fewer than n are available or the request was cancelled; available
+-- is the count left.
+-- A permit count that is not an integer, or a key of another type, is a
+-- WRONGTYPE error, raised before anything is written.
+
+local permits, receipt = KEYS[1], KEYS[2]
+local n, ttl = tonumber(ARGV[1]), ARGV[2]
+
+local raw = redis.call('get', permits)
+local available = 0
+if raw then
+  if not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+  end
+  available = tonumber(raw)
+end
+
+local seen = redis.call('get', receipt)
+if seen then
+  if seen == 'x' then
+    return {0, available}
+  end
+  return {1, available}
+end
+
+if available < n then
+  return {0, available}
+end
+available = redis.call('decrby', permits, ARGV[1])
+redis.call('set', receipt, ARGV[1], 'px', ttl)
+return {1, available}

@@ -1,0 +1,32 @@
+-- semaphore_release: add permits to a counting semaphore (Release and
+-- AddPermits), and wake waiters when some are available afterwards.
+--
+-- KEYS[1]  permit count: a string integer, missing = 0, may be negative
+-- KEYS[2]  notification channel
+-- ARGV[1]  the permits to add, non-zero; negative takes them away and may
+--          leave the count below zero
+-- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- Returns the available count afterwards. When permits were added and some
+-- are available, the notification carries that count (capped at a million):
+-- each process wakes at most that many of its waiters.
+-- A permit count that is not an integer, or a key of another type, is a
+-- WRONGTYPE error, raised before anything is written.
+
+local permits, channel = KEYS[1], KEYS[2]
+local delta, sharded = tonumber(ARGV[1]), ARGV[2] == '1'
+
+local raw = redis.call('get', permits)
+if raw and not string.match(raw, '^%-?%d+$') then
+  return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+
+local available = redis.call('incrby', permits, ARGV[1])
+if delta > 0 and available > 0 then
+  if sharded then
+    redis.call('spublish', channel, math.min(available, 1000000))
+  else
+    redis.call('publish', channel, math.min(available, 1000000))
+  end
+end
+return available

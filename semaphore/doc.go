@@ -1,0 +1,98 @@
+// Package semaphore implements distributed semaphores on Redis: a counting
+// Semaphore, and a Leased semaphore whose permits have ids and leases, so
+// that a crashed process cannot leak them.
+//
+// # Counting semaphore
+//
+// A Semaphore called name is one Redis string, redisync:{name}, holding the
+// number of available permits. Acquire(ctx, n) takes n permits at once,
+// waiting until that many are available; Release(ctx, n) adds n back.
+// TrySetPermits sets the count only if it was never set, SetPermits sets it
+// whatever it was, AddPermits adds or (negative) takes away permits and may
+// leave the count below zero, and Drain takes every available permit.
+// Acquiring or releasing 0 permits does nothing; a negative count is an
+// error wrapping ErrNegative and changes nothing.
+//
+// It follows Redisson's RSemaphore, and has its two sharp edges:
+//
+//   - Permits are not owned. Release adds permits whoever calls it, whether
+//     or not it acquired them, and on a semaphore that was never set it
+//     creates them. A process that crashes while holding permits never gives
+//     them back: use Leased when that matters.
+//   - Waiters are not served in arrival order. Whoever tries first after a
+//     release gets the permits, so a waiter asking for many permits can be
+//     overtaken again and again by waiters asking for few.
+//
+// Each acquisition also writes a short-lived receipt key,
+// redisync:{name}:acquire:<request id>, which expires by itself after ten
+// seconds. It makes an acquisition exact when its outcome is unknown: a
+// request repeated by the client's retries takes nothing twice, and an
+// Acquire whose ctx ends while its request is in flight gives back exactly
+// what that request took.
+//
+// # Leased semaphore
+//
+// A Leased called name keeps its total number of permits in the string
+// redisync:{name}:permits and its acquired permits in the sorted set
+// redisync:{name}, member = permit id (a uuid), score = the expiry of the
+// permit's lease on the Redis server's clock. The available permits are the
+// total minus the acquired ones; SetPermits and AddPermits change the total,
+// acquired permits included, so Available may be negative after a
+// reduction. Every operation first returns expired permits to the pool.
+//
+// Acquire(ctx, lease) returns the id of the permit it took. A permit
+// acquired with a positive lease expires lease later unless Renew extends
+// it or Release gives it back. With lease 0 the permit has the lease
+// WithWatchdogTimeout (30s by default) and the client's shared watchdog
+// renews it every third of that, batched with every other hold of the
+// client, until Release: a process that crashes leaks such a permit for at
+// most the watchdog timeout. When a renewal finds the permit gone, or
+// renewals keep failing until its lease has run out, the watchdog gives it
+// up, and its Release returns ErrNotHeld. Release of an id that holds no
+// permit (unknown, expired or already released) returns an error wrapping
+// ErrNotHeld and changes nothing; Renew of such an id reports false.
+// Permit ids are capabilities: any handle, in any process, may release or
+// renew a permit whose id it knows.
+//
+// # Waiting
+//
+// A waiter makes one attempt; if it fails it subscribes to the channel
+// redisync:{name}:chan (one pub/sub connection per Redis client, however
+// many waiters), tries again and sleeps until a notification, a timer or
+// ctx. Every release of permits publishes how many are available, and each
+// process wakes at most that many of its waiters, not all of them. The
+// timer is the safety net behind the notifications: a waiter never sleeps
+// longer than WithPollInterval (DefaultPollInterval, one second), nor, on a
+// Leased, past the expiry of the earliest acquired permit. So a lost
+// notification, or one taken by a waiter that needs more permits than were
+// released, costs a waiter at most that interval.
+//
+// An Acquire that fails leaves nothing behind: no permit taken and no
+// subscription. If ctx ends while an acquire script is in flight, Acquire
+// gives back whatever that script took before it returns.
+//
+// # Redis deployments
+//
+// Works with *redis.Client, *redis.FailoverClient (Sentinel) and
+// *redis.ClusterClient. Every key and channel of a semaphore shares the
+// hash tag {name}, so it lives in one slot of a cluster; notifications use
+// sharded pub/sub there (SPUBLISH/SSUBSCRIBE), which needs Redis 7.0 or
+// later. A name already used by a key of another type, or by a string that
+// is not a permit count, is an error wrapping ErrWrongType, and the key is
+// left untouched.
+//
+// # Limits
+//
+// Leases are measured on the Redis server's clock, so clients need no
+// synchronized clocks; but a process paused longer than its lease (a GC
+// pause, a stopped VM) can go on using a permit that has already been given
+// to someone else. Replication is asynchronous: a failover can lose
+// acquisitions and releases.
+//
+// # Testing with miniredis
+//
+// The scripts run unchanged on miniredis. Leases of a Leased are measured
+// with the TIME command, which miniredis answers from the wall clock, or
+// from the time a test set with SetTime: set it to make leases run out
+// without waiting. FastForward does not move it.
+package semaphore

@@ -1,0 +1,263 @@
+package semaphore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
+	"github.com/redisync/redisync/lua"
+)
+
+// Leased is a distributed semaphore whose acquired permits have ids and
+// leases: a permit that is neither released nor renewed returns to the pool
+// when its lease runs out, so a crashed process cannot leak permits for
+// longer than their lease. A Leased is safe for concurrent use.
+type Leased struct {
+	rdb     redis.UniversalClient
+	name    string
+	keys    lua.LeasedKeys
+	sharded bool
+	cfg     config
+
+	mu   sync.Mutex       // protects kept
+	kept map[string]*kept // permits the watchdog keeps alive, by id
+}
+
+// kept is a permit the watchdog keeps alive.
+type kept struct {
+	client *internal.Client // the reference that keeps the watchdog attached
+	hold   *watchdog.Hold
+}
+
+// NewLeased returns a handle on the leased semaphore called name. It does
+// no I/O. It panics if rdb is nil, name is empty or an option is invalid.
+func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
+	if rdb == nil {
+		panic("semaphore: NewLeased with nil redis client")
+	}
+	if name == "" {
+		panic("semaphore: NewLeased with empty semaphore name")
+	}
+	n := internal.NewNames(name)
+	return &Leased{
+		rdb:     rdb,
+		name:    name,
+		keys:    lua.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
+		sharded: internal.Sharded(rdb),
+		cfg:     newConfig(opts),
+		kept:    make(map[string]*kept),
+	}
+}
+
+// Name returns the name of the semaphore.
+func (l *Leased) Name() string { return l.name }
+
+// TrySetPermits sets the total number of permits to n if no total is set
+// yet, and reports whether it did.
+func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	if n < 0 {
+		return false, l.wrap("try set permits", negative("permits", n))
+	}
+	ok, err := lua.LeasedSetPermits(ctx, l.rdb, l.keys, n, true, l.sharded).Result()
+	return ok, l.wrap("try set permits", err)
+}
+
+// SetPermits sets the total number of permits to n, acquired ones
+// included: when more than n are acquired, Available turns negative until
+// enough are released or expire.
+func (l *Leased) SetPermits(ctx context.Context, n int64) error {
+	if n < 0 {
+		return l.wrap("set permits", negative("permits", n))
+	}
+	_, err := lua.LeasedSetPermits(ctx, l.rdb, l.keys, n, false, l.sharded).Result()
+	return l.wrap("set permits", err)
+}
+
+// AddPermits adds n to the total number of permits; a negative n takes
+// permits away, and the total may go below zero. Adding 0 does nothing.
+func (l *Leased) AddPermits(ctx context.Context, n int64) error {
+	if n == 0 {
+		return nil
+	}
+	_, err := lua.LeasedAddPermits(ctx, l.rdb, l.keys, n, l.sharded).Result()
+	return l.wrap("add permits", err)
+}
+
+// Available returns the number of permits that can be acquired now: the
+// total minus the acquired permits whose lease has not run out. It is
+// negative after the total was reduced below the acquired count.
+func (l *Leased) Available(ctx context.Context) (int64, error) {
+	n, err := lua.LeasedAvailable(ctx, l.rdb, l.keys, l.sharded).Result()
+	return n, l.wrap("available", err)
+}
+
+// Acquire takes a permit and returns its id, waiting until one is available
+// or ctx is done. The permit expires lease after it was taken, unless it is
+// renewed or released first. With lease 0 it has the lease
+// WithWatchdogTimeout and the client's watchdog renews it for as long as
+// the process lives, until Release. A negative lease is an error. On
+// failure Acquire returns an error wrapping ctx.Err() or the Redis error
+// and leaves no permit taken.
+func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	if lease < 0 {
+		return "", l.wrap("acquire", negative("lease", lease))
+	}
+	id := internal.NewOwnerID()
+	c := internal.Acquire(l.rdb)
+	defer c.Release()
+	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+		func(ctx context.Context) (bool, time.Duration, error) {
+			return l.attempt(ctx, id, lease)
+		})
+	if err != nil {
+		return "", l.wrap("acquire", err)
+	}
+	return id, nil
+}
+
+// TryAcquire makes one attempt to take a permit with the given lease (see
+// Acquire). It returns the permit id and true, or false and no error when
+// no permit is available.
+func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, bool, error) {
+	if lease < 0 {
+		return "", false, l.wrap("acquire", negative("lease", lease))
+	}
+	id := internal.NewOwnerID()
+	ok, _, err := l.attempt(ctx, id, lease)
+	if !ok || err != nil {
+		return "", false, l.wrap("acquire", err)
+	}
+	return id, true, nil
+}
+
+// attempt runs the acquire script once for the permit id. When it
+// succeeds with lease 0, the watchdog takes over the permit.
+func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (bool, time.Duration, error) {
+	sent := time.Now()
+	res, err := lua.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+	if err != nil {
+		if !replied(err) {
+			// The script may have run without its reply reaching us: give
+			// back the permit the id may hold.
+			l.undo(ctx, id)
+		}
+		return false, 0, err
+	}
+	if !res.OK {
+		return false, res.Wait, nil
+	}
+	if lease == 0 {
+		l.keep(id, sent)
+	}
+	return true, 0, nil
+}
+
+func (l *Leased) undo(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+}
+
+// Release gives back the permit id, whichever handle or process acquired
+// it, and wakes waiters. For an id that holds no permit (unknown, expired
+// or already released) it returns an error wrapping ErrNotHeld and changes
+// nothing.
+func (l *Leased) Release(ctx context.Context, id string) error {
+	ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+	if err != nil {
+		return l.wrap("release", err)
+	}
+	l.forget(id)
+	if !ok {
+		return l.wrap("release", ErrNotHeld)
+	}
+	return nil
+}
+
+// Renew sets the permit id to expire lease from now and reports whether it
+// did: false, changing nothing, when the id holds no permit (unknown,
+// expired or released). With lease 0 the permit gets the lease
+// WithWatchdogTimeout and this handle's watchdog keeps it alive from then
+// on; with a positive lease the caller keeps it alive, and the watchdog
+// stops renewing it. A negative lease is an error.
+func (l *Leased) Renew(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	if lease < 0 {
+		return false, l.wrap("renew", negative("lease", lease))
+	}
+	sent := time.Now()
+	ok, err := lua.LeasedRenew(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+	if err != nil {
+		return false, l.wrap("renew", err)
+	}
+	if ok && lease == 0 {
+		l.keep(id, sent)
+	} else {
+		l.forget(id)
+	}
+	return ok, nil
+}
+
+// leaseOf returns the lease a permit acquired or renewed with lease gets.
+func (l *Leased) leaseOf(lease time.Duration) time.Duration {
+	if lease == 0 {
+		return l.cfg.watchdogTimeout
+	}
+	return lease
+}
+
+// keep hands the permit id, acquired or renewed at sent, to the watchdog,
+// or records the renewal if the watchdog keeps it already.
+func (l *Leased) keep(id string, sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.kept[id]; k != nil {
+		k.hold.Touch(sent)
+		return
+	}
+	k := &kept{client: internal.Acquire(l.rdb)}
+	k.hold = k.client.Watchdog.Add(watchdog.Entry{
+		Lease: l.cfg.watchdogTimeout,
+		Renew: func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			return lua.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
+		},
+		Lost: func(error) { l.lost(id, k) }, // expired, or released elsewhere
+	}, sent)
+	l.kept[id] = k
+}
+
+// forget stops the watchdog from renewing the permit id.
+func (l *Leased) forget(id string) {
+	l.mu.Lock()
+	k := l.kept[id]
+	delete(l.kept, id)
+	l.mu.Unlock()
+	if k != nil {
+		k.hold.Remove()
+		k.client.Release()
+	}
+}
+
+// lost forgets the permit id after the watchdog gave up on k, unless it was
+// forgotten already. It runs on the watchdog goroutine and does not block.
+func (l *Leased) lost(id string, k *kept) {
+	l.mu.Lock()
+	mine := l.kept[id] == k
+	if mine {
+		delete(l.kept, id)
+	}
+	l.mu.Unlock()
+	// The watchdog has dropped the hold already; Remove wakes its loop,
+	// which otherwise would not notice at once that no hold is left.
+	k.hold.Remove()
+	if mine {
+		k.client.Release()
+	}
+}
+
+func (l *Leased) wrap(op string, err error) error {
+	return internal.Wrap("semaphore", op, l.name, err)
+}

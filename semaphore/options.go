@@ -1,0 +1,65 @@
+package semaphore
+
+import (
+	"fmt"
+	"time"
+)
+
+const (
+	// DefaultWatchdogTimeout is the lease of a Leased permit acquired with
+	// lease 0, which the watchdog keeps alive.
+	DefaultWatchdogTimeout = 30 * time.Second
+
+	// DefaultPollInterval bounds every sleep of a waiter. Waiters are woken
+	// by notifications; the interval is the safety net for one that was
+	// lost, or that another waiter took without being able to use it (see
+	// the package doc), so that no waiter ever sleeps unbounded.
+	DefaultPollInterval = time.Second
+)
+
+// receiptTTL is how long a counting semaphore remembers that a request took
+// its permits, so that a repeated or cancelled request is handled exactly:
+// longer than any retry of the client or clean-up after a cancelled ctx.
+const receiptTTL = 10 * time.Second
+
+// cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
+const cleanupTimeout = time.Second
+
+// Option configures a Semaphore or a Leased.
+type Option func(*config)
+
+type config struct {
+	watchdogTimeout time.Duration
+	pollInterval    time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{watchdogTimeout: DefaultWatchdogTimeout, pollInterval: DefaultPollInterval}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithWatchdogTimeout sets the lease of Leased permits acquired with lease
+// 0: the watchdog renews them every third of it while the process lives,
+// and a crashed process leaks them for at most that long. d must be at
+// least 30ms. It has no effect on a counting Semaphore, whose permits have
+// no lease. The default is DefaultWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option {
+	if d < 30*time.Millisecond {
+		panic(fmt.Sprintf("semaphore: WithWatchdogTimeout(%v): timeout must be at least 30ms", d))
+	}
+	return func(c *config) { c.watchdogTimeout = d }
+}
+
+// WithPollInterval sets the longest a waiter sleeps before it tries again
+// without having been notified. Shorter costs more Redis commands while
+// waiting; longer delays a waiter whose notification was lost. d must be
+// at least 10ms. The default is DefaultPollInterval.
+func WithPollInterval(d time.Duration) Option {
+	if d < 10*time.Millisecond {
+		panic(fmt.Sprintf("semaphore: WithPollInterval(%v): interval must be at least 10ms", d))
+	}
+	return func(c *config) { c.pollInterval = d }
+}
