@@ -296,9 +296,9 @@ func TestLockDeadline(t *testing.T) {
 	defer mustUnlock(t, holder)
 	admin := srv.NewClient(t)
 	ignore := goleak.IgnoreCurrent()
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := rlock.New(srv.NewClient(t), name).Lock(ctx)
 	d := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {

@@ -169,6 +169,7 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 	decodeFairlock,
 	decodeMutex,
 	decodeSemaphore,
+	decodeLeased,
 }
 
 // readKeys returns the name's keys with their types, TTLs and contents.

@@ -22,3 +22,34 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	k.explained = true
 	return true
 }
+
+// decodeLeased recognises a leased semaphore: its total permits are an
+// integer string under :permits and its acquired permits a zset of permit
+// id -> lease expiry (server clock, Unix ms) under the main key. Available
+// permits are the total minus the permits whose lease has not run out;
+// each acquired permit is shown as a holder.
+func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
+	total, leases := keys[n.Sub("permits")], keys[n.Lock()]
+	if total == nil || total.Type != "string" || (leases != nil && leases.Type != "zset") {
+		return false
+	}
+	v, ok := parseInt(total.Value)
+	if !ok {
+		return false
+	}
+	if leases != nil {
+		zs, _ := leases.Value.([]map[string]any)
+		for _, z := range zs {
+			id, _ := z["member"].(string)
+			expiry, _ := z["score"].(float64)
+			if int64(expiry) > now.UnixMilli() {
+				r.Holders = append(r.Holders, holder{ID: id, Count: 1})
+				v--
+			}
+		}
+		leases.explained = true
+	}
+	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
+	total.explained = true
+	return true
+}

@@ -1,4 +1,3 @@
-//go:build redisync_pending
 
 package main
 

@@ -41,6 +41,9 @@ func (w *Watchdog) run() {
 		for _, l := range lost {
 			l.e.Lost(ErrExpired)
 		}
+		if len(lost) > 0 {
+			continue // look again: that may have been the last hold
+		}
 		if len(due) > 0 {
 			inflight = true
 			go func() {

@@ -169,3 +169,15 @@ func TestNoGoroutineWhenIdle(t *testing.T) {
 	h.Remove()
 	goleak.VerifyNone(t, ignore)
 }
+
+// When the last hold expires the loop ends, even if Lost does not call
+// Remove.
+func TestLoopEndsAfterLastLoss(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ignore := goleak.IgnoreCurrent()
+	w := watchdog.New(rdb)
+	lost := make(chan error, 1)
+	w.Add(watchdog.Entry{Lease: 100 * time.Millisecond, Lost: func(err error) { lost <- err }}, time.Now())
+	<-lost
+	goleak.VerifyNone(t, ignore)
+}
