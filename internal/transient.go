@@ -1,0 +1,58 @@
+package internal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// transientReplies are the error replies with which Redis refuses a command
+// for a while: loading its data after a restart, a replica or demoted
+// primary during a failover, a cluster reconfiguring, a busy script.
+var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY"}
+
+// Transient reports whether err may go away by itself, so that a blocking
+// call should retry rather than give up: the connection failed or timed
+// out, or Redis refused the command for a while (see transientReplies).
+// Other error replies, a closed client and context errors are not
+// transient.
+func Transient(err error) bool {
+	if err == nil || errors.Is(err, redis.ErrClosed) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		msg := reply.Error()
+		for _, p := range transientReplies {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// OutcomeUnknown reports whether a command that failed with err may still
+// have run on the server: anything but an error reply, which Redis sends
+// instead of running the command (or, for redisync's scripts, before they
+// write anything).
+func OutcomeUnknown(err error) bool {
+	var reply redis.Error
+	return err != nil && !errors.As(err, &reply)
+}
+
+// CtxErr returns err, made to match ctx.Err() with errors.Is when ctx is
+// done: go-redis reports a ctx deadline that cut a command short as an
+// i/o timeout, which callers could not tell from a network fault.
+func CtxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if err == nil || cerr == nil || errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}
