@@ -102,7 +102,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // another handle holds the lock.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	ok, _, err := m.attempt(ctx)
-	return ok, m.wrap("lock", err)
+	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
 }
 
 // attempt runs the acquire script once.
@@ -115,8 +115,9 @@ func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
 	if err != nil {
-		if ctx.Err() != nil {
-			// The script may have run: give back what it may have taken.
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+			// The script may have run (its reply was lost, or ctx cut the
+			// wait for it short): give back what it may have taken.
 			m.undo(ctx, holds+1)
 		}
 		return false, 0, err

@@ -27,7 +27,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
 	if err != nil {
-		return m.wrap("unlock", err)
+		return m.wrap("unlock", internal.CtxErr(ctx, err))
 	}
 	switch {
 	case n == lua.UnlockMismatch:
