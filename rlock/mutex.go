@@ -57,6 +57,7 @@ type hold struct {
 	client *internal.Client
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
+	unsure int64                // level of an unlock whose reply was lost, 0: none (guarded by Mutex.op)
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics

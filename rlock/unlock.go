@@ -13,6 +13,11 @@ import (
 // a handle that does not hold the lock (never locked, already released, or
 // its lease ran out) returns an error wrapping ErrNotHeld and changes
 // nothing.
+//
+// Unlock may be retried after an error: when the reply of an unlock is
+// lost, the handle remembers that it may have gone through, and a retry
+// (Unlock's own, or the caller's) releases nothing more and reports
+// success.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.op.Acquire(ctx, 1); err != nil {
 		return m.wrap("unlock", err)
@@ -25,7 +30,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if h != nil {
 		expect = h.count
 	}
-	n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+	n, err := m.release(ctx, h, expect)
 	if err != nil {
 		return m.wrap("unlock", internal.CtxErr(ctx, err))
 	}
@@ -34,6 +39,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		// A retry of an unlock that went through before its reply was
 		// lost: that unlock is this one.
 		n = expect - 1
+	case n == lua.UnlockNotHeld && h != nil && expect == 1 && h.unsure == 1:
+		// The same: an unlock of the last level went through, but its
+		// reply was lost, and the lock is gone since.
+		n = 0
 	case n == lua.UnlockNotHeld:
 		if h != nil {
 			m.end(h, ErrLost)
@@ -51,6 +60,33 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	h.count = n
 	m.mu.Unlock()
 	return nil
+}
+
+// unlockRetries is how many times Unlock resends an unlock whose reply was
+// lost.
+const unlockRetries = 2
+
+// release runs the unlock script for the hold h (nil when the handle holds
+// nothing) expected at level expect. When the reply is lost it retries,
+// remembering in h that an unlock of that level may have gone through, so
+// that the retry's answer is read right: the script is not idempotent by
+// itself at the last level, where a successful first run leaves nothing
+// to compare the retry with.
+func (m *Mutex) release(ctx context.Context, h *hold, expect int64) (int64, error) {
+	for try := 0; ; try++ {
+		n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+		unknown := internal.OutcomeUnknown(err)
+		switch {
+		case h == nil:
+		case unknown:
+			h.unsure = expect
+		case err == nil && n != lua.UnlockNotHeld:
+			h.unsure = 0 // settled; a -1 is read by the caller first
+		}
+		if !unknown || ctx.Err() != nil || try == unlockRetries {
+			return n, err
+		}
+	}
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
