@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -38,12 +39,19 @@ func Transient(err error) bool {
 }
 
 // OutcomeUnknown reports whether a command that failed with err may still
-// have run on the server: anything but an error reply, which Redis sends
-// instead of running the command (or, for redisync's scripts, before they
-// write anything).
+// have run on the server: anything but a failure to connect, or an error
+// reply, which Redis sends instead of running the command (or, for
+// redisync's scripts, before they write anything).
 func OutcomeUnknown(err error) bool {
+	if err == nil || errors.Is(err, redis.ErrPoolTimeout) {
+		return false // no connection: nothing was sent
+	}
+	var dial *net.OpError
+	if errors.As(err, &dial) && dial.Op == "dial" {
+		return false
+	}
 	var reply redis.Error
-	return err != nil && !errors.As(err, &reply)
+	return !errors.As(err, &reply)
 }
 
 // CtxErr returns err, made to match ctx.Err() with errors.Is when ctx is
