@@ -175,7 +175,7 @@ func helperChurn(ctx context.Context, args []string, _ <-chan string) error {
 		return err
 	}
 	defer rdb.Close()
-	churn(ctx, p.new(rdb, name, lease), p.notHeld, 30*time.Millisecond, func(e event) {
+	churn(ctx, p.new(rdb, name, lease), p.notHeld, 100*time.Millisecond, func(e event) {
 		switch {
 		case e.unlocking:
 			fmt.Printf("U %d\n", e.call)

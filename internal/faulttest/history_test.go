@@ -61,21 +61,30 @@ type history struct {
 	mu     sync.Mutex
 	ops    []porcupine.Operation
 	faults []int64
-	losses int
 }
 
 func (h *history) add(kind opKind, client int, call, ret int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if kind == opLost {
-		h.losses++
-	}
 	h.ops = append(h.ops, porcupine.Operation{
 		ClientId: client,
 		Input:    mutexInput{kind: kind, client: client},
 		Call:     call,
 		Return:   ret,
 	})
+}
+
+// count returns how many operations of kind the history holds.
+func (h *history) count(kind opKind) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, op := range h.ops {
+		if op.Input.(mutexInput).kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // fault records that a fault was injected at t.
