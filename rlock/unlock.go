@@ -14,24 +14,25 @@ import (
 // its lease ran out) returns an error wrapping ErrNotHeld and changes
 // nothing.
 //
-// Unlock may be retried after an error: when the reply of an unlock is
-// lost, the handle remembers that it may have gone through, and a retry
-// (Unlock's own, or the caller's) releases nothing more and reports
-// success.
+// When the reply of an unlock is lost, Unlock retries it, knowing that the
+// first may have gone through: the retry releases nothing more and reports
+// success. If Unlock of the last level fails nonetheless, the handle stops
+// renewing the lease and Done closes: Redis frees the lock when the lease
+// runs out, if not before. A later Unlock still releases it if it can.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.op.Acquire(ctx, 1); err != nil {
+		m.abandon(m.current())
 		return m.wrap("unlock", err)
 	}
 	defer m.op.Release(1)
-	m.mu.Lock()
-	h := m.hold
-	m.mu.Unlock()
+	h := m.current()
 	var expect int64
 	if h != nil {
 		expect = h.count
 	}
 	n, err := m.release(ctx, h, expect)
 	if err != nil {
+		m.abandon(h)
 		return m.wrap("unlock", internal.CtxErr(ctx, err))
 	}
 	switch {
@@ -60,6 +61,30 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	h.count = n
 	m.mu.Unlock()
 	return nil
+}
+
+// current returns the current hold, nil when none.
+func (m *Mutex) current() *hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold
+}
+
+// abandon ends hold h locally after a failed Unlock of its last level: the
+// holder wants the lock released, so the watchdog must stop renewing it,
+// or a lock whose Unlock failed once (and whose error was ignored, as in
+// defer m.Unlock(ctx)) would stay held for as long as the process lives.
+// Redis frees it when its lease runs out, if not before.
+func (m *Mutex) abandon(h *hold) {
+	if h == nil {
+		return
+	}
+	m.mu.Lock()
+	last := h.count == 1
+	m.mu.Unlock()
+	if last {
+		m.end(h, nil)
+	}
 }
 
 // unlockRetries is how many times Unlock resends an unlock whose reply was
