@@ -18,10 +18,10 @@ var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOW
 // Transient reports whether err may go away by itself, so that a blocking
 // call should retry rather than give up: the connection failed or timed
 // out, or Redis refused the command for a while (see transientReplies).
-// Other error replies, a closed client and context errors are not
-// transient.
+// Other error replies, a closed client, context errors and
+// ErrNotReplicated are not transient.
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, redis.ErrClosed) ||
+	if err == nil || errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrNotReplicated) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -45,6 +45,9 @@ func Transient(err error) bool {
 func OutcomeUnknown(err error) bool {
 	if err == nil || errors.Is(err, redis.ErrPoolTimeout) {
 		return false // no connection: nothing was sent
+	}
+	if errors.Is(err, ErrNotReplicated) {
+		return false // undone already
 	}
 	var dial *net.OpError
 	if errors.As(err, &dial) && dial.Op == "dial" {

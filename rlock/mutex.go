@@ -73,6 +73,9 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.ackReplicas > 0 && !internal.CanPin(rdb) {
+		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
+	}
 	n := internal.NewNames(name)
 	return &Mutex{
 		rdb:     rdb,
@@ -114,7 +117,13 @@ func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
 	defer m.op.Release(1)
 	holds := m.holds()
 	sent := time.Now()
-	res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	var res lua.Acquired
+	var err error
+	if m.cfg.ackReplicas > 0 {
+		res, err = m.acquireAcked(ctx, holds)
+	} else {
+		res, err = lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	}
 	if err != nil {
 		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run (its reply was lost, or ctx cut the

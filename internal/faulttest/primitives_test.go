@@ -53,6 +53,10 @@ var rlockPrimitive = primitive{
 	key:       func(name string) string { return "redisync:{" + name + "}" },
 	notHeld:   func(err error) bool { return errors.Is(err, rlock.ErrNotHeld) },
 	reentrant: true,
+	newAcked: func(rdb redis.UniversalClient, name string, lease time.Duration, replicas int, timeout time.Duration) locker {
+		return rlock.New(rdb, name, rlock.WithWatchdogTimeout(lease), rlock.WithReplicaAck(replicas, timeout))
+	},
+	ackFailed: func(err error) bool { return errors.Is(err, rlock.ErrNotReplicated) },
 }
 
 // primitiveNamed returns the primitive called name, for helper processes.
