@@ -35,10 +35,14 @@ func TestClientPauseWrite(t *testing.T) {
 		}
 		name := redistest.UniqueName(t)
 
-		// A holder of another lock, to unlock during the pause.
+		// Holders of two other locks: one to unlock during the pause, one
+		// left alone, whose renewals the pause blocks.
 		other := p.new(ctxClient(), redistest.UniqueName(t), lease)
-		if err := other.Lock(t.Context()); err != nil {
-			t.Fatal(err)
+		idle := p.new(ctxClient(), redistest.UniqueName(t), lease)
+		for _, l := range []locker{other, idle} {
+			if err := l.Lock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 		}
 
 		x := newExclusion()
@@ -86,8 +90,11 @@ func TestClientPauseWrite(t *testing.T) {
 		if took := time.Since(paused); !errors.Is(err, context.DeadlineExceeded) || took > callTTL+300*time.Millisecond {
 			t.Errorf("Unlock during the pause returned %v after %v, want an error matching context.DeadlineExceeded after %v", err, took, callTTL)
 		}
+		if !isClosed(other.Done()) {
+			t.Error("Done open after the last Unlock failed: the lease would still be renewed")
+		}
 		select {
-		case <-other.Done():
+		case <-idle.Done():
 			d := time.Since(paused)
 			if d < lease*2/3-100*time.Millisecond {
 				t.Errorf("the paused holder's Done closed %v into the pause, before its lease could run out", d)
