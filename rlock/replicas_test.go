@@ -54,3 +54,18 @@ func TestReplicaAckWithoutReplicas(t *testing.T) {
 		t.Fatal("Done open after failed acquisitions")
 	}
 }
+
+// On a cluster the acquire and the WAIT go to the primary of the lock's
+// slot (a wrong node would answer MOVED); the cluster has no replicas, so
+// the acquisition is undone.
+func TestReplicaAckCluster(t *testing.T) {
+	rdb := redistest.SharedCluster(t).NewClient(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(rdb, name, rlock.WithReplicaAck(1, 100*time.Millisecond))
+	if err := m.Lock(t.Context()); !errors.Is(err, rlock.ErrNotReplicated) {
+		t.Fatalf("Lock on a cluster without replicas = %v, want ErrNotReplicated", err)
+	}
+	if n := rdb.Exists(t.Context(), "redisync:{"+name+"}").Val(); n != 0 {
+		t.Fatal("the unacknowledged acquisition was left behind")
+	}
+}
