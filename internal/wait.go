@@ -2,6 +2,7 @@ package internal
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/pubsub"
@@ -9,7 +10,7 @@ import (
 
 // Attempt makes one acquisition attempt. It reports whether it succeeded
 // and, when not, how long the current holder's lease still runs (0 when
-// unknown). An error ends the wait, unless it is Transient.
+// unknown). An error ends the wait.
 type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 
 // Wait is the wait loop every primitive shares: try; subscribe to channel
@@ -18,80 +19,87 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // holder's remaining lease or ctx, and try again. Each sleep is bounded by
 // maxSleep, so a lost notification costs at most that, never a hang.
 //
-// An attempt that fails with a transient error (Redis unreachable,
-// restarting, failing over) does not end the wait: it is retried every
-// retryPause until it succeeds, fails otherwise, or ctx ends.
+// A transient error (Redis unreachable, restarting, failing over) does not
+// end the wait: the attempt is retried with backoff until ctx ends, and the
+// error returned then wraps both ctx.Err() and the last such error. Any
+// other error ends the wait at once.
 //
-// Wait returns nil once an attempt succeeds, the attempt's error, or an
-// error matching ctx.Err() (wrapping the last transient error, if any). It
-// leaves no subscription behind. A notification it received but could not
-// use is passed to another local waiter.
+// Wait returns nil once an attempt succeeds. It leaves no subscription
+// behind. A notification it received but could not use is passed to
+// another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
 	ok, wait, err := try(ctx)
-	if ok {
-		return nil
+	if ok || (err != nil && !Transient(err)) {
+		return err
 	}
-	if err != nil && (!Transient(err) || ctx.Err() != nil) {
-		return CtxErr(ctx, err)
-	}
-	last := err // the last transient error, reported if ctx ends
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, lastErr: err}
 	if err != nil {
-		wait = retryPause
+		w.backoff, wait = minBackoff, minBackoff
 	}
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep}
 	defer w.close()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if err := w.subscribe(ctx, w.bound(wait)); err != nil {
-			return ended(ctx, last)
+			return w.ctxErr(err)
 		}
 		ok, wait, err = try(ctx)
-		if ok {
+		switch {
+		case ok:
 			w.woken = false
 			return nil
-		}
-		if err != nil && (!Transient(err) || ctx.Err() != nil) {
-			return CtxErr(ctx, err) // a notification taken here is passed on by close
-		}
-		last = err
-		if err != nil {
-			wait = retryPause
+		case err != nil && !Transient(err):
+			return err // a notification taken here is passed on by close
+		case err != nil:
+			w.lastErr = err
+			w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+			wait = w.backoff
+		default:
+			w.lastErr, w.backoff = nil, 0
 		}
 		w.woken = false
-		if w.sub == nil {
+		if w.sub == nil && err == nil {
 			continue // the subscription timed out: the attempt above was the retry
 		}
 		timer.Reset(w.bound(wait))
+		var notified <-chan struct{}
+		if w.sub != nil {
+			notified = w.sub.C()
+		}
 		select {
-		case <-w.sub.C():
+		case <-notified:
 			w.woken = true
 		case <-timer.C:
 		case <-ctx.Done():
-			return ended(ctx, last)
+			return w.ctxErr(ctx.Err())
 		}
 	}
 }
+
+// Backoff between attempts that failed with a transient error.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = time.Second
+)
 
 type waiter struct {
 	hub      *pubsub.Hub
 	channel  string
 	maxSleep time.Duration
 	sub      *pubsub.Subscription
-	woken    bool // took a notification not yet acted on
+	woken    bool  // took a notification not yet acted on
+	lastErr  error // the last transient error, if the last attempt failed
+	backoff  time.Duration
 }
 
-// ended is the error of a wait whose ctx is done: ctx.Err(), wrapping the
-// last transient error if the last attempt failed.
-func ended(ctx context.Context, last error) error {
-	if last == nil {
-		return ctx.Err()
+// ctxErr is the error for a wait ended by ctx: it wraps ctx's error and
+// the transient error that kept the attempts failing, if any.
+func (w *waiter) ctxErr(err error) error {
+	if w.lastErr != nil {
+		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)
 	}
-	return CtxErr(ctx, last)
+	return err
 }
-
-// retryPause paces the attempts of a wait while they fail transiently.
-const retryPause = 100 * time.Millisecond
 
 // subscribe subscribes once; a subscription that Redis does not confirm
 // within limit (say, while it is unreachable) is given up for this round.
@@ -103,6 +111,8 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	defer cancel()
 	sub, err := w.hub.Subscribe(sctx, w.channel)
 	if err != nil {
+		// Not confirmed in time: go on without it for this round, bounded
+		// by limit; ctx ending ends the wait.
 		return ctx.Err()
 	}
 	w.sub = sub

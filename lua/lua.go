@@ -42,13 +42,15 @@ func flag(b bool) string {
 
 // pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
 // key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
-// becomes 1ms, not 0: it runs out now, and a waiter must not mistake it for
-// unknown and sleep a whole lease.
+// becomes 1ms: it is about to end, not unknown.
 func pttl(v int64) time.Duration {
-	if v < 0 {
+	switch {
+	case v < 0:
 		return 0
+	case v == 0:
+		return time.Millisecond
 	}
-	return time.Duration(max(v, 1)) * time.Millisecond
+	return time.Duration(v) * time.Millisecond
 }
 
 // IntCmd is a script reply decoded as one integer.
