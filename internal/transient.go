@@ -15,13 +15,15 @@ var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN"
 
 // Transient reports whether err may succeed when retried later: connection
 // failures and the transient Redis replies above. Permanent errors (a wrong
-// type, a closed client, a cancelled ctx) are not transient.
+// type, a closed client, a cancelled ctx, an acquisition the replicas did
+// not acknowledge) are not transient.
 func Transient(err error) bool {
 	switch {
 	case err == nil,
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, redis.ErrClosed):
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, ErrNotReplicated):
 		return false
 	}
 	var reply redis.Error

@@ -75,9 +75,10 @@ const (
 // lease while holds remain, and notify one waiter per process when the lock
 // becomes free. expect is the hold count the caller believes it has, or 0
 // for any. The reply is the remaining hold count, UnlockNotHeld or
-// UnlockMismatch.
-func RLockUnlock(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{rlockUnlock.Run(ctx, c, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
+// UnlockMismatch. go-redis never retries it: after a network error the
+// outcome is unknown, and only the caller knows how to retry safely.
+func RLockUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
+	return IntCmd{runOnce(ctx, c, rlockUnlock, rlockUnlockSrc, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
 }
 
 // RLockRenew runs rlock_renew.lua: extend the lease if owner still holds the

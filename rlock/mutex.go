@@ -57,6 +57,7 @@ type hold struct {
 	client *internal.Client
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
+	unsure int64                // level of an unlock whose reply was lost, 0: none (guarded by Mutex.op)
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics
@@ -71,6 +72,9 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	cfg := config{watchdogTimeout: DefaultWatchdogTimeout}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.ackReplicas > 0 && !internal.CanPin(rdb) {
+		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
 	n := internal.NewNames(name)
 	return &Mutex{
@@ -102,7 +106,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // another handle holds the lock.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	ok, _, err := m.attempt(ctx)
-	return ok, m.wrap("lock", err)
+	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
 }
 
 // attempt runs the acquire script once.
@@ -113,10 +117,17 @@ func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
 	defer m.op.Release(1)
 	holds := m.holds()
 	sent := time.Now()
-	res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	var res lua.Acquired
+	var err error
+	if m.cfg.ackReplicas > 0 {
+		res, err = m.acquireAcked(ctx, holds)
+	} else {
+		res, err = lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// The script may have run: give back what it may have taken.
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+			// The script may have run (its reply was lost, or ctx cut the
+			// wait for it short): give back what it may have taken.
 			m.undo(ctx, holds+1)
 		}
 		return false, 0, err

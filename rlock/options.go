@@ -16,6 +16,8 @@ type config struct {
 	watchdogTimeout time.Duration
 	fencing         bool
 	onLost          func(error)
+	ackReplicas     int           // WithReplicaAck; 0: no acknowledgement
+	ackTimeout      time.Duration // WithReplicaAck
 }
 
 // WithLeaseTime gives every hold a fixed lease of d instead of the

@@ -13,27 +13,37 @@ import (
 // a handle that does not hold the lock (never locked, already released, or
 // its lease ran out) returns an error wrapping ErrNotHeld and changes
 // nothing.
+//
+// When the reply of an unlock is lost, Unlock retries it, knowing that the
+// first may have gone through: the retry releases nothing more and reports
+// success. If Unlock of the last level fails nonetheless, the handle stops
+// renewing the lease and Done closes: Redis frees the lock when the lease
+// runs out, if not before. A later Unlock still releases it if it can.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.op.Acquire(ctx, 1); err != nil {
+		m.abandon(m.current())
 		return m.wrap("unlock", err)
 	}
 	defer m.op.Release(1)
-	m.mu.Lock()
-	h := m.hold
-	m.mu.Unlock()
+	h := m.current()
 	var expect int64
 	if h != nil {
 		expect = h.count
 	}
-	n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+	n, err := m.release(ctx, h, expect)
 	if err != nil {
-		return m.wrap("unlock", err)
+		m.abandon(h)
+		return m.wrap("unlock", internal.CtxErr(ctx, err))
 	}
 	switch {
 	case n == lua.UnlockMismatch:
 		// A retry of an unlock that went through before its reply was
 		// lost: that unlock is this one.
 		n = expect - 1
+	case n == lua.UnlockNotHeld && h != nil && expect == 1 && h.unsure == 1:
+		// The same: an unlock of the last level went through, but its
+		// reply was lost, and the lock is gone since.
+		n = 0
 	case n == lua.UnlockNotHeld:
 		if h != nil {
 			m.end(h, ErrLost)
@@ -51,6 +61,57 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	h.count = n
 	m.mu.Unlock()
 	return nil
+}
+
+// current returns the current hold, nil when none.
+func (m *Mutex) current() *hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold
+}
+
+// abandon ends hold h locally after a failed Unlock of its last level: the
+// holder wants the lock released, so the watchdog must stop renewing it,
+// or a lock whose Unlock failed once (and whose error was ignored, as in
+// defer m.Unlock(ctx)) would stay held for as long as the process lives.
+// Redis frees it when its lease runs out, if not before.
+func (m *Mutex) abandon(h *hold) {
+	if h == nil {
+		return
+	}
+	m.mu.Lock()
+	last := h.count == 1
+	m.mu.Unlock()
+	if last {
+		m.end(h, nil)
+	}
+}
+
+// unlockRetries is how many times Unlock resends an unlock whose reply was
+// lost.
+const unlockRetries = 2
+
+// release runs the unlock script for the hold h (nil when the handle holds
+// nothing) expected at level expect. When the reply is lost it retries,
+// remembering in h that an unlock of that level may have gone through, so
+// that the retry's answer is read right: the script is not idempotent by
+// itself at the last level, where a successful first run leaves nothing
+// to compare the retry with.
+func (m *Mutex) release(ctx context.Context, h *hold, expect int64) (int64, error) {
+	for try := 0; ; try++ {
+		n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+		unknown := internal.OutcomeUnknown(err)
+		switch {
+		case h == nil:
+		case unknown:
+			h.unsure = expect
+		case err == nil && n != lua.UnlockNotHeld:
+			h.unsure = 0 // settled; a -1 is read by the caller first
+		}
+		if !unknown || ctx.Err() != nil || try == unlockRetries {
+			return n, err
+		}
+	}
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It

@@ -71,6 +71,7 @@ type Server struct {
 	dir     string
 	ownDir  bool // dir is removed by close (not a t.TempDir)
 	extra   []string
+	pre     []string // arguments before the options, e.g. a config file
 	logPath string
 	outPath string
 
@@ -184,7 +185,7 @@ func (s *Server) args() []string {
 			"--cluster-port", strconv.Itoa(s.busPort),
 		)
 	}
-	return append(args, s.extra...)
+	return append(append(append([]string(nil), s.pre...), args...), s.extra...)
 }
 
 // launchLocked starts redis-server and waits until it answers. bindFailed

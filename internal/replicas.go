@@ -1,0 +1,42 @@
+package internal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotReplicated reports that an acquisition was not acknowledged by as
+// many replicas as asked for within the time allowed; it was undone.
+var ErrNotReplicated = errors.New("acquisition not acknowledged by enough replicas")
+
+// CanPin reports whether PrimaryConn works with rdb.
+func CanPin(rdb redis.UniversalClient) bool {
+	switch rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		return true
+	}
+	return false
+}
+
+// PrimaryConn returns a connection of rdb to the primary that serves key,
+// for commands that must share one connection: WAIT counts the replicas
+// that acknowledged the writes of the connection it is sent on. A
+// *redis.Client (a Sentinel FailoverClient too) gives one of its own; a
+// *redis.ClusterClient one of the client of the key's primary. Close
+// returns it to its pool.
+func PrimaryConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Conn(), nil
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	}
+	return nil, fmt.Errorf("cannot pin a connection of a %T", rdb)
+}

@@ -1,0 +1,63 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/lua"
+)
+
+// ErrNotReplicated is matched by the error of a Lock or TryLock whose
+// acquisition was not acknowledged by the replicas WithReplicaAck asks
+// for; the acquisition was undone. It is the same value in every redisync
+// package.
+var ErrNotReplicated = internal.ErrNotReplicated
+
+// WithReplicaAck makes every acquisition wait until at least replicas
+// replicas have acknowledged it, for up to timeout: the acquire script and
+// a WAIT run on one connection to the primary, so WAIT covers exactly that
+// write. If fewer acknowledge in time, the acquisition is undone and Lock
+// and TryLock return an error wrapping ErrNotReplicated (Lock does not
+// retry). It needs a *redis.Client (a Sentinel FailoverClient is one) or a
+// *redis.ClusterClient; New panics on another client, and on replicas < 1
+// or timeout <= 0. The default is no acknowledgement.
+//
+// An acknowledged acquisition survives a failover to a replica that
+// acknowledged it. What it does not cover: renewals and unlocks are not
+// acknowledged, so a replica promoted before the last renewal reached it
+// expires the lock up to that much early (replication lag, normally
+// milliseconds); Redis may promote a replica that did not acknowledge
+// when replicas is less than their number; and an unlock lost in a
+// failover leaves the lock held until its lease runs out.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	if replicas < 1 || timeout <= 0 {
+		panic(fmt.Sprintf("rlock: WithReplicaAck(%d, %v): want at least one replica and a positive timeout", replicas, timeout))
+	}
+	return func(c *config) { c.ackReplicas, c.ackTimeout = replicas, timeout }
+}
+
+// acquireAcked runs the acquire script and, when it took the lock, WAIT
+// on the same connection. It undoes an acquisition that was not
+// acknowledged in time.
+func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (lua.Acquired, error) {
+	conn, err := internal.PrimaryConn(ctx, m.rdb, m.keys.Lock)
+	if err != nil {
+		return lua.Acquired{}, err
+	}
+	defer conn.Close()
+	res, err := lua.RLockAcquire(ctx, conn, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	if err != nil || !res.OK {
+		return res, err
+	}
+	acked, err := conn.Wait(ctx, m.cfg.ackReplicas, m.cfg.ackTimeout).Result()
+	if err == nil && acked < int64(m.cfg.ackReplicas) {
+		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, m.cfg.ackReplicas, m.cfg.ackTimeout)
+	}
+	if err != nil {
+		m.undo(ctx, holds+1)
+		return lua.Acquired{}, err
+	}
+	return res, nil
+}
