@@ -22,6 +22,24 @@ import (
 // "off" to skip it. Unset, it runs 60s; 20s when CI is set; 5s with -short.
 const SoakEnv = "REDISYNC_SOAK"
 
+// SoakReportEnv names a file the soak appends its summary line to, so that
+// CI can print it without running the tests verbosely.
+const SoakReportEnv = "REDISYNC_SOAK_REPORT"
+
+func reportSoak(t *testing.T, summary string) {
+	path := os.Getenv(SoakReportEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("%s: %v", SoakReportEnv, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, summary)
+}
+
 func soakDuration(t *testing.T) time.Duration {
 	v := os.Getenv(SoakEnv)
 	switch {
@@ -124,6 +142,7 @@ func TestChaosSoak(t *testing.T) {
 		summary := fmt.Sprintf("soak %s: %v, %d workers on %d locks: %d operations (%d critical sections, %d holds lost, %d Lock timeouts), %d faults injected (%s), %d violations",
 			p.name, d, workers, locks, ops.Load(), completed, lost.Load(), lockErrs.Load(), faults.total(), faults, violations)
 		t.Log(summary)
+		reportSoak(t, summary)
 		if violations != 0 {
 			t.Errorf("%d violations", violations)
 		}
