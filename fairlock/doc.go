@@ -1,0 +1,92 @@
+// Package fairlock implements a fair (first come, first served) reentrant
+// distributed mutex on Redis.
+//
+// A fairlock.Mutex has the method set and options of rlock.Mutex. The
+// difference is the order in which waiters get the lock: rlock wakes one
+// waiter per process and lets them race, fairlock keeps a line across all
+// processes and hands the lock to the waiter first in line, and to nobody
+// else, not even a TryLock that happens to come by while the lock is free.
+//
+// # Data layout
+//
+// A lock called name is the Redis hash redisync:{name} (field: the
+// holder's owner id, value: its hold count, with a PEXPIRE lease), the
+// waiter list redisync:{name}:queue (owner ids, oldest first) and the zset
+// redisync:{name}:timeouts (owner id, scored by the Redis server time in
+// milliseconds after which that waiter counts as dead). Each waiter listens
+// on a channel of its own, redisync:{name}:chan:<owner id>. With
+// WithFencing, the counter redisync:{name}:fence (which never expires)
+// hands out fencing tokens. Everything shares the hash tag {name}, so on a
+// Redis Cluster each lock lives in one slot. Every state change is one Lua
+// script (see package lua), and every script first drops the waiters whose
+// deadline has passed. When the lock is released and nobody waits, no key
+// is left but the fencing counter.
+//
+// # Ownership
+//
+// Ownership belongs to the handle returned by New, not to a goroutine: each
+// handle has a random owner id and one place in line, and Lock on a handle
+// that holds the lock re-enters it at once (HoldCount counts the levels;
+// each Unlock releases one). Goroutines or processes that must exclude each
+// other use separate handles. A handle is safe for concurrent use.
+//
+// # Waiting in line
+//
+// Lock takes the lock if it is free and nobody waits; otherwise it joins
+// the end of the line, subscribes to its own channel (one pub/sub
+// connection per Redis client, however many waiters), tries again and
+// sleeps. Unlock wakes only the waiter first in line, on its channel: no
+// herd of waiters races for the lock. When the first waiter gives up or is
+// dropped while the lock is free, the next one is woken.
+//
+// A waiting Lock refreshes its place at least every third of
+// WithWaiterTimeout (10s by default), however long the holder keeps the
+// lock. A waiter that stops refreshing, because its process died or lost
+// Redis, is dropped from the line once the timeout has passed since its
+// last refresh, and from then on it no longer blocks the waiters behind it.
+// Deadlines are measured on the Redis server's clock, so clients with
+// skewed clocks agree on them.
+//
+// A Lock whose ctx ends takes itself out of the line before it returns (if
+// that call fails, the server drops the place at its deadline) and leaves
+// no hold and no subscription behind; if ctx ends while an acquire script
+// is in flight, Lock gives back whatever the script may have taken.
+// TryLock never joins the line, and reports false while anyone waits in it.
+//
+// A lost wake-up costs at most the holder's remaining lease or a third of
+// the waiter timeout, whichever is shorter; after a pub/sub reconnect every
+// waiter retries at once.
+//
+// # Leases, the watchdog and loss
+//
+// As in rlock: without WithLeaseTime, a hold has the lease
+// WithWatchdogTimeout (30s by default) and the client's shared watchdog
+// renews it every third of that. When a renewal finds the lock gone or
+// owned by someone else, or renewals keep failing until the lease has run
+// out, the hold is lost: Done closes and the WithOnLost hook runs. With
+// WithLeaseTime the lock simply expires d after the last Lock; the first
+// waiter then takes it when its bounded sleep ends.
+//
+// # Redis deployments
+//
+// Works with *redis.Client, *redis.FailoverClient (Sentinel) and
+// *redis.ClusterClient. On a cluster, wake-ups use sharded pub/sub
+// (SPUBLISH/SSUBSCRIBE), which needs Redis 7.0 or later.
+//
+// # Limits
+//
+// Fairness is the order in which waiters joined the line in Redis, not the
+// order in which callers invoked Lock. A waiter that cannot reach Redis for
+// longer than the waiter timeout loses its place and joins the end of the
+// line again. A handle has one place in line: several goroutines waiting on
+// the same handle share it. The lease limits of rlock apply unchanged: mutual
+// exclusion holds only while the lease is valid and only on one primary that
+// has not lost the write; use fencing tokens where that matters.
+//
+// # Testing with miniredis
+//
+// The scripts run unchanged on miniredis. miniredis expires keys only when
+// the test advances its clock with FastForward, and its TIME (which the
+// scripts use for waiter deadlines) follows SetTime; a test that wants
+// waiter deadlines to pass moves both.
+package fairlock

@@ -1,0 +1,95 @@
+package fairlock
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultWatchdogTimeout is the lease of a hold kept alive by the watchdog.
+const DefaultWatchdogTimeout = 30 * time.Second
+
+// DefaultWaiterTimeout is how long a waiter that stopped refreshing its
+// place (its process crashed) keeps blocking the waiters behind it.
+const DefaultWaiterTimeout = 10 * time.Second
+
+// minWaiterTimeout leaves a live waiter, which refreshes its place every
+// third of the timeout, room for a few slow round trips.
+const minWaiterTimeout = 100 * time.Millisecond
+
+// Option configures a Mutex.
+type Option func(*config)
+
+type config struct {
+	leaseTime       time.Duration
+	watchdogTimeout time.Duration
+	waiterTimeout   time.Duration
+	fencing         bool
+	onLost          func(error)
+}
+
+// WithLeaseTime gives every hold a fixed lease of d instead of the
+// watchdog: the lock frees itself d after the last Lock, whether or not the
+// holder is still working, and a re-entry re-arms the lease to d. Done
+// closes when the lease runs out. d must be positive. The default is no
+// fixed lease: the watchdog keeps the hold alive.
+func WithLeaseTime(d time.Duration) Option {
+	if d <= 0 {
+		panic(fmt.Sprintf("fairlock: WithLeaseTime(%v): lease must be positive", d))
+	}
+	return func(c *config) { c.leaseTime = d }
+}
+
+// WithWatchdogTimeout sets the lease of holds kept alive by the watchdog,
+// which renews them every third of it. It bounds how long a crashed
+// holder blocks others. d must be at least 30ms. The default is
+// DefaultWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) Option {
+	if d < 30*time.Millisecond {
+		panic(fmt.Sprintf("fairlock: WithWatchdogTimeout(%v): timeout must be at least 30ms", d))
+	}
+	return func(c *config) { c.watchdogTimeout = d }
+}
+
+// WithWaiterTimeout sets how long a waiter keeps its place in line without
+// refreshing it. A waiting Lock refreshes its place at least every third of
+// d, however long the holder keeps the lock, so only a waiter whose process
+// died or lost Redis for d is dropped from the line, and from then on it no
+// longer blocks the waiters behind it. d must be at least 100ms. The
+// default is DefaultWaiterTimeout.
+func WithWaiterTimeout(d time.Duration) Option {
+	if d < minWaiterTimeout {
+		panic(fmt.Sprintf("fairlock: WithWaiterTimeout(%v): timeout must be at least %v", d, minWaiterTimeout))
+	}
+	return func(c *config) { c.waiterTimeout = d }
+}
+
+// WithFencing makes every first acquisition take the next value of a
+// per-name counter that never expires; Token returns it. Tokens strictly
+// increase across all handles and processes, so a resource that remembers
+// the highest token it has seen can refuse a stale holder. The default is
+// no fencing.
+func WithFencing() Option {
+	return func(c *config) { c.fencing = true }
+}
+
+// WithOnLost sets a function called once when a hold is lost rather than
+// released: its lease ran out, someone force-unlocked it, or renewals kept
+// failing. It runs on the watchdog goroutine and must not block. The
+// default is none; Done reports the loss either way.
+func WithOnLost(f func(err error)) Option {
+	return func(c *config) { c.onLost = f }
+}
+
+func (c *config) lease() time.Duration {
+	if c.leaseTime > 0 {
+		return c.leaseTime
+	}
+	return c.watchdogTimeout
+}
+
+// maxSleep bounds every sleep of a waiting Lock: a third of the waiter
+// timeout, so that the attempt that refreshes the waiter's place runs well
+// before its deadline, and never longer than a lease.
+func (c *config) maxSleep() time.Duration {
+	return min(c.waiterTimeout/3, c.lease())
+}

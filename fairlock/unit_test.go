@@ -1,0 +1,292 @@
+package fairlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+)
+
+// Unit tier: miniredis. Its TIME, which the scripts use for waiter
+// deadlines, follows SetTime; key TTLs follow FastForward.
+
+// ghostKeys are the script keys of the lock called name, for tests that
+// put a waiter in line without a live Lock behind it (a crashed process).
+func ghostKeys(name string) lua.FairKeys {
+	n := internal.NewNames(name)
+	return lua.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+}
+
+func TestFIFOMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	holder := fairlock.New(rdb, "fifo")
+	mustLock(t, holder)
+	waiters := handles(3, func() redis.UniversalClient { return rdb }, "fifo")
+	got := queueUp(t, rdb, "fifo", waiters)
+	if ok, err := fairlock.New(rdb, "fifo").TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock while held with a line = %v, %v", ok, err)
+	}
+	mustUnlock(t, holder)
+	inTurn(t, got, waiters)
+	assertNoKeys(t, rdb, "fifo")
+}
+
+func TestNoBargingAndDeadWaiterMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	now := time.Now()
+	mr.SetTime(now)
+	k := ghostKeys("ghost")
+	// A waiter that joined the line and then crashed.
+	res, err := lua.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false).Result()
+	if err != nil || !res.OK {
+		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
+	}
+	holder := fairlock.New(rdb, "ghost")
+	if ok, err := holder.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock while the ghost holds = %v, %v", ok, err)
+	}
+	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
+		t.Fatalf("TryLock joined the line: %v", q)
+	}
+	res, err = lua.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false).Result()
+	if err != nil || res.OK {
+		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
+	}
+	// The deadline is the server's clock plus the waiter timeout.
+	score, err := rdb.ZScore(ctx, k.Timeouts, "ghost-2").Result()
+	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
+		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
+	}
+	if n, err := lua.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1).Result(); n != 0 || err != nil {
+		t.Fatalf("ghost unlock = %d, %v", n, err)
+	}
+	// Free, but ghost-2 is first in line: no barging.
+	if ok, err := holder.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock past a waiter in line = %v, %v", ok, err)
+	}
+	mr.SetTime(now.Add(5*time.Second + time.Millisecond))
+	mr.FastForward(5*time.Second + time.Millisecond)
+	if ok, err := holder.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the dead waiter's deadline = %v, %v", ok, err)
+	}
+	mustUnlock(t, holder)
+	assertNoKeys(t, rdb, "ghost")
+}
+
+func TestLineKeysExpireMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("expire")
+	mr.SetTime(time.Now())
+	holder := fairlock.New(rdb, "expire", fairlock.WithLeaseTime(time.Minute))
+	mustLock(t, holder)
+	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
+		owner := "ghost-" + strconv.Itoa(i)
+		if _, err := lua.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both keys of the line live as long as its longest-lived waiter.
+	for _, key := range []string{k.Queue, k.Timeouts} {
+		if ttl := mr.TTL(key); ttl < 8*time.Second || ttl > 9*time.Second {
+			t.Fatalf("TTL of %s = %v, want 9s", key, ttl)
+		}
+	}
+	mr.FastForward(9*time.Second + time.Millisecond)
+	if mr.Exists(k.Queue) || mr.Exists(k.Timeouts) {
+		t.Fatal("line of crashed waiters outlived their deadlines")
+	}
+	mustUnlock(t, holder)
+	assertNoKeys(t, rdb, "expire")
+}
+
+func TestLeaveWakesNextMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("leave")
+	holder := fairlock.New(rdb, "leave")
+	mustLock(t, holder)
+	if _, err := lua.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false).Result(); err != nil {
+		t.Fatal(err)
+	}
+	waiter := fairlock.New(rdb, "leave")
+	got := make(chan error, 1)
+	go func() { got <- waiter.Lock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, rdb, "leave") == 2 })
+	q, _ := line(t, rdb, "leave")
+	ch := internal.NewNames("leave").WaiterChannel(q[1])
+	redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.NumSub(t, rdb, ch) == 1 })
+	mustUnlock(t, holder) // wakes the ghost, which never comes
+	start := time.Now()
+	if ok, err := lua.FairLeave(ctx, rdb, k, "ghost", false).Result(); !ok || err != nil {
+		t.Fatalf("ghost leave = %v, %v", ok, err)
+	}
+	// Without the wake-up the waiter would sleep for a third of the
+	// waiter timeout (3.3s).
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("new head not woken when the head left a free lock")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("new head took %v after the head left", d)
+	}
+	mustUnlock(t, waiter)
+	assertNoKeys(t, rdb, "leave")
+}
+
+func TestCancelledWaiterMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	holder := fairlock.New(rdb, "cancel")
+	mustLock(t, holder)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := fairlock.New(rdb, "cancel").Lock(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
+	}
+	if q, z := line(t, rdb, "cancel"); len(q)+len(z) != 0 {
+		t.Fatalf("cancelled waiter left %v in line and %v in the deadlines", q, z)
+	}
+	mustUnlock(t, holder)
+	assertNoKeys(t, rdb, "cancel")
+}
+
+func TestReentrancyMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a := fairlock.New(rdb, "r")
+	b := fairlock.New(rdb, "r")
+	mustLock(t, a)
+	mustLock(t, a)
+	if n, err := a.HoldCount(ctx); err != nil || n != 2 {
+		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	}
+	mustUnlock(t, a)
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
+	}
+	if err := b.Unlock(ctx); !errors.Is(err, fairlock.ErrNotHeld) {
+		t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
+	}
+	if n, _ := a.HoldCount(ctx); n != 1 {
+		t.Fatalf("non-holder Unlock changed the hold count to %d", n)
+	}
+	mustUnlock(t, a)
+	if err := a.Unlock(ctx); !errors.Is(err, fairlock.ErrNotHeld) {
+		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("Done open after the last Unlock")
+	}
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after release = %v, %v", ok, err)
+	}
+	mustUnlock(t, b)
+	assertNoKeys(t, rdb, "r")
+}
+
+func TestFencingMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	var last uint64
+	for i := range 3 {
+		m := fairlock.New(rdb, "fence", fairlock.WithFencing())
+		mustLock(t, m)
+		mustLock(t, m) // a re-entry keeps the token
+		if tok := m.Token(); tok <= last {
+			t.Fatalf("hold %d: token %d not above %d", i, tok, last)
+		}
+		last = m.Token()
+		mustUnlock(t, m)
+		mustUnlock(t, m)
+		if m.Token() != 0 {
+			t.Fatal("Token not 0 after release")
+		}
+	}
+}
+
+func TestWrongTypeMini(t *testing.T) {
+	n := internal.NewNames("taken")
+	for _, key := range []string{n.Lock(), n.Queue(), n.Timeouts()} {
+		t.Run(key, func(t *testing.T) {
+			mr, rdb := redistest.Mini(t)
+			ctx := t.Context()
+			if err := mr.Set(key, "user data"); err != nil {
+				t.Fatal(err)
+			}
+			m := fairlock.New(rdb, "taken")
+			if _, err := m.TryLock(ctx); !errors.Is(err, fairlock.ErrWrongType) {
+				t.Fatalf("TryLock = %v, want ErrWrongType", err)
+			}
+			if err := m.Lock(ctx); !errors.Is(err, fairlock.ErrWrongType) {
+				t.Fatalf("Lock = %v, want ErrWrongType", err)
+			}
+			if _, err := m.ForceUnlock(ctx); !errors.Is(err, fairlock.ErrWrongType) {
+				t.Fatalf("ForceUnlock = %v, want ErrWrongType", err)
+			}
+			if keys := mr.Keys(); len(keys) != 1 || keys[0] != key {
+				t.Fatalf("keys = %v, want only %s", keys, key)
+			}
+			if v, _ := mr.Get(key); v != "user data" {
+				t.Fatalf("string key changed to %q", v)
+			}
+		})
+	}
+}
+
+func TestNewPanics(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	for name, f := range map[string]func(){
+		"nil client":     func() { fairlock.New(nil, "x") },
+		"empty name":     func() { fairlock.New(rdb, "") },
+		"zero lease":     func() { fairlock.New(rdb, "x", fairlock.WithLeaseTime(0)) },
+		"tiny watchdog":  func() { fairlock.New(rdb, "x", fairlock.WithWatchdogTimeout(time.Millisecond)) },
+		"tiny patience":  func() { fairlock.New(rdb, "x", fairlock.WithWaiterTimeout(10*time.Millisecond)) },
+		"negative waits": func() { fairlock.New(rdb, "x", fairlock.WithWaiterTimeout(-time.Second)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil {
+					t.Fatal("no panic")
+				}
+				if s, _ := r.(string); len(s) < 10 {
+					t.Fatalf("panic message %v is not a clear message", r)
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	err := fairlock.New(rdb, "jobs").Unlock(t.Context())
+	if got, want := err.Error(), `fairlock: unlock "jobs": lock not held`; got != want {
+		t.Fatalf("error = %q, want %q", got, want)
+	}
+	holder := fairlock.New(rdb, "jobs")
+	mustLock(t, holder)
+	defer mustUnlock(t, holder)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err = fairlock.New(rdb, "jobs").Lock(ctx)
+	if got, want := err.Error(), `fairlock: lock "jobs": context deadline exceeded`; got != want {
+		t.Fatalf("error = %q, want %q", got, want)
+	}
+}

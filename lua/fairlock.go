@@ -1,0 +1,86 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed fairlock_acquire.lua
+	fairAcquireSrc string
+	//go:embed fairlock_unlock.lua
+	fairUnlockSrc string
+	//go:embed fairlock_renew.lua
+	fairRenewSrc string
+	//go:embed fairlock_forceunlock.lua
+	fairForceUnlockSrc string
+	//go:embed fairlock_leave.lua
+	fairLeaveSrc string
+
+	fairAcquire     = redis.NewScript(fairAcquireSrc)
+	fairUnlock      = redis.NewScript(fairUnlockSrc)
+	fairRenew       = redis.NewScript(fairRenewSrc)
+	fairForceUnlock = redis.NewScript(fairForceUnlockSrc)
+	fairLeave       = redis.NewScript(fairLeaveSrc)
+)
+
+// FairKeys names the keys and channels of one fair lock.
+type FairKeys struct {
+	Lock     string // the lock hash
+	Queue    string // the waiter list
+	Timeouts string // the zset of waiter deadlines
+	Fence    string // the fencing counter
+	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
+}
+
+func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts} }
+
+// FairAcquire runs fairlock_acquire.lua: take or re-enter the lock for owner
+// with the given lease if nobody waits before it, taking a fencing token on
+// a first acquisition when fencing is set. When the lock cannot be taken and
+// patience is positive, owner joins the line (or keeps its place) with the
+// deadline patience from now on the server's clock; with patience 0 it
+// never joins. holds is the hold count the caller believes it has: a retry
+// of an attempt that already went through changes nothing. When not OK,
+// Wait is how long the holder's lease still runs or, for a free lock with
+// another waiter first in line, how long until that waiter's deadline.
+func FairAcquire(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool) AcquireCmd {
+	p := int64(0)
+	if patience > 0 {
+		p = ms(patience)
+	}
+	keys := append(k.line(), k.Fence)
+	return AcquireCmd{fairAcquire.Run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded))}
+}
+
+// FairUnlock runs fairlock_unlock.lua: release one level for owner,
+// re-arming lease while holds remain, and wake the waiter first in line
+// when the lock becomes free. expect is the hold count the caller believes
+// it has, or 0 for any. The reply is the remaining hold count,
+// UnlockNotHeld or UnlockMismatch.
+func FairUnlock(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
+	return IntCmd{fairUnlock.Run(ctx, c, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
+}
+
+// FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
+// the lock. The reply is false when it does not.
+func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool) BoolCmd {
+	return BoolCmd{fairRenew.Run(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
+}
+
+// FairForceUnlock runs fairlock_forceunlock.lua: delete the lock whoever
+// holds it and wake the waiter first in line. The reply is false when there
+// was no lock.
+func FairForceUnlock(ctx context.Context, c redis.Scripter, k FairKeys, sharded bool) BoolCmd {
+	return BoolCmd{fairForceUnlock.Run(ctx, c, k.line(), k.Waiter, flag(sharded))}
+}
+
+// FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
+// next waiter if owner was first and the lock is free. The reply is false
+// when owner was not in line.
+func FairLeave(ctx context.Context, c redis.Scripter, k FairKeys, owner string, sharded bool) BoolCmd {
+	return BoolCmd{fairLeave.Run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
+}

@@ -1,0 +1,109 @@
+-- fairlock_acquire: take a fair (FIFO) lock, re-enter it, or wait in line.
+--
+-- KEYS[1]  lock hash: field = owner id, value = hold count
+-- KEYS[2]  waiter list, oldest first
+-- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
+--          time in milliseconds after which the waiter counts as dead
+-- KEYS[4]  fencing counter (touched only when ARGV[3] == "1"; never expires)
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in milliseconds (re-armed on re-entry)
+-- ARGV[3]  "1": take the next fencing token on a first acquisition
+-- ARGV[4]  the hold count the caller believes it has (0 for none); when the
+--          owner already holds a different count, this is a retry of an
+--          attempt whose reply was lost: the script reports the current
+--          state and changes nothing, so a retried acquire never adds a hold
+-- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
+--          the owner joins the end of the line (or stays where it is) with
+--          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
+-- ARGV[6]  wake-up channel prefix: a waiter's channel is ARGV[6] .. owner id
+--          (the same name as internal.Names.WaiterChannel, in the same slot)
+-- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- First every waiter whose deadline has passed (server clock, TIME) leaves
+-- the line. The lock goes to the owner only when it is free and nobody
+-- waits before it: a newcomer never barges past the line. If dropping dead
+-- waiters gave a free lock a new head, that waiter is woken.
+--
+-- Returns {1, holds, token} when the owner holds the lock afterwards (token
+-- is 0 on re-entry or without fencing; on a repeated first acquisition it is
+-- the counter's current value), or {0, wait}: wait is the holder's
+-- remaining lease, or, when the lock is free but another waiter is first in
+-- line, the time until that waiter's deadline; -1 when unknown.
+-- A key of another type raises WRONGTYPE before anything is written.
+
+local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local patience, prefix, sharded = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
+
+local held = redis.call('hget', lock, owner)
+local first = redis.call('lindex', queue, 0)
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
+for _, w in ipairs(dead) do
+  redis.call('lrem', queue, 1, w)
+end
+if #dead > 0 then
+  redis.call('zremrangebyscore', timeouts, '-inf', now)
+end
+
+if held then
+  held = tonumber(held)
+  if held ~= expect then
+    local token = 0
+    if fencing and held == 1 then
+      token = tonumber(redis.call('get', fence) or 0)
+    end
+    return {1, held, token}
+  end
+  local holds = redis.call('hincrby', lock, owner, 1)
+  redis.call('pexpire', lock, lease)
+  return {1, holds, 0}
+end
+
+local free = redis.call('exists', lock) == 0
+local head = redis.call('lindex', queue, 0)
+
+if free and (not head or head == owner) then
+  local token = 0
+  if fencing then
+    token = redis.call('incr', fence)
+  end
+  redis.call('hset', lock, owner, 1)
+  redis.call('pexpire', lock, lease)
+  if head then
+    redis.call('lpop', queue)
+    redis.call('zrem', timeouts, owner)
+  end
+  return {1, 1, token}
+end
+
+if patience > 0 then
+  if not redis.call('zscore', timeouts, owner) then
+    redis.call('rpush', queue, owner)
+  end
+  redis.call('zadd', timeouts, now + patience, owner)
+  -- The line lives as long as its longest-lived waiter, so waiters that
+  -- crash with nobody left to drop them leave no keys behind.
+  local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
+  redis.call('pexpireat', queue, tonumber(last[2]))
+  redis.call('pexpireat', timeouts, tonumber(last[2]))
+end
+
+if not free then
+  return {0, redis.call('pttl', lock)}
+end
+-- Free, with another waiter first in line.
+if head ~= first then
+  if sharded then
+    redis.call('spublish', prefix .. head, '1')
+  else
+    redis.call('publish', prefix .. head, '1')
+  end
+end
+local deadline = redis.call('zscore', timeouts, head)
+if not deadline then
+  return {0, -1}
+end
+return {0, tonumber(deadline) - now + 1}

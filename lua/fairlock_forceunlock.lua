@@ -1,0 +1,48 @@
+-- fairlock_forceunlock: delete a fair lock whoever holds it, and wake the
+-- waiter first in line.
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  waiter list, oldest first
+-- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- ARGV[1]  wake-up channel prefix: a waiter's channel is ARGV[1] .. owner id
+-- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- First every waiter whose deadline has passed (server clock, TIME) leaves
+-- the line. The line itself is kept: waiters keep their order. The head is
+-- woken whenever the lock is free afterwards, so a force unlock also
+-- restarts a line whose wake-up was lost.
+--
+-- Returns 1 when a lock was deleted, 0 when there was none.
+-- A key of another type raises WRONGTYPE and is left untouched.
+
+local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
+local prefix, sharded = ARGV[1], ARGV[2] == '1'
+
+local holders = redis.call('hlen', lock)
+redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
+for _, w in ipairs(dead) do
+  redis.call('lrem', queue, 1, w)
+end
+if #dead > 0 then
+  redis.call('zremrangebyscore', timeouts, '-inf', now)
+end
+
+if holders > 0 then
+  redis.call('del', lock)
+end
+local head = redis.call('lindex', queue, 0)
+if head then
+  if sharded then
+    redis.call('spublish', prefix .. head, '1')
+  else
+    redis.call('publish', prefix .. head, '1')
+  end
+end
+if holders > 0 then
+  return 1
+end
+return 0
