@@ -31,6 +31,7 @@ type Leased struct {
 type kept struct {
 	client *internal.Client // the reference that keeps the watchdog attached
 	hold   *watchdog.Hold
+	done   chan struct{} // closed by whoever deletes it from Leased.kept
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -129,7 +130,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	id := internal.NewOwnerID()
 	ok, _, err := l.attempt(ctx, id, lease)
 	if !ok || err != nil {
-		return "", false, l.wrap("acquire", err)
+		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
 	}
 	return id, true, nil
 }
@@ -140,7 +141,7 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (b
 	sent := time.Now()
 	res, err := lua.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 	if err != nil {
-		if !replied(err) {
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us: give
 			// back the permit the id may hold.
 			l.undo(ctx, id)
@@ -166,16 +167,41 @@ func (l *Leased) undo(ctx context.Context, id string) {
 // it, and wakes waiters. For an id that holds no permit (unknown, expired
 // or already released) it returns an error wrapping ErrNotHeld and changes
 // nothing.
+//
+// When the reply of a release is lost, Release retries it, knowing that
+// the first may have gone through: a retry that finds no permit reports
+// success. If Release fails nonetheless, this handle stops renewing the
+// permit all the same (its Done closes), so that it returns to the pool
+// when its lease runs out, if not before; a later Release still gives it
+// back if it can.
 func (l *Leased) Release(ctx context.Context, id string) error {
-	ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+	defer l.forget(id)
+	ok, err := l.release(ctx, id)
 	if err != nil {
-		return l.wrap("release", err)
+		return l.wrap("release", internal.CtxErr(ctx, err))
 	}
-	l.forget(id)
 	if !ok {
 		return l.wrap("release", ErrNotHeld)
 	}
 	return nil
+}
+
+// releaseRetries is how many times Release resends a release whose reply
+// was lost.
+const releaseRetries = 2
+
+// release runs the release script for id, and resends it while its reply
+// is lost. Once a run may have gone through unseen, a later run that finds
+// no permit means that run released it.
+func (l *Leased) release(ctx context.Context, id string) (bool, error) {
+	unsure := false
+	for try := 0; ; try++ {
+		ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+		if !internal.OutcomeUnknown(err) || ctx.Err() != nil || try == releaseRetries {
+			return ok || (err == nil && unsure), err
+		}
+		unsure = true
+	}
 }
 
 // Renew sets the permit id to expire lease from now and reports whether it
@@ -218,7 +244,7 @@ func (l *Leased) keep(id string, sent time.Time) {
 		k.hold.Touch(sent)
 		return
 	}
-	k := &kept{client: internal.Acquire(l.rdb)}
+	k := &kept{client: internal.Acquire(l.rdb), done: make(chan struct{})}
 	k.hold = k.client.Watchdog.Add(watchdog.Entry{
 		Lease: l.cfg.watchdogTimeout,
 		Renew: func(ctx context.Context, s redis.Scripter) func() (bool, error) {
@@ -238,6 +264,7 @@ func (l *Leased) forget(id string) {
 	if k != nil {
 		k.hold.Remove()
 		k.client.Release()
+		close(k.done)
 	}
 }
 
@@ -255,8 +282,31 @@ func (l *Leased) lost(id string, k *kept) {
 	k.hold.Remove()
 	if mine {
 		k.client.Release()
+		close(k.done)
 	}
 }
+
+// Done returns a channel that is closed when this handle's watchdog stops
+// keeping the permit id alive: after Release of id through this handle
+// (successful or not), a Renew of it with a positive lease, or when the
+// watchdog gives it up because a renewal found it gone or renewals kept
+// failing until its lease ran out. For an id the watchdog does not keep
+// alive for this handle (acquired with a positive lease, or through
+// another handle) it returns a closed channel.
+func (l *Leased) Done(id string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if k := l.kept[id]; k != nil {
+		return k.done
+	}
+	return closed
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 func (l *Leased) wrap(op string, err error) error {
 	return internal.Wrap("semaphore", op, l.name, err)
