@@ -83,29 +83,16 @@ type acquisition struct {
 
 func drainQueue(ctx context.Context, e *env, q queuer, key string) (queueResult, error) {
 	var r queueResult
-	hrdb, hcnt := e.client()
-	counters := []*counter{hcnt}
-	var rdbs []*redis.Client
-	for range nClients {
-		rdb, cnt := e.client()
-		rdbs, counters = append(rdbs, rdb), append(counters, cnt)
-	}
-	holder := q.newLocker(hrdb, key)
+	holder, waiters, counters := queueHandles(e, q, key)
 	if err := holder.Lock(ctx); err != nil {
 		return r, err
 	}
 	turns := make(chan acquisition, queueLen)
 	errs := make(chan error, queueLen)
-	for i := range queueLen {
-		w := q.newLocker(rdbs[i%nClients], key)
+	for i, w := range waiters {
 		go func() {
-			if err := w.Lock(ctx); err != nil {
-				errs <- err
-				return
-			}
-			a := acquisition{idx: i, held: time.Now()}
-			a.unlocking = time.Now()
-			if err := w.Unlock(context.WithoutCancel(ctx)); err != nil {
+			a, err := takeTurn(ctx, w, i)
+			if err != nil {
 				errs <- err
 				return
 			}
@@ -139,16 +126,51 @@ func drainQueue(ctx context.Context, e *env, q queuer, key string) (queueResult,
 	}
 	r.cmds = after.commandsSince(before)
 	r.trips = readCounters(counters...).sub(sent).trips
+	r.lat, r.inOrder = handoffTimes(start, all)
+	return r, nil
+}
+
+// queueHandles returns a holder on its own client and the waiters spread
+// over nClients more, with the counters of all of them.
+func queueHandles(e *env, q queuer, key string) (holder locker, waiters []locker, counters []*counter) {
+	hrdb, cnt := e.client()
+	holder, counters = q.newLocker(hrdb, key), []*counter{cnt}
+	var rdbs []*redis.Client
+	for range nClients {
+		rdb, cnt := e.client()
+		rdbs, counters = append(rdbs, rdb), append(counters, cnt)
+	}
+	for i := range queueLen {
+		waiters = append(waiters, q.newLocker(rdbs[i%nClients], key))
+	}
+	return holder, waiters, counters
+}
+
+// takeTurn locks and at once unlocks w, the waiter that arrived i-th.
+func takeTurn(ctx context.Context, w locker, i int) (acquisition, error) {
+	if err := w.Lock(ctx); err != nil {
+		return acquisition{}, err
+	}
+	a := acquisition{idx: i, held: time.Now()}
+	a.unlocking = time.Now()
+	return a, w.Unlock(context.WithoutCancel(ctx))
+}
+
+// handoffTimes orders the turns by when they held the lock and returns
+// each handoff's time, from the previous holder's Unlock call (the first
+// holder's at start), and how many went to the next waiter in arrival
+// order.
+func handoffTimes(start time.Time, all []acquisition) (lat []time.Duration, inOrder int) {
 	slices.SortFunc(all, func(a, b acquisition) int { return a.held.Compare(b.held) })
 	prev := start
 	for pos, a := range all {
-		r.lat = append(r.lat, a.held.Sub(prev))
+		lat = append(lat, a.held.Sub(prev))
 		prev = a.unlocking
 		if a.idx == pos {
-			r.inOrder++
+			inOrder++
 		}
 	}
-	return r, nil
+	return lat, inOrder
 }
 
 // fairQueued waits until the fair lock's queue holds n waiters.

@@ -54,10 +54,6 @@ func readCounters(cs ...*counter) counts {
 	return r
 }
 
-func (a counts) add(b counts) counts {
-	return counts{a.trips + b.trips, a.pipelines + b.pipelines, a.cmds + b.cmds}
-}
-
 func (a counts) sub(b counts) counts {
 	return counts{a.trips - b.trips, a.pipelines - b.pipelines, a.cmds - b.cmds}
 }

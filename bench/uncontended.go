@@ -5,18 +5,24 @@ import (
 	"time"
 )
 
+// uncontendedTotal is what one library did over all rounds.
+type uncontendedTotal struct {
+	ops     int
+	elapsed time.Duration
+	trips   int64
+	cmds    int64
+}
+
+func (t uncontendedTotal) per(v int64) float64 { return float64(v) / float64(t.ops) }
+
+func (t uncontendedTotal) ns() float64 { return t.per(t.elapsed.Nanoseconds()) }
+
 // uncontended is scenario 1: one handle locks and unlocks a lock nobody
 // else wants. The libraries take turns in rounds, so that load from
 // elsewhere on the machine falls on all of them alike.
 func uncontended(ctx context.Context, e *env) (*table, error) {
 	rdb, cnt := e.client()
-	type total struct {
-		ops     int
-		elapsed time.Duration
-		sent    counts
-		cmds    int64
-	}
-	totals := make([]total, len(contenders))
+	totals := make([]uncontendedTotal, len(contenders))
 	lockers := make([]locker, len(contenders))
 	for i, c := range contenders {
 		lockers[i] = c.newLocker(rdb, "bench:uncontended:"+c.name)
@@ -25,49 +31,53 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 			return nil, err
 		}
 	}
-	slice := e.cfg.uncontended / time.Duration(max(e.cfg.rounds, 1))
-	for range max(e.cfg.rounds, 1) {
+	rounds := max(e.cfg.rounds, 1)
+	for range rounds {
 		for i, l := range lockers {
-			before, err := readServer(ctx, e.ctl)
-			if err != nil {
+			if err := totals[i].round(ctx, e, l, cnt, e.cfg.uncontended/time.Duration(rounds)); err != nil {
 				return nil, err
 			}
-			sent := readCounters(cnt)
-			start := time.Now()
-			n, err := lockUnlock(ctx, l, 0, slice)
-			if err != nil {
-				return nil, err
-			}
-			elapsed := time.Since(start)
-			after, err := readServer(ctx, e.ctl)
-			if err != nil {
-				return nil, err
-			}
-			t := &totals[i]
-			t.ops += n
-			t.elapsed += elapsed
-			t.sent = t.sent.add(readCounters(cnt).sub(sent))
-			t.cmds += after.commandsSince(before)
 		}
 	}
 
 	tb := newTable("1. Uncontended Lock+Unlock",
 		"library", "ns/op", "vs bare", "round trips/op", "Redis commands/op")
-	var bareNs float64
+	var bare float64
 	for i, c := range contenders {
 		if !c.waits {
-			bareNs = float64(totals[i].elapsed.Nanoseconds()) / float64(totals[i].ops)
+			bare = totals[i].ns()
 		}
 	}
 	for i, c := range contenders {
 		t := totals[i]
-		ns := float64(t.elapsed.Nanoseconds()) / float64(t.ops)
-		e.set("uncontended", c.name, "ns", ns)
-		tb.add(c.name, num(ns), ratio(ns, bareNs),
-			num(float64(t.sent.trips)/float64(t.ops)), num(float64(t.cmds)/float64(t.ops)))
+		e.set("uncontended", c.name, "ns", t.ns())
+		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), num(t.per(t.trips)), num(t.per(t.cmds)))
 	}
-	tb.note("%d rounds; Redis commands from INFO commandstats, counting those run inside scripts.", max(e.cfg.rounds, 1))
+	tb.note("%d rounds; Redis commands from INFO commandstats, counting those run inside scripts.", rounds)
 	return tb, nil
+}
+
+// round locks and unlocks l for d and adds what it measured to t.
+func (t *uncontendedTotal) round(ctx context.Context, e *env, l locker, cnt *counter, d time.Duration) error {
+	before, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return err
+	}
+	sent := readCounters(cnt)
+	start := time.Now()
+	n, err := lockUnlock(ctx, l, 0, d)
+	if err != nil {
+		return err
+	}
+	t.elapsed += time.Since(start)
+	after, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return err
+	}
+	t.ops += n
+	t.trips += readCounters(cnt).sub(sent).trips
+	t.cmds += after.commandsSince(before)
+	return nil
 }
 
 // lockUnlock locks and unlocks l n times, or for d when n is 0, and
