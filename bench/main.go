@@ -32,7 +32,6 @@ import (
 type config struct {
 	run         string
 	verbose     bool
-	rounds      int
 	uncontended time.Duration
 	handoff     time.Duration
 	handoffN    int
@@ -48,8 +47,7 @@ type config struct {
 func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.run, "run", "", "run only the scenarios whose name matches this regexp")
 	fs.BoolVar(&c.verbose, "v", false, "print the Redis commands of each measurement, by name")
-	fs.IntVar(&c.rounds, "rounds", 5, "uncontended: rounds, each library running once per round")
-	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: total time per library")
+	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: time per library")
 	fs.DurationVar(&c.handoff, "handoff", 5*time.Second, "handoff: time budget per library")
 	fs.IntVar(&c.handoffN, "handoff-n", 300, "handoff: at most this many handoffs per library")
 	fs.DurationVar(&c.window, "d", 5*time.Second, "workers, contention: measured time per library")

@@ -5,20 +5,22 @@ import (
 	"time"
 )
 
-// uncontendedTotal is what one library did over all rounds.
+// burst is how many Lock+Unlock pairs one library runs before the next
+// takes its turn.
+const burst = 32
+
+// uncontendedTotal is what one library did.
 type uncontendedTotal struct {
 	ops     int
 	elapsed time.Duration
-	trips   int64
-	cmds    int64
+	trips   float64 // per op
+	cmds    float64 // per op
 }
 
-func (t uncontendedTotal) per(v int64) float64 { return float64(v) / float64(t.ops) }
-
-func (t uncontendedTotal) ns() float64 { return t.per(t.elapsed.Nanoseconds()) }
+func (t uncontendedTotal) ns() float64 { return float64(t.elapsed.Nanoseconds()) / float64(t.ops) }
 
 // uncontended is scenario 1: one handle locks and unlocks a lock nobody
-// else wants. The libraries take turns in rounds, so that load from
+// else wants. The libraries take turns in short bursts, so that load from
 // elsewhere on the machine falls on all of them alike.
 func uncontended(ctx context.Context, e *env) (*table, error) {
 	rdb, cnt := e.client()
@@ -26,17 +28,26 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	lockers := make([]locker, len(contenders))
 	for i, c := range contenders {
 		lockers[i] = c.newLocker(rdb, "bench:uncontended:"+c.name)
-		// Warm up: load the scripts, open the connection.
-		if _, err := lockUnlock(ctx, lockers[i], 100, 0); err != nil {
+		// Warm up (load the scripts, open the connection), then count
+		// what a Lock+Unlock costs Redis.
+		if _, err := lockUnlock(ctx, lockers[i], 100); err != nil {
+			return nil, err
+		}
+		if err := totals[i].count(ctx, e, lockers[i], cnt); err != nil {
 			return nil, err
 		}
 	}
-	rounds := max(e.cfg.rounds, 1)
-	for range rounds {
-		for i, l := range lockers {
-			if err := totals[i].round(ctx, e, l, cnt, e.cfg.uncontended/time.Duration(rounds)); err != nil {
+	deadline := time.Now().Add(e.cfg.uncontended * time.Duration(len(contenders)))
+	for turn := 0; time.Now().Before(deadline); turn++ {
+		for j := range lockers {
+			i := (turn + j) % len(lockers) // who goes first rotates
+			start := time.Now()
+			n, err := lockUnlock(ctx, lockers[i], burst)
+			if err != nil {
 				return nil, err
 			}
+			totals[i].elapsed += time.Since(start)
+			totals[i].ops += n
 		}
 	}
 
@@ -51,50 +62,42 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	for i, c := range contenders {
 		t := totals[i]
 		e.set("uncontended", c.name, "ns", t.ns())
-		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), num(t.per(t.trips)), num(t.per(t.cmds)))
+		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), num(t.trips), num(t.cmds))
 	}
-	tb.note("%d rounds; Redis commands from INFO commandstats, counting those run inside scripts.", rounds)
+	tb.note("About %v per library, in turns of %d Lock+Unlock. Redis commands from INFO commandstats, counting those run inside scripts.",
+		e.cfg.uncontended, burst)
 	return tb, nil
 }
 
-// round locks and unlocks l for d and adds what it measured to t.
-func (t *uncontendedTotal) round(ctx context.Context, e *env, l locker, cnt *counter, d time.Duration) error {
+// count measures the round trips and Redis commands of a Lock+Unlock of l.
+func (t *uncontendedTotal) count(ctx context.Context, e *env, l locker, cnt *counter) error {
 	before, err := readServer(ctx, e.ctl)
 	if err != nil {
 		return err
 	}
 	sent := readCounters(cnt)
-	start := time.Now()
-	n, err := lockUnlock(ctx, l, 0, d)
+	n, err := lockUnlock(ctx, l, 100)
 	if err != nil {
 		return err
 	}
-	t.elapsed += time.Since(start)
 	after, err := readServer(ctx, e.ctl)
 	if err != nil {
 		return err
 	}
-	t.ops += n
-	t.trips += readCounters(cnt).sub(sent).trips
-	t.cmds += after.commandsSince(before)
+	t.trips = float64(readCounters(cnt).sub(sent).trips) / float64(n)
+	t.cmds = float64(after.commandsSince(before)) / float64(n)
 	return nil
 }
 
-// lockUnlock locks and unlocks l n times, or for d when n is 0, and
-// returns how many times it did.
-func lockUnlock(ctx context.Context, l locker, n int, d time.Duration) (int, error) {
-	deadline := time.Now().Add(d)
-	done := 0
-	for {
-		if n > 0 && done == n || n == 0 && done%64 == 0 && !time.Now().Before(deadline) {
-			return done, nil
-		}
+// lockUnlock locks and unlocks l n times and returns how many times it did.
+func lockUnlock(ctx context.Context, l locker, n int) (int, error) {
+	for done := range n {
 		if err := l.Lock(ctx); err != nil {
 			return done, err
 		}
 		if err := l.Unlock(ctx); err != nil {
 			return done, err
 		}
-		done++
 	}
+	return n, nil
 }
