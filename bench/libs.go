@@ -13,6 +13,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -28,8 +29,11 @@ type contender struct {
 	name string
 	// newLocker returns a new handle on the lock called key, on rdb.
 	newLocker func(rdb *redis.Client, key string) locker
-	// waits is false for the bare baseline, which cannot wait for a lock.
+	// waits is false for the baselines, which cannot wait for a lock:
+	// they run in the uncontended scenario only.
 	waits bool
+	// bare marks the baseline the uncontended times are compared with.
+	bare bool
 	// channel is the pub/sub channel a waiter on key subscribes to, for a
 	// library that waits on pub/sub; empty for pollers.
 	channel func(key string) string
@@ -44,7 +48,8 @@ var contenders = []contender{
 	{name: "redsync", newLocker: newRedsync, waits: true},
 	{name: "redislock 10ms", newLocker: newRedislock(10 * time.Millisecond), waits: true},
 	{name: "redislock 1ms", newLocker: newRedislock(time.Millisecond), waits: true},
-	{name: "bare SET NX", newLocker: newBare},
+	{name: "rlock scripts alone", newLocker: newScriptsOnly},
+	{name: "bare SET NX", newLocker: newBare, bare: true},
 }
 
 func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
@@ -115,7 +120,7 @@ type bareLocker struct {
 
 var bareRelease = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
 
-var errBusy = errors.New("bare: lock is taken")
+var errBusy = errors.New("lock is taken")
 
 func newBare(rdb *redis.Client, key string) locker {
 	return &bareLocker{rdb: rdb, key: key, token: rand.Text()}
@@ -133,6 +138,38 @@ func (l *bareLocker) Unlock(ctx context.Context) error {
 	n, err := bareRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int()
 	if err == nil && n != 1 {
 		err = fmt.Errorf("bare: unlock %q: not held", l.key)
+	}
+	return err
+}
+
+// scriptsOnly runs rlock's acquire and unlock scripts straight from
+// go-redis, without the rlock package around them: the uncontended
+// scenario's control for what the scripts cost Redis, apart from what the
+// library costs in Go.
+type scriptsOnly struct {
+	rdb   *redis.Client
+	keys  lua.LockKeys
+	owner string
+}
+
+func newScriptsOnly(rdb *redis.Client, key string) locker {
+	tag := "redisync:{" + key + "}" // as the library names its keys
+	keys := lua.LockKeys{Lock: tag, Fence: tag + ":fence", Channel: tag + ":chan"}
+	return &scriptsOnly{rdb: rdb, keys: keys, owner: rand.Text()}
+}
+
+func (l *scriptsOnly) Lock(ctx context.Context) error {
+	res, err := lua.RLockAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0).Result()
+	if err == nil && !res.OK {
+		err = errBusy
+	}
+	return err
+}
+
+func (l *scriptsOnly) Unlock(ctx context.Context) error {
+	n, err := lua.RLockUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1).Result()
+	if err == nil && n != 0 {
+		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, n)
 	}
 	return err
 }

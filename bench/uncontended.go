@@ -55,7 +55,7 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 		"library", "ns/op", "vs bare", "round trips/op", "Redis commands/op")
 	var bare float64
 	for i, c := range contenders {
-		if !c.waits {
+		if c.bare {
 			bare = totals[i].ns()
 		}
 	}
@@ -64,7 +64,7 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 		e.set("uncontended", c.name, "ns", t.ns())
 		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), num(t.trips), num(t.cmds))
 	}
-	tb.note("About %v per library, in turns of %d Lock+Unlock. Redis commands from INFO commandstats, counting those run inside scripts.",
+	tb.note("About %v per library, in turns of %d Lock+Unlock. Redis commands from INFO commandstats, counting those run inside scripts. \"rlock scripts alone\" runs rlock's two scripts straight from go-redis: the difference to redisync rlock is what the library costs in Go.",
 		e.cfg.uncontended, burst)
 	return tb, nil
 }
