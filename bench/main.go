@@ -50,8 +50,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: time per library")
 	fs.DurationVar(&c.handoff, "handoff", 5*time.Second, "handoff: time budget per library")
 	fs.IntVar(&c.handoffN, "handoff-n", 300, "handoff: at most this many handoffs per library")
-	fs.DurationVar(&c.window, "d", 5*time.Second, "workers, contention: measured time per library")
-	fs.DurationVar(&c.warmup, "warmup", time.Second, "workers, contention: unmeasured time before the window")
+	fs.DurationVar(&c.window, "d", 5*time.Second, "loop scenarios (workers, contention, rwlock, semaphore): measured time per library")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "loop scenarios: unmeasured time before the window")
 	fs.IntVar(&c.holds, "holds", 10000, "watchdog: held locks")
 	fs.DurationVar(&c.wdTimeout, "watchdog-timeout", 3*time.Second, "watchdog: lease; renewed every third of it")
 	fs.IntVar(&c.periods, "periods", 4, "watchdog: renewal periods measured")
@@ -126,6 +126,7 @@ func (e *env) get(scenario, lib, metric string) (float64, bool) {
 func main() {
 	var cfg config
 	cfg.flags(flag.CommandLine)
+	flag.Usage = usage
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, cfg, os.Stdout)
@@ -138,6 +139,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func usage() {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	fmt.Fprintf(flag.CommandLine.Output(), "usage: go run . [flags]\n\nscenarios: %s\n(fairlock, rwlock, semaphore: built with -tags redisync_pending)\n\nflags:\n",
+		strings.Join(names, ", "))
+	flag.PrintDefaults()
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {

@@ -76,10 +76,10 @@ func launch(ctx context.Context, bin string) (*server, error) {
 	return s, nil
 }
 
-// ready waits until the server answers PING, for at most ten seconds.
+// ready waits until the server answers PING, for at most ten seconds. It
+// waits for the port with plain dials first, so that go-redis does not log
+// the refused connections of a server still starting.
 func (s *server) ready(ctx context.Context) error {
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1})
-	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
@@ -87,11 +87,24 @@ func (s *server) ready(ctx context.Context) error {
 			return errors.New("exited during startup")
 		default:
 		}
+		conn, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
+		if err == nil {
+			_ = conn.Close()
+			break
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr})
+	defer rdb.Close()
+	for {
 		err := rdb.Ping(ctx).Err()
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // LOADING: still starting
 	}
 }
 
