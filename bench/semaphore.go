@@ -1,5 +1,3 @@
-//go:build redisync_pending
-
 // The semaphore scenario, written against the semaphore API of DESIGN.md.
 // Remove the build line above once the semaphore branch is merged.
 

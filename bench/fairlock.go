@@ -1,5 +1,3 @@
-//go:build redisync_pending
-
 // The fairlock scenario, written against the fairlock API of DESIGN.md.
 // Remove the build line above once the fairlock branch is merged.
 
