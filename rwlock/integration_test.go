@@ -237,3 +237,49 @@ func testWriterNotStarved(t *testing.T, e env) {
 	}
 	e.assertNoKeys(t, name)
 }
+
+// TestReadersNotStarved: 4 goroutines keep taking 5ms write holds; readers
+// that start waiting still get in within 250ms, because a write release
+// gives the waiting readers their turn before the next writer announces
+// itself again.
+func TestReadersNotStarved(t *testing.T) { onBoth(t, testReadersNotStarved) }
+
+func testReadersNotStarved(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var writes atomic.Int64
+	var wg sync.WaitGroup
+	clients := []redis.UniversalClient{e.client(t), e.client(t)}
+	for i := range 4 {
+		wg.Go(func() {
+			rw := rwlock.New(clients[i%2], name)
+			for ctx.Err() == nil {
+				if err := rw.Lock(ctx); err != nil {
+					return
+				}
+				writes.Add(1)
+				time.Sleep(5 * time.Millisecond)
+				if err := rw.Unlock(context.WithoutCancel(ctx)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	redistest.WaitFor(t, 10*time.Second, func() bool { return writes.Load() >= 20 })
+	var longest time.Duration
+	for range 5 {
+		r := rwlock.New(e.client(t), name)
+		start := time.Now()
+		mustRLock(t, r)
+		longest = max(longest, time.Since(start))
+		mustRUnlock(t, r)
+	}
+	stop()
+	wg.Wait()
+	t.Logf("the slowest of 5 readers waited %v behind a stream of writers", longest)
+	if longest > 250*time.Millisecond {
+		t.Fatalf("a reader waited %v behind a stream of writers, want within 250ms", longest)
+	}
+	e.assertNoKeys(t, name)
+}

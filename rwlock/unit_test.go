@@ -319,25 +319,28 @@ func TestRetriedScriptsChangeNothingMini(t *testing.T) {
 	assertNoKeysMini(t, rdb, "retry")
 }
 
-// cancelAfterScript lets the next script run on the server, then cancels
-// the caller's ctx and reports the reply as lost.
-type cancelAfterScript struct {
+// loseReply lets the next script run on the server, then reports its reply
+// as lost: it calls cancel (when set) and returns err.
+type loseReply struct {
 	cancel context.CancelFunc
+	err    error
 	armed  atomic.Bool
 }
 
-func (h *cancelAfterScript) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *cancelAfterScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
-func (h *cancelAfterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && err == nil && h.armed.CompareAndSwap(true, false) {
-			h.cancel()
-			cmd.SetErr(context.Canceled)
-			return context.Canceled
+			if h.cancel != nil {
+				h.cancel()
+			}
+			cmd.SetErr(h.err)
+			return h.err
 		}
 		return err
 	}
@@ -353,7 +356,7 @@ func TestCancelledMidScriptGivesBackMini(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, rdb := redistest.Mini(t)
-			hook := &cancelAfterScript{}
+			hook := &loseReply{err: context.Canceled}
 			rdb.AddHook(hook)
 			rw := rwlock.New(rdb, "mid")
 			mustRLock(t, rw) // loads the scripts: the armed call is one EVALSHA
@@ -373,6 +376,59 @@ func TestCancelledMidScriptGivesBackMini(t *testing.T) {
 				t.Fatal("Done open after a failed acquisition")
 			}
 		})
+	}
+}
+
+func TestRetriedUnlockReleasesOneLevelMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	hook := &loseReply{err: errors.New("connection reset")}
+	rdb.AddHook(hook)
+	rw := rwlock.New(rdb, "lost")
+	mustRLock(t, rw)
+	mustRLock(t, rw)
+	hook.armed.Store(true)
+	if err := rw.RUnlock(ctx); err == nil {
+		t.Fatal("RUnlock with a lost reply reported no error")
+	}
+	mustRUnlock(t, rw) // the caller retries: the level is already gone
+	if got := field(t, rdb, "lost", "r:"); got != "1" {
+		t.Fatalf("read holds after a retried RUnlock = %q, want 1", got)
+	}
+	select {
+	case <-rw.Done():
+		t.Fatal("Done closed while a read level remains")
+	default:
+	}
+	mustRUnlock(t, rw)
+	assertNoKeysMini(t, rdb, "lost")
+	select {
+	case <-rw.Done():
+	default:
+		t.Fatal("Done open after the last RUnlock")
+	}
+}
+
+func TestIsLockedAndTTLMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	rw := rwlock.New(rdb, "state", rwlock.WithLeaseTime(time.Minute))
+	if rw.Name() != "state" {
+		t.Fatalf("Name = %q", rw.Name())
+	}
+	for _, step := range []struct {
+		do     func(testing.TB, *rwlock.RWMutex)
+		locked bool
+	}{{mustRLock, true}, {mustRUnlock, false}, {mustLock, true}, {mustUnlock, false}} {
+		step.do(t, rw)
+		locked, err := rw.IsLocked(ctx)
+		ttl, err2 := rw.TTL(ctx)
+		if locked != step.locked || err != nil || err2 != nil {
+			t.Fatalf("IsLocked = %v, %v; TTL error %v; want %v", locked, err, err2, step.locked)
+		}
+		if step.locked != (ttl > 59*time.Second) || (!step.locked && ttl != 0) {
+			t.Fatalf("TTL = %v while locked = %v", ttl, step.locked)
+		}
 	}
 }
 
