@@ -37,12 +37,11 @@ local function remaining(key)
   return ttl
 end
 
-local mode = redis.call('hget', lock, 'mode')
+local state = redis.call('hmget', lock, 'mode', rfield, wfield)
+local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)
 if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
 end
-local reads = tonumber(redis.call('hget', lock, rfield) or 0)
-local writes = tonumber(redis.call('hget', lock, wfield) or 0)
 if reads > 0 and redis.call('exists', timeout) == 0 then
   reads = 0 -- the field outlived its lease: a stale hold, replaced below
 end
@@ -69,11 +68,13 @@ if writes == 0 then
   if mode == 'write' then
     return {0, remaining(lock)}
   end
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zremrangebyscore', writers, '-inf', now)
   if redis.call('zcard', writers) > 0 then
-    return {0, remaining(writers)}
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('zremrangebyscore', writers, '-inf', now)
+    if redis.call('zcard', writers) > 0 then
+      return {0, remaining(writers)}
+    end
   end
 end
 

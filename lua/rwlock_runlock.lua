@@ -30,15 +30,14 @@ local lock, timeout, prefix, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
-local reads = redis.call('hget', lock, rfield)
-if not reads or redis.call('exists', timeout) == 0 then
+local state = redis.call('hmget', lock, rfield, wfield)
+if not state[1] or redis.call('exists', timeout) == 0 then
   return {-1}
 end
-reads = tonumber(reads)
+local reads, writes = tonumber(state[1]), tonumber(state[2] or 0)
 if expect > 0 and reads ~= expect then
   return {-2}
 end
-local writes = tonumber(redis.call('hget', lock, wfield) or 0)
 
 if reads > 1 then
   redis.call('hincrby', lock, rfield, -1)
