@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rwlock"
 )
 
 // Integration tier, continued: downgrade, upgrade, refused unlocks, force
-// unlock, writers that give up or crash, the watchdog. Every scenario runs
-// on a real redis-server and on a real 3-master cluster.
+// unlock, a writer that gives up. Every scenario runs on a real
+// redis-server and on a real 3-master cluster.
 
 // lockAsync runs lock in a goroutine; the channel gets its error and when
 // it returned.
@@ -230,69 +229,4 @@ func testWriterGivesUp(t *testing.T, e env) {
 	mustRUnlock(t, newcomer)
 	mustRUnlock(t, reader)
 	e.assertNoKeys(t, name)
-}
-
-// TestCrashedWaitingWriter: the announcement of a writer that crashed while
-// waiting holds new readers back for WriterPatience, not longer.
-func TestCrashedWaitingWriter(t *testing.T) { onBoth(t, testCrashedWaitingWriter) }
-
-func testCrashedWaitingWriter(t *testing.T, e env) {
-	name := redistest.UniqueName(t)
-	reader := rwlock.New(e.client(t), name)
-	mustRLock(t, reader)
-	// The ghost writer makes one announcing attempt and is never seen again.
-	keys := lua.RWKeys{Lock: lockKey(name), Writers: lockKey(name) + ":writers", Reader: lockKey(name) + ":reader:ghost"}
-	start := time.Now()
-	res, err := lua.RWLockLock(t.Context(), e.client(t), keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result()
-	if err != nil || res.OK {
-		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
-	}
-	newcomer := rwlock.New(e.client(t), name)
-	mustRLock(t, newcomer)
-	d := time.Since(start)
-	t.Logf("the new reader got in %v after the ghost writer's announcement", d)
-	within(t, "the new reader got in", d, rwlock.WriterPatience-100*time.Millisecond, rwlock.WriterPatience+500*time.Millisecond)
-	mustRUnlock(t, newcomer)
-	mustRUnlock(t, reader)
-	e.assertNoKeys(t, name)
-}
-
-// TestWatchdogKeepsBothModes: the watchdog renews read and write holds
-// (a downgraded writer's too) past their lease, and nothing renews after
-// the release.
-func TestWatchdogKeepsBothModes(t *testing.T) { onBoth(t, testWatchdog) }
-
-func testWatchdog(t *testing.T, e env) {
-	ctx := t.Context()
-	name := redistest.UniqueName(t)
-	opt := rwlock.WithWatchdogTimeout(time.Second)
-	reader, writer := rwlock.New(e.client(t), name, opt), rwlock.New(e.client(t), name+"-w", opt)
-	mustRLock(t, reader)
-	mustLock(t, writer)
-	mustRLock(t, writer)
-	other := rwlock.New(e.client(t), name)
-	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if ok, _ := other.TryLock(ctx); ok {
-			t.Fatal("a writer got in while the watchdog kept a reader")
-		}
-		if ttl, err := writer.TTL(ctx); err != nil || ttl <= 0 {
-			t.Fatalf("write lock TTL = %v, %v while kept by the watchdog", ttl, err)
-		}
-	}
-	mustUnlock(t, writer) // downgrade: still renewed as a reader
-	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if ttl, err := writer.TTL(ctx); err != nil || ttl <= 0 {
-			t.Fatalf("downgraded lock TTL = %v, %v while kept by the watchdog", ttl, err)
-		}
-	}
-	for _, h := range []*rwlock.RWMutex{reader, writer} {
-		select {
-		case <-h.Done():
-			t.Fatal("Done closed while the watchdog kept the hold")
-		default:
-		}
-		mustRUnlock(t, h)
-	}
-	e.assertNoKeys(t, name)
-	e.assertNoKeys(t, name+"-w")
 }
