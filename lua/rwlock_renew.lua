@@ -8,7 +8,7 @@
 -- Renews the owner's read lease if it holds a read lock, and keeps the
 -- hash alive at least as long as the lease. The hash never expires before
 -- its longest lease: every lease set on a hold also pushes the hash's expiry
--- out to at least its end, and each read unlock recomputes it.
+-- out to at least its end, and it is recomputed whenever a reader leaves.
 --
 -- Returns 1 when the owner holds the lock in some mode (its leases were
 -- extended), 0 when it holds nothing (nothing changed).

@@ -13,11 +13,11 @@
 // Every reading handle also has a timeout key, redisync:{name}:reader:<owner>,
 // whose expiry is its read lease. The hash expires with the longest lease
 // of its holders: each acquisition or renewal pushes its expiry out to at
-// least the new lease, and each read unlock recomputes it from the other
-// readers' timeout keys, dropping readers whose lease has run out. So a
-// crashed reader stops blocking writers when its own lease ends, however
-// long the other readers' leases are, and after the last release no key of
-// the lock remains.
+// least the new lease, and whenever a reader leaves the expiry is
+// recomputed from the remaining readers' timeout keys, dropping readers
+// whose lease has run out. So a crashed reader holds the lock only until
+// its own lease ends, a reader leaving never cuts short the lease of one
+// that stays, and after the last release no key of the lock remains.
 //
 // Waiting writers announce themselves in a sorted set,
 // redisync:{name}:writers (see Writer preference). Readers wait on the
