@@ -41,10 +41,14 @@ func flag(b bool) string {
 }
 
 // pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
-// key) become 0, meaning unknown.
+// key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
+// becomes 1ms: it is about to end, not unknown.
 func pttl(v int64) time.Duration {
-	if v < 0 {
+	switch {
+	case v < 0:
 		return 0
+	case v == 0:
+		return time.Millisecond
 	}
 	return time.Duration(v) * time.Millisecond
 }

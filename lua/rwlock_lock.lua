@@ -30,16 +30,6 @@ local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local announce, patience = ARGV[4] == '1', tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
--- remaining is key's remaining life in milliseconds for a waiter: at least
--- 1 while it exists (PTTL says 0 in its last millisecond), -1 if unknown.
-local function remaining(key)
-  local ttl = redis.call('pttl', key)
-  if ttl == 0 then
-    return 1
-  end
-  return ttl
-end
-
 local mode = redis.call('hget', lock, 'mode')
 if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
@@ -88,4 +78,4 @@ if announce then
     redis.call('pexpire', writers, patience)
   end
 end
-return {0, remaining(lock)}
+return {0, redis.call('pttl', lock)}

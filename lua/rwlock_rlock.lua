@@ -27,16 +27,6 @@ local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
--- remaining is key's remaining life in milliseconds for a waiter: at least
--- 1 while it exists (PTTL says 0 in its last millisecond), -1 if unknown.
-local function remaining(key)
-  local ttl = redis.call('pttl', key)
-  if ttl == 0 then
-    return 1
-  end
-  return ttl
-end
-
 local state = redis.call('hmget', lock, 'mode', rfield, wfield)
 local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)
 if not mode and redis.call('exists', lock) == 1 then
@@ -66,14 +56,14 @@ end
 
 if writes == 0 then
   if mode == 'write' then
-    return {0, remaining(lock)}
+    return {0, redis.call('pttl', lock)}
   end
   if redis.call('zcard', writers) > 0 then
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     redis.call('zremrangebyscore', writers, '-inf', now)
     if redis.call('zcard', writers) > 0 then
-      return {0, remaining(writers)}
+      return {0, redis.call('pttl', writers)}
     end
   end
 end

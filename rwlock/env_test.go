@@ -8,7 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
 )
 
 // env is a Redis deployment the integration scenarios run on: the shared
@@ -44,7 +46,25 @@ func onBoth(t *testing.T, scenario func(t *testing.T, e env)) {
 	})
 }
 
-func lockKey(name string) string { return "redisync:{" + name + "}" }
+// miniEnv is a miniredis, for scenarios that need no real server.
+func miniEnv(t testing.TB) env {
+	_, rdb := redistest.Mini(t)
+	return env{
+		client: func(testing.TB) redis.UniversalClient { return rdb },
+		node:   func(testing.TB, string) *redis.Client { return rdb },
+	}
+}
+
+func lockKey(name string) string { return internal.NewNames(name).Lock() }
+
+// rwKeys are the keys of the lock called name as seen by owner.
+func rwKeys(name, owner string) lua.RWKeys {
+	n := internal.NewNames(name)
+	return lua.RWKeys{
+		Lock: n.Lock(), Writers: n.Writers(), ReaderPrefix: n.ReaderPrefix(), Reader: n.ReaderTimeout(owner),
+		ReadChannel: n.Channel(), WriterChannel: n.WriterChannel(),
+	}
+}
 
 // subscribers returns how many connections listen on the readers' ("chan")
 // or writers' ("wchan") channel of the lock called name.

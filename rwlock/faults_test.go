@@ -22,7 +22,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	reader := rwlock.New(e.client(t), name)
 	mustRLock(t, reader)
 	// The ghost writer makes one announcing attempt and is never seen again.
-	keys := lua.RWKeys{Lock: lockKey(name), Writers: lockKey(name) + ":writers", Reader: lockKey(name) + ":reader:ghost"}
+	keys := rwKeys(name, "ghost")
 	start := time.Now()
 	res, err := lua.RWLockLock(t.Context(), e.client(t), keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result()
 	if err != nil || res.OK {

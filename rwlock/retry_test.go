@@ -16,28 +16,32 @@ import (
 
 // Unit tier, continued: replies lost in flight, on miniredis.
 
-func TestRetriedScriptsChangeNothingMini(t *testing.T) {
-	_, rdb := redistest.Mini(t)
+// TestRetriedScriptsChangeNothing: an acquire or release script run a
+// second time with the same expected hold count, as after a lost reply,
+// changes nothing.
+func TestRetriedScriptsChangeNothing(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) { testRetriedScripts(t, miniEnv(t)) })
+	onBoth(t, testRetriedScripts)
+}
+
+func testRetriedScripts(t *testing.T, e env) {
 	ctx := t.Context()
-	keys := lua.RWKeys{
-		Lock: "redisync:{retry}", Writers: "redisync:{retry}:writers",
-		ReaderPrefix: "redisync:{retry}:reader:", Reader: "redisync:{retry}:reader:o",
-		ReadChannel: "redisync:{retry}:chan", WriterChannel: "redisync:{retry}:wchan",
-	}
+	rdb, name := e.client(t), redistest.UniqueName(t)
+	keys := rwKeys(name, "o")
 	for range 2 { // the second run is a retry of the first
 		res, err := lua.RWLockRLock(ctx, rdb, keys, "o", time.Minute, 0).Result()
 		if err != nil || !res.OK || res.Reads != 1 {
 			t.Fatalf("RWLockRLock = %+v, %v; want 1 read hold", res, err)
 		}
 	}
-	res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, false, 2).Result()
+	res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2).Result()
 	if err != nil || !res.Mismatch {
 		t.Fatalf("RWLockRUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
 	}
 	if v := rdb.HGet(ctx, keys.Lock, "r:o").Val(); v != "1" {
 		t.Fatalf("read holds = %q after a mismatched unlock, want 1", v)
 	}
-	if res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, false, 1).Result(); err != nil || !res.OK {
+	if res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1).Result(); err != nil || !res.OK {
 		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
 	}
 	for range 2 {
@@ -46,10 +50,14 @@ func TestRetriedScriptsChangeNothingMini(t *testing.T) {
 			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
 		}
 	}
-	if res, err := lua.RWLockUnlock(ctx, rdb, keys, "o", time.Minute, false, 1).Result(); err != nil || !res.OK {
+	res, err = lua.RWLockUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2).Result()
+	if err != nil || !res.Mismatch {
+		t.Fatalf("RWLockUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
+	}
+	if res, err := lua.RWLockUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1).Result(); err != nil || !res.OK {
 		t.Fatalf("RWLockUnlock = %+v, %v", res, err)
 	}
-	assertNoKeysMini(t, rdb, "retry")
+	e.assertNoKeys(t, name)
 }
 
 // loseReply lets the next script run on the server, then reports its reply

@@ -262,7 +262,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 	mustRUnlock(t, newcomer)
 
 	// A writer that crashed while waiting: its announcement lapses.
-	keys := lua.RWKeys{Lock: "redisync:{pref}", Writers: "redisync:{pref}:writers", Reader: "redisync:{pref}:reader:ghost"}
+	keys := rwKeys("pref", "ghost")
 	if res, err := lua.RWLockLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}

@@ -83,7 +83,8 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	rw.mu.Lock()
 	h := rw.hold
 	rw.mu.Unlock()
-	if h != nil && ok {
+	if h != nil {
+		// Whoever deleted it, this handle's hold is over.
 		rw.end(h, nil)
 	}
 	return ok, nil
