@@ -132,13 +132,26 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 func (rw *RWMutex) Lock(ctx context.Context) error {
 	c := internal.Acquire(rw.rdb)
 	defer c.Release()
+	// A refused upgrade ends the wait at once: the attempt cancels the
+	// wait's ctx with the refusal as the cause, since the wait loop keeps
+	// retrying errors that are not Redis' own replies.
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		return rw.attempt(ctx, write, true)
+		ok, wait, err := rw.attempt(ctx, write, true)
+		if errors.Is(err, ErrUpgradeNotSupported) {
+			stop(err)
+			return false, 0, wctx.Err()
+		}
+		return ok, wait, err
 	}
 	// Every attempt renews the announcement, so no sleep may outlast a
 	// third of its life.
-	err := internal.Wait(ctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.lease(), WriterPatience/3), try)
-	if err != nil && !errors.Is(err, ErrUpgradeNotSupported) {
+	err := internal.Wait(wctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.lease(), WriterPatience/3), try)
+	if cause := context.Cause(wctx); ctx.Err() == nil && errors.Is(cause, ErrUpgradeNotSupported) {
+		return rw.wrap("lock", cause)
+	}
+	if err != nil {
 		rw.withdraw(ctx)
 	}
 	return rw.wrap("lock", err)
