@@ -1,5 +1,3 @@
-//go:build redisync_pending
-
 // The rwlock scenario, written against the rwlock API of DESIGN.md.
 // Remove the build line above once the rwlock branch is merged.
 
