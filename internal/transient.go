@@ -3,7 +3,10 @@ package internal
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,16 +17,17 @@ import (
 var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "NOREPLICAS"}
 
 // Transient reports whether err may succeed when retried later: connection
-// failures and the transient Redis replies above. Permanent errors (a wrong
-// type, a closed client, a cancelled ctx, an acquisition the replicas did
-// not acknowledge) are not transient.
+// failures (refused, reset, closed by the peer, timed out, no free
+// connection in the pool) and the transient Redis replies above. Anything
+// else is permanent: a wrong type or other error reply, a closed client, a
+// cancelled ctx, and every error of the library itself (an upgrade
+// attempt, an acquisition the replicas did not acknowledge).
 func Transient(err error) bool {
 	switch {
 	case err == nil,
 		errors.Is(err, context.Canceled),
 		errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, redis.ErrClosed),
-		errors.Is(err, ErrNotReplicated):
+		errors.Is(err, redis.ErrClosed):
 		return false
 	}
 	var reply redis.Error
@@ -37,7 +41,12 @@ func Transient(err error) bool {
 		// Any other reply is a definite answer from a working server.
 		return false
 	}
-	// Connection refused or reset, timeouts, a pool exhausted: the server
-	// may be back in a moment.
-	return true
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,11 @@ func TestTransient(t *testing.T) {
 		{redis.ErrClosed, false},
 		{wrongType, false},
 		{io.EOF, true},
+		{internal.ErrUpgradeNotSupported, false},
+		{fmt.Errorf("x: %w", internal.ErrNotReplicated), false},
+		{errors.New("some library error"), false},
+		{redis.ErrPoolTimeout, true},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 	} {
 		if got := internal.Transient(c.err); got != c.want {

@@ -20,7 +20,10 @@
 local lock, fence = KEYS[1], KEYS[2]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 
-if redis.call('exists', lock) == 0 then
+-- PTTL first: it tells a free lock (-2) from a held one and is the reply
+-- to a waiter, so a failed attempt costs two commands, not three.
+local ttl = redis.call('pttl', lock)
+if ttl == -2 then
   local token = 0
   if fencing then
     token = redis.call('incr', fence)
@@ -45,4 +48,4 @@ if held then
   return {1, holds, 0}
 end
 
-return {0, redis.call('pttl', lock)}
+return {0, ttl}

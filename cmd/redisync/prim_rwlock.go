@@ -1,5 +1,3 @@
-//go:build redisync_pending
-
 package main
 
 import (

@@ -1,5 +1,3 @@
-//go:build redisync_pending
-
 package main
 
 import (
@@ -28,7 +26,7 @@ func TestInspectAndUnlockRWLock(t *testing.T) {
 		writer := rwlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- writer.Lock(ctx) }()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).Channel()) >= 1 })
+		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).WriterChannel()) >= 1 })
 		mustRun(t, exitOK, b.args("unlock", "--force", name)...)
 		awaitLock(t, got, "waiting writer after unlock --force")
 		if r := inspectJSON(t, b.flags, name)[0]; r.Mode != "write" {

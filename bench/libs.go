@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rlock"
+)
+
+// locker is what the scenarios need from a lock: one handle, used by one
+// worker at a time.
+type locker interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// contender is one lock library, configured as the scenarios compare it.
+type contender struct {
+	name string
+	// newLocker returns a new handle on the lock called key, on rdb.
+	newLocker func(rdb *redis.Client, key string) locker
+	// waits is false for the baselines, which cannot wait for a lock:
+	// they run in the uncontended scenario only.
+	waits bool
+	// bare marks the baseline the uncontended times are compared with.
+	bare bool
+	// channel is the pub/sub channel a waiter on key subscribes to, for a
+	// library that waits on pub/sub; empty for pollers.
+	channel func(key string) string
+}
+
+// leaseTTL is the lease given to the libraries without a watchdog. It is
+// long enough that no hold of the scenarios expires.
+const leaseTTL = 10 * time.Second
+
+var contenders = []contender{
+	{name: "redisync rlock", newLocker: newRedisync, waits: true, channel: redisyncChannel},
+	{name: "redsync", newLocker: newRedsync, waits: true},
+	{name: "redislock 10ms", newLocker: newRedislock(10 * time.Millisecond), waits: true},
+	{name: "redislock 1ms", newLocker: newRedislock(time.Millisecond), waits: true},
+	{name: "rlock scripts alone", newLocker: newScriptsOnly},
+	{name: "bare SET NX", newLocker: newBare, bare: true},
+}
+
+func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
+
+// redisyncChannel is the unlock channel of an rlock, as built by the
+// library's internal naming (redisync:{name}:chan).
+func redisyncChannel(key string) string { return "redisync:{" + key + "}:chan" }
+
+// redsyncLocker is a redsync mutex with default options, except that it
+// retries until ctx is done instead of giving up after 32 tries.
+type redsyncLocker struct{ m *redsync.Mutex }
+
+func newRedsync(rdb *redis.Client, key string) locker {
+	rs := redsync.New(goredis.NewPool(rdb))
+	return redsyncLocker{rs.NewMutex(key, redsync.WithTries(math.MaxInt32))}
+}
+
+func (l redsyncLocker) Lock(ctx context.Context) error { return l.m.LockContext(ctx) }
+
+func (l redsyncLocker) Unlock(ctx context.Context) error {
+	ok, err := l.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock failed")
+	}
+	return err
+}
+
+// redislockLocker obtains a bsm/redislock lock, retrying with a linear
+// backoff.
+type redislockLocker struct {
+	c    *redislock.Client
+	key  string
+	opt  *redislock.Options
+	held *redislock.Lock
+}
+
+func newRedislock(backoff time.Duration) func(*redis.Client, string) locker {
+	return func(rdb *redis.Client, key string) locker {
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)}
+		return &redislockLocker{c: redislock.New(rdb), key: key, opt: opt}
+	}
+}
+
+func (l *redislockLocker) Lock(ctx context.Context) error {
+	// Without a ctx deadline Obtain gives up after the TTL: ours is longer
+	// than any wait of the scenarios.
+	lk, err := l.c.Obtain(ctx, l.key, leaseTTL, l.opt)
+	if err != nil {
+		return err
+	}
+	l.held = lk
+	return nil
+}
+
+func (l *redislockLocker) Unlock(ctx context.Context) error {
+	err := l.held.Release(ctx)
+	l.held = nil
+	return err
+}
+
+// bareLocker is the least a Redis lock can do: SET NX PX to take it, a
+// compare-and-delete script to release it. It cannot wait.
+type bareLocker struct {
+	rdb   *redis.Client
+	key   string
+	token string
+}
+
+var bareRelease = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
+
+var errBusy = errors.New("lock is taken")
+
+func newBare(rdb *redis.Client, key string) locker {
+	return &bareLocker{rdb: rdb, key: key, token: rand.Text()}
+}
+
+func (l *bareLocker) Lock(ctx context.Context) error {
+	ok, err := l.rdb.SetNX(ctx, l.key, l.token, leaseTTL).Result()
+	if err == nil && !ok {
+		err = errBusy
+	}
+	return err
+}
+
+func (l *bareLocker) Unlock(ctx context.Context) error {
+	n, err := bareRelease.Run(ctx, l.rdb, []string{l.key}, l.token).Int()
+	if err == nil && n != 1 {
+		err = fmt.Errorf("bare: unlock %q: not held", l.key)
+	}
+	return err
+}
+
+// scriptsOnly runs rlock's acquire and unlock scripts straight from
+// go-redis, without the rlock package around them: the uncontended
+// scenario's control for what the scripts cost Redis, apart from what the
+// library costs in Go.
+type scriptsOnly struct {
+	rdb   *redis.Client
+	keys  lua.LockKeys
+	owner string
+}
+
+func newScriptsOnly(rdb *redis.Client, key string) locker {
+	tag := "redisync:{" + key + "}" // as the library names its keys
+	keys := lua.LockKeys{Lock: tag, Fence: tag + ":fence", Channel: tag + ":chan"}
+	return &scriptsOnly{rdb: rdb, keys: keys, owner: rand.Text()}
+}
+
+func (l *scriptsOnly) Lock(ctx context.Context) error {
+	res, err := lua.RLockAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0).Result()
+	if err == nil && !res.OK {
+		err = errBusy
+	}
+	return err
+}
+
+func (l *scriptsOnly) Unlock(ctx context.Context) error {
+	n, err := lua.RLockUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1).Result()
+	if err == nil && n != 0 {
+		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, n)
+	}
+	return err
+}

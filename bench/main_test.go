@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmoke runs every scenario briefly, so that a change that breaks one
+// shows up in go test rather than in the next full run.
+func TestSmoke(t *testing.T) {
+	cfg := config{
+		uncontended: 100 * time.Millisecond,
+		handoff:     0, handoffN: 3,
+		window: 200 * time.Millisecond, warmup: 50 * time.Millisecond,
+		holds: 200, wdTimeout: 300 * time.Millisecond, periods: 1,
+		waiters: 200, waitLocks: 20,
+	}
+	var out bytes.Buffer
+	err := run(t.Context(), cfg, &out)
+	if errors.Is(err, errNoServer) && os.Getenv("REDISYNC_REQUIRE_REDIS") != "1" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, s := range scenarios {
+		if !strings.Contains(out.String(), "("+s.name+": ") {
+			t.Errorf("scenario %s printed no table", s.name)
+		}
+	}
+	if !strings.Contains(out.String(), "### Targets") {
+		t.Error("no targets table")
+	}
+	t.Log(out.String())
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// Names of the contenders the targets compare with.
+const (
+	us     = "redisync rlock"
+	rs     = "redsync"
+	rl10   = "redislock 10ms"
+	rl1    = "redislock 1ms"
+	bareLk = "bare SET NX"
+)
+
+// target is one performance goal of redisync, checked against the run.
+type target struct {
+	what string
+	// check returns the measured value and whether the goal is met; ok is
+	// false when the scenarios it needs did not run.
+	check func(e *env) (measured string, met, ok bool)
+}
+
+var goals = []target{
+	{"uncontended Lock+Unlock within 1.3x of bare", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "uncontended", "ns", us, bareLk)
+		return fmt.Sprintf("%.2fx", r), r <= 1.3, ok
+	}},
+	{"handoff p50 under 1 ms", func(e *env) (string, bool, bool) {
+		v, ok := e.get("handoff", us, "p50")
+		return dur(time.Duration(v)), v < float64(time.Millisecond), ok
+	}},
+	{"handoff p50 at least 5x faster than redislock 10ms", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "handoff", "p50", rl10, us)
+		return fmt.Sprintf("%.1fx", r), r >= 5, ok
+	}},
+	{"handoff p50 at least 50x faster than redsync", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "handoff", "p50", rs, us)
+		return fmt.Sprintf("%.0fx", r), r >= 50, ok
+	}},
+	{"workers: CS/s at least 1.2x redislock 10ms", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "workers", "cs/s", us, rl10)
+		return fmt.Sprintf("%.2fx", r), r >= 1.2, ok
+	}},
+	{"workers: CS/s at least 3x redsync", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "workers", "cs/s", us, rs)
+		v, _ := e.get("workers", rs, "cs/s")
+		limit, _ := e.get("workers", "serial", "cs/s")
+		return fmt.Sprintf("%.2fx (3x redsync = %.0f/s; serial limit %.0f/s)", r, 3*v, limit), r >= 3, ok
+	}},
+	{"workers: Redis commands/CS at most 1/3 of redislock 1ms", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "workers", "cmds", us, rl1)
+		v, _ := e.get("workers", us, "cmds")
+		return fmt.Sprintf("%.2f of it (%.1f)", r, v), r <= 1.0/3, ok
+	}},
+	{"workers: round trips/CS at most 1/3 of redislock 1ms (scripts counted once)", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "workers", "trips", us, rl1)
+		v, _ := e.get("workers", us, "trips")
+		return fmt.Sprintf("%.2f of it (%.1f)", r, v), r <= 1.0/3, ok
+	}},
+	{"workers: p99 wait no worse than redislock 10ms", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "workers", "p99", us, rl10)
+		return fmt.Sprintf("%.2fx", r), r <= 1, ok
+	}},
+	{"watchdog: at most 100 round trips per renewal period", func(e *env) (string, bool, bool) {
+		v, ok := e.get("watchdog", us, "trips")
+		return num(v), v <= 100, ok
+	}},
+	{"waiters: one pub/sub connection", func(e *env) (string, bool, bool) {
+		v, ok := e.get("waiters", us, "conns")
+		return num(v), v == 1, ok
+	}},
+	{"waiters: heap per waiter under 8 KiB", func(e *env) (string, bool, bool) {
+		v, ok := e.get("waiters", us, "heap")
+		return fmt.Sprintf("%.0f B", v), v < 8192, ok
+	}},
+}
+
+// ratioOf returns how many times a's metric is b's.
+func ratioOf(e *env, scenario, metric, a, b string) (float64, bool) {
+	va, oka := e.get(scenario, a, metric)
+	vb, okb := e.get(scenario, b, metric)
+	if !oka || !okb || vb == 0 {
+		return 0, false
+	}
+	return va / vb, true
+}
+
+// targets checks the goals against what ran.
+func targets(e *env) *table {
+	tb := newTable("Targets", "target", "measured", "met")
+	for _, g := range goals {
+		if m, met, ok := g.check(e); ok {
+			tb.add(g.what, m, yesNo(met))
+		}
+	}
+	return tb
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}

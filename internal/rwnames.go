@@ -1,0 +1,21 @@
+package internal
+
+// The further keys and channels of a read-write lock (package rwlock),
+// besides Lock (the lock hash) and Channel (which wakes its readers).
+
+// ReaderPrefix starts the timeout key of every reader of a read-write lock:
+// ReaderPrefix() + owner id. The rwlock scripts derive the timeout keys of
+// other readers from it; they stay in the lock's hash slot because the
+// prefix already contains the hash tag.
+func (n Names) ReaderPrefix() string { return n.tag + ":reader:" }
+
+// ReaderTimeout is the key whose expiry is the read lease of owner.
+func (n Names) ReaderTimeout(owner string) string { return n.ReaderPrefix() + owner }
+
+// Writers is the zset of the writers waiting for a read-write lock, scored
+// by the deadline of their announcement.
+func (n Names) Writers() string { return n.tag + ":writers" }
+
+// WriterChannel is the channel that wakes the writers waiting for a
+// read-write lock.
+func (n Names) WriterChannel() string { return n.tag + ":wchan" }

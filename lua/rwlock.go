@@ -1,0 +1,141 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed rwlock_rlock.lua
+	rwlockRLockSrc string
+	//go:embed rwlock_lock.lua
+	rwlockLockSrc string
+	//go:embed rwlock_runlock.lua
+	rwlockRUnlockSrc string
+	//go:embed rwlock_unlock.lua
+	rwlockUnlockSrc string
+	//go:embed rwlock_renew.lua
+	rwlockRenewSrc string
+	//go:embed rwlock_forceunlock.lua
+	rwlockForceUnlockSrc string
+	//go:embed rwlock_withdraw.lua
+	rwlockWithdrawSrc string
+
+	rwlockRLock       = redis.NewScript(rwlockRLockSrc)
+	rwlockLock        = redis.NewScript(rwlockLockSrc)
+	rwlockRUnlock     = redis.NewScript(rwlockRUnlockSrc)
+	rwlockUnlock      = redis.NewScript(rwlockUnlockSrc)
+	rwlockRenew       = redis.NewScript(rwlockRenewSrc)
+	rwlockForceUnlock = redis.NewScript(rwlockForceUnlockSrc)
+	rwlockWithdraw    = redis.NewScript(rwlockWithdrawSrc)
+)
+
+// RWKeys names the keys and channels of one read-write lock, as seen by one
+// owner.
+type RWKeys struct {
+	Lock          string // the lock hash: mode and one field per holder and mode
+	Writers       string // the zset of announced waiting writers
+	ReaderPrefix  string // the prefix of every reader's timeout key
+	Reader        string // this owner's read timeout key: ReaderPrefix + owner
+	ReadChannel   string // wakes waiting readers
+	WriterChannel string // wakes waiting writers
+}
+
+// RWHolds is the outcome of a read-write lock acquire attempt or release.
+type RWHolds struct {
+	OK       bool          // acquired, or released
+	NotHeld  bool          // release: the owner did not hold the lock in that mode
+	Mismatch bool          // release: the hold count differed from the expected one; nothing changed
+	Upgrade  bool          // write acquire: refused, the owner holds a read lock
+	Reads    int64         // the owner's read holds afterwards, when OK
+	Writes   int64         // the owner's write holds afterwards, when OK
+	Wait     time.Duration // acquire refused: how long the blocker's lease runs; 0 if unknown
+}
+
+// RWHoldsCmd is the reply of the read-write lock's acquire and release
+// scripts.
+type RWHoldsCmd struct {
+	cmd     *redis.Cmd
+	release bool
+}
+
+// Result decodes the reply.
+func (c RWHoldsCmd) Result() (RWHolds, error) {
+	v, err := ints(c.cmd)
+	if err != nil {
+		return RWHolds{}, err
+	}
+	switch {
+	case v[0] == 1 && len(v) == 3:
+		return RWHolds{OK: true, Reads: v[1], Writes: v[2]}, nil
+	case c.release && v[0] == UnlockNotHeld:
+		return RWHolds{NotHeld: true}, nil
+	case c.release && v[0] == UnlockMismatch:
+		return RWHolds{Mismatch: true}, nil
+	case !c.release && v[0] == 0 && len(v) == 2:
+		return RWHolds{Wait: pttl(v[1])}, nil
+	case !c.release && v[0] == -1:
+		return RWHolds{Upgrade: true}, nil
+	}
+	return RWHolds{}, errShortReply
+}
+
+// RWLockRLock runs rwlock_rlock.lua: take or re-enter a read hold for
+// owner with the given lease. A new reader is refused while another owner
+// holds the write lock or a writer is announced. reads is the read hold
+// count the caller believes it has: a retry of an attempt that already went
+// through changes nothing.
+func RWLockRLock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, reads int64) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwlockRLock.Run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads)}
+}
+
+// RWLockLock runs rwlock_lock.lua: take or re-enter the write lock for
+// owner with the given lease. When refused and announce is set, the owner
+// is announced as a waiting writer for patience. writes is the write hold
+// count the caller believes it has. A read holder is refused with Upgrade.
+func RWLockLock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwlockLock.Run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience))}
+}
+
+// RWLockRUnlock runs rwlock_runlock.lua: release one read level of owner,
+// re-arming lease while read holds remain; when the lock becomes free, one
+// waiting writer per process is woken. expect is the read hold count the
+// caller believes it has, or 0 for any.
+func RWLockRUnlock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
+	return RWHoldsCmd{cmd: rwlockRUnlock.Run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+}
+
+// RWLockUnlock runs rwlock_unlock.lua: release one write level of owner,
+// re-arming lease while write holds remain. The last level wakes every
+// waiting reader and one waiting writer per process; an owner with read
+// holds stays a reader. expect is the write hold count the caller believes
+// it has, or 0 for any.
+func RWLockUnlock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel}
+	return RWHoldsCmd{cmd: rwlockUnlock.Run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+}
+
+// RWLockRenew runs rwlock_renew.lua: extend the leases of whatever owner
+// holds. The reply is false when it holds nothing (nothing changed).
+func RWLockRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) BoolCmd {
+	return BoolCmd{rwlockRenew.Run(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease))}
+}
+
+// RWLockForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
+// readers' timeout keys and the writers' announcements, and wake the
+// waiters. The reply is false when there was no lock.
+func RWLockForceUnlock(ctx context.Context, c redis.Scripter, k RWKeys, sharded bool) BoolCmd {
+	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel}
+	return BoolCmd{rwlockForceUnlock.Run(ctx, c, keys, flag(sharded))}
+}
+
+// RWLockWithdraw runs rwlock_withdraw.lua: remove owner's announcement as
+// a waiting writer, waking the readers when no announcement is left. The
+// reply is false when owner was not announced.
+func RWLockWithdraw(ctx context.Context, c redis.Scripter, k RWKeys, owner string, sharded bool) BoolCmd {
+	return BoolCmd{rwlockWithdraw.Run(ctx, c, []string{k.Writers, k.ReadChannel}, owner, flag(sharded))}
+}

@@ -1,0 +1,44 @@
+-- rwlock_forceunlock: delete a read-write lock whoever holds it, and wake
+-- every waiter that may now proceed.
+--
+-- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'r:<owner>' = read holds
+--          and 'w:<owner>' = write holds of each holder
+-- KEYS[2]  the prefix of every reader's timeout key (prefix .. owner id)
+-- KEYS[3]  zset of announced waiting writers
+-- KEYS[4]  the readers' wake-up channel
+-- KEYS[5]  the writers' wake-up channel
+-- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+--
+-- Keys derived in the script: the readers' timeout keys are KEYS[2] ..
+-- owner id, the one exception to "every key through KEYS": the script only
+-- learns the readers from the hash. They share the hash tag of KEYS[2], so
+-- they are in the same cluster slot.
+--
+-- Deletes the hash, every reader's timeout key and the writers'
+-- announcements (waiting writers announce themselves again with their next
+-- attempt); wakes every waiting reader and one waiting writer per
+-- subscribed process.
+--
+-- Returns 1 when a lock was deleted, 0 when there was none.
+-- A key of another type, or a hash without a mode (another primitive's
+-- lock under the same name), raises WRONGTYPE and is left untouched.
+
+local lock, prefix, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local sharded = ARGV[1] == '1'
+
+if redis.call('hlen', lock) == 0 then
+  return 0
+end
+if not redis.call('hget', lock, 'mode') then
+  return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
+end
+for _, field in ipairs(redis.call('hkeys', lock)) do
+  if string.sub(field, 1, 2) == 'r:' then
+    redis.call('del', prefix .. string.sub(field, 3))
+  end
+end
+redis.call('del', lock, writers)
+local publish = sharded and 'spublish' or 'publish'
+redis.call(publish, rchannel, '-1')
+redis.call(publish, wchannel, '1')
+return 1

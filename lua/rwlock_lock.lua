@@ -1,0 +1,81 @@
+-- rwlock_lock: take the write lock of a read-write lock, or re-enter it.
+--
+-- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'r:<owner>' = read holds
+--          and 'w:<owner>' = write holds of each holder
+-- KEYS[2]  zset of announced waiting writers: member = owner id, score =
+--          when the announcement lapses (server time, milliseconds)
+-- KEYS[3]  the caller's read timeout key: its read lease
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in milliseconds (a re-entry re-arms it, and the owner's
+--          read lease with it)
+-- ARGV[3]  the write holds the caller believes it has (0 for none); when
+--          the owner already has a different count, this is a retry of an
+--          attempt whose reply was lost: the script reports the current
+--          state and changes nothing
+-- ARGV[4]  "1": when refused, announce the caller as a waiting writer, so
+--          that new readers wait behind it
+-- ARGV[5]  how long an announcement lasts, in milliseconds; a waiting
+--          writer renews it with every attempt
+--
+-- Returns {1, reads, writes}, the owner's hold counts, when it holds the
+-- write lock afterwards (its own announcement is then withdrawn); {0, pttl}
+-- when another owner holds the lock in either mode (pttl -1 when unknown);
+-- {-1, 0} when the caller holds a read lock but not the write lock: an
+-- upgrade, which would wait for itself, is refused and nothing changes.
+-- A key of another type, or a hash without a mode (another primitive's
+-- lock under the same name), raises WRONGTYPE before anything is written.
+
+local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
+local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local announce, patience = ARGV[4] == '1', tonumber(ARGV[5])
+local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+
+local mode = redis.call('hget', lock, 'mode')
+if not mode and redis.call('exists', lock) == 1 then
+  return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
+end
+
+-- reading reports whether the owner has a live read hold.
+local function reading()
+  return redis.call('hexists', lock, rfield) == 1 and redis.call('exists', timeout) == 1
+end
+
+if not mode then
+  redis.call('hset', lock, 'mode', 'write', wfield, 1)
+  redis.call('pexpire', lock, lease)
+  redis.call('zrem', writers, owner)
+  return {1, 0, 1}
+end
+
+if mode == 'write' then
+  local writes = tonumber(redis.call('hget', lock, wfield) or 0)
+  if writes > 0 then
+    local reads = 0
+    if reading() then
+      reads = tonumber(redis.call('hget', lock, rfield))
+    end
+    if writes ~= expect then
+      return {1, reads, writes}
+    end
+    writes = redis.call('hincrby', lock, wfield, 1)
+    if redis.call('pttl', lock) < lease then
+      redis.call('pexpire', lock, lease)
+    end
+    if reads > 0 then
+      redis.call('pexpire', timeout, lease)
+    end
+    return {1, reads, writes}
+  end
+elseif reading() then
+  return {-1, 0}
+end
+
+if announce then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('zadd', writers, now + patience, owner)
+  if redis.call('pttl', writers) < patience then
+    redis.call('pexpire', writers, patience)
+  end
+end
+return {0, redis.call('pttl', lock)}

@@ -1,0 +1,73 @@
+-- rwlock_rlock: take a read hold of a read-write lock, or re-enter one.
+--
+-- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'r:<owner>' = read holds
+--          and 'w:<owner>' = write holds of each holder
+-- KEYS[2]  zset of announced waiting writers: member = owner id, score =
+--          when the announcement lapses (server time, milliseconds)
+-- KEYS[3]  the caller's read timeout key: its read lease
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in milliseconds (a re-entry re-arms it)
+-- ARGV[3]  the read holds the caller believes it has (0 for none); when the
+--          owner already has a different count, this is a retry of an
+--          attempt whose reply was lost: the script reports the current
+--          state and changes nothing
+--
+-- A new reader (not a re-entry, not the write holder itself) is refused
+-- while another owner holds the write lock, and while any writer is
+-- announced, so that a stream of readers cannot starve writers.
+--
+-- Returns {1, reads, writes}, the owner's hold counts, when it holds a
+-- read lock afterwards; {0, wait} when refused, wait being the remaining
+-- lease of the write holder or of the writers' announcements in
+-- milliseconds (-1 when unknown).
+-- A key of another type, or a hash without a mode (another primitive's
+-- lock under the same name), raises WRONGTYPE before anything is written.
+
+local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
+local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+
+local state = redis.call('hmget', lock, 'mode', rfield, wfield)
+local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)
+if not mode and redis.call('exists', lock) == 1 then
+  return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
+end
+if reads > 0 and redis.call('exists', timeout) == 0 then
+  reads = 0 -- the field outlived its lease: a stale hold, replaced below
+end
+
+-- arm re-arms the owner's read lease and keeps the hash alive at least as
+-- long as it.
+local function arm()
+  redis.call('set', timeout, '1', 'px', lease)
+  if redis.call('pttl', lock) < lease then
+    redis.call('pexpire', lock, lease)
+  end
+end
+
+if reads > 0 then
+  if reads ~= expect then
+    return {1, reads, writes}
+  end
+  reads = redis.call('hincrby', lock, rfield, 1)
+  arm()
+  return {1, reads, writes}
+end
+
+if writes == 0 then
+  if mode == 'write' then
+    return {0, redis.call('pttl', lock)}
+  end
+  if redis.call('zcard', writers) > 0 then
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('zremrangebyscore', writers, '-inf', now)
+    if redis.call('zcard', writers) > 0 then
+      return {0, redis.call('pttl', writers)}
+    end
+  end
+end
+
+redis.call('hset', lock, 'mode', mode or 'read', rfield, 1)
+arm()
+return {1, 1, writes}

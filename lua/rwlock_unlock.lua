@@ -1,0 +1,69 @@
+-- rwlock_unlock: release one write hold level of a read-write lock.
+--
+-- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'r:<owner>' = read holds
+--          and 'w:<owner>' = write holds of each holder
+-- KEYS[2]  the caller's read timeout key: its read lease
+-- KEYS[3]  zset of announced waiting writers
+-- KEYS[4]  the readers' wake-up channel
+-- KEYS[5]  the writers' wake-up channel
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in milliseconds, re-armed while write holds remain
+-- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[4]  the write holds the caller expects before this unlock, or 0 for
+--          any; a mismatch changes nothing (a retried unlock whose first
+--          reply was lost must not release a second level)
+--
+-- On the last write level, an owner that also holds read locks stays a
+-- reader (a downgrade); otherwise the lock is deleted. Either way every
+-- waiting reader and one waiting writer per subscribed process are woken,
+-- and the writers' announcements are cleared: the readers that waited
+-- behind this writer get their turn, and writers still waiting announce
+-- themselves again with their next attempt.
+--
+-- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
+-- the owner does not hold the write lock (nothing changed); {-2} when its
+-- write holds differ from ARGV[4] (nothing changed).
+
+local lock, timeout, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+
+if redis.call('hget', lock, 'mode') ~= 'write' then
+  return {-1}
+end
+local writes = redis.call('hget', lock, wfield)
+if not writes then
+  return {-1}
+end
+writes = tonumber(writes)
+if expect > 0 and writes ~= expect then
+  return {-2}
+end
+local reads = 0
+if redis.call('exists', timeout) == 1 then
+  reads = tonumber(redis.call('hget', lock, rfield) or 0)
+end
+
+if writes > 1 then
+  redis.call('hincrby', lock, wfield, -1)
+  if redis.call('pttl', lock) < lease then
+    redis.call('pexpire', lock, lease)
+  end
+  if reads > 0 then
+    redis.call('pexpire', timeout, lease)
+  end
+  return {1, reads, writes - 1}
+end
+
+redis.call('del', writers)
+if reads > 0 then
+  redis.call('hdel', lock, wfield)
+  redis.call('hset', lock, 'mode', 'read')
+  redis.call('pexpire', lock, redis.call('pttl', timeout))
+else
+  redis.call('del', lock)
+end
+local publish = sharded and 'spublish' or 'publish'
+redis.call(publish, rchannel, '-1')
+redis.call(publish, wchannel, '1')
+return {1, reads, 0}

@@ -1,0 +1,113 @@
+// Package rwlock implements a distributed reader/writer mutex on Redis.
+//
+// The lock is held by any number of readers or by one writer. Reads and
+// writes are reentrant per handle, a writer may take read holds and keep
+// them after its write Unlock (a downgrade), and a waiting writer holds new
+// readers back, so that a steady stream of readers cannot starve writers.
+//
+// # Data layout
+//
+// A lock called name is one Redis hash, redisync:{name}, with a field mode
+// ("read" or "write") and one field per holder and mode: r:<owner> counts
+// the read holds of a handle, w:<owner> the write holds of the writer.
+// Every reading handle also has a timeout key, redisync:{name}:reader:<owner>,
+// whose expiry is its read lease. The hash expires with the longest lease
+// of its holders: each acquisition or renewal pushes its expiry out to at
+// least the new lease, and whenever a reader leaves the expiry is
+// recomputed from the remaining readers' timeout keys, dropping readers
+// whose lease has run out. So a crashed reader holds the lock only until
+// its own lease ends, a reader leaving never cuts short the lease of one
+// that stays, and after the last release no key of the lock remains.
+//
+// Waiting writers announce themselves in a sorted set,
+// redisync:{name}:writers (see Writer preference). Readers wait on the
+// channel redisync:{name}:chan and writers on redisync:{name}:wchan. Every
+// key and channel shares the hash tag {name}, so on a Redis Cluster each
+// lock lives in one slot. Every state change is one Lua script (see package
+// lua); the scripts that must find other readers' timeout keys derive them
+// from a prefix inside the same hash tag.
+//
+// # Ownership
+//
+// Ownership belongs to the handle returned by New, not to a goroutine: each
+// handle has a random owner id. RLock on a handle that holds a read lock
+// re-enters it, Lock on the write holder re-enters the write lock, and each
+// RUnlock or Unlock releases one level of its mode. Goroutines or processes
+// that must exclude each other use separate handles. A handle is safe for
+// concurrent use.
+//
+// The write holder may also call RLock (a downgrade): after its last
+// Unlock it stays a reader and the waiting readers join it. The reverse is
+// refused: Lock or TryLock on a handle that holds only read locks returns
+// an error wrapping ErrUpgradeNotSupported at once, instead of waiting
+// forever for its own read lock. Release the read locks first.
+//
+// # Writer preference
+//
+// A writer that has to wait adds itself to the writers' sorted set, scored
+// with the time (on the Redis server's clock) at which its announcement
+// lapses, WriterPatience ahead. While any announcement is live, new readers
+// wait; readers that already hold the lock may re-enter it, and the write
+// holder may take read holds. Once the current readers leave, the last one
+// wakes a writer.
+//
+// A waiting writer renews its announcement with every attempt, and attempts
+// at least every third of WriterPatience, so a live writer keeps it alive
+// while a writer that crashed while waiting holds new readers back for at
+// most WriterPatience (2s). A writer whose Lock gives up (ctx done)
+// withdraws its announcement and, if it was the last one, wakes the readers
+// it held back. A write release clears all announcements: the readers that
+// waited behind that writer get their turn together with the next writer,
+// which announces itself again with its next attempt. So readers and
+// writers alternate under contention, as with sync.RWMutex, and neither
+// side starves the other.
+//
+// # Waking waiters
+//
+// Readers and writers listen on separate channels, so that each release
+// wakes only waiters that can proceed: a write release wakes every waiting
+// reader of every process at once (they can all share the lock) and one
+// writer per process; the read release that frees the lock wakes one
+// writer per process and no reader (new readers were only waiting for the
+// writers). Notifications go over one pub/sub connection per Redis client,
+// however many waiters. Every sleep is bounded by the remaining lease of
+// whoever blocks the waiter (or of the announcements), so a lost
+// notification costs at most that, and after a pub/sub reconnect every
+// waiter retries at once. A failed RLock or Lock leaves nothing behind: no
+// hold, no announcement, no subscription; if ctx ends while an acquire
+// script is in flight, whatever the script took is given back.
+//
+// # Leases, the watchdog and loss
+//
+// Without WithLeaseTime, holds have the lease WithWatchdogTimeout (30s by
+// default) and the client's shared watchdog renews them, both modes in one
+// script, every third of that. When a renewal finds that the handle holds
+// nothing any more, or renewals keep failing until the lease has run out,
+// the hold is lost: Done closes and the WithOnLost hook runs. With
+// WithLeaseTime each hold simply expires d after the handle's last RLock or
+// Lock. A handle's hold runs from its first acquisition, in either mode, to
+// the moment it holds nothing; Done belongs to that hold.
+//
+// # Redis deployments
+//
+// Works with *redis.Client, *redis.FailoverClient (Sentinel) and
+// *redis.ClusterClient. On a cluster, notifications use sharded pub/sub
+// (SPUBLISH/SSUBSCRIBE), which needs Redis 7.0 or later.
+//
+// # Limits
+//
+// A lease lock gives mutual exclusion only while the lease is valid, and
+// only on one primary that has not lost the write. Replication is
+// asynchronous: a failover can lose a lock. A paused process (GC, a stopped
+// VM) can outlive its lease without noticing until it runs again. Writer
+// preference is best effort across a crash: a crashed waiting writer's
+// announcement lapses after WriterPatience, and a live writer that cannot
+// reach Redis for that long loses its place until its next attempt.
+//
+// # Testing with miniredis
+//
+// The scripts run unchanged on miniredis. miniredis expires keys only when
+// the test advances its clock (FastForward), so leases never run out by
+// themselves there; a waiting writer's announcement also ends when the
+// clock is advanced past WriterPatience.
+package rwlock

@@ -1,0 +1,80 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/rwlock"
+)
+
+func Example() {
+	mr, err := miniredis.Run() // any Redis 7+ server works the same way
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	reader1 := rwlock.New(rdb, "catalog")
+	reader2 := rwlock.New(rdb, "catalog") // another handle: another owner
+	writer := rwlock.New(rdb, "catalog")
+
+	_ = reader1.RLock(ctx)
+	_ = reader2.RLock(ctx)
+	fmt.Println("two readers inside")
+
+	ok, _ := writer.TryLock(ctx)
+	fmt.Println("writer got it while they read:", ok)
+
+	_ = reader1.RUnlock(ctx)
+	_ = reader2.RUnlock(ctx)
+	ok, _ = writer.TryLock(ctx)
+	fmt.Println("writer got it after they left:", ok)
+
+	ok, _ = reader1.TryRLock(ctx)
+	fmt.Println("reader got it while the writer writes:", ok)
+	_ = writer.Unlock(ctx)
+	// Output:
+	// two readers inside
+	// writer got it while they read: false
+	// writer got it after they left: true
+	// reader got it while the writer writes: false
+}
+
+// A writer may take a read lock and keep it after its write Unlock; a
+// reader cannot become the writer.
+func ExampleRWMutex_downgrade() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	rw := rwlock.New(rdb, "prices")
+	_ = rw.Lock(ctx)  // write the new prices ...
+	_ = rw.RLock(ctx) // ... then keep reading them
+	_ = rw.Unlock(ctx)
+
+	other := rwlock.New(rdb, "prices")
+	ok, _ := other.TryRLock(ctx)
+	fmt.Println("other readers may join:", ok)
+	_ = other.RUnlock(ctx)
+
+	err = rw.Lock(ctx) // an upgrade would wait for itself
+	fmt.Println(errors.Is(err, rwlock.ErrUpgradeNotSupported))
+	fmt.Println(err)
+	_ = rw.RUnlock(ctx)
+	// Output:
+	// other readers may join: true
+	// true
+	// rwlock: lock "prices": upgrade from read to write lock not supported
+}

@@ -1,0 +1,98 @@
+package rwlock_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/rwlock"
+)
+
+func mustRLock(t testing.TB, rw *rwlock.RWMutex) {
+	t.Helper()
+	if err := rw.RLock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRUnlock(t testing.TB, rw *rwlock.RWMutex) {
+	t.Helper()
+	if err := rw.RUnlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLock(t testing.TB, rw *rwlock.RWMutex) {
+	t.Helper()
+	if err := rw.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustUnlock(t testing.TB, rw *rwlock.RWMutex) {
+	t.Helper()
+	if err := rw.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// field returns the value of the only field of the lock hash of name that
+// starts with prefix.
+func field(t testing.TB, rdb redis.UniversalClient, name, prefix string) string {
+	t.Helper()
+	all, err := rdb.HGetAll(t.Context(), "redisync:{"+name+"}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for f, v := range all {
+		if len(f) > len(prefix) && f[:len(prefix)] == prefix {
+			got = append(got, v)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d fields %s* in %v, want 1", len(got), prefix, all)
+	}
+	return got[0]
+}
+
+// dump renders every key of the miniredis behind rdb with its hash fields,
+// for before/after comparisons.
+func dump(t testing.TB, rdb *redis.Client) string {
+	t.Helper()
+	ctx := t.Context()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(keys)
+	var out string
+	for _, k := range keys {
+		out += k + "="
+		if typ := rdb.Type(ctx, k).Val(); typ == "hash" {
+			all := rdb.HGetAll(ctx, k).Val()
+			fs := make([]string, 0, len(all))
+			for f, v := range all {
+				fs = append(fs, f+":"+v)
+			}
+			sort.Strings(fs)
+			out += typ + "{" + strings.Join(fs, ",") + "} "
+		} else {
+			out += typ + " "
+		}
+	}
+	return out
+}
+
+func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
+	t.Helper()
+	keys, err := rdb.Keys(t.Context(), "redisync:{"+name+"}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Fatalf("keys left behind: %v", keys)
+	}
+}

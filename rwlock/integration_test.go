@@ -1,0 +1,285 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Integration tier: every scenario runs on a real redis-server and on a
+// real 3-master cluster.
+
+// TestMixedReadersAndWriters: 8 clients x 8 goroutines doing random reads
+// and writes. Writers do an unprotected read-modify-write of a Redis counter
+// and check that nobody else is inside; readers check that no writer is
+// inside, and must be seen overlapping.
+func TestMixedReadersAndWriters(t *testing.T) { onBoth(t, testMixed) }
+
+func testMixed(t *testing.T, e env) {
+	const clients, workers, iters = 8, 8, 12
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	counter := "counter:{" + name + "}"
+	var readersIn, writersIn, maxReaders, writes atomic.Int64
+	var wg sync.WaitGroup
+	for range clients {
+		rdb := e.client(t)
+		for range workers {
+			wg.Go(func() {
+				rw := rwlock.New(rdb, name)
+				for range iters {
+					var err error
+					if rand.IntN(4) == 0 {
+						err = writeOnce(ctx, rw, rdb, counter, &readersIn, &writersIn)
+						writes.Add(1)
+					} else {
+						err = readOnce(ctx, rw, &readersIn, &writersIn, &maxReaders)
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	got, _ := e.client(t).Get(ctx, counter).Int64()
+	if want := writes.Load(); got != want {
+		t.Fatalf("counter = %d after %d writes: mutual exclusion violated", got, want)
+	}
+	if n := maxReaders.Load(); n < 2 {
+		t.Fatalf("at most %d reader inside at once: readers did not overlap", n)
+	}
+	t.Logf("%d writes, up to %d readers at once", writes.Load(), maxReaders.Load())
+	e.client(t).Del(ctx, counter)
+	e.assertNoKeys(t, name)
+}
+
+func writeOnce(ctx context.Context, rw *rwlock.RWMutex, rdb redis.UniversalClient, counter string, readersIn, writersIn *atomic.Int64) error {
+	if err := rw.Lock(ctx); err != nil {
+		return err
+	}
+	if w := writersIn.Add(1); w != 1 || readersIn.Load() != 0 {
+		return errors.New("a writer is inside with someone else")
+	}
+	n, err := rdb.Get(ctx, counter).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	if err := rdb.Set(ctx, counter, n+1, 0).Err(); err != nil {
+		return err
+	}
+	writersIn.Add(-1)
+	return rw.Unlock(ctx)
+}
+
+func readOnce(ctx context.Context, rw *rwlock.RWMutex, readersIn, writersIn, maxReaders *atomic.Int64) error {
+	if err := rw.RLock(ctx); err != nil {
+		return err
+	}
+	n := readersIn.Add(1)
+	for m := maxReaders.Load(); n > m && !maxReaders.CompareAndSwap(m, n); m = maxReaders.Load() {
+	}
+	if writersIn.Load() != 0 {
+		return errors.New("a reader is inside with a writer")
+	}
+	time.Sleep(time.Millisecond) // the read itself
+	readersIn.Add(-1)
+	return rw.RUnlock(ctx)
+}
+
+// TestReadersWokenTogether: 20 goroutines blocked in RLock behind a writer
+// all get in within 100ms of the write Unlock.
+func TestReadersWokenTogether(t *testing.T) { onBoth(t, testReadersWokenTogether) }
+
+func testReadersWokenTogether(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	writer := rwlock.New(e.client(t), name)
+	mustLock(t, writer)
+	clients := []redis.UniversalClient{e.client(t), e.client(t)}
+	before := e.scriptCalls(t, name)
+	got := make(chan time.Time, 20)
+	readers := make([]*rwlock.RWMutex, 20)
+	for i := range readers {
+		readers[i] = rwlock.New(clients[i%2], name)
+		go func() {
+			if err := readers[i].RLock(t.Context()); err != nil {
+				t.Error(err)
+			}
+			got <- time.Now()
+		}()
+	}
+	// A blocked reader has made two attempts: before and after subscribing.
+	redistest.WaitFor(t, 10*time.Second, func() bool { return e.scriptCalls(t, name)-before >= 40 })
+	start := time.Now()
+	mustUnlock(t, writer)
+	var last time.Duration
+	for range readers {
+		last = max(last, (<-got).Sub(start))
+	}
+	for _, r := range readers {
+		mustRUnlock(t, r)
+	}
+	t.Logf("the last of 20 readers got in %v after the write Unlock", last)
+	if last > 100*time.Millisecond {
+		t.Fatalf("the last of 20 waiting readers got in %v after the write Unlock, want within 100ms", last)
+	}
+	e.assertNoKeys(t, name)
+}
+
+// TestReaderLeaseExpiry: reader A has a 3s lease and never unlocks; reader
+// B has a 1s lease and unlocks at once; a writer waiting from the start
+// gets the lock when A's lease ends.
+func TestReaderLeaseExpiry(t *testing.T) { onBoth(t, testReaderLeaseExpiry) }
+
+func testReaderLeaseExpiry(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	a := rwlock.New(e.client(t), name, rwlock.WithLeaseTime(3*time.Second))
+	b := rwlock.New(e.client(t), name, rwlock.WithLeaseTime(time.Second))
+	w := rwlock.New(e.client(t), name)
+	start := time.Now()
+	mustRLock(t, a)
+	mustRLock(t, b)
+	locked := make(chan time.Duration, 1)
+	go func() {
+		if err := w.Lock(t.Context()); err != nil {
+			t.Error(err)
+		}
+		locked <- time.Since(start)
+	}()
+	mustRUnlock(t, b)
+	d := <-locked
+	t.Logf("the writer got the lock after %v", d)
+	within(t, "the writer got the lock", d, 2950*time.Millisecond, 3500*time.Millisecond)
+	select {
+	case <-a.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the expired reader's Done did not close")
+	}
+	mustUnlock(t, w)
+	e.assertNoKeys(t, name)
+}
+
+// TestCrashedReader: a reader whose client is closed without unlocking
+// stops blocking writers within about its 1s watchdog lease.
+func TestCrashedReader(t *testing.T) { onBoth(t, testCrashedReader) }
+
+func testCrashedReader(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	crashing := e.client(t)
+	reader := rwlock.New(crashing, name, rwlock.WithWatchdogTimeout(time.Second))
+	live := rwlock.New(e.client(t), name, rwlock.WithLeaseTime(200*time.Millisecond))
+	mustRLock(t, reader)
+	mustRLock(t, live) // a short reader that leaves on time
+	mustRUnlock(t, live)
+	w := rwlock.New(e.client(t), name)
+	crashing.Close() // the process "dies": no RUnlock, no renewals
+	start := time.Now()
+	mustLock(t, w)
+	d := time.Since(start)
+	t.Logf("the writer got the lock %v after the crash", d)
+	within(t, "the writer got the lock", d, 0, 1500*time.Millisecond)
+	<-reader.Done()
+	mustUnlock(t, w)
+	e.assertNoKeys(t, name)
+}
+
+// TestWriterNotStarved: 16 goroutines keep taking overlapping 5ms read
+// holds; a writer that starts waiting gets the lock within 250ms.
+func TestWriterNotStarved(t *testing.T) { onBoth(t, testWriterNotStarved) }
+
+func testWriterNotStarved(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	clients := []redis.UniversalClient{e.client(t), e.client(t), e.client(t), e.client(t)}
+	for i := range 16 {
+		wg.Go(func() {
+			rw := rwlock.New(clients[i%4], name)
+			for ctx.Err() == nil {
+				if err := rw.RLock(ctx); err != nil {
+					return
+				}
+				reads.Add(1)
+				time.Sleep(5 * time.Millisecond)
+				if err := rw.RUnlock(context.WithoutCancel(ctx)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	redistest.WaitFor(t, 10*time.Second, func() bool { return reads.Load() >= 100 })
+	w := rwlock.New(e.client(t), name)
+	start := time.Now()
+	mustLock(t, w)
+	d := time.Since(start)
+	stop()
+	mustUnlock(t, w)
+	wg.Wait()
+	t.Logf("the writer waited %v", d)
+	if d > 250*time.Millisecond {
+		t.Fatalf("writer waited %v behind a stream of readers, want within 250ms", d)
+	}
+	e.assertNoKeys(t, name)
+}
+
+// TestReadersNotStarved: 4 goroutines keep taking 5ms write holds; readers
+// that start waiting still get in within 250ms, because a write release
+// gives the waiting readers their turn before the next writer announces
+// itself again.
+func TestReadersNotStarved(t *testing.T) { onBoth(t, testReadersNotStarved) }
+
+func testReadersNotStarved(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var writes atomic.Int64
+	var wg sync.WaitGroup
+	clients := []redis.UniversalClient{e.client(t), e.client(t)}
+	for i := range 4 {
+		wg.Go(func() {
+			rw := rwlock.New(clients[i%2], name)
+			for ctx.Err() == nil {
+				if err := rw.Lock(ctx); err != nil {
+					return
+				}
+				writes.Add(1)
+				time.Sleep(5 * time.Millisecond)
+				if err := rw.Unlock(context.WithoutCancel(ctx)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	redistest.WaitFor(t, 10*time.Second, func() bool { return writes.Load() >= 20 })
+	var longest time.Duration
+	for range 5 {
+		r := rwlock.New(e.client(t), name)
+		start := time.Now()
+		mustRLock(t, r)
+		longest = max(longest, time.Since(start))
+		mustRUnlock(t, r)
+	}
+	stop()
+	wg.Wait()
+	t.Logf("the slowest of 5 readers waited %v behind a stream of writers", longest)
+	if longest > 250*time.Millisecond {
+		t.Fatalf("a reader waited %v behind a stream of writers, want within 250ms", longest)
+	}
+	e.assertNoKeys(t, name)
+}

@@ -1,0 +1,174 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Unit tier, continued: replies lost in flight, on miniredis.
+
+// TestRetriedScriptsChangeNothing: an acquire or release script run a
+// second time with the same expected hold count, as after a lost reply,
+// changes nothing.
+func TestRetriedScriptsChangeNothing(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) { testRetriedScripts(t, miniEnv(t)) })
+	onBoth(t, testRetriedScripts)
+}
+
+func testRetriedScripts(t *testing.T, e env) {
+	ctx := t.Context()
+	rdb, name := e.client(t), redistest.UniqueName(t)
+	keys := rwKeys(name, "o")
+	for range 2 { // the second run is a retry of the first
+		res, err := lua.RWLockRLock(ctx, rdb, keys, "o", time.Minute, 0).Result()
+		if err != nil || !res.OK || res.Reads != 1 {
+			t.Fatalf("RWLockRLock = %+v, %v; want 1 read hold", res, err)
+		}
+	}
+	res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2).Result()
+	if err != nil || !res.Mismatch {
+		t.Fatalf("RWLockRUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
+	}
+	if v := rdb.HGet(ctx, keys.Lock, "r:o").Val(); v != "1" {
+		t.Fatalf("read holds = %q after a mismatched unlock, want 1", v)
+	}
+	if res, err := lua.RWLockRUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1).Result(); err != nil || !res.OK {
+		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
+	}
+	for range 2 {
+		res, err := lua.RWLockLock(ctx, rdb, keys, "o", time.Minute, 0, false, time.Second).Result()
+		if err != nil || !res.OK || res.Writes != 1 {
+			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
+		}
+	}
+	res, err = lua.RWLockUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2).Result()
+	if err != nil || !res.Mismatch {
+		t.Fatalf("RWLockUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
+	}
+	if res, err := lua.RWLockUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1).Result(); err != nil || !res.OK {
+		t.Fatalf("RWLockUnlock = %+v, %v", res, err)
+	}
+	e.assertNoKeys(t, name)
+}
+
+// loseReply lets the next script run on the server, then reports its reply
+// as lost: it calls cancel (when set) and returns err.
+type loseReply struct {
+	cancel context.CancelFunc
+	err    error
+	armed  atomic.Bool
+}
+
+func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && err == nil && h.armed.CompareAndSwap(true, false) {
+			if h.cancel != nil {
+				h.cancel()
+			}
+			cmd.SetErr(h.err)
+			return h.err
+		}
+		return err
+	}
+}
+
+func TestCancelledMidScriptGivesBackMini(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lock func(*rwlock.RWMutex, context.Context) error
+	}{
+		{"RLock", (*rwlock.RWMutex).RLock},
+		{"Lock", (*rwlock.RWMutex).Lock},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, rdb := redistest.Mini(t)
+			hook := &loseReply{err: context.Canceled}
+			rdb.AddHook(hook)
+			rw := rwlock.New(rdb, "mid")
+			mustRLock(t, rw) // loads the scripts: the armed call is one EVALSHA
+			mustRUnlock(t, rw)
+			mustLock(t, rw)
+			mustUnlock(t, rw)
+			ctx, cancel := context.WithCancel(t.Context())
+			hook.cancel = cancel
+			hook.armed.Store(true)
+			if err := tc.lock(rw, ctx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%s = %v, want context.Canceled", tc.name, err)
+			}
+			assertNoKeysMini(t, rdb, "mid")
+			select {
+			case <-rw.Done():
+			default:
+				t.Fatal("Done open after a failed acquisition")
+			}
+		})
+	}
+}
+
+func TestRetriedUnlockReleasesOneLevelMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	hook := &loseReply{err: errors.New("connection reset")}
+	rdb.AddHook(hook)
+	rw := rwlock.New(rdb, "lost")
+	mustRLock(t, rw)
+	mustRLock(t, rw)
+	hook.armed.Store(true)
+	if err := rw.RUnlock(ctx); err == nil {
+		t.Fatal("RUnlock with a lost reply reported no error")
+	}
+	mustRUnlock(t, rw) // the caller retries: the level is already gone
+	if got := field(t, rdb, "lost", "r:"); got != "1" {
+		t.Fatalf("read holds after a retried RUnlock = %q, want 1", got)
+	}
+	select {
+	case <-rw.Done():
+		t.Fatal("Done closed while a read level remains")
+	default:
+	}
+	mustRUnlock(t, rw)
+	assertNoKeysMini(t, rdb, "lost")
+	select {
+	case <-rw.Done():
+	default:
+		t.Fatal("Done open after the last RUnlock")
+	}
+}
+
+func TestIsLockedAndTTLMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	rw := rwlock.New(rdb, "state", rwlock.WithLeaseTime(time.Minute))
+	if rw.Name() != "state" {
+		t.Fatalf("Name = %q", rw.Name())
+	}
+	for _, step := range []struct {
+		do     func(testing.TB, *rwlock.RWMutex)
+		locked bool
+	}{{mustRLock, true}, {mustRUnlock, false}, {mustLock, true}, {mustUnlock, false}} {
+		step.do(t, rw)
+		locked, err := rw.IsLocked(ctx)
+		ttl, err2 := rw.TTL(ctx)
+		if locked != step.locked || err != nil || err2 != nil {
+			t.Fatalf("IsLocked = %v, %v; TTL error %v; want %v", locked, err, err2, step.locked)
+		}
+		if step.locked != (ttl > 59*time.Second) || (!step.locked && ttl != 0) {
+			t.Fatalf("TTL = %v while locked = %v", ttl, step.locked)
+		}
+	}
+}

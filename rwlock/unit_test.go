@@ -1,0 +1,361 @@
+package rwlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// Unit tier: miniredis, with time advanced by FastForward.
+
+func TestReadersShareWriterExcludesMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	r1, r2, w := rwlock.New(rdb, "m"), rwlock.New(rdb, "m"), rwlock.New(rdb, "m")
+	mustRLock(t, r1)
+	mustRLock(t, r2)
+	if ok, err := w.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock while read-locked = %v, %v", ok, err)
+	}
+	mustRUnlock(t, r1)
+	if ok, _ := w.TryLock(ctx); ok {
+		t.Fatal("TryLock succeeded while a reader remains")
+	}
+	mustRUnlock(t, r2)
+	if ok, err := w.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock = %v, %v", ok, err)
+	}
+	if ok, err := r1.TryRLock(ctx); ok || err != nil {
+		t.Fatalf("TryRLock while write-locked = %v, %v", ok, err)
+	}
+	if ok, _ := r1.TryLock(ctx); ok {
+		t.Fatal("a second writer got the lock")
+	}
+	mustUnlock(t, w)
+	assertNoKeysMini(t, rdb, "m")
+}
+
+func TestReentrancyMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a, b := rwlock.New(rdb, "re"), rwlock.New(rdb, "re")
+	mustRLock(t, a)
+	mustRLock(t, a)
+	if got := field(t, rdb, "re", "r:"); got != "2" {
+		t.Fatalf("read holds = %q, want 2", got)
+	}
+	mustRUnlock(t, a)
+	if ok, _ := b.TryLock(ctx); ok {
+		t.Fatal("writer got in while a reader holds one level")
+	}
+	mustRUnlock(t, a)
+	if err := a.RUnlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("RUnlock after release = %v, want ErrNotHeld", err)
+	}
+
+	mustLock(t, a)
+	mustLock(t, a)
+	mustUnlock(t, a)
+	if ok, _ := b.TryRLock(ctx); ok {
+		t.Fatal("reader got in while the writer holds one level")
+	}
+	mustUnlock(t, a)
+	if err := a.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
+	}
+	assertNoKeysMini(t, rdb, "re")
+}
+
+func TestDowngradeMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	w, other := rwlock.New(rdb, "down"), rwlock.New(rdb, "down")
+	mustLock(t, w)
+	done := w.Done()
+	mustRLock(t, w)
+	mustRLock(t, w)
+	if ok, _ := other.TryRLock(ctx); ok {
+		t.Fatal("a reader got in beside the writer")
+	}
+	mustUnlock(t, w)
+	select {
+	case <-done:
+		t.Fatal("Done closed on a downgrade")
+	default:
+	}
+	if ok, err := other.TryRLock(ctx); !ok || err != nil {
+		t.Fatalf("TryRLock beside the downgraded reader = %v, %v", ok, err)
+	}
+	if ok, _ := rwlock.New(rdb, "down").TryLock(ctx); ok {
+		t.Fatal("a writer got in while two readers hold the lock")
+	}
+	mustRUnlock(t, other)
+	mustRUnlock(t, w)
+	mustRUnlock(t, w)
+	<-done
+	assertNoKeysMini(t, rdb, "down")
+}
+
+func TestUpgradeRefusedMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	r := rwlock.New(rdb, "up")
+	mustRLock(t, r)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := r.Lock(ctx); !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+		t.Fatalf("Lock by a reader = %v, want ErrUpgradeNotSupported", err)
+	}
+	if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+		t.Fatalf("TryLock by a reader = %v, %v, want ErrUpgradeNotSupported", ok, err)
+	}
+	if n, _ := rdb.Exists(ctx, "redisync:{up}:writers").Result(); n != 0 {
+		t.Fatal("the refused upgrade left an announcement")
+	}
+	if got := field(t, rdb, "up", "r:"); got != "1" {
+		t.Fatalf("read holds after the refused upgrade = %q, want 1", got)
+	}
+	mustRUnlock(t, r)
+	mustLock(t, r) // no longer a reader: an ordinary Lock
+	mustUnlock(t, r)
+	assertNoKeysMini(t, rdb, "up")
+}
+
+func TestNotHeldChangesNothingMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	reader, writer, stranger := rwlock.New(rdb, "nh"), rwlock.New(rdb, "nh2"), rwlock.New(rdb, "nh")
+	mustRLock(t, reader)
+	mustLock(t, writer)
+	before := dump(t, rdb)
+	for name, err := range map[string]error{
+		"stranger RUnlock":       stranger.RUnlock(ctx),
+		"stranger Unlock":        stranger.Unlock(ctx),
+		"reader Unlock":          reader.Unlock(ctx),
+		"writer RUnlock":         writer.RUnlock(ctx),
+		"writer's name stranger": rwlock.New(rdb, "nh2").Unlock(ctx),
+	} {
+		if !errors.Is(err, rwlock.ErrNotHeld) {
+			t.Errorf("%s = %v, want ErrNotHeld", name, err)
+		}
+	}
+	if after := dump(t, rdb); after != before {
+		t.Fatalf("a refused unlock changed Redis:\nbefore %s\nafter  %s", before, after)
+	}
+	select {
+	case <-reader.Done():
+		t.Fatal("a refused Unlock ended the reader's hold")
+	case <-writer.Done():
+		t.Fatal("a refused RUnlock ended the writer's hold")
+	default:
+	}
+	mustRUnlock(t, reader)
+	mustUnlock(t, writer)
+}
+
+func TestForceUnlockMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	r1, r2 := rwlock.New(rdb, "f"), rwlock.New(rdb, "f")
+	mustRLock(t, r1)
+	mustRLock(t, r2)
+	if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
+		t.Fatalf("ForceUnlock of a read lock = %v, %v", ok, err)
+	}
+	<-r1.Done()
+	assertNoKeysMini(t, rdb, "f")
+	if err := r2.RUnlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("RUnlock after ForceUnlock = %v, want ErrNotHeld", err)
+	}
+	<-r2.Done() // the refused RUnlock told it the hold was gone
+
+	w := rwlock.New(rdb, "f")
+	mustLock(t, w)
+	mustRLock(t, w)
+	if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
+		t.Fatalf("ForceUnlock of a write lock = %v, %v", ok, err)
+	}
+	assertNoKeysMini(t, rdb, "f")
+	if err := w.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("Unlock after ForceUnlock = %v, want ErrNotHeld", err)
+	}
+	<-w.Done()
+	if ok, err := r1.ForceUnlock(ctx); ok || err != nil {
+		t.Fatalf("ForceUnlock of no lock = %v, %v", ok, err)
+	}
+	mustLock(t, r1)
+	mustUnlock(t, r1)
+}
+
+func TestReaderLeasesMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	a := rwlock.New(rdb, "lease", rwlock.WithLeaseTime(3*time.Minute))
+	b := rwlock.New(rdb, "lease", rwlock.WithLeaseTime(time.Minute))
+	crashed := rwlock.New(rdb, "lease", rwlock.WithLeaseTime(time.Minute))
+	w := rwlock.New(rdb, "lease")
+	mustRLock(t, b)
+	mustRLock(t, a)
+	mustRLock(t, crashed)
+	mustRUnlock(t, b)
+	if ttl, _ := a.TTL(ctx); ttl <= 2*time.Minute {
+		t.Fatalf("TTL after the short reader left = %v, want a's 3m lease", ttl)
+	}
+	mr.FastForward(61 * time.Second) // the crashed reader's lease ends
+	if ok, _ := w.TryLock(ctx); ok {
+		t.Fatal("writer got in while a reader's lease runs")
+	}
+	mustRUnlock(t, a)
+	if ok, err := w.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the last live reader left = %v, %v", ok, err)
+	}
+	if err := crashed.RUnlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("RUnlock after the lease ran out = %v, want ErrNotHeld", err)
+	}
+	mustUnlock(t, w)
+	assertNoKeysMini(t, rdb, "lease")
+
+	mustRLock(t, a)
+	mr.FastForward(3*time.Minute + time.Second)
+	if ok, err := w.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after every lease ran out = %v, %v", ok, err)
+	}
+	if err := a.RUnlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+		t.Fatalf("RUnlock after the lease ran out = %v, want ErrNotHeld", err)
+	}
+	<-a.Done()
+	mustUnlock(t, w)
+}
+
+func TestWriterPreferenceMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	reader := rwlock.New(rdb, "pref")
+	mustRLock(t, reader)
+	wctx, cancel := context.WithCancel(ctx)
+	locked := make(chan error, 1)
+	go func() { locked <- rwlock.New(rdb, "pref").Lock(wctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists("redisync:{pref}:writers") })
+
+	newcomer := rwlock.New(rdb, "pref")
+	if ok, err := newcomer.TryRLock(ctx); ok || err != nil {
+		t.Fatalf("new reader behind a waiting writer: TryRLock = %v, %v", ok, err)
+	}
+	mustRLock(t, reader) // a re-entry does not wait
+	mustRUnlock(t, reader)
+
+	cancel()
+	if err := <-locked; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Lock = %v, want context.Canceled", err)
+	}
+	if mr.Exists("redisync:{pref}:writers") {
+		t.Fatal("the writer that gave up left its announcement")
+	}
+	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
+		t.Fatalf("TryRLock after the writer gave up = %v, %v", ok, err)
+	}
+	mustRUnlock(t, newcomer)
+
+	// A writer that crashed while waiting: its announcement lapses.
+	keys := rwKeys("pref", "ghost")
+	if res, err := lua.RWLockLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result(); err != nil || res.OK {
+		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
+	}
+	if ok, _ := newcomer.TryRLock(ctx); ok {
+		t.Fatal("a new reader passed a live announcement")
+	}
+	mr.FastForward(rwlock.WriterPatience)
+	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
+		t.Fatalf("TryRLock after the announcement lapsed = %v, %v", ok, err)
+	}
+	mustRUnlock(t, newcomer)
+	mustRUnlock(t, reader)
+	assertNoKeysMini(t, rdb, "pref")
+}
+
+func TestWrongTypeMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	if err := mr.Set("redisync:{str}", "user data"); err != nil {
+		t.Fatal(err)
+	}
+	held := rlock.New(rdb, "mutex") // an rlock under the same name
+	if err := held.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, rdb)
+	for _, name := range []string{"str", "mutex"} {
+		rw := rwlock.New(rdb, name)
+		_, err1 := rw.TryRLock(ctx)
+		_, err2 := rw.TryLock(ctx)
+		_, err3 := rw.ForceUnlock(ctx)
+		for i, err := range []error{err1, err2, err3} {
+			if !errors.Is(err, rwlock.ErrWrongType) {
+				t.Errorf("%s: call %d = %v, want ErrWrongType", name, i, err)
+			}
+		}
+	}
+	if after := dump(t, rdb); after != before {
+		t.Fatalf("data changed:\nbefore %s\nafter  %s", before, after)
+	}
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDoneMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	rw := rwlock.New(rdb, "done")
+	select {
+	case <-rw.Done():
+	default:
+		t.Fatal("Done open with nothing held")
+	}
+	mustRLock(t, rw)
+	d := rw.Done()
+	mustRLock(t, rw)
+	mustRUnlock(t, rw)
+	select {
+	case <-d:
+		t.Fatal("Done closed while a read level remains")
+	default:
+	}
+	mustRUnlock(t, rw)
+	<-d
+}
+
+func TestNewPanics(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	for name, f := range map[string]func(){
+		"nil client":    func() { rwlock.New(nil, "x") },
+		"empty name":    func() { rwlock.New(rdb, "") },
+		"zero lease":    func() { rwlock.New(rdb, "x", rwlock.WithLeaseTime(0)) },
+		"tiny watchdog": func() { rwlock.New(rdb, "x", rwlock.WithWatchdogTimeout(time.Millisecond)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if s, _ := r.(string); len(s) < 10 {
+					t.Fatalf("panic %v is not a clear message", r)
+				}
+			}()
+			f()
+		})
+	}
+}
+
+func TestErrorMessages(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	rw := rwlock.New(rdb, "orders")
+	if got, want := rw.RUnlock(t.Context()).Error(), `rwlock: runlock "orders": lock not held`; got != want {
+		t.Fatalf("error = %q, want %q", got, want)
+	}
+	if got, want := rw.Unlock(t.Context()).Error(), `rwlock: unlock "orders": lock not held`; got != want {
+		t.Fatalf("error = %q, want %q", got, want)
+	}
+}
