@@ -88,6 +88,13 @@ type hold struct {
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
 	unsure Levels               // per mode, the level of a release whose reply was lost; guarded by op
+
+	// releasing is set while a release of the hold is in flight, and
+	// lostWhile is the loss the watchdog reported meanwhile: a renewal
+	// that runs after the release finds the lock gone, and only the
+	// release's outcome tells whether that was a loss. Guarded by mu.
+	releasing bool
+	lostWhile error
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -177,7 +184,8 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 
 // end finishes hold h if it is still current: Done closes, renewals stop,
 // the contexts of Do are cancelled, and for a loss (lost != nil) the Lost
-// hook runs.
+// hook runs, unless a release of h is in flight: then the loss is kept for
+// the release to report if it does not end the hold itself.
 func (t *Tracker) end(h *hold, lost error) {
 	t.mu.Lock()
 	if t.cur != h {
@@ -185,6 +193,9 @@ func (t *Tracker) end(h *hold, lost error) {
 		return
 	}
 	t.cur = nil
+	if lost != nil && h.releasing {
+		h.lostWhile, lost = lost, nil
+	}
 	t.mu.Unlock()
 	h.wd.Remove()
 	h.client.Release()
@@ -192,6 +203,11 @@ func (t *Tracker) end(h *hold, lost error) {
 	for _, cancel := range h.ends {
 		cancel()
 	}
+	t.report(lost)
+}
+
+// report runs the Lost hook for a loss, if any.
+func (t *Tracker) report(lost error) {
 	if lost != nil && t.cfg.Lost != nil {
 		t.cfg.Lost(lost)
 	}

@@ -43,6 +43,11 @@ const releaseRetries = 2
 // of the watchdog keeping alive a lock its holder wanted released (and
 // whose error it may well ignore, as in defer m.Unlock(ctx)). A later
 // Release still releases it if it can.
+//
+// A renewal that runs after the release and finds the lock gone, while
+// the release's reply is still on its way, ends the hold at once but is
+// reported to the Lost hook only if the release turns out not to have
+// ended the hold itself.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		t.abandon(t.current(), m)
@@ -50,15 +55,14 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	}
 	defer t.op.Release(1)
 	h := t.current()
-	var levels Levels
-	if h != nil {
-		t.mu.Lock()
-		levels = h.levels
-		t.mu.Unlock()
-	}
+	levels := t.releasing(h)
 	out, err := t.release(ctx, h, m, levels[m])
+	// A loss the watchdog found meanwhile stands unless this release
+	// ended the hold: it is reported once the outcome is settled.
+	lost := t.released(h)
 	if err != nil {
 		t.abandon(h, m)
+		t.report(lost)
 		return internal.CtxErr(ctx, err)
 	}
 	switch {
@@ -74,12 +78,42 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		if h != nil && levels[m] > 0 {
 			t.end(h, internal.ErrLost)
 		}
+		t.report(lost)
 		return internal.ErrNotHeld
 	default:
 		levels = out.Levels
 	}
 	t.settle(h, levels)
+	if levels.Total() > 0 {
+		t.report(lost)
+	}
 	return nil
+}
+
+// releasing marks hold h (nil when the handle holds nothing) as being
+// released and returns its levels.
+func (t *Tracker) releasing(h *hold) Levels {
+	if h == nil {
+		return Levels{}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h.releasing = true
+	return h.levels
+}
+
+// released clears the mark of releasing and returns the loss the watchdog
+// reported while the release was in flight, if any.
+func (t *Tracker) released(h *hold) error {
+	if h == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h.releasing = false
+	lost := h.lostWhile
+	h.lostWhile = nil
+	return lost
 }
 
 // release runs the release script for hold h (nil when the handle holds
