@@ -103,20 +103,22 @@ func RWLockLock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, l
 // RWLockRUnlock runs rwlock_runlock.lua: release one read level of owner,
 // re-arming lease while read holds remain; when the lock becomes free, one
 // waiting writer per process is woken. expect is the read hold count the
-// caller believes it has, or 0 for any.
-func RWLockRUnlock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+// caller believes it has, or 0 for any. go-redis never retries it: after
+// a network error the outcome is unknown, and only the caller knows how to
+// retry safely.
+func RWLockRUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwlockRUnlock.Run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: runOnce(ctx, c, rwlockRUnlock, rwlockRUnlockSrc, keys, owner, ms(lease), flag(sharded), expect), release: true}
 }
 
 // RWLockUnlock runs rwlock_unlock.lua: release one write level of owner,
 // re-arming lease while write holds remain. The last level wakes every
 // waiting reader and one waiting writer per process; an owner with read
 // holds stays a reader. expect is the write hold count the caller believes
-// it has, or 0 for any.
-func RWLockUnlock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+// it has, or 0 for any. Like RWLockRUnlock, go-redis never retries it.
+func RWLockUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwlockUnlock.Run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: runOnce(ctx, c, rwlockUnlock, rwlockUnlockSrc, keys, owner, ms(lease), flag(sharded), expect), release: true}
 }
 
 // RWLockRenew runs rwlock_renew.lua: extend the leases of whatever owner

@@ -120,36 +120,6 @@ func TestCancelledMidScriptGivesBackMini(t *testing.T) {
 	}
 }
 
-func TestRetriedUnlockReleasesOneLevelMini(t *testing.T) {
-	_, rdb := redistest.Mini(t)
-	ctx := t.Context()
-	hook := &loseReply{err: errors.New("connection reset")}
-	rdb.AddHook(hook)
-	rw := rwlock.New(rdb, "lost")
-	mustRLock(t, rw)
-	mustRLock(t, rw)
-	hook.armed.Store(true)
-	if err := rw.RUnlock(ctx); err == nil {
-		t.Fatal("RUnlock with a lost reply reported no error")
-	}
-	mustRUnlock(t, rw) // the caller retries: the level is already gone
-	if got := field(t, rdb, "lost", "r:"); got != "1" {
-		t.Fatalf("read holds after a retried RUnlock = %q, want 1", got)
-	}
-	select {
-	case <-rw.Done():
-		t.Fatal("Done closed while a read level remains")
-	default:
-	}
-	mustRUnlock(t, rw)
-	assertNoKeysMini(t, rdb, "lost")
-	select {
-	case <-rw.Done():
-	default:
-		t.Fatal("Done open after the last RUnlock")
-	}
-}
-
 func TestIsLockedAndTTLMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()

@@ -2,14 +2,12 @@ package rwlock
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -30,17 +28,6 @@ var ErrLost = internal.ErrLost
 // key of another type, or for a lock of another kind.
 var ErrWrongType = internal.ErrWrongType
 
-// cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
-const cleanupTimeout = time.Second
-
-// mode is one of the two ways to hold the lock.
-type mode bool
-
-const (
-	read  mode = false
-	write mode = true
-)
-
 // RWMutex is a distributed reader/writer mutual exclusion lock: many
 // readers or one writer. An RWMutex is a handle with its own owner id: a
 // handle that holds the lock in one mode re-enters it in that mode, and a
@@ -53,14 +40,10 @@ type RWMutex struct {
 	owner   string
 	sharded bool
 	cfg     config
-
-	// op serializes this handle's state-changing scripts, so that the local
-	// view of the hold matches Redis. It is taken for one round trip, never
-	// across a wait.
-	op *semaphore.Weighted
-
-	mu   sync.Mutex // protects hold and its counts
-	hold *hold      // the current hold, in either or both modes; nil when none
+	// t is the handle's hold, in either mode or both (hold.Exclusive is
+	// the write side, hold.Shared the read side): one hold, one watchdog
+	// entry renewing whatever the handle holds, one Done.
+	t *hold.Tracker
 }
 
 // New returns a handle on the read-write lock called name. It does no I/O.
@@ -78,7 +61,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	}
 	n := internal.NewNames(name)
 	owner := internal.NewOwnerID()
-	return &RWMutex{
+	rw := &RWMutex{
 		rdb:  rdb,
 		name: name,
 		keys: lua.RWKeys{
@@ -92,8 +75,27 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		owner:   owner,
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
-		op:      semaphore.NewWeighted(1),
 	}
+	rw.t = hold.New(rw.tracking())
+	return rw
+}
+
+// tracking describes the lock to its hold tracker.
+func (rw *RWMutex) tracking() hold.Config {
+	c := hold.Config{
+		RDB:     rw.rdb,
+		Lease:   rw.cfg.lease(),
+		Release: rw.unlockScript,
+	}
+	if rw.cfg.leaseTime == 0 {
+		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			return lua.RWLockRenew(ctx, s, rw.keys, rw.owner, c.Lease).Result
+		}
+	}
+	if rw.cfg.onLost != nil {
+		c.Lost = func(err error) { rw.cfg.onLost(rw.wrap("hold", err)) }
+	}
+	return c
 }
 
 // Name returns the name of the lock.
@@ -108,18 +110,18 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	c := internal.Acquire(rw.rdb)
 	defer c.Release()
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		return rw.attempt(ctx, read, false)
+		return rw.attempt(ctx, hold.Shared, false)
 	}
 	err := internal.Wait(ctx, c.Hub, rw.keys.ReadChannel, rw.cfg.lease(), try)
-	return rw.wrap("rlock", err)
+	return rw.wrap("rlock", internal.CtxErr(ctx, err))
 }
 
 // TryRLock makes one attempt to lock rw for reading. It reports false and
 // no error when the lock is write-locked by another handle or a writer is
 // waiting.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	ok, _, err := rw.attempt(ctx, read, false)
-	return ok, rw.wrap("rlock", err)
+	ok, _, err := rw.attempt(ctx, hold.Shared, false)
+	return ok, rw.wrap("rlock", internal.CtxErr(ctx, err))
 }
 
 // Lock locks rw for writing. It waits until no other handle holds the lock
@@ -132,29 +134,17 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 func (rw *RWMutex) Lock(ctx context.Context) error {
 	c := internal.Acquire(rw.rdb)
 	defer c.Release()
-	// A refused upgrade ends the wait at once: the attempt cancels the
-	// wait's ctx with the refusal as the cause, since the wait loop keeps
-	// retrying errors that are not Redis' own replies.
-	wctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		ok, wait, err := rw.attempt(ctx, write, true)
-		if errors.Is(err, ErrUpgradeNotSupported) {
-			stop(err)
-			return false, 0, wctx.Err()
-		}
-		return ok, wait, err
+		return rw.attempt(ctx, hold.Exclusive, true)
 	}
 	// Every attempt renews the announcement, so no sleep may outlast a
-	// third of its life.
-	err := internal.Wait(wctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.lease(), WriterPatience/3), try)
-	if cause := context.Cause(wctx); ctx.Err() == nil && errors.Is(cause, ErrUpgradeNotSupported) {
-		return rw.wrap("lock", cause)
-	}
+	// third of its life. A refused upgrade is not transient: it ends the
+	// wait at once.
+	err := internal.Wait(ctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.lease(), WriterPatience/3), try)
 	if err != nil {
 		rw.withdraw(ctx)
 	}
-	return rw.wrap("lock", err)
+	return rw.wrap("lock", internal.CtxErr(ctx, err))
 }
 
 // TryLock makes one attempt to lock rw for writing. It reports false and
@@ -162,64 +152,52 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 // announce itself. A handle that holds only a read lock gets an error
 // wrapping ErrUpgradeNotSupported.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	ok, _, err := rw.attempt(ctx, write, false)
-	return ok, rw.wrap("lock", err)
+	ok, _, err := rw.attempt(ctx, hold.Exclusive, false)
+	return ok, rw.wrap("lock", internal.CtxErr(ctx, err))
 }
 
-// attempt runs the acquire script of mode m once.
-func (rw *RWMutex) attempt(ctx context.Context, m mode, announce bool) (bool, time.Duration, error) {
-	if err := rw.op.Acquire(ctx, 1); err != nil {
-		return false, 0, err
-	}
-	defer rw.op.Release(1)
-	holds := rw.count(m)
-	sent := time.Now()
+// attempt runs the acquire script of mode m once; announce makes a refused
+// writer announce itself. An attempt whose outcome is unknown is undone by
+// the tracker; an announcement it may have made is withdrawn by Lock.
+func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (bool, time.Duration, error) {
+	return rw.t.Attempt(ctx, m, func(ctx context.Context, held int64) (hold.Grant, error) {
+		var cmd lua.RWHoldsCmd
+		if m == hold.Shared {
+			cmd = lua.RWLockRLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), held)
+		} else {
+			cmd = lua.RWLockLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), held, announce, WriterPatience)
+		}
+		res, err := cmd.Result()
+		g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
+		if res.Upgrade {
+			g.Refused = ErrUpgradeNotSupported
+		}
+		return g, err
+	})
+}
+
+// unlockScript runs the release script of mode m once (see hold.Config).
+func (rw *RWMutex) unlockScript(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
 	var cmd lua.RWHoldsCmd
-	if m == read {
-		cmd = lua.RWLockRLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), holds)
+	if m == hold.Shared {
+		cmd = lua.RWLockRUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
 	} else {
-		cmd = lua.RWLockLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), holds, announce, WriterPatience)
+		cmd = lua.RWLockUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
 	}
 	res, err := cmd.Result()
-	switch {
-	case err != nil:
-		if ctx.Err() != nil {
-			// The script may have run: give back what it may have taken.
-			rw.undo(ctx, m, holds+1)
-		}
-		return false, 0, err
-	case res.Upgrade:
-		return false, 0, ErrUpgradeNotSupported
-	case !res.OK:
-		return false, res.Wait, nil
-	}
-	rw.acquired(res.Reads, res.Writes, sent)
-	return true, 0, nil
+	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
 }
 
-// undo releases the level of mode m that an attempt with an unknown outcome
-// may have taken. The unlock script changes nothing unless the hold count
-// is exactly the one the attempt would have produced.
-func (rw *RWMutex) undo(ctx context.Context, m mode, expect int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	// The local view is untouched: it was not updated for the attempt.
-	_, _ = rw.unlockCmd(ctx, m, expect).Result()
+// levels are the handle's hold levels a script reported.
+func levels(res lua.RWHolds) hold.Levels {
+	return hold.Levels{hold.Exclusive: res.Writes, hold.Shared: res.Reads}
 }
 
 // withdraw removes the handle's announcement as a waiting writer, if any.
 func (rw *RWMutex) withdraw(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hold.CleanupTimeout)
 	defer cancel()
 	_, _ = lua.RWLockWithdraw(ctx, rw.rdb, rw.keys, rw.owner, rw.sharded).Result()
-}
-
-// unlockCmd runs the release script of mode m.
-func (rw *RWMutex) unlockCmd(ctx context.Context, m mode, expect int64) lua.RWHoldsCmd {
-	if m == read {
-		return lua.RWLockRUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
-	}
-	return lua.RWLockUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
 }
 
 func (rw *RWMutex) wrap(op string, err error) error {

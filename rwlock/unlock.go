@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -13,62 +14,25 @@ import (
 // leases. RUnlock by a handle that holds no read lock (never locked,
 // already released, only write-locked, or its lease ran out) returns an
 // error wrapping ErrNotHeld and changes nothing.
+//
+// When the reply of a release is lost, RUnlock and Unlock retry it,
+// knowing that the first may have gone through: the retry releases
+// nothing more and reports success. If the release of the handle's last
+// level fails nonetheless, the handle stops renewing its leases and Done
+// closes: Redis frees the lock when the lease runs out, if not before. A
+// later RUnlock or Unlock still releases it if it can.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	return rw.wrap("runlock", rw.release(ctx, read))
+	return rw.wrap("runlock", rw.t.Release(ctx, hold.Shared))
 }
 
 // Unlock releases one write level of the handle's hold. On the last level
 // every waiting reader is woken, and so is a writer; a handle that also
 // holds read locks keeps them and stays a reader (a downgrade). Unlock by a
 // handle that does not hold the write lock returns an error wrapping
-// ErrNotHeld and changes nothing.
+// ErrNotHeld and changes nothing. A lost reply or a failure is handled as
+// for RUnlock.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
-	return rw.wrap("unlock", rw.release(ctx, write))
-}
-
-func (rw *RWMutex) release(ctx context.Context, m mode) error {
-	if err := rw.op.Acquire(ctx, 1); err != nil {
-		return err
-	}
-	defer rw.op.Release(1)
-	rw.mu.Lock()
-	h := rw.hold
-	var reads, writes int64
-	if h != nil {
-		reads, writes = h.reads, h.writes
-	}
-	rw.mu.Unlock()
-	expect := reads
-	if m == write {
-		expect = writes
-	}
-	res, err := rw.unlockCmd(ctx, m, expect).Result()
-	if err != nil {
-		return err
-	}
-	switch {
-	case res.Mismatch:
-		// A retry of a release that went through before its reply was
-		// lost: that release is this one.
-		if m == read {
-			reads--
-		} else {
-			writes--
-		}
-	case res.NotHeld:
-		if h != nil && expect > 0 {
-			// Held here, gone in Redis: the hold was lost. Both modes go
-			// together, since every acquisition re-arms both leases.
-			rw.end(h, ErrLost)
-		}
-		return ErrNotHeld
-	default:
-		reads, writes = res.Reads, res.Writes
-	}
-	if h != nil {
-		rw.settle(h, reads, writes)
-	}
-	return nil
+	return rw.wrap("unlock", rw.t.Release(ctx, hold.Exclusive))
 }
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, with
@@ -80,13 +44,8 @@ func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, rw.wrap("force unlock", err)
 	}
-	rw.mu.Lock()
-	h := rw.hold
-	rw.mu.Unlock()
-	if h != nil {
-		// Whoever deleted it, this handle's hold is over.
-		rw.end(h, nil)
-	}
+	// Whoever deleted it, this handle's hold is over.
+	rw.t.Drop()
 	return ok, nil
 }
 
@@ -105,3 +64,10 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 	}
 	return max(d, 0), nil
 }
+
+// Done returns a channel that is closed when the handle's current hold
+// ends: when it no longer holds the lock in either mode after RUnlock or
+// Unlock, after a ForceUnlock, when its lease runs out, or on a loss
+// noticed by the watchdog. A downgrade does not end the hold. When the
+// handle holds nothing it returns a closed channel.
+func (rw *RWMutex) Done() <-chan struct{} { return rw.t.Done() }
