@@ -46,7 +46,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	if name == "" {
 		panic("fairlock: New with empty lock name")
 	}
-	cfg := config{watchdogTimeout: DefaultWatchdogTimeout, waiterTimeout: DefaultWaiterTimeout}
+	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}, waiterTimeout: DefaultWaiterTimeout}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -73,23 +73,14 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 
 // tracking describes the lock to its hold tracker.
 func (m *Mutex) tracking() hold.Config {
-	c := hold.Config{
-		RDB:   m.rdb,
-		Lease: m.cfg.lease(),
-		Release: func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-			n, err := lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
-			return hold.Unlocked(n), err
-		},
+	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+		n, err := lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
+		return hold.Unlocked(n), err
 	}
-	if m.cfg.leaseTime == 0 {
-		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.FairRenew(ctx, s, m.keys, m.owner, c.Lease, m.sharded).Result
-		}
+	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		return lua.FairRenew(ctx, s, m.keys, m.owner, m.cfg.Lease(), m.sharded).Result
 	}
-	if m.cfg.onLost != nil {
-		c.Lost = func(err error) { m.cfg.onLost(m.wrap("hold", err)) }
-	}
-	return c
+	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
 }
 
 // Name returns the name of the lock.
@@ -132,7 +123,7 @@ func (m *Mutex) waitInLine(ctx context.Context) (bool, time.Duration, error) {
 // may have taken is left by Lock.
 func (m *Mutex) attempt(ctx context.Context, patience time.Duration) (bool, time.Duration, error) {
 	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		res, err := lua.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
+		res, err := lua.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
 		return hold.Granted(res), err
 	})
 }

@@ -3,6 +3,8 @@ package fairlock
 import (
 	"fmt"
 	"time"
+
+	"github.com/redisync/redisync/internal/hold"
 )
 
 // DefaultWatchdogTimeout is the lease of a hold kept alive by the watchdog.
@@ -20,35 +22,26 @@ const minWaiterTimeout = 100 * time.Millisecond
 type Option func(*config)
 
 type config struct {
-	leaseTime       time.Duration
-	watchdogTimeout time.Duration
-	waiterTimeout   time.Duration
-	fencing         bool
-	onLost          func(error)
+	hold.Keeping
+	waiterTimeout time.Duration
+	fencing       bool
 }
+
+// keep makes a shared option one of this package.
+func keep(o hold.KeepingOption) Option { return func(c *config) { o(&c.Keeping) } }
 
 // WithLeaseTime gives every hold a fixed lease of d instead of the
 // watchdog: the lock frees itself d after the last Lock, whether or not the
 // holder is still working, and a re-entry re-arms the lease to d. Done
 // closes when the lease runs out. d must be positive. The default is no
 // fixed lease: the watchdog keeps the hold alive.
-func WithLeaseTime(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("fairlock: WithLeaseTime(%v): lease must be positive", d))
-	}
-	return func(c *config) { c.leaseTime = d }
-}
+func WithLeaseTime(d time.Duration) Option { return keep(hold.LeaseTime("fairlock", d)) }
 
 // WithWatchdogTimeout sets the lease of holds kept alive by the watchdog,
 // which renews them every third of it. It bounds how long a crashed
 // holder blocks others. d must be at least 30ms. The default is
 // DefaultWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) Option {
-	if d < 30*time.Millisecond {
-		panic(fmt.Sprintf("fairlock: WithWatchdogTimeout(%v): timeout must be at least 30ms", d))
-	}
-	return func(c *config) { c.watchdogTimeout = d }
-}
+func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTimeout("fairlock", d)) }
 
 // WithWaiterTimeout sets how long a waiter keeps its place in line without
 // refreshing it. A waiting Lock refreshes its place at least every third of
@@ -76,20 +69,11 @@ func WithFencing() Option {
 // released: its lease ran out, someone force-unlocked it, or renewals kept
 // failing. It runs on the watchdog goroutine and must not block. The
 // default is none; Done reports the loss either way.
-func WithOnLost(f func(err error)) Option {
-	return func(c *config) { c.onLost = f }
-}
-
-func (c *config) lease() time.Duration {
-	if c.leaseTime > 0 {
-		return c.leaseTime
-	}
-	return c.watchdogTimeout
-}
+func WithOnLost(f func(err error)) Option { return keep(hold.OnLost(f)) }
 
 // maxSleep bounds every sleep of a waiting Lock: a third of the waiter
 // timeout, so that the attempt that refreshes the waiter's place runs well
 // before its deadline, and never longer than a lease.
 func (c *config) maxSleep() time.Duration {
-	return min(c.waiterTimeout/3, c.lease())
+	return min(c.waiterTimeout/3, c.Lease())
 }

@@ -46,7 +46,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	if name == "" {
 		panic("rlock: New with empty lock name")
 	}
-	cfg := config{watchdogTimeout: DefaultWatchdogTimeout}
+	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -68,23 +68,14 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 
 // tracking describes the lock to its hold tracker.
 func (m *Mutex) tracking() hold.Config {
-	c := hold.Config{
-		RDB:   m.rdb,
-		Lease: m.cfg.lease(),
-		Release: func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-			n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
-			return hold.Unlocked(n), err
-		},
+	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+		n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
+		return hold.Unlocked(n), err
 	}
-	if m.cfg.leaseTime == 0 {
-		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.RLockRenew(ctx, s, m.keys.Lock, m.owner, c.Lease).Result
-		}
+	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		return lua.RLockRenew(ctx, s, m.keys.Lock, m.owner, m.cfg.Lease()).Result
 	}
-	if m.cfg.onLost != nil {
-		c.Lost = func(err error) { m.cfg.onLost(m.wrap("hold", err)) }
-	}
-	return c
+	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
 }
 
 // Name returns the name of the lock.
@@ -97,7 +88,7 @@ func (m *Mutex) Name() string { return m.name }
 func (m *Mutex) Lock(ctx context.Context) error {
 	c := internal.Acquire(m.rdb)
 	defer c.Release()
-	err := internal.Wait(ctx, c.Hub, m.keys.Channel, m.cfg.lease(), m.attempt)
+	err := internal.Wait(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), m.attempt)
 	return m.wrap("lock", err)
 }
 
@@ -116,7 +107,7 @@ func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
 			res, err := m.acquireAcked(ctx, holds)
 			return hold.Granted(res), err
 		}
-		res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+		res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
 		return hold.Granted(res), err
 	})
 }

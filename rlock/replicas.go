@@ -48,7 +48,7 @@ func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (lua.Acquired, er
 		return lua.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := lua.RLockAcquire(ctx, conn, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+	res, err := lua.RLockAcquire(ctx, conn, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}

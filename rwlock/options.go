@@ -1,8 +1,9 @@
 package rwlock
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/redisync/redisync/internal/hold"
 )
 
 // DefaultWatchdogTimeout is the lease of a hold kept alive by the watchdog.
@@ -18,10 +19,11 @@ const WriterPatience = 2 * time.Second
 type Option func(*config)
 
 type config struct {
-	leaseTime       time.Duration
-	watchdogTimeout time.Duration
-	onLost          func(error)
+	hold.Keeping
 }
+
+// keep makes a shared option one of this package.
+func keep(o hold.KeepingOption) Option { return func(c *config) { o(&c.Keeping) } }
 
 // WithLeaseTime gives every hold a fixed lease of d instead of the
 // watchdog: a read or write hold frees itself d after the handle's last
@@ -29,35 +31,16 @@ type config struct {
 // re-entry in either mode re-arms the lease of both to d. Done closes when
 // the lease runs out. d must be positive. The default is no fixed lease:
 // the watchdog keeps the holds alive.
-func WithLeaseTime(d time.Duration) Option {
-	if d <= 0 {
-		panic(fmt.Sprintf("rwlock: WithLeaseTime(%v): lease must be positive", d))
-	}
-	return func(c *config) { c.leaseTime = d }
-}
+func WithLeaseTime(d time.Duration) Option { return keep(hold.LeaseTime("rwlock", d)) }
 
 // WithWatchdogTimeout sets the lease of holds kept alive by the watchdog,
 // which renews them every third of it. It bounds how long a crashed
 // holder, reader or writer, blocks others. d must be at least 30ms. The
 // default is DefaultWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) Option {
-	if d < 30*time.Millisecond {
-		panic(fmt.Sprintf("rwlock: WithWatchdogTimeout(%v): timeout must be at least 30ms", d))
-	}
-	return func(c *config) { c.watchdogTimeout = d }
-}
+func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTimeout("rwlock", d)) }
 
 // WithOnLost sets a function called once when a hold is lost rather than
 // released: its lease ran out, someone force-unlocked it, or renewals kept
 // failing. It runs on the watchdog goroutine and must not block. The
 // default is none; Done reports the loss either way.
-func WithOnLost(f func(err error)) Option {
-	return func(c *config) { c.onLost = f }
-}
-
-func (c *config) lease() time.Duration {
-	if c.leaseTime > 0 {
-		return c.leaseTime
-	}
-	return c.watchdogTimeout
-}
+func WithOnLost(f func(err error)) Option { return keep(hold.OnLost(f)) }

@@ -55,7 +55,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	if name == "" {
 		panic("rwlock: New with empty lock name")
 	}
-	cfg := config{watchdogTimeout: DefaultWatchdogTimeout}
+	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -82,20 +82,10 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 
 // tracking describes the lock to its hold tracker.
 func (rw *RWMutex) tracking() hold.Config {
-	c := hold.Config{
-		RDB:     rw.rdb,
-		Lease:   rw.cfg.lease(),
-		Release: rw.unlockScript,
+	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		return lua.RWLockRenew(ctx, s, rw.keys, rw.owner, rw.cfg.Lease()).Result
 	}
-	if rw.cfg.leaseTime == 0 {
-		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.RWLockRenew(ctx, s, rw.keys, rw.owner, c.Lease).Result
-		}
-	}
-	if rw.cfg.onLost != nil {
-		c.Lost = func(err error) { rw.cfg.onLost(rw.wrap("hold", err)) }
-	}
-	return c
+	return rw.cfg.Config(rw.rdb, rw.unlockScript, renew, func(err error) error { return rw.wrap("hold", err) })
 }
 
 // Name returns the name of the lock.
@@ -112,7 +102,7 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		return rw.attempt(ctx, hold.Shared, false)
 	}
-	err := internal.Wait(ctx, c.Hub, rw.keys.ReadChannel, rw.cfg.lease(), try)
+	err := internal.Wait(ctx, c.Hub, rw.keys.ReadChannel, rw.cfg.Lease(), try)
 	return rw.wrap("rlock", internal.CtxErr(ctx, err))
 }
 
@@ -140,7 +130,7 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 	// Every attempt renews the announcement, so no sleep may outlast a
 	// third of its life. A refused upgrade is not transient: it ends the
 	// wait at once.
-	err := internal.Wait(ctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.lease(), WriterPatience/3), try)
+	err := internal.Wait(ctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.Lease(), WriterPatience/3), try)
 	if err != nil {
 		rw.withdraw(ctx)
 	}
@@ -163,9 +153,9 @@ func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (boo
 	return rw.t.Attempt(ctx, m, func(ctx context.Context, held int64) (hold.Grant, error) {
 		var cmd lua.RWHoldsCmd
 		if m == hold.Shared {
-			cmd = lua.RWLockRLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), held)
+			cmd = lua.RWLockRLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held)
 		} else {
-			cmd = lua.RWLockLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), held, announce, WriterPatience)
+			cmd = lua.RWLockLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held, announce, WriterPatience)
 		}
 		res, err := cmd.Result()
 		g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
@@ -180,9 +170,9 @@ func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (boo
 func (rw *RWMutex) unlockScript(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
 	var cmd lua.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = lua.RWLockRUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
+		cmd = lua.RWLockRUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
 	} else {
-		cmd = lua.RWLockUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.lease(), rw.sharded, expect)
+		cmd = lua.RWLockUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err

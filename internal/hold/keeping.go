@@ -1,0 +1,76 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MinWatchdogTimeout is the shortest watchdog timeout a lock accepts: its
+// holds are renewed every third of it.
+const MinWatchdogTimeout = 30 * time.Millisecond
+
+// Keeping is how a lock keeps its holds alive and what it does when one is
+// lost: the options every lock package shares, WithLeaseTime,
+// WithWatchdogTimeout and WithOnLost. A package's config embeds it and
+// its options set it through the functions below, which check their
+// argument where the option is written.
+type Keeping struct {
+	LeaseTime       time.Duration // a fixed lease; 0: the watchdog keeps holds alive
+	WatchdogTimeout time.Duration // the lease of holds kept alive by the watchdog
+	OnLost          func(error)   // called once when a hold is lost; nil: none
+}
+
+// KeepingOption sets one field of a Keeping.
+type KeepingOption func(*Keeping)
+
+// LeaseTime is WithLeaseTime of package pkg. It panics unless d > 0.
+func LeaseTime(pkg string, d time.Duration) KeepingOption {
+	if d <= 0 {
+		panic(fmt.Sprintf("%s: WithLeaseTime(%v): lease must be positive", pkg, d))
+	}
+	return func(k *Keeping) { k.LeaseTime = d }
+}
+
+// WatchdogTimeout is WithWatchdogTimeout of package pkg. It panics unless
+// d >= MinWatchdogTimeout.
+func WatchdogTimeout(pkg string, d time.Duration) KeepingOption {
+	if d < MinWatchdogTimeout {
+		panic(fmt.Sprintf("%s: WithWatchdogTimeout(%v): timeout must be at least %v", pkg, d, MinWatchdogTimeout))
+	}
+	return func(k *Keeping) { k.WatchdogTimeout = d }
+}
+
+// OnLost is WithOnLost.
+func OnLost(f func(error)) KeepingOption {
+	return func(k *Keeping) { k.OnLost = f }
+}
+
+// Lease returns the lease every acquisition and renewal sets.
+func (k Keeping) Lease() time.Duration {
+	if k.LeaseTime > 0 {
+		return k.LeaseTime
+	}
+	return k.WatchdogTimeout
+}
+
+// Config returns the Config of a lock kept as k, released by release and
+// renewed by renew unless its lease is fixed; wrap decorates a loss
+// (package, operation, name) before the OnLost hook sees it.
+func (k Keeping) Config(
+	rdb redis.UniversalClient,
+	release func(ctx context.Context, m Mode, expect int64) (Released, error),
+	renew func(ctx context.Context, s redis.Scripter) func() (bool, error),
+	wrap func(error) error,
+) Config {
+	c := Config{RDB: rdb, Lease: k.Lease(), Release: release}
+	if k.LeaseTime == 0 {
+		c.Renew = renew
+	}
+	if k.OnLost != nil {
+		c.Lost = func(err error) { k.OnLost(wrap(err)) }
+	}
+	return c
+}
