@@ -19,7 +19,7 @@ var ErrNotHeld = internal.ErrNotHeld
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
-// key of another type.
+// key of another type, or for a read-write lock's name (see package rwlock).
 var ErrWrongType = internal.ErrWrongType
 
 // Mutex is a fair (first come, first served) reentrant distributed mutex.

@@ -29,13 +29,18 @@
 -- the counter's current value), or {0, wait}: wait is the holder's
 -- remaining lease, or, when the lock is free but another waiter is first in
 -- line, the time until that waiter's deadline; -1 when unknown.
--- A key of another type raises WRONGTYPE before anything is written.
+-- A key of another type, or a read-write lock's hash (it has a 'mode'
+-- field) under the same name, raises WRONGTYPE before anything is written.
 
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
 
-local held = redis.call('hget', lock, owner)
+local state = redis.call('hmget', lock, owner, 'mode')
+if state[2] then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+end
+local held = state[1]
 local first = redis.call('lindex', queue, 0)
 
 local t = redis.call('time')

@@ -15,7 +15,8 @@
 -- the counter's current value, which is this hold's token because nobody
 -- else can have acquired since), or {0, pttl} when another owner holds it
 -- (pttl is -1 when the key has no expiry).
--- A key of another type raises WRONGTYPE before anything is written.
+-- A key of another type, or a read-write lock's hash (it has a 'mode'
+-- field) under the same name, raises WRONGTYPE before anything is written.
 
 local lock, fence = KEYS[1], KEYS[2]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
@@ -33,7 +34,13 @@ if ttl == -2 then
   return {1, 1, token}
 end
 
-local held = redis.call('hget', lock, owner)
+-- One HMGET reads the owner's count and tells a read-write lock (a hash
+-- with a mode field) from this kind, so a refused attempt still costs two.
+local state = redis.call('hmget', lock, owner, 'mode')
+if state[2] then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+end
+local held = state[1]
 if held then
   held = tonumber(held)
   if held ~= expect then

@@ -20,7 +20,7 @@ var ErrNotHeld = internal.ErrNotHeld
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
-// key of another type.
+// key of another type, or for a read-write lock's name (see package rwlock).
 var ErrWrongType = internal.ErrWrongType
 
 // Mutex is a reentrant distributed mutex. A Mutex is a handle with its own

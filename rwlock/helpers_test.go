@@ -62,8 +62,15 @@ func field(t testing.TB, rdb redis.UniversalClient, name, prefix string) string 
 // for before/after comparisons.
 func dump(t testing.TB, rdb *redis.Client) string {
 	t.Helper()
+	return dumpKeys(t, rdb, "*")
+}
+
+// dumpKeys renders the keys matching pattern on the node rdb with their
+// hash fields.
+func dumpKeys(t testing.TB, rdb redis.UniversalClient, pattern string) string {
+	t.Helper()
 	ctx := t.Context()
-	keys, err := rdb.Keys(ctx, "*").Result()
+	keys, err := rdb.Keys(ctx, pattern).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
