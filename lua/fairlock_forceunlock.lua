@@ -13,13 +13,17 @@
 -- restarts a line whose wake-up was lost.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none.
--- A key of another type raises WRONGTYPE and is left untouched.
+-- A key of another type, or a read-write lock's hash (it has a 'mode'
+-- field) under the same name, raises WRONGTYPE and is left untouched.
 
 local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
 local prefix, sharded = ARGV[1], ARGV[2] == '1'
 
 local holders = redis.call('hlen', lock)
 redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
+if holders > 0 and redis.call('hexists', lock, 'mode') == 1 then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+end
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -6,12 +6,16 @@
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 --
 -- Returns 1 when a lock was deleted, 0 when there was none.
--- A key of another type raises WRONGTYPE and is left untouched.
+-- A key of another type, or a read-write lock's hash (it has a 'mode'
+-- field) under the same name, raises WRONGTYPE and is left untouched.
 
 local lock, channel = KEYS[1], KEYS[2]
 
 if redis.call('hlen', lock) == 0 then
   return 0
+end
+if redis.call('hexists', lock, 'mode') == 1 then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 redis.call('del', lock)
 if ARGV[1] == '1' then

@@ -15,9 +15,10 @@ import (
 )
 
 // The other locks on a name a read-write lock holds: the hash has a mode
-// field, which no other lock writes. Their Lock and TryLock report
-// ErrWrongType (the same value in every package) at once, whatever mode
-// the holder is in, and change nothing, as RLock and Lock do on their names (TestWrongTypeMini).
+// field, which no other lock writes. Their Lock, TryLock and ForceUnlock
+// report ErrWrongType (the same value in every package) at once, whatever
+// mode the holder is in, and change nothing, as RLock and Lock do on their
+// names (TestWrongTypeMini).
 func TestOtherLocksOnItsNameMini(t *testing.T) { testOtherLocks(t, miniEnv(t)) }
 
 func TestOtherLocksOnItsName(t *testing.T) { onBoth(t, testOtherLocks) }
@@ -26,6 +27,7 @@ func TestOtherLocksOnItsName(t *testing.T) { onBoth(t, testOtherLocks) }
 type mutex interface {
 	Lock(ctx context.Context) error
 	TryLock(ctx context.Context) (bool, error)
+	ForceUnlock(ctx context.Context) (bool, error)
 }
 
 func testOtherLocks(t *testing.T, e env) {
@@ -57,6 +59,9 @@ func testOtherLocks(t *testing.T, e env) {
 					t.Fatalf("Lock = %v, want ErrWrongType", err)
 				}
 				within(t, "Lock reported the wrong type", time.Since(start), 0, time.Second)
+				if ok, err := m.ForceUnlock(ctx); ok || !errors.Is(err, rwlock.ErrWrongType) {
+					t.Fatalf("ForceUnlock = %v, %v; want ErrWrongType", ok, err)
+				}
 				if after := dumpKeys(t, e.node(t, name), lockKey(name)+"*"); after != before {
 					t.Fatalf("data changed:\nbefore %s\nafter  %s", before, after)
 				}
