@@ -88,6 +88,19 @@
 // Lock. A handle's hold runs from its first acquisition, in either mode, to
 // the moment it holds nothing; Done belongs to that hold.
 //
+// # Faults
+//
+// A release whose reply is lost (the connection broke after Redis ran the
+// script) is retried by RUnlock or Unlock itself, never by go-redis, and
+// the retry knows that the first may have gone through: it releases
+// nothing more and reports success. When the release of the handle's last
+// level fails nonetheless, the hold ends all the same: renewals stop and
+// Done closes, so the lock frees itself when its lease runs out instead of
+// being kept alive for a holder that wanted it released. An acquisition
+// whose outcome is unknown (a lost reply, or ctx ending while the script
+// was in flight) is given back before the error is returned, and an error
+// caused by a done ctx matches ctx.Err() with errors.Is.
+//
 // # Redis deployments
 //
 // Works with *redis.Client, *redis.FailoverClient (Sentinel) and
