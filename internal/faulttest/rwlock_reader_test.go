@@ -36,10 +36,10 @@ func writerGetsIn(t *testing.T, rdb redis.UniversalClient, name string) bool {
 	return ok
 }
 
-// A reader cut off from Redis for longer than its lease learns that its
-// hold is lost before a waiting writer gets the lock.
-func TestRWLockStalledReaderLearnsFirst(t *testing.T) {
-	const lease = time.Second
+// readerBehindProxy returns a reader holding a new lock with lease through
+// a fault proxy to the shared server.
+func readerBehindProxy(t *testing.T, lease time.Duration) (*redistest.Server, *redistest.Proxy, string, *rwlock.RWMutex) {
+	t.Helper()
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
@@ -47,6 +47,14 @@ func TestRWLockStalledReaderLearnsFirst(t *testing.T) {
 	if err := reader.RLock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return srv, proxy, name, reader
+}
+
+// A reader cut off from Redis for longer than its lease learns that its
+// hold is lost before a waiting writer gets the lock.
+func TestRWLockStalledReaderLearnsFirst(t *testing.T) {
+	const lease = time.Second
+	srv, proxy, name, reader := readerBehindProxy(t, lease)
 	writer := rwlock.New(srv.NewClient(t), name, rwlock.WithWatchdogTimeout(lease))
 
 	proxy.Stall()
@@ -82,13 +90,7 @@ func TestRWLockStalledReaderLearnsFirst(t *testing.T) {
 // at once.
 func TestRWLockFailedRUnlockStopsRenewal(t *testing.T) {
 	const lease = time.Second
-	srv := redistest.SharedServer(t)
-	name := redistest.UniqueName(t)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	reader := rwlock.New(proxy.NewClient(t), name, rwlock.WithWatchdogTimeout(lease))
-	if err := reader.RLock(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	srv, proxy, name, reader := readerBehindProxy(t, lease)
 	proxy.Refuse(true)
 	proxy.Cut()
 	failed := time.Now()

@@ -49,14 +49,16 @@ func newFake(t *testing.T) *fake {
 		RDB:     rdb,
 		Lease:   time.Minute,
 		Release: f.release,
-		Lost: func(err error) {
-			f.mu.Lock()
-			f.lost = append(f.lost, err)
-			f.mu.Unlock()
-		},
+		Lost:    f.onLost,
 	})
 	t.Cleanup(f.tracker.Drop)
 	return f
+}
+
+func (f *fake) onLost(err error) {
+	f.mu.Lock()
+	f.lost = append(f.lost, err)
+	f.mu.Unlock()
 }
 
 func (f *fake) release(_ context.Context, m hold.Mode, expect int64) (hold.Released, error) {

@@ -32,11 +32,7 @@ func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fa
 			}
 			return out, err
 		},
-		Lost: func(err error) {
-			f.mu.Lock()
-			f.lost = append(f.lost, err)
-			f.mu.Unlock()
-		},
+		Lost: f.onLost,
 	})
 	t.Cleanup(f.tracker.Drop)
 	return f
