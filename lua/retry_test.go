@@ -1,0 +1,58 @@
+package lua_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/lua"
+)
+
+// A retried acquire (the caller believes it holds fewer levels than it
+// does: the first reply was lost) adds no hold but re-arms the lease: the
+// caller counts the hold's validity from the retry, so Redis must not
+// expire it earlier.
+func TestRetriedAcquireRearmsLease(t *testing.T) {
+	const lease = 10 * time.Second
+	for _, tc := range []struct {
+		name    string
+		acquire func(t *testing.T, rdb *redis.Client, name string) lua.Acquired
+	}{
+		{"rlock", func(t *testing.T, rdb *redis.Client, name string) lua.Acquired {
+			res, err := lua.RLockAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}},
+		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) lua.Acquired {
+			n := internal.NewNames(name)
+			k := lua.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+			res, err := lua.FairAcquire(t.Context(), rdb, k, "a", lease, false, 0, time.Second, false).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tiers(t, func(t *testing.T, rdb *redis.Client) {
+				name := redistest.UniqueName(t)
+				key := internal.NewNames(name).Lock()
+				if res := tc.acquire(t, rdb, name); !res.OK || res.Holds != 1 {
+					t.Fatalf("acquire = %+v", res)
+				}
+				rdb.PExpire(t.Context(), key, time.Second) // the lost run was long ago
+				if res := tc.acquire(t, rdb, name); !res.OK || res.Holds != 1 {
+					t.Fatalf("retried acquire = %+v, want the one hold", res)
+				}
+				if d := rdb.PTTL(t.Context(), key).Val(); d < lease-time.Second {
+					t.Fatalf("lease after the retried acquire %v, want it re-armed to %v", d, lease)
+				}
+			})
+		})
+	}
+}
