@@ -56,3 +56,29 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		})
 	}
 }
+
+func TestRetriedLeasedAcquireRearmsLease(t *testing.T) {
+	const lease = 10 * time.Second
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		n := internal.NewNames(redistest.UniqueName(t))
+		k := lua.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()}
+		rdb.Set(t.Context(), k.Permits, 1, 0)
+		acquire := func() {
+			t.Helper()
+			res, err := lua.LeasedAcquire(t.Context(), rdb, k, "id", lease, false).Result()
+			if err != nil || !res.OK {
+				t.Fatalf("acquire = %+v, %v", res, err)
+			}
+		}
+		acquire()
+		first := rdb.ZScore(t.Context(), k.Leases, "id").Val()
+		rdb.ZAdd(t.Context(), k.Leases, redis.Z{Score: first - float64((lease - time.Second).Milliseconds()), Member: "id"})
+		acquire() // the retry of a request whose reply was lost
+		if got := rdb.ZScore(t.Context(), k.Leases, "id").Val(); got < first-float64(time.Second.Milliseconds()) {
+			t.Fatalf("expiry after the retried acquire %.0f, want re-armed to about %.0f", got, first)
+		}
+		if avail, _ := lua.LeasedAvailable(t.Context(), rdb, k, false).Result(); avail != 0 {
+			t.Fatalf("available %d after a retried acquire of the one permit, want 0", avail)
+		}
+	})
+}
