@@ -189,7 +189,7 @@ func (l *Leased) release(ctx context.Context, id string) (bool, error) {
 	unsure := false
 	for try := 0; ; try++ {
 		ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
-		if !internal.OutcomeUnknown(err) || ctx.Err() != nil || try == releaseRetries {
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
 			return ok || (err == nil && unsure), err
 		}
 		unsure = true
