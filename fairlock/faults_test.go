@@ -12,15 +12,6 @@ import (
 
 // Unit tier: replies lost after the script ran, and scripts that fail.
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // An Unlock whose reply is lost retries, and reads the retry's answer
 // knowing the first may have gone through: success, one level released.
 func TestUnlockReplyLostMini(t *testing.T) {
@@ -40,8 +31,8 @@ func TestUnlockReplyLostMini(t *testing.T) {
 	if err := m.Unlock(t.Context()); err != nil {
 		t.Fatalf("last Unlock with its reply lost = %v, want nil", err)
 	}
-	if locked, _ := m.IsLocked(t.Context()); locked || !isClosed(m.Done()) {
-		t.Fatalf("after the last Unlock: locked %v, Done closed %v", locked, isClosed(m.Done()))
+	if locked, _ := m.IsLocked(t.Context()); locked || !redistest.Closed(m.Done()) {
+		t.Fatalf("after the last Unlock: locked %v, Done closed %v", locked, redistest.Closed(m.Done()))
 	}
 	assertNoKeys(t, rdb, "lost-unlock")
 }
@@ -59,7 +50,7 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 		t.Fatal("Unlock with every script failing succeeded")
 	}
 	faults.Refuse(false)
-	if !isClosed(m.Done()) {
+	if !redistest.Closed(m.Done()) {
 		t.Fatal("Done open after the last Unlock failed")
 	}
 	c := internal.Acquire(rdb)
@@ -89,8 +80,8 @@ func TestTryLockReplyLostMini(t *testing.T) {
 	if ok || err == nil {
 		t.Fatalf("TryLock with its reply lost = %v, %v; want an error", ok, err)
 	}
-	if locked, _ := m.IsLocked(t.Context()); locked || !isClosed(m.Done()) {
-		t.Fatalf("after the failed TryLock: locked %v, Done closed %v", locked, isClosed(m.Done()))
+	if locked, _ := m.IsLocked(t.Context()); locked || !redistest.Closed(m.Done()) {
+		t.Fatalf("after the failed TryLock: locked %v, Done closed %v", locked, redistest.Closed(m.Done()))
 	}
 	// Lock retries by itself and ends up with exactly one level.
 	faults.LoseReplies(1)

@@ -14,15 +14,6 @@ import (
 // Unit tier, continued: replies lost after the script ran, and scripts
 // that fail, in both modes.
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // side is one mode of the lock, as the tests drive it.
 type side struct {
 	name    string
@@ -58,14 +49,14 @@ func TestUnlockReplyLostMini(t *testing.T) {
 			if got := field(t, rdb, "lost-unlock", s.field); got != "1" || faults.Pending() != 0 {
 				t.Fatalf("hold count %s after one unlock of two levels (reply lost: %v), want 1", got, faults.Pending() == 0)
 			}
-			if isClosed(rw.Done()) {
+			if redistest.Closed(rw.Done()) {
 				t.Fatal("Done closed while a level remains")
 			}
 			faults.LoseReplies(1)
 			if err := s.unlock(rw, ctx); err != nil {
 				t.Fatalf("last unlock with its reply lost = %v, want nil", err)
 			}
-			if !isClosed(rw.Done()) {
+			if !redistest.Closed(rw.Done()) {
 				t.Fatal("Done open after the last unlock")
 			}
 			assertNoKeysMini(t, rdb, "lost-unlock")
@@ -91,7 +82,7 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 				t.Fatal("unlock with every script failing succeeded")
 			}
 			faults.Refuse(false)
-			if !isClosed(rw.Done()) {
+			if !redistest.Closed(rw.Done()) {
 				t.Fatal("Done open after the last unlock failed")
 			}
 			c := internal.Acquire(rdb)
@@ -123,7 +114,7 @@ func TestFailedUnlockKeepsOtherModeMini(t *testing.T) {
 		t.Fatal("Unlock with every script failing succeeded")
 	}
 	faults.Refuse(false)
-	if isClosed(rw.Done()) {
+	if redistest.Closed(rw.Done()) {
 		t.Fatal("Done closed while the read level is still wanted")
 	}
 	mustUnlock(t, rw) // the later Unlock goes through: a downgrade
@@ -149,8 +140,8 @@ func TestAcquireReplyLostMini(t *testing.T) {
 			if ok, err := s.tryLock(rw, ctx); ok || err == nil {
 				t.Fatalf("try with its reply lost = %v, %v; want an error", ok, err)
 			}
-			if locked, _ := rw.IsLocked(ctx); locked || !isClosed(rw.Done()) {
-				t.Fatalf("after the failed try: locked %v, Done closed %v", locked, isClosed(rw.Done()))
+			if locked, _ := rw.IsLocked(ctx); locked || !redistest.Closed(rw.Done()) {
+				t.Fatalf("after the failed try: locked %v, Done closed %v", locked, redistest.Closed(rw.Done()))
 			}
 			faults.LoseReplies(1)
 			if err := s.lock(rw, ctx); err != nil {

@@ -12,15 +12,6 @@ import (
 
 // Unit tier: replies lost after the script ran, and scripts that fail.
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // A Release or AddPermits whose reply is lost is retried under the same
 // receipt: the permits are added once.
 func TestReleaseReplyLostMini(t *testing.T) {
@@ -82,7 +73,7 @@ func TestLeasedReleaseReplyLostMini(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := l.Done(id)
-	if isClosed(done) {
+	if redistest.Closed(done) {
 		t.Fatal("Done closed while the watchdog keeps the permit")
 	}
 	faults.LoseReplies(1)
@@ -90,7 +81,7 @@ func TestLeasedReleaseReplyLostMini(t *testing.T) {
 		t.Fatalf("Release with its reply lost = %v, want nil", err)
 	}
 	wantLeasedAvailable(t, l, 1)
-	if !isClosed(done) {
+	if !redistest.Closed(done) {
 		t.Fatal("Done open after Release")
 	}
 	if err := l.Release(t.Context(), id); !errors.Is(err, semaphore.ErrNotHeld) {
@@ -119,7 +110,7 @@ func TestLeasedFailedReleaseStopsRenewalMini(t *testing.T) {
 		t.Fatal("Release with every script failing succeeded")
 	}
 	faults.Refuse(false)
-	if !isClosed(l.Done(id)) {
+	if !redistest.Closed(l.Done(id)) {
 		t.Fatal("Done open after Release failed")
 	}
 	c := internal.Acquire(rdb)

@@ -126,7 +126,7 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	start := time.Now()
 	for try := 0; ; try++ {
 		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
-		if !internal.OutcomeUnknown(err) || ctx.Err() != nil || try == addRetries || time.Since(start) > receiptTTL/2 {
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == addRetries || time.Since(start) > receiptTTL/2 {
 			return internal.CtxErr(ctx, err)
 		}
 	}

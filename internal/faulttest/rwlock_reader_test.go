@@ -127,7 +127,7 @@ func TestRWLockReaderLostReplies(t *testing.T) {
 	retrying := proxy.NewClient(t)
 	single := proxy.NewClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
 	lose := func(name string) <-chan struct{} {
-		return proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, rwlockPrimitive.key(name)) })
+		return proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, mainKey(name)) })
 	}
 	mustDrop := func(t *testing.T, dropped <-chan struct{}) {
 		t.Helper()

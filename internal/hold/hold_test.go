@@ -118,15 +118,6 @@ func (f *fake) held(m hold.Mode) int64 {
 	return f.levels[m]
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 func TestReleaseLostReplyLastLevel(t *testing.T) {
 	f := newFake(t)
 	f.mustAcquire(t, hold.Exclusive)
@@ -134,8 +125,8 @@ func TestReleaseLostReplyLastLevel(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatalf("Release with its reply lost = %v, want nil", err)
 	}
-	if !isClosed(f.tracker.Done()) || len(f.lost) != 0 {
-		t.Fatalf("Done closed %v, losses %v: want a plain release", isClosed(f.tracker.Done()), f.lost)
+	if !redistest.Closed(f.tracker.Done()) || len(f.lost) != 0 {
+		t.Fatalf("Done closed %v, losses %v: want a plain release", redistest.Closed(f.tracker.Done()), f.lost)
 	}
 	if len(f.calls) != 2 {
 		t.Fatalf("%d release runs, want the lost one and one retry", len(f.calls))
@@ -163,7 +154,7 @@ func TestFailedLastReleaseEndsHold(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, errLostReply) {
 		t.Fatalf("Release = %v, want the failure", err)
 	}
-	if !isClosed(f.tracker.Done()) {
+	if !redistest.Closed(f.tracker.Done()) {
 		t.Fatal("Done open after the last release failed: the watchdog would keep the lock alive")
 	}
 	// A later Release still releases it.
@@ -180,8 +171,8 @@ func TestFailedInnerReleaseKeepsHold(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err == nil {
 		t.Fatal("Release succeeded")
 	}
-	if isClosed(f.tracker.Done()) || len(f.calls) != 1 {
-		t.Fatalf("Done closed %v after %d runs: an error reply is final and not the last level", isClosed(f.tracker.Done()), len(f.calls))
+	if redistest.Closed(f.tracker.Done()) || len(f.calls) != 1 {
+		t.Fatalf("Done closed %v after %d runs: an error reply is final and not the last level", redistest.Closed(f.tracker.Done()), len(f.calls))
 	}
 }
 
@@ -195,7 +186,7 @@ func TestReleaseCancelledEndsHold(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Release on a done ctx = %v, want an error matching context.Canceled", err)
 	}
-	if !isClosed(f.tracker.Done()) {
+	if !redistest.Closed(f.tracker.Done()) {
 		t.Fatal("Done open after the last release failed")
 	}
 }
@@ -268,13 +259,13 @@ func TestModesShareOneHold(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatal(err)
 	}
-	if isClosed(done) || f.tracker.Held(hold.Shared) != 1 {
+	if redistest.Closed(done) || f.tracker.Held(hold.Shared) != 1 {
 		t.Fatal("the hold ended while a shared level was left")
 	}
 	if err := f.tracker.Release(t.Context(), hold.Shared); err != nil {
 		t.Fatal(err)
 	}
-	if !isClosed(done) {
+	if !redistest.Closed(done) {
 		t.Fatal("Done open with nothing held")
 	}
 }

@@ -51,7 +51,7 @@ func TestRenewalDuringFinalReleaseIsNoLoss(t *testing.T) {
 	f := newRenewedFake(t, lease, func(f *fake) {
 		// The release ran; its reply is on the way while the watchdog
 		// finds the lock gone.
-		redistest.WaitFor(t, 5*time.Second, func() bool { return isClosed(f.tracker.Done()) })
+		redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.Closed(f.tracker.Done()) })
 	})
 	f.mustAcquire(t, hold.Exclusive)
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
@@ -70,7 +70,7 @@ func TestRenewalDuringFailedReleaseIsLoss(t *testing.T) {
 		f.mu.Lock()
 		f.levels = hold.Levels{} // the lease ran out in Redis
 		f.mu.Unlock()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return isClosed(f.tracker.Done()) })
+		redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.Closed(f.tracker.Done()) })
 	})
 	f.mustAcquire(t, hold.Exclusive)
 	f.failNext(fakeFail{err: replyErr("ERR boom")})

@@ -133,7 +133,7 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 		case err == nil && !out.NotHeld:
 			h.unsure[m] = 0 // settled; a NotHeld is read by the caller first
 		}
-		if !unknown || ctx.Err() != nil || try == releaseRetries {
+		if !unknown || internal.CtxDone(ctx) != nil || try == releaseRetries {
 			return out, err
 		}
 	}
