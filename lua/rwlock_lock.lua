@@ -11,7 +11,8 @@
 -- ARGV[3]  the write holds the caller believes it has (0 for none); when
 --          the owner already has a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
---          state and changes nothing
+--          state and adds no hold, but re-arms the leases all the same,
+--          since the caller counts the hold's validity from this call
 -- ARGV[4]  "1": when refused, announce the caller as a waiting writer, so
 --          that new readers wait behind it
 -- ARGV[5]  how long an announcement lasts, in milliseconds; a waiting
@@ -54,10 +55,9 @@ if mode == 'write' then
     if reading() then
       reads = tonumber(redis.call('hget', lock, rfield))
     end
-    if writes ~= expect then
-      return {1, reads, writes}
+    if writes == expect then
+      writes = redis.call('hincrby', lock, wfield, 1)
     end
-    writes = redis.call('hincrby', lock, wfield, 1)
     if redis.call('pttl', lock) < lease then
       redis.call('pexpire', lock, lease)
     end

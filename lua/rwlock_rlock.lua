@@ -10,7 +10,8 @@
 -- ARGV[3]  the read holds the caller believes it has (0 for none); when the
 --          owner already has a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
---          state and changes nothing
+--          state and adds no hold, but re-arms the read lease all the same,
+--          since the caller counts the hold's validity from this call
 --
 -- A new reader (not a re-entry, not the write holder itself) is refused
 -- while another owner holds the write lock, and while any writer is
@@ -46,10 +47,9 @@ local function arm()
 end
 
 if reads > 0 then
-  if reads ~= expect then
-    return {1, reads, writes}
+  if reads == expect then
+    reads = redis.call('hincrby', lock, rfield, 1)
   end
-  reads = redis.call('hincrby', lock, rfield, 1)
   arm()
   return {1, reads, writes}
 end

@@ -18,7 +18,7 @@ import (
 
 // TestRetriedScriptsChangeNothing: an acquire or release script run a
 // second time with the same expected hold count, as after a lost reply,
-// changes nothing.
+// changes no hold count.
 func TestRetriedScriptsChangeNothing(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { testRetriedScripts(t, miniEnv(t)) })
 	onBoth(t, testRetriedScripts)
@@ -140,5 +140,56 @@ func TestIsLockedAndTTLMini(t *testing.T) {
 		if step.locked != (ttl > 59*time.Second) || (!step.locked && ttl != 0) {
 			t.Fatalf("TTL = %v while locked = %v", ttl, step.locked)
 		}
+	}
+}
+
+// TestRetriedAcquireRearmsLease: a retried acquire (the first reply lost)
+// adds no hold but re-arms the leases, since the caller counts the hold's
+// validity from the retry.
+func TestRetriedAcquireRearmsLease(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) { testRetriedAcquireRearms(t, miniEnv(t)) })
+	onBoth(t, testRetriedAcquireRearms)
+}
+
+func testRetriedAcquireRearms(t *testing.T, e env) {
+	const lease = 10 * time.Second
+	ctx := t.Context()
+	for _, mode := range []string{"read", "write"} {
+		t.Run(mode, func(t *testing.T) {
+			rdb, name := e.client(t), redistest.UniqueName(t)
+			keys := rwKeys(name, "o")
+			acquire := func() {
+				t.Helper()
+				var cmd lua.RWHoldsCmd // the wrappers run the script at once
+				if mode == "write" {
+					cmd = lua.RWLockLock(ctx, rdb, keys, "o", lease, 0, false, time.Second)
+				} else {
+					cmd = lua.RWLockRLock(ctx, rdb, keys, "o", lease, 0)
+				}
+				res, err := cmd.Result()
+				if err != nil || !res.OK || (mode == "read" && res.Reads != 1) || (mode == "write" && res.Writes != 1) {
+					t.Fatalf("acquire = %+v, %v; want one hold", res, err)
+				}
+			}
+			acquire()
+			if mode == "write" { // the writer's read lease is re-armed too
+				if res, err := lua.RWLockRLock(ctx, rdb, keys, "o", lease, 0).Result(); err != nil || res.Reads != 1 {
+					t.Fatalf("write holder's RLock = %+v, %v", res, err)
+				}
+			}
+			for _, k := range []string{keys.Lock, keys.Reader} {
+				rdb.PExpire(ctx, k, time.Second) // the lost run was long ago
+			}
+			acquire()
+			for _, k := range []string{keys.Lock, keys.Reader} {
+				if d := rdb.PTTL(ctx, k).Val(); d < lease-time.Second {
+					t.Fatalf("%s expires in %v after the retried acquire, want re-armed to %v", k, d, lease)
+				}
+			}
+			if _, err := rwlock.New(rdb, name).ForceUnlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.assertNoKeys(t, name)
+		})
 	}
 }
