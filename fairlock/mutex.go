@@ -2,15 +2,12 @@ package fairlock
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/watchdog"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -25,9 +22,6 @@ var ErrLost = internal.ErrLost
 // key of another type.
 var ErrWrongType = internal.ErrWrongType
 
-// cleanupTimeout bounds each call that tidies up after a cancelled ctx.
-const cleanupTimeout = time.Second
-
 // Mutex is a fair (first come, first served) reentrant distributed mutex.
 // A Mutex is a handle with its own owner id: Lock on a handle that holds
 // the lock re-enters it. Goroutines that must exclude each other use
@@ -40,24 +34,7 @@ type Mutex struct {
 	owner   string
 	sharded bool
 	cfg     config
-
-	// op serializes this handle's state-changing scripts, so that the local
-	// view of the hold matches Redis. It is taken for one round trip, never
-	// across a wait.
-	op *semaphore.Weighted
-
-	mu   sync.Mutex // protects hold
-	hold *hold      // the current hold; nil when none
-}
-
-// hold is one continuous hold of the lock by the handle.
-type hold struct {
-	count  int64
-	token  uint64
-	done   chan struct{}
-	client *internal.Client
-	wd     *watchdog.Hold
-	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
+	t       *hold.Tracker // the handle's hold
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics
@@ -75,7 +52,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	}
 	n := internal.NewNames(name)
 	owner := internal.NewOwnerID()
-	return &Mutex{
+	m := &Mutex{
 		rdb:  rdb,
 		name: name,
 		keys: lua.FairKeys{
@@ -89,8 +66,30 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		owner:   owner,
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
-		op:      semaphore.NewWeighted(1),
 	}
+	m.t = hold.New(m.tracking())
+	return m
+}
+
+// tracking describes the lock to its hold tracker.
+func (m *Mutex) tracking() hold.Config {
+	c := hold.Config{
+		RDB:   m.rdb,
+		Lease: m.cfg.lease(),
+		Release: func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+			n, err := lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+			return hold.Unlocked(n), err
+		},
+	}
+	if m.cfg.leaseTime == 0 {
+		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			return lua.FairRenew(ctx, s, m.keys, m.owner, c.Lease, m.sharded).Result
+		}
+	}
+	if m.cfg.onLost != nil {
+		c.Lost = func(err error) { m.cfg.onLost(m.wrap("hold", err)) }
+	}
+	return c
 }
 
 // Name returns the name of the lock.
@@ -118,7 +117,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // line, and never joins it.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	ok, _, err := m.attempt(ctx, 0)
-	return ok, m.wrap("lock", err)
+	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
 }
 
 // waitInLine is the attempt of a waiting Lock: it joins the line or
@@ -128,38 +127,14 @@ func (m *Mutex) waitInLine(ctx context.Context) (bool, time.Duration, error) {
 }
 
 // attempt runs the acquire script once; with patience > 0 the handle joins
-// or keeps its place in line when it does not get the lock.
+// or keeps its place in line when it does not get the lock. An attempt
+// whose outcome is unknown is undone by the tracker; a place in line it
+// may have taken is left by Lock.
 func (m *Mutex) attempt(ctx context.Context, patience time.Duration) (bool, time.Duration, error) {
-	if err := m.op.Acquire(ctx, 1); err != nil {
-		return false, 0, err
-	}
-	defer m.op.Release(1)
-	holds := m.holds()
-	sent := time.Now()
-	res, err := lua.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
-	if err != nil {
-		if ctx.Err() != nil {
-			// The script may have run: give back what it may have taken.
-			// A place in line it may have taken is left by Lock.
-			m.undo(ctx, holds+1)
-		}
-		return false, 0, err
-	}
-	if !res.OK {
-		return false, res.Wait, nil
-	}
-	m.acquired(res, sent)
-	return true, 0, nil
-}
-
-// undo releases the hold level an attempt with an unknown outcome may have
-// taken. The unlock script changes nothing unless the hold count is exactly
-// the one the attempt would have produced.
-func (m *Mutex) undo(ctx context.Context, expect int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	// The local view is untouched: it was not updated for the attempt.
-	_, _ = lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
+		res, err := lua.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
+		return hold.Granted(res), err
+	})
 }
 
 // leave takes the handle out of the line after a failed Lock. The caller's
@@ -169,59 +144,11 @@ func (m *Mutex) undo(ctx context.Context, expect int64) {
 func (m *Mutex) leave(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for range 2 {
-		lctx, cancel := context.WithTimeout(ctx, cleanupTimeout/2)
+		lctx, cancel := context.WithTimeout(ctx, hold.CleanupTimeout/2)
 		_, err := lua.FairLeave(lctx, m.rdb, m.keys, m.owner, m.sharded).Result()
 		cancel()
 		if err == nil || internal.IsWrongType(err) {
 			return
 		}
 	}
-}
-
-// holds returns the local hold count.
-func (m *Mutex) holds() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return 0
-	}
-	return m.hold.count
-}
-
-// acquired records a successful acquisition sent at sent.
-func (m *Mutex) acquired(res lua.Acquired, sent time.Time) {
-	m.mu.Lock()
-	h := m.hold
-	if h != nil && res.Holds > 1 {
-		h.count = res.Holds
-		h.wd.Touch(sent)
-		m.mu.Unlock()
-		return
-	}
-	m.mu.Unlock()
-	if h != nil {
-		// Redis says this is a first acquisition: the previous hold was
-		// lost before the watchdog noticed.
-		m.end(h, ErrLost)
-	}
-	h = &hold{count: res.Holds, token: res.Token, done: make(chan struct{}), client: internal.Acquire(m.rdb)}
-	h.wd = h.client.Watchdog.Add(m.entry(h), sent)
-	m.mu.Lock()
-	m.hold = h
-	m.mu.Unlock()
-}
-
-func (m *Mutex) entry(h *hold) watchdog.Entry {
-	e := watchdog.Entry{
-		Lease: m.cfg.lease(),
-		Lost: func(err error) {
-			m.end(h, fmt.Errorf("%w: %w", ErrLost, err))
-		},
-	}
-	if m.cfg.leaseTime == 0 {
-		e.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.FairRenew(ctx, s, m.keys, m.owner, e.Lease, m.sharded).Result
-		}
-	}
-	return e
 }

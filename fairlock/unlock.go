@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -13,44 +14,14 @@ import (
 // waiter, is woken to take it. Unlock by a handle that does not hold the
 // lock (never locked, already released, or its lease ran out) returns an
 // error wrapping ErrNotHeld and changes nothing.
+//
+// When the reply of an unlock is lost, Unlock retries it, knowing that the
+// first may have gone through: the retry releases nothing more and reports
+// success. If Unlock of the last level fails nonetheless, the handle stops
+// renewing the lease and Done closes: Redis frees the lock when the lease
+// runs out, if not before. A later Unlock still releases it if it can.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.op.Acquire(ctx, 1); err != nil {
-		return m.wrap("unlock", err)
-	}
-	defer m.op.Release(1)
-	m.mu.Lock()
-	h := m.hold
-	m.mu.Unlock()
-	var expect int64
-	if h != nil {
-		expect = h.count
-	}
-	n, err := lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
-	if err != nil {
-		return m.wrap("unlock", err)
-	}
-	switch {
-	case n == lua.UnlockMismatch:
-		// A retry of an unlock that went through before its reply was
-		// lost: that unlock is this one.
-		n = expect - 1
-	case n == lua.UnlockNotHeld:
-		if h != nil {
-			m.end(h, ErrLost)
-		}
-		return m.wrap("unlock", ErrNotHeld)
-	}
-	if h == nil {
-		return nil
-	}
-	if n == 0 {
-		m.end(h, nil)
-		return nil
-	}
-	m.mu.Lock()
-	h.count = n
-	m.mu.Unlock()
-	return nil
+	return m.wrap("unlock", m.t.Release(ctx, hold.Exclusive))
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiter first
@@ -62,12 +33,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, m.wrap("force unlock", err)
 	}
-	m.mu.Lock()
-	h := m.hold
-	m.mu.Unlock()
-	if h != nil && ok {
-		m.end(h, nil)
-	}
+	// Whoever deleted it, this handle's hold is over.
+	m.t.Drop()
 	return ok, nil
 }
 
@@ -107,78 +74,19 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // ends: the final Unlock, a ForceUnlock, the lease running out, or a loss
 // noticed by the watchdog. When the handle holds nothing it returns a
 // closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return closed
-	}
-	return m.hold.done
-}
+func (m *Mutex) Done() <-chan struct{} { return m.t.Done() }
 
 // Token returns the fencing token of the current hold (see WithFencing): 0
 // without fencing or when the handle holds nothing.
-func (m *Mutex) Token() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return 0
-	}
-	return m.hold.token
-}
+func (m *Mutex) Token() uint64 { return m.t.Token() }
 
 // Do locks m, runs fn with a context that is cancelled if the hold is lost,
 // and unlocks. It returns the error of Lock, else that of fn, else that of
 // Unlock.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := m.Lock(ctx); err != nil {
-		return err
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	m.mu.Lock()
-	if h := m.hold; h != nil {
-		h.ends = append(h.ends, cancel)
-	} else {
-		cancel() // lost already
-	}
-	m.mu.Unlock()
-	err := fn(fctx)
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer ucancel()
-	if uerr := m.Unlock(uctx); err == nil {
-		err = uerr
-	}
-	return err
-}
-
-// end finishes hold h if it is still current: Done closes, renewals stop,
-// and for a loss (lost != nil) the WithOnLost hook runs.
-func (m *Mutex) end(h *hold, lost error) {
-	m.mu.Lock()
-	if m.hold != h {
-		m.mu.Unlock()
-		return
-	}
-	m.hold = nil
-	m.mu.Unlock()
-	h.wd.Remove()
-	h.client.Release()
-	close(h.done)
-	for _, cancel := range h.ends {
-		cancel()
-	}
-	if lost != nil && m.cfg.onLost != nil {
-		m.cfg.onLost(m.wrap("hold", lost))
-	}
+	return m.t.Do(ctx, m.Lock, m.Unlock, fn)
 }
 
 func (m *Mutex) wrap(op string, err error) error {
 	return internal.Wrap("fairlock", op, m.name, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()

@@ -4,7 +4,8 @@
 // per-client registry of pub/sub hub and watchdog, and the one wait loop
 // every blocking acquire goes through.
 //
-// Subpackages: watchdog (batched lease renewal and loss detection),
-// keyslot (Redis Cluster hash slots) and redistest (real redis-server
-// processes and clusters for the test tiers).
+// Subpackages: watchdog (batched lease renewal and loss detection), hold
+// (one lock handle's hold: levels, Done, undo and release retries, shared
+// by the locks), keyslot (Redis Cluster hash slots) and redistest (real
+// redis-server processes and clusters for the test tiers).
 package internal

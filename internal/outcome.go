@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,9 +33,24 @@ func OutcomeUnknown(err error) bool {
 // done: go-redis reports a ctx deadline that cut a command short as an
 // i/o timeout, which callers could not tell from a network fault.
 func CtxErr(ctx context.Context, err error) error {
-	cerr := ctx.Err()
+	cerr := CtxDone(ctx)
 	if err == nil || cerr == nil || errors.Is(err, cerr) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", cerr, err)
+}
+
+// CtxDone returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed though ctx has not noticed yet: the network deadline
+// go-redis derives from ctx's can fire a moment before ctx's own timer, and
+// a loop that retries until ctx is done must not take that moment for
+// more time.
+func CtxDone(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -60,9 +60,11 @@ func FairAcquire(ctx context.Context, c redis.Scripter, k FairKeys, owner string
 // re-arming lease while holds remain, and wake the waiter first in line
 // when the lock becomes free. expect is the hold count the caller believes
 // it has, or 0 for any. The reply is the remaining hold count,
-// UnlockNotHeld or UnlockMismatch.
-func FairUnlock(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{fairUnlock.Run(ctx, c, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
+// UnlockNotHeld or UnlockMismatch. go-redis never retries it: after a
+// network error the outcome is unknown, and only the caller knows how to
+// retry safely.
+func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
+	return IntCmd{runOnce(ctx, c, fairUnlock, fairUnlockSrc, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

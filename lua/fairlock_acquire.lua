@@ -11,7 +11,9 @@
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
---          state and changes nothing, so a retried acquire never adds a hold
+--          state and adds no hold, so a retried acquire never adds one; it
+--          re-arms the lease all the same, since the caller counts the
+--          hold's validity from this call, not from the lost one
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
 --          the owner joins the end of the line (or stays where it is) with
 --          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
@@ -55,6 +57,7 @@ if held then
     if fencing and held == 1 then
       token = tonumber(redis.call('get', fence) or 0)
     end
+    redis.call('pexpire', lock, lease)
     return {1, held, token}
   end
   local holds = redis.call('hincrby', lock, owner, 1)

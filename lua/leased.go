@@ -72,9 +72,11 @@ func LeasedAcquire(ctx context.Context, c redis.Scripter, k LeasedKeys, id strin
 
 // LeasedRelease runs leased_release.lua: give back the permit of id and
 // wake waiters. The reply is false when id held no permit (unknown, expired
-// or already released; nothing changed).
-func LeasedRelease(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, sharded bool) BoolCmd {
-	return BoolCmd{leasedRelease.Run(ctx, c, k.list(), id, flag(sharded))}
+// or already released; nothing changed). go-redis never retries it: a
+// retry after a lost reply would report false for a permit the first run
+// released, and only the caller knows how to read that.
+func LeasedRelease(ctx context.Context, c Processor, k LeasedKeys, id string, sharded bool) BoolCmd {
+	return BoolCmd{runOnce(ctx, c, leasedRelease, leasedReleaseSrc, k.list(), id, flag(sharded))}
 }
 
 // LeasedRenew runs leased_renew.lua: set the permit of id to expire lease

@@ -11,7 +11,8 @@
 -- Expired permits are returned to the pool first; if that leaves permits
 -- available, waiters are notified with the count.
 -- Returns {1, 0} when the id holds a permit afterwards (also when an earlier
--- run of the same request took it), or {0, wait} when no permit is
+-- run of the same request took it: its lease is then re-armed, since the
+-- caller counts it from this call), or {0, wait} when no permit is
 -- available: wait is the time in ms until the earliest acquired permit
 -- expires, -1 when none is acquired.
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
@@ -34,6 +35,8 @@ local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local available = total - redis.call('zcard', leases)
 
 if redis.call('zscore', leases, id) then
+  -- A retry: the caller counts the lease from this call, not the lost one.
+  redis.call('zadd', leases, now + lease, id)
   return {1, 0}
 end
 

@@ -8,7 +8,9 @@
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
---          state and changes nothing, so a retried acquire never adds a hold
+--          state and adds no hold, so a retried acquire never adds one; it
+--          re-arms the lease all the same, since the caller counts the
+--          hold's validity from this call, not from the lost one
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition it is
@@ -41,6 +43,7 @@ if held then
     if fencing and held == 1 then
       token = tonumber(redis.call('get', fence) or 0)
     end
+    redis.call('pexpire', lock, lease)
     return {1, held, token}
   end
   local holds = redis.call('hincrby', lock, owner, 1)

@@ -36,6 +36,7 @@ type SemaphoreKeys struct {
 // Taken is the outcome of a counting semaphore acquire attempt.
 type Taken struct {
 	OK        bool  // the request holds its permits
+	Cancelled bool  // the request was cancelled by SemaphoreUndo: it takes nothing
 	Available int64 // the permits left available (may be negative)
 }
 
@@ -51,23 +52,26 @@ func (c TakenCmd) Result() (Taken, error) {
 	if len(v) < 2 {
 		return Taken{}, errShortReply
 	}
-	return Taken{OK: v[0] == 1, Available: v[1]}, nil
+	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1]}, nil
 }
 
 // SemaphoreAcquire runs semaphore_acquire.lua: take n permits (n >= 1) if
 // that many are available, recording it under receipt, a key of the
 // request's own that lives for ttl. A repeated request with the same
-// receipt takes nothing more.
+// receipt takes nothing more; a cancelled one (see SemaphoreUndo) takes
+// nothing at all and reports Cancelled.
 func SemaphoreAcquire(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
 	return TakenCmd{semaphoreAcquire.Run(ctx, c, []string{k.Permits, receipt}, n, ms(ttl))}
 }
 
 // SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;
-// negative takes them away) and, when delta is positive and permits are
+// negative takes them away) once for the request whose receipt key, which
+// lives for ttl, is receipt, and, when delta is positive and permits are
 // available afterwards, notify as many waiters per process as are
-// available. The reply is the available count afterwards.
-func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, delta int64, sharded bool) IntCmd {
-	return IntCmd{semaphoreRelease.Run(ctx, c, []string{k.Permits, k.Channel}, delta, flag(sharded))}
+// available. A repeated request with the same receipt adds nothing. The
+// reply is the available count afterwards.
+func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool) IntCmd {
+	return IntCmd{semaphoreRelease.Run(ctx, c, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to

@@ -11,8 +11,9 @@
 --
 -- Returns {1, available} when the request holds its n permits afterwards
 -- (also when an earlier run of the same request took them), {0, available}
--- when fewer than n are available or the request was cancelled; available
--- is the count left.
+-- when fewer than n are available, {-1, available} when the request was
+-- cancelled (its caller must go on under a new receipt); available is the
+-- count left.
 -- A permit count that is not an integer, or a key of another type, is a
 -- WRONGTYPE error, raised before anything is written.
 
@@ -31,7 +32,7 @@ end
 local seen = redis.call('get', receipt)
 if seen then
   if seen == 'x' then
-    return {0, available}
+    return {-1, available}
   end
   return {1, available}
 end

@@ -1,27 +1,37 @@
 -- semaphore_release: add permits to a counting semaphore (Release and
--- AddPermits), and wake waiters when some are available afterwards.
+-- AddPermits) once per request, and wake waiters when some are available
+-- afterwards.
 --
 -- KEYS[1]  permit count: a string integer, missing = 0, may be negative
 -- KEYS[2]  notification channel
+-- KEYS[3]  receipt of this request, a string that expires: written when the
+--          request adds its permits, so that a repeated request (a retry
+--          after a lost reply) adds nothing
 -- ARGV[1]  the permits to add, non-zero; negative takes them away and may
 --          leave the count below zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  receipt lifetime in milliseconds
 --
--- Returns the available count afterwards. When permits were added and some
--- are available, the notification carries that count (capped at a million):
+-- Returns the available count afterwards (also when an earlier run of the
+-- same request added the permits). When permits were added and some are
+-- available, the notification carries that count (capped at a million):
 -- each process wakes at most that many of its waiters.
 -- A permit count that is not an integer, or a key of another type, is a
 -- WRONGTYPE error, raised before anything is written.
 
-local permits, channel = KEYS[1], KEYS[2]
-local delta, sharded = tonumber(ARGV[1]), ARGV[2] == '1'
+local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
+local delta, sharded, ttl = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3]
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
+if redis.call('exists', receipt) == 1 then
+  return tonumber(raw or '0')
+end
 
 local available = redis.call('incrby', permits, ARGV[1])
+redis.call('set', receipt, '1', 'px', ttl)
 if delta > 0 and available > 0 then
   if sharded then
     redis.call('spublish', channel, math.min(available, 1000000))

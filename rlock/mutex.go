@@ -3,14 +3,12 @@ package rlock
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/watchdog"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -25,9 +23,6 @@ var ErrLost = internal.ErrLost
 // key of another type.
 var ErrWrongType = internal.ErrWrongType
 
-// cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
-const cleanupTimeout = time.Second
-
 // Mutex is a reentrant distributed mutex. A Mutex is a handle with its own
 // owner id: Lock on a handle that holds the lock re-enters it. Goroutines
 // that must exclude each other use separate handles. A Mutex is safe for
@@ -39,25 +34,7 @@ type Mutex struct {
 	owner   string
 	sharded bool
 	cfg     config
-
-	// op serializes this handle's state-changing scripts, so that the local
-	// view of the hold matches Redis. It is taken for one round trip, never
-	// across a wait.
-	op *semaphore.Weighted
-
-	mu   sync.Mutex // protects hold
-	hold *hold      // the current hold; nil when none
-}
-
-// hold is one continuous hold of the lock by the handle.
-type hold struct {
-	count  int64
-	token  uint64
-	done   chan struct{}
-	client *internal.Client
-	wd     *watchdog.Hold
-	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
-	unsure int64                // level of an unlock whose reply was lost, 0: none (guarded by Mutex.op)
+	t       *hold.Tracker // the handle's hold
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics
@@ -77,15 +54,37 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
 	n := internal.NewNames(name)
-	return &Mutex{
+	m := &Mutex{
 		rdb:     rdb,
 		name:    name,
 		keys:    lua.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()},
 		owner:   internal.NewOwnerID(),
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
-		op:      semaphore.NewWeighted(1),
 	}
+	m.t = hold.New(m.tracking())
+	return m
+}
+
+// tracking describes the lock to its hold tracker.
+func (m *Mutex) tracking() hold.Config {
+	c := hold.Config{
+		RDB:   m.rdb,
+		Lease: m.cfg.lease(),
+		Release: func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+			n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
+			return hold.Unlocked(n), err
+		},
+	}
+	if m.cfg.leaseTime == 0 {
+		c.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			return lua.RLockRenew(ctx, s, m.keys.Lock, m.owner, c.Lease).Result
+		}
+	}
+	if m.cfg.onLost != nil {
+		c.Lost = func(err error) { m.cfg.onLost(m.wrap("hold", err)) }
+	}
+	return c
 }
 
 // Name returns the name of the lock.
@@ -109,90 +108,15 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
 }
 
-// attempt runs the acquire script once.
+// attempt runs the acquire script once. An attempt whose outcome is
+// unknown is undone by the tracker.
 func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
-	if err := m.op.Acquire(ctx, 1); err != nil {
-		return false, 0, err
-	}
-	defer m.op.Release(1)
-	holds := m.holds()
-	sent := time.Now()
-	var res lua.Acquired
-	var err error
-	if m.cfg.ackReplicas > 0 {
-		res, err = m.acquireAcked(ctx, holds)
-	} else {
-		res, err = lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
-	}
-	if err != nil {
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
-			// The script may have run (its reply was lost, or ctx cut the
-			// wait for it short): give back what it may have taken.
-			m.undo(ctx, holds+1)
+	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
+		if m.cfg.ackReplicas > 0 {
+			res, err := m.acquireAcked(ctx, holds)
+			return hold.Granted(res), err
 		}
-		return false, 0, err
-	}
-	if !res.OK {
-		return false, res.Wait, nil
-	}
-	m.acquired(res, sent)
-	return true, 0, nil
-}
-
-// undo releases the hold level an attempt with an unknown outcome may have
-// taken. The unlock script changes nothing unless the hold count is exactly
-// the one the attempt would have produced.
-func (m *Mutex) undo(ctx context.Context, expect int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	// The local view is untouched: it was not updated for the attempt.
-	_, _ = lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
-}
-
-// holds returns the local hold count.
-func (m *Mutex) holds() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return 0
-	}
-	return m.hold.count
-}
-
-// acquired records a successful acquisition sent at sent.
-func (m *Mutex) acquired(res lua.Acquired, sent time.Time) {
-	m.mu.Lock()
-	h := m.hold
-	if h != nil && res.Holds > 1 {
-		h.count = res.Holds
-		h.wd.Touch(sent)
-		m.mu.Unlock()
-		return
-	}
-	m.mu.Unlock()
-	if h != nil {
-		// Redis says this is a first acquisition: the previous hold was
-		// lost before the watchdog noticed.
-		m.end(h, ErrLost)
-	}
-	h = &hold{count: res.Holds, token: res.Token, done: make(chan struct{}), client: internal.Acquire(m.rdb)}
-	h.wd = h.client.Watchdog.Add(m.entry(h), sent)
-	m.mu.Lock()
-	m.hold = h
-	m.mu.Unlock()
-}
-
-func (m *Mutex) entry(h *hold) watchdog.Entry {
-	e := watchdog.Entry{
-		Lease: m.cfg.lease(),
-		Lost: func(err error) {
-			m.end(h, fmt.Errorf("%w: %w", ErrLost, err))
-		},
-	}
-	if m.cfg.leaseTime == 0 {
-		e.Renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.RLockRenew(ctx, s, m.keys.Lock, m.owner, e.Lease).Result
-		}
-	}
-	return e
+		res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.cfg.fencing, holds).Result()
+		return hold.Granted(res), err
+	})
 }

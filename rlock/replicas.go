@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -56,7 +57,7 @@ func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (lua.Acquired, er
 		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, m.cfg.ackReplicas, m.cfg.ackTimeout)
 	}
 	if err != nil {
-		m.undo(ctx, holds+1)
+		m.t.Undo(ctx, hold.Exclusive, holds+1)
 		return lua.Acquired{}, err
 	}
 	return res, nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -20,98 +21,7 @@ import (
 // renewing the lease and Done closes: Redis frees the lock when the lease
 // runs out, if not before. A later Unlock still releases it if it can.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.op.Acquire(ctx, 1); err != nil {
-		m.abandon(m.current())
-		return m.wrap("unlock", err)
-	}
-	defer m.op.Release(1)
-	h := m.current()
-	var expect int64
-	if h != nil {
-		expect = h.count
-	}
-	n, err := m.release(ctx, h, expect)
-	if err != nil {
-		m.abandon(h)
-		return m.wrap("unlock", internal.CtxErr(ctx, err))
-	}
-	switch {
-	case n == lua.UnlockMismatch:
-		// A retry of an unlock that went through before its reply was
-		// lost: that unlock is this one.
-		n = expect - 1
-	case n == lua.UnlockNotHeld && h != nil && expect == 1 && h.unsure == 1:
-		// The same: an unlock of the last level went through, but its
-		// reply was lost, and the lock is gone since.
-		n = 0
-	case n == lua.UnlockNotHeld:
-		if h != nil {
-			m.end(h, ErrLost)
-		}
-		return m.wrap("unlock", ErrNotHeld)
-	}
-	if h == nil {
-		return nil
-	}
-	if n == 0 {
-		m.end(h, nil)
-		return nil
-	}
-	m.mu.Lock()
-	h.count = n
-	m.mu.Unlock()
-	return nil
-}
-
-// current returns the current hold, nil when none.
-func (m *Mutex) current() *hold {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hold
-}
-
-// abandon ends hold h locally after a failed Unlock of its last level: the
-// holder wants the lock released, so the watchdog must stop renewing it,
-// or a lock whose Unlock failed once (and whose error was ignored, as in
-// defer m.Unlock(ctx)) would stay held for as long as the process lives.
-// Redis frees it when its lease runs out, if not before.
-func (m *Mutex) abandon(h *hold) {
-	if h == nil {
-		return
-	}
-	m.mu.Lock()
-	last := h.count == 1
-	m.mu.Unlock()
-	if last {
-		m.end(h, nil)
-	}
-}
-
-// unlockRetries is how many times Unlock resends an unlock whose reply was
-// lost.
-const unlockRetries = 2
-
-// release runs the unlock script for the hold h (nil when the handle holds
-// nothing) expected at level expect. When the reply is lost it retries,
-// remembering in h that an unlock of that level may have gone through, so
-// that the retry's answer is read right: the script is not idempotent by
-// itself at the last level, where a successful first run leaves nothing
-// to compare the retry with.
-func (m *Mutex) release(ctx context.Context, h *hold, expect int64) (int64, error) {
-	for try := 0; ; try++ {
-		n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.lease(), m.sharded, expect).Result()
-		unknown := internal.OutcomeUnknown(err)
-		switch {
-		case h == nil:
-		case unknown:
-			h.unsure = expect
-		case err == nil && n != lua.UnlockNotHeld:
-			h.unsure = 0 // settled; a -1 is read by the caller first
-		}
-		if !unknown || ctx.Err() != nil || try == unlockRetries {
-			return n, err
-		}
-	}
+	return m.wrap("unlock", m.t.Release(ctx, hold.Exclusive))
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
@@ -122,13 +32,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, m.wrap("force unlock", err)
 	}
-	m.mu.Lock()
-	h := m.hold
-	m.mu.Unlock()
-	if h != nil {
-		// Whoever deleted it, this handle's hold is over.
-		m.end(h, nil)
-	}
+	// Whoever deleted it, this handle's hold is over.
+	m.t.Drop()
 	return ok, nil
 }
 
@@ -168,78 +73,19 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // ends: the final Unlock, a ForceUnlock, the lease running out, or a loss
 // noticed by the watchdog. When the handle holds nothing it returns a
 // closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return closed
-	}
-	return m.hold.done
-}
+func (m *Mutex) Done() <-chan struct{} { return m.t.Done() }
 
 // Token returns the fencing token of the current hold (see WithFencing): 0
 // without fencing or when the handle holds nothing.
-func (m *Mutex) Token() uint64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return 0
-	}
-	return m.hold.token
-}
+func (m *Mutex) Token() uint64 { return m.t.Token() }
 
 // Do locks m, runs fn with a context that is cancelled if the hold is lost,
 // and unlocks. It returns the error of Lock, else that of fn, else that of
 // Unlock.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := m.Lock(ctx); err != nil {
-		return err
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	m.mu.Lock()
-	if h := m.hold; h != nil {
-		h.ends = append(h.ends, cancel)
-	} else {
-		cancel() // lost already
-	}
-	m.mu.Unlock()
-	err := fn(fctx)
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer ucancel()
-	if uerr := m.Unlock(uctx); err == nil {
-		err = uerr
-	}
-	return err
-}
-
-// end finishes hold h if it is still current: Done closes, renewals stop,
-// and for a loss (lost != nil) the WithOnLost hook runs.
-func (m *Mutex) end(h *hold, lost error) {
-	m.mu.Lock()
-	if m.hold != h {
-		m.mu.Unlock()
-		return
-	}
-	m.hold = nil
-	m.mu.Unlock()
-	h.wd.Remove()
-	h.client.Release()
-	close(h.done)
-	for _, cancel := range h.ends {
-		cancel()
-	}
-	if lost != nil && m.cfg.onLost != nil {
-		m.cfg.onLost(m.wrap("hold", lost))
-	}
+	return m.t.Do(ctx, m.Lock, m.Unlock, fn)
 }
 
 func (m *Mutex) wrap(op string, err error) error {
 	return internal.Wrap("rlock", op, m.name, err)
 }
-
-var closed = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()

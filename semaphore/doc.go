@@ -27,8 +27,17 @@
 // redisync:{name}:acquire:<request id>, which expires by itself after ten
 // seconds. It makes an acquisition exact when its outcome is unknown: a
 // request repeated by the client's retries takes nothing twice, and an
-// Acquire whose ctx ends while its request is in flight gives back exactly
-// what that request took.
+// Acquire whose ctx ends, or whose reply is lost, while its request is in
+// flight gives back exactly what that request took.
+//
+// Release and AddPermits write one too, redisync:{name}:release:<request
+// id>, so that each call adds its permits at most once: when a reply is
+// lost, the call is retried (by go-redis, and by the call itself) under the
+// same receipt, and a retry of a request that went through adds nothing.
+// That is all "idempotent" can mean for permits that are not owned: two
+// calls are two releases, since nothing tells a second Release apart from
+// a release of permits acquired elsewhere. A Release that fails on a
+// network fault leaves unknown whether its permits were added.
 //
 // # Leased semaphore
 //
@@ -48,9 +57,13 @@
 // client, until Release: a process that crashes leaks such a permit for at
 // most the watchdog timeout. When a renewal finds the permit gone, or
 // renewals keep failing until its lease has run out, the watchdog gives it
-// up, and its Release returns ErrNotHeld. Release of an id that holds no
-// permit (unknown, expired or already released) returns an error wrapping
-// ErrNotHeld and changes nothing; Renew of such an id reports false.
+// up: Done(id) closes, and its Release returns ErrNotHeld. Release of an id
+// that holds no permit (unknown, expired or already released) returns an
+// error wrapping ErrNotHeld and changes nothing; Renew of such an id
+// reports false. A Release whose reply is lost is retried knowing that the
+// first may have gone through, so it reports success, not ErrNotHeld; a
+// Release that fails all the same stops the renewals of the permit, which
+// then returns to the pool when its lease runs out.
 // Permit ids are capabilities: any handle, in any process, may release or
 // renew a permit whose id it knows.
 //

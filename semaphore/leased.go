@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/watchdog"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -25,12 +24,6 @@ type Leased struct {
 
 	mu   sync.Mutex       // protects kept
 	kept map[string]*kept // permits the watchdog keeps alive, by id
-}
-
-// kept is a permit the watchdog keeps alive.
-type kept struct {
-	client *internal.Client // the reference that keeps the watchdog attached
-	hold   *watchdog.Hold
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -129,7 +122,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	id := internal.NewOwnerID()
 	ok, _, err := l.attempt(ctx, id, lease)
 	if !ok || err != nil {
-		return "", false, l.wrap("acquire", err)
+		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
 	}
 	return id, true, nil
 }
@@ -140,7 +133,7 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (b
 	sent := time.Now()
 	res, err := lua.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 	if err != nil {
-		if !replied(err) {
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us: give
 			// back the permit the id may hold.
 			l.undo(ctx, id)
@@ -166,16 +159,41 @@ func (l *Leased) undo(ctx context.Context, id string) {
 // it, and wakes waiters. For an id that holds no permit (unknown, expired
 // or already released) it returns an error wrapping ErrNotHeld and changes
 // nothing.
+//
+// When the reply of a release is lost, Release retries it, knowing that
+// the first may have gone through: a retry that finds no permit reports
+// success. If Release fails nonetheless, this handle stops renewing the
+// permit all the same (its Done closes), so that it returns to the pool
+// when its lease runs out, if not before; a later Release still gives it
+// back if it can.
 func (l *Leased) Release(ctx context.Context, id string) error {
-	ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+	defer l.forget(id)
+	ok, err := l.release(ctx, id)
 	if err != nil {
-		return l.wrap("release", err)
+		return l.wrap("release", internal.CtxErr(ctx, err))
 	}
-	l.forget(id)
 	if !ok {
 		return l.wrap("release", ErrNotHeld)
 	}
 	return nil
+}
+
+// releaseRetries is how many times Release resends a release whose reply
+// was lost.
+const releaseRetries = 2
+
+// release runs the release script for id, and resends it while its reply
+// is lost. Once a run may have gone through unseen, a later run that finds
+// no permit means that run released it.
+func (l *Leased) release(ctx context.Context, id string) (bool, error) {
+	unsure := false
+	for try := 0; ; try++ {
+		ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
+			return ok || (err == nil && unsure), err
+		}
+		unsure = true
+	}
 }
 
 // Renew sets the permit id to expire lease from now and reports whether it
@@ -207,55 +225,6 @@ func (l *Leased) leaseOf(lease time.Duration) time.Duration {
 		return l.cfg.watchdogTimeout
 	}
 	return lease
-}
-
-// keep hands the permit id, acquired or renewed at sent, to the watchdog,
-// or records the renewal if the watchdog keeps it already.
-func (l *Leased) keep(id string, sent time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if k := l.kept[id]; k != nil {
-		k.hold.Touch(sent)
-		return
-	}
-	k := &kept{client: internal.Acquire(l.rdb)}
-	k.hold = k.client.Watchdog.Add(watchdog.Entry{
-		Lease: l.cfg.watchdogTimeout,
-		Renew: func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
-		},
-		Lost: func(error) { l.lost(id, k) }, // expired, or released elsewhere
-	}, sent)
-	l.kept[id] = k
-}
-
-// forget stops the watchdog from renewing the permit id.
-func (l *Leased) forget(id string) {
-	l.mu.Lock()
-	k := l.kept[id]
-	delete(l.kept, id)
-	l.mu.Unlock()
-	if k != nil {
-		k.hold.Remove()
-		k.client.Release()
-	}
-}
-
-// lost forgets the permit id after the watchdog gave up on k, unless it was
-// forgotten already. It runs on the watchdog goroutine and does not block.
-func (l *Leased) lost(id string, k *kept) {
-	l.mu.Lock()
-	mine := l.kept[id] == k
-	if mine {
-		delete(l.kept, id)
-	}
-	l.mu.Unlock()
-	// The watchdog has dropped the hold already; Remove wakes its loop,
-	// which otherwise would not notice at once that no hold is left.
-	k.hold.Remove()
-	if mine {
-		k.client.Release()
-	}
 }
 
 func (l *Leased) wrap(op string, err error) error {

@@ -90,14 +90,19 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, n, s.sharded).Result()
-	return s.wrap("add permits", err)
+	return s.wrap("add permits", s.add(ctx, n))
 }
 
 // Release adds n permits, whether or not they were acquired through this
 // handle, and wakes as many waiters per process as permits are available.
 // On a semaphore whose count was never set, it creates the permits.
 // Releasing 0 does nothing; a negative n is an error and changes nothing.
+//
+// Each call adds its permits at most once: when its reply is lost, Release
+// retries, and a retry finds that the first went through and adds nothing.
+// Two calls are two releases: permits are not owned, so nothing can tell a
+// second Release from a release of permits acquired elsewhere. An error
+// from a network fault leaves unknown whether the permits were added.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("release", negative("permits", n))
@@ -105,8 +110,26 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, n, s.sharded).Result()
-	return s.wrap("release", err)
+	return s.wrap("release", s.add(ctx, n))
+}
+
+// addRetries is how many times add resends a request whose reply was
+// lost.
+const addRetries = 2
+
+// add adds delta permits once, under a receipt of the request's own: a
+// request whose reply was lost is resent under the same receipt, which
+// makes the retry add nothing if the first went through. Retries stop
+// well within the receipt's lifetime.
+func (s *Semaphore) add(ctx context.Context, delta int64) error {
+	receipt := s.names.Sub("release:" + internal.NewOwnerID())
+	start := time.Now()
+	for try := 0; ; try++ {
+		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == addRetries || time.Since(start) > receiptTTL/2 {
+			return internal.CtxErr(ctx, err)
+		}
+	}
 }
 
 // Available returns the number of available permits: 0 for a semaphore
@@ -138,8 +161,8 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 // Acquire takes n permits, waiting until n are available at once or ctx is
 // done. Acquiring 0 permits succeeds at once; a negative n is an error. On
 // failure Acquire returns an error wrapping ctx.Err() or the Redis error
-// and leaves the semaphore unchanged: if ctx ended while a take was in
-// flight, whatever it took is given back.
+// and leaves the semaphore unchanged: if a take was in flight when ctx
+// ended or its reply was lost, whatever it took is given back.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("acquire", negative("permits", n))
@@ -147,12 +170,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	receipt := s.receipt()
+	r := &request{n: n, receipt: s.receipt()}
 	c := internal.Acquire(s.rdb)
 	defer c.Release()
 	err := internal.Wait(ctx, c.Hub, s.keys.Channel, s.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
-			ok, err := s.attempt(ctx, receipt, n)
+			ok, err := s.attempt(ctx, r)
 			return ok, 0, err // no lease bounds the wait: the poll interval does
 		})
 	return s.wrap("acquire", err)
@@ -168,21 +191,38 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
 	if n == 0 {
 		return true, nil
 	}
-	ok, err := s.attempt(ctx, s.receipt(), n)
-	return ok, s.wrap("acquire", err)
+	ok, err := s.attempt(ctx, &request{n: n, receipt: s.receipt()})
+	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
 }
 
-// attempt runs the acquire script once for the request whose receipt key
-// is receipt.
-func (s *Semaphore) attempt(ctx context.Context, receipt string, n int64) (bool, error) {
-	res, err := lua.SemaphoreAcquire(ctx, s.rdb, s.keys, receipt, n, receiptTTL).Result()
+// request is one Acquire or TryAcquire of n permits. Its attempts run
+// under one receipt until an attempt is cancelled; the next one is a new
+// request.
+type request struct {
+	n       int64
+	receipt string
+}
+
+// attempt runs the acquire script once for request r.
+func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
+	res, err := lua.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, receiptTTL).Result()
 	if err != nil {
-		if !replied(err) {
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
-			// cancel the request, giving back what it took.
-			s.undo(ctx, receipt)
+			// cancel the request, giving back what it took. If the
+			// cancellation fails, the receipt is kept: a later attempt
+			// under it finds the permits the request took, if it did.
+			if s.undo(ctx, r.receipt) == nil {
+				r.receipt = s.receipt()
+			}
 		}
 		return false, err
+	}
+	if res.Cancelled {
+		// A cancellation whose reply was lost went through: go on as a
+		// new request, which nothing has cancelled.
+		r.receipt = s.receipt()
+		return s.attempt(ctx, r)
 	}
 	return res.OK, nil
 }
@@ -190,10 +230,11 @@ func (s *Semaphore) attempt(ctx context.Context, receipt string, n int64) (bool,
 // undo cancels the request of receipt. The receipt makes it exact: permits
 // are given back only if the request took them, and a request still on its
 // way takes nothing.
-func (s *Semaphore) undo(ctx context.Context, receipt string) {
+func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, _ = lua.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, receiptTTL, s.sharded).Result()
+	_, err := lua.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, receiptTTL, s.sharded).Result()
+	return err
 }
 
 // receipt returns the receipt key of a new acquire request.
@@ -203,13 +244,6 @@ func (s *Semaphore) receipt() string {
 
 func (s *Semaphore) wrap(op string, err error) error {
 	return internal.Wrap("semaphore", op, s.name, err)
-}
-
-// replied reports whether err is a reply from Redis, as opposed to a
-// failure that leaves unknown whether the command ran.
-func replied(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
 }
 
 // negative reports a negative permit count or lease v.

@@ -11,7 +11,7 @@ import (
 // Fault 1: the holder process is SIGKILLed. Its lock must be free within
 // the watchdog timeout plus one second.
 func TestKilledHolderFreesLock(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const lease = 2 * time.Second
 		srv := redistest.SharedServer(t)
 		name := redistest.UniqueName(t)

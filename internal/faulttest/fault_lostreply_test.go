@@ -24,9 +24,7 @@ func TestLostReplies(t *testing.T) {
 		retrying := proxy.NewClient(t) // go-redis default: 3 retries
 		single := proxy.NewClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
 
-		exists := func(t *testing.T, name string) bool {
-			return direct.Exists(t.Context(), p.key(name)).Val() == 1
-		}
+		exists := func(t *testing.T, name string) bool { return p.held(t.Context(), direct, name) }
 		script := func(name string) func([]string) bool {
 			return func(args []string) bool { return redistest.IsScriptCall(args, p.key(name)) }
 		}
@@ -87,6 +85,26 @@ func TestLostReplies(t *testing.T) {
 			})
 		}
 
+		t.Run("try lock, retries off", func(t *testing.T) {
+			type tryLocker interface {
+				TryLock(ctx context.Context) (bool, error)
+			}
+			name := redistest.UniqueName(t)
+			l, ok := p.new(single, name, lease).(tryLocker)
+			if !ok {
+				t.Skip("no TryLock")
+			}
+			dropped := proxy.DropReply(script(name))
+			got, err := l.TryLock(t.Context())
+			mustDrop(t, dropped)
+			if err == nil || got {
+				t.Fatalf("TryLock with a lost reply and no retries = %v, %v; want an error", got, err)
+			}
+			if exists(t, name) {
+				t.Fatal("a failed TryLock left a hold behind")
+			}
+		})
+
 		if !p.reentrant {
 			return
 		}
@@ -111,26 +129,6 @@ func TestLostReplies(t *testing.T) {
 			}
 			if exists(t, name) {
 				t.Fatal("still held after two Unlocks of two Locks")
-			}
-		})
-
-		t.Run("try lock, retries off", func(t *testing.T) {
-			type tryLocker interface {
-				TryLock(ctx context.Context) (bool, error)
-			}
-			name := redistest.UniqueName(t)
-			l, ok := p.new(single, name, lease).(tryLocker)
-			if !ok {
-				t.Skip("no TryLock")
-			}
-			dropped := proxy.DropReply(script(name))
-			got, err := l.TryLock(t.Context())
-			mustDrop(t, dropped)
-			if err == nil || got {
-				t.Fatalf("TryLock with a lost reply and no retries = %v, %v; want an error", got, err)
-			}
-			if exists(t, name) {
-				t.Fatal("a failed TryLock left a hold behind")
 			}
 		})
 	})

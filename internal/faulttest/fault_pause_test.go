@@ -18,7 +18,7 @@ import (
 // whose lease cannot be renewed during the pause sees Done close, and no
 // two holders ever overlap.
 func TestClientPauseWrite(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const (
 			lease   = time.Second
 			pause   = 2 * time.Second

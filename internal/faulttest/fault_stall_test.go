@@ -12,7 +12,7 @@ import (
 // the lease. The holder's Done must close before another client can
 // acquire; the other client then acquires.
 func TestStalledHolderLearnsFirst(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const lease = time.Second
 		srv := redistest.SharedServer(t)
 		name := redistest.UniqueName(t)
@@ -45,7 +45,7 @@ func TestStalledHolderLearnsFirst(t *testing.T) {
 		if err := holder.Unlock(t.Context()); !p.notHeld(err) {
 			t.Errorf("stale holder's Unlock after the stall = %v, want not held", err)
 		}
-		if n := srv.NewClient(t).Exists(t.Context(), p.key(name)).Val(); n != 1 {
+		if !p.held(t.Context(), srv.NewClient(t), name) {
 			t.Fatal("the stale holder's Unlock released the new holder's lock")
 		}
 		if err := other.Unlock(t.Context()); err != nil {

@@ -13,7 +13,7 @@ import (
 // it, Done closes, and the lock frees itself within the lease even when
 // Redis is reachable again at once.
 func TestFailedUnlockStopsRenewal(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const lease = time.Second
 		srv := redistest.SharedServer(t)
 		name := redistest.UniqueName(t)

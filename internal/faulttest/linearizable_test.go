@@ -24,7 +24,7 @@ import (
 const linClients = 4
 
 func TestLinearizableHoldersKilled(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const (
 			lease = time.Second
 			kills = 4
@@ -80,7 +80,7 @@ func TestLinearizableHoldersKilled(t *testing.T) {
 }
 
 func TestLinearizableRedisRestarted(t *testing.T) {
-	forEach(t, func(t *testing.T, p primitive) {
+	forEachLeased(t, func(t *testing.T, p primitive) {
 		const lease = time.Second
 		srv := redistest.Start(t)
 		name := redistest.UniqueName(t)

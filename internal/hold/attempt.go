@@ -1,0 +1,96 @@
+package hold
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/lua"
+)
+
+// Grant is what an acquire script reports.
+type Grant struct {
+	OK     bool          // the handle holds the lock now
+	Levels Levels        // when OK: the handle's levels in Redis
+	Token  uint64        // when OK: the fencing token of a first acquisition, else 0
+	Wait   time.Duration // when not OK: the holder's remaining lease; 0 if unknown
+	// Refused, when not OK, is a definite refusal that ends the attempt
+	// with this error; nothing was taken (a read-write lock's upgrade).
+	Refused error
+}
+
+// Granted converts the reply of a one-mode acquire script.
+func Granted(a lua.Acquired) Grant {
+	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait}
+}
+
+// Try runs an acquire script once, for a handle that holds held levels of
+// the mode it asks for.
+type Try func(ctx context.Context, held int64) (Grant, error)
+
+// Attempt makes one acquisition attempt of mode m with try, serialized
+// with the handle's other scripts, and records its outcome. It has the
+// shape of internal.Attempt: whether it succeeded and, if not, how long
+// the holder's lease still runs.
+//
+// When try fails without knowing whether its script ran (a lost reply,
+// or ctx cut the wait for it short), Attempt gives back the level the
+// script may have taken before it returns the error.
+func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Duration, error) {
+	if err := t.op.Acquire(ctx, 1); err != nil {
+		return false, 0, err
+	}
+	defer t.op.Release(1)
+	held := t.Held(m)
+	sent := time.Now()
+	g, err := try(ctx, held)
+	if err != nil {
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+			t.Undo(ctx, m, held+1)
+		}
+		return false, 0, err
+	}
+	if !g.OK {
+		return false, g.Wait, g.Refused
+	}
+	t.acquired(g.Levels, g.Token, sent)
+	return true, 0, nil
+}
+
+// Undo gives back the level of mode m that an acquisition with an unknown
+// outcome may have taken: the release script changes nothing unless the
+// handle holds exactly expect levels. It runs without ctx's cancellation,
+// for at most CleanupTimeout, and leaves the local view untouched: that
+// was not updated for the acquisition. A Try that finds its acquisition
+// must be taken back (say, not acknowledged by replicas) calls it too.
+func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	_, _ = t.cfg.Release(ctx, m, expect)
+}
+
+// Do runs lock, then fn with a context that is cancelled when the hold
+// ends (lost, or force-unlocked), then unlock on a context without ctx's
+// cancellation, bounded by CleanupTimeout. It returns the error of lock,
+// else that of fn, else that of unlock.
+func (t *Tracker) Do(ctx context.Context, lock, unlock, fn func(ctx context.Context) error) error {
+	if err := lock(ctx); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	t.mu.Lock()
+	if h := t.cur; h != nil {
+		h.ends = append(h.ends, cancel)
+	} else {
+		cancel() // lost already
+	}
+	t.mu.Unlock()
+	err := fn(fctx)
+	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer ucancel()
+	if uerr := unlock(uctx); err == nil {
+		err = uerr
+	}
+	return err
+}

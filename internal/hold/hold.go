@@ -1,0 +1,204 @@
+// Package hold tracks one lock handle's hold: the local view of how many
+// levels the handle holds in each mode, the serialization of the handle's
+// state-changing scripts that keeps that view true to Redis, the Done
+// channel, the watchdog entry that keeps the hold alive, the contexts of
+// Do, and the loss hook. It also owns what every lock does the same way
+// around its scripts: undoing an acquisition whose outcome is unknown, and
+// retrying a release whose reply was lost without releasing twice.
+//
+// A primitive keeps one Tracker per handle and brings its own scripts: a
+// release function in Config, and an acquire function per Attempt. rlock
+// and fairlock hold in one mode (Exclusive); a read-write lock holds in
+// both, and one hold spans both modes: it begins with the first level
+// taken in either and ends when the handle holds nothing.
+package hold
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
+)
+
+// CleanupTimeout bounds each call that tidies up on behalf of a caller
+// whose ctx may be done: the undo of an acquisition, the Unlock of Do.
+const CleanupTimeout = time.Second
+
+// Mode is a way of holding a lock.
+type Mode int
+
+const (
+	Exclusive Mode = iota // a mutex, or the write side of a read-write lock
+	Shared                // the read side of a read-write lock
+)
+
+// Levels counts a handle's hold levels, indexed by Mode.
+type Levels [2]int64
+
+// Total returns the levels held in every mode.
+func (l Levels) Total() int64 { return l[Exclusive] + l[Shared] }
+
+// Config describes the primitive behind a Tracker.
+type Config struct {
+	// RDB is the client the holds are kept alive through.
+	RDB redis.UniversalClient
+	// Lease is the lease every acquisition and renewal sets.
+	Lease time.Duration
+	// Renew runs or queues a renewal of the whole hold on s (see
+	// watchdog.Entry). Nil for a fixed lease: the hold then ends when the
+	// lease runs out.
+	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	// Release runs the primitive's release script once for one level of
+	// mode m, changing nothing unless the handle holds exactly expect
+	// levels of m (expect 0: any). It must not be retried by go-redis
+	// (see lua.Processor): the Tracker retries it knowing what a retry
+	// means.
+	Release func(ctx context.Context, m Mode, expect int64) (Released, error)
+	// Lost, if set, is called once when a hold is lost rather than
+	// released, with an error wrapping internal.ErrLost. It runs on the
+	// watchdog goroutine or the caller's and must not block.
+	Lost func(err error)
+}
+
+// Tracker tracks the holds of one handle. It is safe for concurrent use.
+type Tracker struct {
+	cfg Config
+
+	// op serializes the handle's state-changing scripts, so that the
+	// local view of the hold matches Redis. It is taken for one round
+	// trip, never across a wait.
+	op *semaphore.Weighted
+
+	mu  sync.Mutex // protects cur, and the levels and ends of every hold
+	cur *hold      // the current hold; nil when none
+}
+
+// hold is one continuous hold of the lock by the handle.
+type hold struct {
+	levels Levels
+	token  uint64
+	done   chan struct{}
+	client *internal.Client
+	wd     *watchdog.Hold
+	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
+	unsure Levels               // per mode, the level of a release whose reply was lost; guarded by op
+}
+
+// New returns a Tracker for a handle that holds nothing. It does no I/O.
+func New(cfg Config) *Tracker {
+	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
+}
+
+// Held returns the levels of mode m the handle holds, as far as it knows.
+func (t *Tracker) Held(m Mode) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return 0
+	}
+	return t.cur.levels[m]
+}
+
+// Done returns a channel that is closed when the current hold ends; a
+// closed channel when the handle holds nothing.
+func (t *Tracker) Done() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return closed
+	}
+	return t.cur.done
+}
+
+// Token returns the fencing token of the current hold; 0 when none.
+func (t *Tracker) Token() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return 0
+	}
+	return t.cur.token
+}
+
+// Drop ends the current hold, if any, as released: after a ForceUnlock,
+// whoever deleted the lock, the handle's hold is over.
+func (t *Tracker) Drop() {
+	if h := t.current(); h != nil {
+		t.end(h, nil)
+	}
+}
+
+func (t *Tracker) current() *hold {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+// acquired records a successful acquisition, sent at sent, after which
+// Redis counts levels for the handle.
+func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
+	t.mu.Lock()
+	h := t.cur
+	if h != nil && levels.Total() > 1 {
+		h.levels = levels
+		h.wd.Touch(sent)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	if h != nil {
+		// Redis says this is a first acquisition: the previous hold was
+		// lost before the watchdog noticed.
+		t.end(h, internal.ErrLost)
+	}
+	h = &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Acquire(t.cfg.RDB)}
+	h.wd = h.client.Watchdog.Add(t.entry(h), sent)
+	t.mu.Lock()
+	t.cur = h
+	t.mu.Unlock()
+}
+
+// entry is the watchdog's view of hold h.
+func (t *Tracker) entry(h *hold) watchdog.Entry {
+	return watchdog.Entry{
+		Lease: t.cfg.Lease,
+		Renew: t.cfg.Renew,
+		Lost: func(err error) {
+			t.end(h, fmt.Errorf("%w: %w", internal.ErrLost, err))
+		},
+	}
+}
+
+// end finishes hold h if it is still current: Done closes, renewals stop,
+// the contexts of Do are cancelled, and for a loss (lost != nil) the Lost
+// hook runs.
+func (t *Tracker) end(h *hold, lost error) {
+	t.mu.Lock()
+	if t.cur != h {
+		t.mu.Unlock()
+		return
+	}
+	t.cur = nil
+	t.mu.Unlock()
+	h.wd.Remove()
+	h.client.Release()
+	close(h.done)
+	for _, cancel := range h.ends {
+		cancel()
+	}
+	if lost != nil && t.cfg.Lost != nil {
+		t.cfg.Lost(lost)
+	}
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

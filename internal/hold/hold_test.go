@@ -1,0 +1,286 @@
+package hold_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// errLostReply stands for a reply lost on the way back: the script may
+// have run.
+var errLostReply = io.ErrUnexpectedEOF
+
+// replyErr is an error reply from Redis: the script did not run.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+// fake is a lock in memory behind a Tracker, whose release replies can be
+// scripted: each entry of lose makes one release run (or not) and then
+// fail as given.
+type fake struct {
+	mu      sync.Mutex
+	levels  hold.Levels // what "Redis" holds for the handle
+	fail    []fakeFail  // consumed one per release
+	calls   []int64     // the expect of every release
+	lost    []error     // the Lost hook's calls
+	tracker *hold.Tracker
+}
+
+type fakeFail struct {
+	run bool  // the release ran before the failure
+	err error // the failure
+}
+
+func newFake(t *testing.T) *fake {
+	_, rdb := redistest.Mini(t)
+	f := &fake{}
+	f.tracker = hold.New(hold.Config{
+		RDB:     rdb,
+		Lease:   time.Minute,
+		Release: f.release,
+		Lost: func(err error) {
+			f.mu.Lock()
+			f.lost = append(f.lost, err)
+			f.mu.Unlock()
+		},
+	})
+	t.Cleanup(f.tracker.Drop)
+	return f
+}
+
+func (f *fake) release(_ context.Context, m hold.Mode, expect int64) (hold.Released, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, expect)
+	var ff fakeFail
+	if len(f.fail) > 0 {
+		ff, f.fail = f.fail[0], f.fail[1:]
+	}
+	if ff.err != nil && !ff.run {
+		return hold.Released{}, ff.err
+	}
+	var out hold.Released
+	switch {
+	case f.levels[m] == 0:
+		out = hold.Released{NotHeld: true}
+	case expect > 0 && f.levels[m] != expect:
+		out = hold.Released{Mismatch: true}
+	default:
+		f.levels[m]--
+		out = hold.Released{Levels: f.levels}
+	}
+	return out, ff.err
+}
+
+// acquire takes one level of m, with the outcome given by fail.
+func (f *fake) acquire(ctx context.Context, m hold.Mode, fail fakeFail) (bool, error) {
+	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64) (hold.Grant, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if fail.err != nil && !fail.run {
+			return hold.Grant{}, fail.err
+		}
+		f.levels[m]++
+		return hold.Grant{OK: true, Levels: f.levels}, fail.err
+	})
+	return ok, err
+}
+
+func (f *fake) mustAcquire(t *testing.T, m hold.Mode) {
+	t.Helper()
+	if ok, err := f.acquire(t.Context(), m, fakeFail{}); !ok || err != nil {
+		t.Fatalf("acquire = %v, %v", ok, err)
+	}
+}
+
+func (f *fake) failNext(fails ...fakeFail) {
+	f.mu.Lock()
+	f.fail = append(f.fail, fails...)
+	f.mu.Unlock()
+}
+
+func (f *fake) held(m hold.Mode) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.levels[m]
+}
+
+func TestReleaseLostReplyLastLevel(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	f.failNext(fakeFail{run: true, err: errLostReply})
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatalf("Release with its reply lost = %v, want nil", err)
+	}
+	if !redistest.Closed(f.tracker.Done()) || len(f.lost) != 0 {
+		t.Fatalf("Done closed %v, losses %v: want a plain release", redistest.Closed(f.tracker.Done()), f.lost)
+	}
+	if len(f.calls) != 2 {
+		t.Fatalf("%d release runs, want the lost one and one retry", len(f.calls))
+	}
+}
+
+func TestReleaseLostReplyInnerLevel(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	f.mustAcquire(t, hold.Exclusive)
+	f.failNext(fakeFail{run: true, err: errLostReply})
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	if got, held := f.tracker.Held(hold.Exclusive), f.held(hold.Exclusive); got != 1 || held != 1 {
+		t.Fatalf("after one release of two levels: local %d, Redis %d; want 1, 1", got, held)
+	}
+}
+
+func TestFailedLastReleaseEndsHold(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	unreachable := fakeFail{err: errLostReply}
+	f.failNext(unreachable, unreachable, unreachable)
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, errLostReply) {
+		t.Fatalf("Release = %v, want the failure", err)
+	}
+	if !redistest.Closed(f.tracker.Done()) {
+		t.Fatal("Done open after the last release failed: the watchdog would keep the lock alive")
+	}
+	// A later Release still releases it.
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil || f.held(hold.Exclusive) != 0 {
+		t.Fatalf("later Release = %v with %d levels left", err, f.held(hold.Exclusive))
+	}
+}
+
+func TestFailedInnerReleaseKeepsHold(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	f.mustAcquire(t, hold.Exclusive)
+	f.failNext(fakeFail{err: replyErr("ERR boom")})
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err == nil {
+		t.Fatal("Release succeeded")
+	}
+	if redistest.Closed(f.tracker.Done()) || len(f.calls) != 1 {
+		t.Fatalf("Done closed %v after %d runs: an error reply is final and not the last level", redistest.Closed(f.tracker.Done()), len(f.calls))
+	}
+}
+
+func TestReleaseCancelledEndsHold(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f.failNext(fakeFail{err: errLostReply})
+	err := f.tracker.Release(ctx, hold.Exclusive)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release on a done ctx = %v, want an error matching context.Canceled", err)
+	}
+	if !redistest.Closed(f.tracker.Done()) {
+		t.Fatal("Done open after the last release failed")
+	}
+}
+
+func TestReleaseNotHeldIsLoss(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	f.mu.Lock()
+	f.levels = hold.Levels{} // expired in Redis
+	f.mu.Unlock()
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, internal.ErrNotHeld) {
+		t.Fatalf("Release = %v, want ErrNotHeld", err)
+	}
+	if len(f.lost) != 1 || !errors.Is(f.lost[0], internal.ErrLost) {
+		t.Fatalf("Lost hook calls %v, want one ErrLost", f.lost)
+	}
+	// Nothing held: not held, and no loss.
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, internal.ErrNotHeld) || len(f.lost) != 1 {
+		t.Fatalf("Release of nothing = %v (losses %d)", err, len(f.lost))
+	}
+}
+
+func TestAttemptUndo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail fakeFail
+		undo bool
+	}{
+		{"reply lost after the script ran", fakeFail{run: true, err: errLostReply}, true},
+		{"lost before it ran", fakeFail{err: errLostReply}, true},
+		{"error reply", fakeFail{err: replyErr("ERR boom")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.mustAcquire(t, hold.Exclusive)
+			ok, err := f.acquire(t.Context(), hold.Exclusive, tc.fail)
+			if ok || err == nil {
+				t.Fatalf("attempt = %v, %v; want the failure", ok, err)
+			}
+			if undone := len(f.calls) == 1; undone != tc.undo {
+				t.Fatalf("undo ran: %v, want %v", undone, tc.undo)
+			}
+			if tc.undo && f.calls[0] != 2 {
+				t.Fatalf("undo expected level %d, want 2", f.calls[0])
+			}
+			if n := f.held(hold.Exclusive); n != 1 || f.tracker.Held(hold.Exclusive) != 1 {
+				t.Fatalf("Redis holds %d levels, the tracker %d; want 1 and 1", n, f.tracker.Held(hold.Exclusive))
+			}
+		})
+	}
+}
+
+func TestAttemptRefused(t *testing.T) {
+	f := newFake(t)
+	refusal := errors.New("refused")
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64) (hold.Grant, error) {
+		return hold.Grant{Refused: refusal}, nil
+	})
+	if ok || !errors.Is(err, refusal) || len(f.calls) != 0 {
+		t.Fatalf("refused attempt = %v, %v after %d undo runs; want the refusal and no undo", ok, err, len(f.calls))
+	}
+}
+
+// Both modes make one hold: it ends only when neither is held.
+func TestModesShareOneHold(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	done := f.tracker.Done()
+	f.mustAcquire(t, hold.Shared)
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	if redistest.Closed(done) || f.tracker.Held(hold.Shared) != 1 {
+		t.Fatal("the hold ended while a shared level was left")
+	}
+	if err := f.tracker.Release(t.Context(), hold.Shared); err != nil {
+		t.Fatal(err)
+	}
+	if !redistest.Closed(done) {
+		t.Fatal("Done open with nothing held")
+	}
+}
+
+func TestDoCancelsOnDrop(t *testing.T) {
+	f := newFake(t)
+	lock := func(ctx context.Context) error {
+		_, err := f.acquire(ctx, hold.Exclusive, fakeFail{})
+		return err
+	}
+	unlock := func(ctx context.Context) error { return f.tracker.Release(ctx, hold.Exclusive) }
+	err := f.tracker.Do(t.Context(), lock, unlock, func(ctx context.Context) error {
+		f.tracker.Drop()
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want fn's context.Canceled", err)
+	}
+}

@@ -1,0 +1,135 @@
+package hold
+
+import (
+	"context"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/lua"
+)
+
+// Released is what a release script reports.
+type Released struct {
+	Levels   Levels // the handle's levels afterwards
+	NotHeld  bool   // the handle held no level of the mode: nothing changed
+	Mismatch bool   // the handle's level was not the expected one: nothing changed
+}
+
+// Unlocked converts the reply of a one-mode release script: the remaining
+// hold count, lua.UnlockNotHeld or lua.UnlockMismatch.
+func Unlocked(n int64) Released {
+	switch n {
+	case lua.UnlockNotHeld:
+		return Released{NotHeld: true}
+	case lua.UnlockMismatch:
+		return Released{Mismatch: true}
+	}
+	return Released{Levels: Levels{Exclusive: n}}
+}
+
+// releaseRetries is how many times Release resends a release whose reply
+// was lost.
+const releaseRetries = 2
+
+// Release releases one level of mode m. It returns internal.ErrNotHeld
+// when the handle holds no level of m in Redis (never took one, released
+// it already, or lost it: then the hold ends as lost), or the error of
+// the script, made to match ctx.Err() when ctx is done.
+//
+// When the reply of a release is lost, Release retries it, knowing that
+// the first may have gone through: the retry releases nothing more and
+// reads as success. If the release of the handle's last level fails
+// nonetheless, the hold ends all the same: renewals stop and Done closes,
+// so Redis frees the lock when its lease runs out, if not before, instead
+// of the watchdog keeping alive a lock its holder wanted released (and
+// whose error it may well ignore, as in defer m.Unlock(ctx)). A later
+// Release still releases it if it can.
+func (t *Tracker) Release(ctx context.Context, m Mode) error {
+	if err := t.op.Acquire(ctx, 1); err != nil {
+		t.abandon(t.current(), m)
+		return err
+	}
+	defer t.op.Release(1)
+	h := t.current()
+	var levels Levels
+	if h != nil {
+		t.mu.Lock()
+		levels = h.levels
+		t.mu.Unlock()
+	}
+	out, err := t.release(ctx, h, m, levels[m])
+	if err != nil {
+		t.abandon(h, m)
+		return internal.CtxErr(ctx, err)
+	}
+	switch {
+	case out.Mismatch:
+		// A retry of a release that went through before its reply was
+		// lost: that release is this one.
+		levels[m]--
+	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
+		// The same: a release of the last level of m went through, but
+		// its reply was lost, and the level is gone since.
+		levels[m] = 0
+	case out.NotHeld:
+		if h != nil && levels[m] > 0 {
+			t.end(h, internal.ErrLost)
+		}
+		return internal.ErrNotHeld
+	default:
+		levels = out.Levels
+	}
+	t.settle(h, levels)
+	return nil
+}
+
+// release runs the release script for hold h (nil when the handle holds
+// nothing) expected at level expect of mode m. When the reply is lost it
+// retries, remembering in h that a release of that level may have gone
+// through, so that the retry's answer is read right: at the last level the
+// script is not idempotent by itself, since a successful first run leaves
+// nothing to compare the retry with.
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (Released, error) {
+	for try := 0; ; try++ {
+		out, err := t.cfg.Release(ctx, m, expect)
+		unknown := internal.OutcomeUnknown(err)
+		switch {
+		case h == nil:
+		case unknown:
+			h.unsure[m] = expect
+		case err == nil && !out.NotHeld:
+			h.unsure[m] = 0 // settled; a NotHeld is read by the caller first
+		}
+		if !unknown || internal.CtxDone(ctx) != nil || try == releaseRetries {
+			return out, err
+		}
+	}
+}
+
+// settle records the levels of hold h after a release: when none is
+// left, the hold ends.
+func (t *Tracker) settle(h *hold, levels Levels) {
+	if h == nil {
+		return
+	}
+	if levels.Total() == 0 {
+		t.end(h, nil)
+		return
+	}
+	t.mu.Lock()
+	h.levels = levels
+	t.mu.Unlock()
+}
+
+// abandon ends hold h after a failed release of its last level: the
+// holder wants the lock released, so the watchdog must stop renewing it.
+func (t *Tracker) abandon(h *hold, m Mode) {
+	if h == nil {
+		return
+	}
+	t.mu.Lock()
+	last := h.levels[m] == 1 && h.levels.Total() == 1
+	t.mu.Unlock()
+	if last {
+		t.end(h, nil)
+	}
+}

@@ -1,0 +1,31 @@
+package internal_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+)
+
+// lateCtx is a ctx whose deadline has passed but whose timer has not run
+// yet, as under a loaded scheduler.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestCtxErrPassedDeadline(t *testing.T) {
+	ctx := lateCtx{context.Background()}
+	if err := internal.CtxDone(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CtxDone = %v, want context.DeadlineExceeded", err)
+	}
+	err := internal.CtxErr(ctx, io.ErrUnexpectedEOF)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("CtxErr = %v, want both the deadline and the cause", err)
+	}
+	if err := internal.CtxErr(context.Background(), io.ErrUnexpectedEOF); err != io.ErrUnexpectedEOF {
+		t.Fatalf("CtxErr without a deadline = %v, want the cause alone", err)
+	}
+}
