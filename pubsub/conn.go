@@ -29,6 +29,8 @@ type conn struct {
 	channels     map[string]*channel
 	pendingUnsub map[string]int // UNSUBSCRIBEs sent but not yet confirmed
 
+	reaper *time.Timer // guarded by hub.mu: closes the connection once idle for Linger
+
 	wmu     sync.Mutex // serializes subscription writes, ps swaps and start/stop
 	ps      *redis.PubSub
 	started bool
@@ -107,6 +109,16 @@ func (c *conn) unsubscribe(ch *channel) {
 	} else {
 		_ = c.ps.Unsubscribe(c.ctx, ch.name)
 	}
+}
+
+// lingerLocked arms the timer that closes c if it stays idle for Linger.
+// hub.mu must be held.
+func (c *conn) lingerLocked() {
+	if c.reaper == nil {
+		c.reaper = time.AfterFunc(Linger, func() { c.hub.reap(c) })
+		return
+	}
+	c.reaper.Reset(Linger)
 }
 
 // stop closes the connection and waits for its reader to return.

@@ -20,17 +20,26 @@
 // keeps one connection per hash slot in use. Without sharding there is one
 // connection for the whole client.
 //
-// A Hub runs goroutines only while at least one Subscription is open.
+// A Hub runs goroutines only while a Subscription is open, and for a short
+// linger (Linger) after the last one closes: a waiter that comes back
+// within it reuses the connection instead of dialling again, and closing
+// the connection stays off the waiter's return path.
 package pubsub
 
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/keyslot"
 )
+
+// Linger is how long an idle connection stays open after its last
+// subscription closed. It is short enough that nothing of the hub is left
+// running soon after the last waiter is gone.
+const Linger = 100 * time.Millisecond
 
 // Hub is the subscription hub of one Redis client. It is safe for concurrent
 // use.
@@ -133,19 +142,28 @@ func (s *Subscription) close(consumed bool) {
 		if last {
 			delete(c.channels, ch.name)
 		}
-		empty := len(c.channels) == 0 && h.conns[c.key] == c
-		if empty {
-			delete(h.conns, c.key)
+		if len(c.channels) == 0 && h.conns[c.key] == c {
+			c.lingerLocked()
 		}
 		h.mu.Unlock()
-
-		switch {
-		case empty:
-			c.stop()
-		case last:
+		if last {
 			c.unsubscribe(ch)
 		}
 	})
+}
+
+// reap closes c if it is still idle when its linger ends. It runs on the
+// linger timer's goroutine, which waits for the reader to return.
+func (h *Hub) reap(c *conn) {
+	h.mu.Lock()
+	idle := len(c.channels) == 0 && h.conns[c.key] == c
+	if idle {
+		delete(h.conns, c.key)
+	}
+	h.mu.Unlock()
+	if idle {
+		c.stop()
+	}
 }
 
 // channel is one subscribed channel and its waiters in arrival order.

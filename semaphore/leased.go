@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -144,6 +145,13 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (b
 		return false, res.Wait, nil
 	}
 	if lease == 0 {
+		if time.Since(sent) >= l.cfg.watchdogTimeout-watchdog.Drift(l.cfg.watchdogTimeout) {
+			// The grant arrived so late that its lease may be over on the
+			// server: give it back and try again rather than keep a
+			// permit that may be someone else's by now.
+			l.undo(ctx, id)
+			return false, 0, nil
+		}
 		l.keep(id, sent)
 	}
 	return true, 0, nil

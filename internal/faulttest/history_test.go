@@ -146,25 +146,34 @@ func describe(ops []porcupine.Operation, _ porcupine.LinearizationInfo) string {
 // critical sections that slipped past that check.
 type exclusion struct {
 	mu      sync.Mutex
-	holders map[locker]bool
+	holders map[locker]time.Time // when each current holder entered
 
 	counter    atomic.Int64
 	completed  atomic.Int64
 	violations atomic.Int64
 }
 
-func newExclusion() *exclusion { return &exclusion{holders: make(map[locker]bool)} }
+func newExclusion() *exclusion { return &exclusion{holders: make(map[locker]time.Time)} }
 
 // enter records that l holds the lock and returns the counter value read.
 func (x *exclusion) enter(t *testing.T, l locker) int64 {
 	x.mu.Lock()
-	for other := range x.holders {
-		if !isClosed(other.Done()) {
+	now := time.Now()
+	for other, since := range x.holders {
+		if done := other.Done(); !isClosed(done) {
 			x.violations.Add(1)
-			t.Errorf("a handle acquired the lock while another still held it")
+			// How late the other's Done closes tells a slow loss timer
+			// from a hold that was never lost.
+			late := "not within 2s"
+			select {
+			case <-done:
+				late = time.Since(now).String()
+			case <-time.After(2 * time.Second):
+			}
+			t.Errorf("a handle acquired the lock while another still held it (since %v; its Done closed %s later)", now.Sub(since), late)
 		}
 	}
-	x.holders[l] = true
+	x.holders[l] = now
 	x.mu.Unlock()
 	return x.counter.Load()
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
 	"github.com/redisync/redisync/lua"
 )
 
@@ -53,8 +54,21 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	if !g.OK {
 		return false, g.Wait, g.Refused
 	}
+	if stale(sent, t.cfg.Lease) {
+		// The grant took so long to arrive that its lease may be over on
+		// the server and someone else may hold the lock by now. Give it
+		// back and try again rather than report a hold that is not one.
+		t.Undo(ctx, m, g.Levels[m])
+		return false, 0, nil
+	}
 	t.acquired(g.Levels, g.Token, sent)
 	return true, 0, nil
+}
+
+// stale reports whether a grant whose script was sent at sent arrived
+// after the validity the watchdog would give it.
+func stale(sent time.Time, lease time.Duration) bool {
+	return time.Since(sent) >= lease-watchdog.Drift(lease)
 }
 
 // Undo gives back the level of mode m that an acquisition with an unknown

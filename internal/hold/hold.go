@@ -165,9 +165,13 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 		t.end(h, internal.ErrLost)
 	}
 	h = &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Acquire(t.cfg.RDB)}
-	h.wd = h.client.Watchdog.Add(t.entry(h), sent)
+	// The hold is current before the watchdog knows it, and t.mu is held
+	// across both: a loss the watchdog reports at once must find the hold
+	// current, and end must find h.wd set, or the loss would be dropped and
+	// Done would never close.
 	t.mu.Lock()
 	t.cur = h
+	h.wd = h.client.Watchdog.Add(t.entry(h), sent)
 	t.mu.Unlock()
 }
 

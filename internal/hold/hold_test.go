@@ -286,3 +286,51 @@ func TestDoCancelsOnDrop(t *testing.T) {
 		t.Fatalf("Do = %v, want fn's context.Canceled", err)
 	}
 }
+
+// A grant that arrives after its lease could have run out on the server is
+// given back, not reported: someone else may hold the lock by then.
+func TestLateGrantIsGivenBack(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	f := &fake{}
+	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 100 * time.Millisecond, Release: f.release})
+	t.Cleanup(f.tracker.Drop)
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64) (hold.Grant, error) {
+		f.mu.Lock()
+		f.levels[hold.Exclusive]++
+		levels := f.levels
+		f.mu.Unlock()
+		time.Sleep(120 * time.Millisecond) // the reply is slower than the lease
+		return hold.Grant{OK: true, Levels: levels}, nil
+	})
+	if ok || err != nil {
+		t.Fatalf("Attempt with a late grant = %v, %v; want a refusal to retry", ok, err)
+	}
+	if n := f.held(hold.Exclusive); n != 0 {
+		t.Fatalf("late grant kept: %d levels held", n)
+	}
+	if !redistest.Closed(f.tracker.Done()) {
+		t.Fatal("a hold was recorded for a late grant")
+	}
+}
+
+// A hold whose lease ends at once (a fixed lease shorter than the time it
+// took to record it) is still reported lost: Done closes.
+func TestImmediateLossClosesDone(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	f := &fake{}
+	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 30 * time.Millisecond, Release: f.release})
+	t.Cleanup(f.tracker.Drop)
+	for range 20 {
+		if ok, err := f.acquire(t.Context(), hold.Exclusive, fakeFail{}); !ok || err != nil {
+			t.Fatalf("acquire = %v, %v", ok, err)
+		}
+		select {
+		case <-f.tracker.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatal("Done of a hold whose 30ms lease ran out did not close")
+		}
+		f.mu.Lock()
+		f.levels = hold.Levels{}
+		f.mu.Unlock()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,6 +30,7 @@ type Proxy struct {
 	conns   map[*proxyConn]struct{}
 	drops   []*dropRule
 	dropped int
+	latency time.Duration // added to every reply: a network, not loopback
 }
 
 // dropRule is one armed DropReply.
@@ -78,6 +80,16 @@ func (p *Proxy) Stall() {
 	if p.gate == nil {
 		p.gate = make(chan struct{})
 	}
+}
+
+// SetLatency delays every reply by d from when it left the server, as a
+// network between hosts would, so that benchmarks can show what a
+// round-trip-bound client does rather than a CPU-bound one. Zero, the
+// default, forwards at once.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	p.latency = d
+	p.mu.Unlock()
 }
 
 // Resume ends a Stall.
@@ -264,6 +276,13 @@ func (c *proxyConn) replies() {
 		f, err := readFrame(r)
 		if err != nil || !c.pass() {
 			return
+		}
+		c.p.mu.Lock()
+		latency := c.p.latency
+		c.p.mu.Unlock()
+		if latency > 0 {
+			// Frames read back to back (a pipeline) share one delay.
+			time.Sleep(time.Until(f.at.Add(latency)))
 		}
 		if f.kind != '>' {
 			c.mu.Lock()

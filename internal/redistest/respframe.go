@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 // frame is one complete RESP2 or RESP3 value as it crossed the wire.
 type frame struct {
-	raw  []byte   // the bytes, forwarded unchanged
-	kind byte     // the type byte of the outer value ('*', '>', '+', ...)
-	args []string // for a command: its bulk-string elements
+	raw  []byte    // the bytes, forwarded unchanged
+	kind byte      // the type byte of the outer value ('*', '>', '+', ...)
+	args []string  // for a command: its bulk-string elements
+	at   time.Time // when its first byte was there to read
 }
 
 // readFrame reads one complete RESP value from r. Commands sent inline
@@ -24,6 +26,7 @@ func readFrame(r *bufio.Reader) (*frame, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.at = time.Now()
 	f.kind = first[0]
 	if !isRESPType(f.kind) {
 		line, err := readLine(r, &buf)

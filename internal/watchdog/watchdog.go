@@ -33,9 +33,13 @@ var (
 // connection for long nor builds one giant reply buffer.
 const batchSize = 1000
 
-// Drift is the safety margin subtracted from a lease for clock rate
-// differences and scheduling: 1% of the lease plus 2ms.
-func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
+// Drift is the safety margin subtracted from a lease: 5% of the lease plus
+// 5ms. It covers clock rate differences between client and server and,
+// above all, the delay before a busy process runs the timer that closes
+// Done: the holder must give up before the server can hand the lock to
+// someone else. Renewals come every third of the lease, so the margin
+// costs nothing while Redis answers.
+func Drift(lease time.Duration) time.Duration { return lease/20 + 5*time.Millisecond }
 
 // Entry describes one hold to keep alive.
 type Entry struct {
