@@ -65,7 +65,7 @@ func TestRWLockStalledReaderLearnsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(stalled)
-	if !isClosed(reader.Done()) {
+	if !redistest.Closed(reader.Done()) {
 		t.Fatal("a writer acquired while the stalled reader's Done was still open")
 	}
 	t.Logf("the writer acquired %v after the stall began", took.Round(time.Millisecond))
@@ -97,7 +97,7 @@ func TestRWLockFailedRUnlockStopsRenewal(t *testing.T) {
 	if err := reader.RUnlock(t.Context()); err == nil {
 		t.Fatal("RUnlock through a refusing proxy succeeded")
 	}
-	if !isClosed(reader.Done()) {
+	if !redistest.Closed(reader.Done()) {
 		t.Error("Done still open after the last RUnlock failed")
 	}
 	proxy.Refuse(false)
@@ -126,16 +126,16 @@ func TestRWLockReaderLostReplies(t *testing.T) {
 	proxy := redistest.NewProxy(t, srv.Addr())
 	retrying := proxy.NewClient(t)
 	single := proxy.NewClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
-	lose := func(name string) <-chan struct{} {
-		return proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, mainKey(name)) })
-	}
-	mustDrop := func(t *testing.T, dropped <-chan struct{}) {
+	// lostReply runs call while the proxy drops the reply of the first
+	// script run on the lock called name, and returns call's error.
+	lostReply := func(t *testing.T, name string, call func() error) error {
 		t.Helper()
-		select {
-		case <-dropped:
-		default:
+		dropped := proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, mainKey(name)) })
+		err := call()
+		if !redistest.Closed(dropped) {
 			t.Fatal("the proxy dropped no reply: the fault was not injected")
 		}
+		return err
 	}
 
 	for _, tc := range []struct {
@@ -145,11 +145,9 @@ func TestRWLockReaderLostReplies(t *testing.T) {
 		t.Run("rlock/"+tc.name, func(t *testing.T) {
 			name := redistest.UniqueName(t)
 			r := rwlock.New(tc.rdb, name, rwlock.WithWatchdogTimeout(lease))
-			dropped := lose(name)
-			if err := r.RLock(t.Context()); err != nil {
+			if err := lostReply(t, name, func() error { return r.RLock(t.Context()) }); err != nil {
 				t.Fatalf("RLock with a lost reply: %v", err)
 			}
-			mustDrop(t, dropped)
 			if err := r.RUnlock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -165,20 +163,16 @@ func TestRWLockReaderLostReplies(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			dropped := lose(name)
-			if err := r.RUnlock(t.Context()); err != nil {
+			if err := lostReply(t, name, func() error { return r.RUnlock(t.Context()) }); err != nil {
 				t.Fatalf("RUnlock with a lost reply: %v", err)
 			}
-			mustDrop(t, dropped)
 			if writerGetsIn(t, direct, name) {
 				t.Fatal("the retried RUnlock released a second read level")
 			}
-			dropped = lose(name)
-			if err := r.RUnlock(t.Context()); err != nil {
+			if err := lostReply(t, name, func() error { return r.RUnlock(t.Context()) }); err != nil {
 				t.Fatalf("last RUnlock with a lost reply: %v", err)
 			}
-			mustDrop(t, dropped)
-			if !isClosed(r.Done()) || !writerGetsIn(t, direct, name) {
+			if !redistest.Closed(r.Done()) || !writerGetsIn(t, direct, name) {
 				t.Fatal("the read lock is still held after two RUnlocks of two RLocks")
 			}
 		})
@@ -187,9 +181,11 @@ func TestRWLockReaderLostReplies(t *testing.T) {
 	t.Run("try rlock, retries off", func(t *testing.T) {
 		name := redistest.UniqueName(t)
 		r := rwlock.New(single, name, rwlock.WithWatchdogTimeout(lease))
-		dropped := lose(name)
-		got, err := r.TryRLock(t.Context())
-		mustDrop(t, dropped)
+		var got bool
+		err := lostReply(t, name, func() (err error) {
+			got, err = r.TryRLock(t.Context())
+			return err
+		})
 		if err == nil || got {
 			t.Fatalf("TryRLock with a lost reply and no retries = %v, %v; want an error", got, err)
 		}
