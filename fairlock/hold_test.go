@@ -241,7 +241,7 @@ func TestLockDeadlineLeavesNothing(t *testing.T) {
 		t.Fatalf("line %v, deadlines %v left behind", q, z)
 	}
 	redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 0 })
-	goleak.VerifyNone(t, ignore)
+	redistest.VerifyNone(t, ignore)
 }
 
 // TestWaiterSurvivesPubSubKill: with its pub/sub connection killed, the

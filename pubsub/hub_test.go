@@ -153,7 +153,7 @@ func TestRefcountedChannels(t *testing.T) {
 	sb[0].Close()
 	sb[0].Close() // idempotent
 	redistest.WaitFor(t, time.Second, func() bool { return redistest.ClientCount(t, admin, "pubsub") == 0 })
-	goleak.VerifyNone(t, ignore)
+	redistest.VerifyNone(t, ignore)
 }
 
 func TestReconnectWakesEveryone(t *testing.T) {

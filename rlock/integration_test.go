@@ -169,7 +169,7 @@ func TestWatchdog(t *testing.T) {
 		t.Fatal("lock key still exists after Unlock")
 	}
 	// Nothing renews after Unlock: no goroutine, no script calls.
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	redistest.VerifyNone(t, goleak.IgnoreCurrent())
 	before := evalCalls(t, rdb)
 	time.Sleep(700 * time.Millisecond) // two renewal periods of silence
 	if after := evalCalls(t, rdb); after != before {
@@ -308,7 +308,7 @@ func TestLockDeadline(t *testing.T) {
 		t.Fatalf("Lock returned after %v, want 300-600ms", d)
 	}
 	waitFor(t, time.Second, func() bool { return numSub(t, admin, name) == 0 })
-	goleak.VerifyNone(t, ignore)
+	redistest.VerifyNone(t, ignore)
 }
 
 func TestFencing(t *testing.T) {

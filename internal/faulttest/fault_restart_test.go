@@ -35,7 +35,7 @@ func testRestart(t *testing.T, p primitive, down time.Duration) {
 	ignore := goleak.IgnoreCurrent()
 	// Registered first, so it runs after every other cleanup (servers,
 	// clients) of the test.
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { redistest.VerifyNone(t, ignore) })
 	srv := redistest.Start(t)
 	name := redistest.UniqueName(t)
 	holderRDB, waiterRDB := srv.NewClient(t), srv.NewClient(t)

@@ -98,7 +98,7 @@ func Main(m *testing.M) {
 	code := m.Run()
 	stopShared()
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(leakOptions...); err != nil {
 			fmt.Fprintf(os.Stderr, "redistest: goroutines leaked after all tests passed: %v\n", err)
 			code = 1
 		}

@@ -167,7 +167,7 @@ func TestNoGoroutineWhenIdle(t *testing.T) {
 	w := watchdog.New(rdb)
 	h := w.Add(watchdog.Entry{Renew: pexpire("k", time.Second), Lease: time.Second, Lost: func(error) {}}, time.Now())
 	h.Remove()
-	goleak.VerifyNone(t, ignore)
+	redistest.VerifyNone(t, ignore)
 }
 
 // When the last hold expires the loop ends, even if Lost does not call
@@ -179,5 +179,5 @@ func TestLoopEndsAfterLastLoss(t *testing.T) {
 	lost := make(chan error, 1)
 	w.Add(watchdog.Entry{Lease: 100 * time.Millisecond, Lost: func(err error) { lost <- err }}, time.Now())
 	<-lost
-	goleak.VerifyNone(t, ignore)
+	redistest.VerifyNone(t, ignore)
 }
