@@ -145,7 +145,7 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (b
 		return false, res.Wait, nil
 	}
 	if lease == 0 {
-		if time.Since(sent) >= l.cfg.watchdogTimeout-watchdog.Drift(l.cfg.watchdogTimeout) {
+		if watchdog.Stale(sent, l.cfg.watchdogTimeout) {
 			// The grant arrived so late that its lease may be over on the
 			// server: give it back and try again rather than keep a
 			// permit that may be someone else's by now.

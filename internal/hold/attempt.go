@@ -54,7 +54,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	if !g.OK {
 		return false, g.Wait, g.Refused
 	}
-	if stale(sent, t.cfg.Lease) {
+	if watchdog.Stale(sent, t.cfg.Lease) {
 		// The grant took so long to arrive that its lease may be over on
 		// the server and someone else may hold the lock by now. Give it
 		// back and try again rather than report a hold that is not one.
@@ -63,12 +63,6 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	t.acquired(g.Levels, g.Token, sent)
 	return true, 0, nil
-}
-
-// stale reports whether a grant whose script was sent at sent arrived
-// after the validity the watchdog would give it.
-func stale(sent time.Time, lease time.Duration) bool {
-	return time.Since(sent) >= lease-watchdog.Drift(lease)
 }
 
 // Undo gives back the level of mode m that an acquisition with an unknown

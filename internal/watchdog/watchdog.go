@@ -41,6 +41,20 @@ const batchSize = 1000
 // costs nothing while Redis answers.
 func Drift(lease time.Duration) time.Duration { return lease/20 + 5*time.Millisecond }
 
+// ValidUntil is when a hold whose acquisition or renewal was sent at sent,
+// with the given lease, stops being valid for its holder: the lease minus
+// the drift margin, counted from the sending.
+func ValidUntil(sent time.Time, lease time.Duration) time.Time {
+	return sent.Add(lease - Drift(lease))
+}
+
+// Stale reports whether a grant sent at sent arrived after the validity
+// the watchdog would give it: its lease may be over on the server, and
+// the lock someone else's.
+func Stale(sent time.Time, lease time.Duration) bool {
+	return !time.Now().Before(ValidUntil(sent, lease))
+}
+
 // Entry describes one hold to keep alive.
 type Entry struct {
 	// Renew runs or queues the renewal on s and returns a function that
@@ -159,7 +173,7 @@ func (h *Hold) Remove() {
 
 func (h *Hold) setSent(sent time.Time) {
 	h.lastSent = sent
-	h.validTill = sent.Add(h.e.Lease - Drift(h.e.Lease))
+	h.validTill = ValidUntil(sent, h.e.Lease)
 }
 
 // Len returns the number of holds kept alive, for tests and tools.
