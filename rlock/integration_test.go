@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -137,7 +138,7 @@ func TestLeaseTime(t *testing.T) {
 	// Re-entry re-arms the fixed lease, not the watchdog timeout.
 	c := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(2*time.Second))
 	mustLock(t, c)
-	waitFor(t, 3*time.Second, func() bool { ttl, _ := c.TTL(ctx); return ttl < 1200*time.Millisecond })
+	redistest.WaitFor(t, 3*time.Second, func() bool { ttl, _ := c.TTL(ctx); return ttl < 1200*time.Millisecond })
 	mustLock(t, c)
 	if ttl, _ := c.TTL(ctx); ttl < 1500*time.Millisecond || ttl > 2*time.Second {
 		t.Fatalf("TTL after re-entry = %v, want the 2s lease re-armed", ttl)
@@ -226,7 +227,7 @@ func TestLossClosesDone(t *testing.T) {
 			if d := time.Since(start); d > 700*time.Millisecond {
 				t.Fatalf("Done closed %v after the loss, want within a renewal period (333ms)", d)
 			}
-			waitFor(t, time.Second, func() bool { return lost.Load() == 1 })
+			redistest.WaitFor(t, time.Second, func() bool { return lost.Load() == 1 })
 			time.Sleep(400 * time.Millisecond)
 			if n := lost.Load(); n != 1 {
 				t.Fatalf("loss hook called %d times, want once", n)
@@ -307,7 +308,7 @@ func TestLockDeadline(t *testing.T) {
 	if d < 300*time.Millisecond || d > 600*time.Millisecond {
 		t.Fatalf("Lock returned after %v, want 300-600ms", d)
 	}
-	waitFor(t, time.Second, func() bool { return numSub(t, admin, name) == 0 })
+	redistest.WaitFor(t, time.Second, func() bool { return numSub(t, admin, name) == 0 })
 	redistest.VerifyNone(t, ignore)
 }
 
@@ -354,7 +355,7 @@ func TestOnePubSubConnection(t *testing.T) {
 			_ = m.Unlock(t.Context())
 		})
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	redistest.WaitFor(t, 10*time.Second, func() bool {
 		for i := range 20 {
 			if numSub(t, admin, base+strconv.Itoa(i)) != 1 {
 				return false
@@ -389,16 +390,12 @@ func TestWrongType(t *testing.T) {
 
 func waitSubscribed(t *testing.T, admin redis.UniversalClient, name string, n int64) {
 	t.Helper()
-	waitFor(t, 5*time.Second, func() bool { return numSub(t, admin, name) >= n })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return numSub(t, admin, name) >= n })
 }
 
 func numSub(t *testing.T, admin redis.UniversalClient, name string) int64 {
-	ch := "redisync:{" + name + "}:chan"
-	m, err := admin.PubSubNumSub(context.Background(), ch).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m[ch]
+	t.Helper()
+	return redistest.NumSub(t, admin, internal.NewNames(name).Channel())
 }
 
 func evalCalls(t *testing.T, rdb *redis.Client) int64 {
@@ -429,17 +426,5 @@ func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 		if k != "redisync:{"+name+"}:fence" {
 			t.Fatalf("key %q left behind", k)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", within)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
