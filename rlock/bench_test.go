@@ -3,7 +3,6 @@ package rlock_test
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,27 +24,9 @@ import (
 // is the wrong yardstick.)
 // The bench module (cd bench && go run .) compares with other libraries.
 
-// roundTrips counts the commands and pipelines a client sends.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 func BenchmarkLockUnlock(b *testing.B) {
 	rdb := redistest.SharedServer(b).NewClient(b)
-	var rt roundTrips
-	rdb.AddHook(&rt)
+	rt := redistest.CountTraffic(rdb)
 	ctx := context.Background()
 	m := rlock.New(rdb, redistest.UniqueName(b))
 	for b.Loop() {
@@ -56,15 +37,14 @@ func BenchmarkLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(rt.RoundTrips())/float64(b.N), "roundtrips/op")
 }
 
 // BenchmarkBaselineSetNX is the bare minimum a Redis lock costs: SET NX PX
 // and a compare-and-delete script.
 func BenchmarkBaselineSetNX(b *testing.B) {
 	rdb := redistest.SharedServer(b).NewClient(b)
-	var rt roundTrips
-	rdb.AddHook(&rt)
+	rt := redistest.CountTraffic(rdb)
 	ctx := context.Background()
 	key := "baseline:" + redistest.UniqueName(b)
 	del := redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`)
@@ -77,7 +57,7 @@ func BenchmarkBaselineSetNX(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(rt.RoundTrips())/float64(b.N), "roundtrips/op")
 }
 
 // BenchmarkHandoff measures the time from the holder's Unlock call to a

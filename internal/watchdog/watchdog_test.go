@@ -17,25 +17,6 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// pipelines counts the pipelines and commands a client sends.
-type pipelines struct{ pipes, cmds atomic.Int64 }
-
-func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		p.pipes.Add(1)
-		p.cmds.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		p.pipes.Add(1)
-		p.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // pexpire is a renewal that extends key if it exists.
 func pexpire(key string, lease time.Duration) func(context.Context, redis.Scripter) func() (bool, error) {
 	script := redis.NewScript(`return redis.call('pexpire', KEYS[1], ARGV[1])`)
@@ -52,8 +33,7 @@ func TestBatchedRenewals(t *testing.T) {
 	// A real server: miniredis runs each script in a fresh Lua state, too
 	// slowly for 2500 renewals per period.
 	rdb := redistest.SharedServer(t).NewClient(t)
-	var count pipelines
-	rdb.AddHook(&count)
+	count := redistest.CountTraffic(rdb)
 	w := watchdog.New(rdb)
 	const holds, lease = 2500, 600 * time.Millisecond
 	var hs []*watchdog.Hold
@@ -67,9 +47,9 @@ func TestBatchedRenewals(t *testing.T) {
 	// The server forgets its scripts (as after a restart): the first batch
 	// reloads the script once instead of falling back hold by hold.
 	rdb.ScriptFlush(t.Context())
-	pipes0, cmds0 := count.pipes.Load(), count.cmds.Load()
+	pipes0, cmds0 := count.RoundTrips(), count.Commands()
 	time.Sleep(3 * lease) // nine renewal periods
-	pipes, cmds := count.pipes.Load()-pipes0, count.cmds.Load()-cmds0
+	pipes, cmds := count.RoundTrips()-pipes0, count.Commands()-cmds0
 	for _, h := range hs {
 		h.Remove()
 	}
