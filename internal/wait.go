@@ -19,6 +19,11 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // holder's remaining lease or ctx, and try again. Each sleep is bounded by
 // maxSleep, so a lost notification costs at most that, never a hang.
 //
+// When other waiters of the process keep channel subscribed already, the
+// waiter joins them before its first attempt instead (pubsub.Hub.Join): it
+// is then subscribed before it tries, and one attempt is enough before it
+// sleeps. Under contention that is one failed script run fewer per Lock.
+//
 // A transient error (Redis unreachable, restarting, failing over) does not
 // end the wait: the attempt is retried with backoff until ctx ends, and the
 // error returned then wraps both ctx.Err() and the last such error. Any
@@ -28,40 +33,38 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // behind. A notification it received but could not use is passed to
 // another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
-	ok, wait, err := try(ctx)
-	if ok || (err != nil && !Transient(err)) {
-		return err
-	}
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, lastErr: err}
-	if err != nil {
-		w.backoff, wait = minBackoff, minBackoff
-	}
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep}
 	defer w.close()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	w.sub = hub.Join(channel)
+	var timer *time.Timer
 	for {
-		if err := w.subscribe(ctx, w.bound(wait)); err != nil {
-			return w.ctxErr(err)
+		ok, wait, err := try(ctx)
+		if over, err := w.settle(ok, err); over {
+			return err
 		}
-		ok, wait, err = try(ctx)
-		switch {
-		case ok:
-			w.woken = false
-			return nil
-		case err != nil && !Transient(err):
-			return err // a notification taken here is passed on by close
-		case err != nil:
-			w.lastErr = err
-			w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+		if err != nil {
 			wait = w.backoff
-		default:
-			w.lastErr, w.backoff = nil, 0
 		}
-		w.woken = false
-		if w.sub == nil && err == nil {
-			continue // the subscription timed out: the attempt above was the retry
+		if w.sub == nil {
+			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
+				return w.ctxErr(err)
+			}
+			ok, wait, err = try(ctx)
+			if over, err := w.settle(ok, err); over {
+				return err
+			}
+			if err != nil {
+				wait = w.backoff
+			} else if w.sub == nil {
+				continue // the subscription timed out: the attempt above was the retry
+			}
 		}
-		timer.Reset(w.bound(wait))
+		if timer == nil {
+			timer = time.NewTimer(w.bound(wait))
+			defer timer.Stop()
+		} else {
+			timer.Reset(w.bound(wait))
+		}
 		var notified <-chan struct{}
 		if w.sub != nil {
 			notified = w.sub.C()
@@ -74,6 +77,26 @@ func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Du
 			return w.ctxErr(ctx.Err())
 		}
 	}
+}
+
+// settle records the outcome of an attempt and reports whether the wait is
+// over, and with which error: it is on success and on an error that is not
+// transient. A transient error doubles the backoff.
+func (w *waiter) settle(ok bool, err error) (bool, error) {
+	switch {
+	case ok:
+		w.woken = false
+		return true, nil
+	case err != nil && !Transient(err):
+		return true, err // a notification taken here is passed on by close
+	case err != nil:
+		w.lastErr = err
+		w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+	default:
+		w.lastErr, w.backoff = nil, 0
+	}
+	w.woken = false
+	return false, nil
 }
 
 // Backoff between attempts that failed with a transient error.

@@ -111,6 +111,37 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 	}
 }
 
+// Join is Subscribe for a channel that is already subscribed and confirmed
+// for another waiter of the hub: it registers interest without I/O and
+// returns at once. It returns nil when the channel is not subscribed yet,
+// or its subscription is not confirmed yet; the caller then subscribes with
+// Subscribe. A waiter that joins before its first attempt needs no second
+// one: a notification published after Join returns reaches it.
+func (h *Hub) Join(name string) *Subscription {
+	key := 0
+	if h.sharded {
+		key = keyslot.Of(name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.conns[key]
+	if c == nil {
+		return nil
+	}
+	ch := c.channels[name]
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch.confirmed:
+	default:
+		return nil
+	}
+	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1)}
+	ch.subs = append(ch.subs, s)
+	return s
+}
+
 // Close ends the subscription. A wake-up the waiter received but did not act
 // on is passed to another waiter on the same channel, so that leaving cannot
 // swallow a notification. Close is idempotent.

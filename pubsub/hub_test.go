@@ -183,3 +183,39 @@ func TestSubscribeCancelled(t *testing.T) {
 		t.Fatal("Subscribe to a stopped server succeeded")
 	}
 }
+
+func TestJoin(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb, admin := srv.NewClient(t), srv.NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	if s := hub.Join(ch); s != nil {
+		t.Fatal("Join of a channel nobody subscribed returned a subscription")
+	}
+	first := subscribeN(t, hub, ch, 1)
+	joined := hub.Join(ch)
+	if joined == nil {
+		t.Fatal("Join of a subscribed channel returned nil")
+	}
+	t.Cleanup(joined.Close)
+	if n := redistest.NumSub(t, admin, ch); n != 1 {
+		t.Fatalf("NUMSUB %s = %d after Join, want 1", ch, n)
+	}
+	// The joined waiter is second in line: the first message wakes the
+	// first waiter, the next one the joined waiter.
+	subs := append(first, joined)
+	rdb.Publish(t.Context(), ch, "1")
+	settle(t, subs[:1], 1)
+	if woken(subs[1:]) != 0 {
+		t.Fatal("one message woke the joined waiter too")
+	}
+	// The first leaves: the joined subscription keeps the channel.
+	first[0].Close()
+	rdb.Publish(t.Context(), ch, "1")
+	settle(t, subs[1:], 1)
+	joined.Close()
+	redistest.WaitFor(t, time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 0 })
+	if s := hub.Join(ch); s != nil {
+		t.Fatal("Join after the last waiter left returned a subscription")
+	}
+}
