@@ -62,7 +62,17 @@ func (c AcquireCmd) Result() (Acquired, error) {
 // fencing is set. holds is the hold count the caller believes it has: a
 // retry of an attempt that already went through changes nothing.
 func RLockAcquire(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
-	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds)}
+	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds, flag(false))}
+}
+
+// RLockAcquireAgain is RLockAcquire for a waiter that holds nothing and
+// whose previous attempt in the same wait was refused without error: when
+// the lock is held, it is refused after one PTTL, without checking again
+// whether owner holds it or whether the name is used by another kind of
+// lock (the refused attempt checked both, and only an attempt of owner's
+// can have changed the first).
+func RLockAcquireAgain(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool) AcquireCmd {
+	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), 0, flag(true))}
 }
 
 // Unlock outcomes of RLockUnlock besides a remaining hold count >= 0.

@@ -11,6 +11,11 @@
 --          state and adds no hold, so a retried acquire never adds one; it
 --          re-arms the lease all the same, since the caller counts the
 --          hold's validity from this call, not from the lost one
+-- ARGV[5]  "1": the caller holds nothing and its previous attempt, in the
+--          same wait, was refused without error: a held lock is then
+--          refused after PTTL alone, skipping the owner and type check
+--          that attempt already made, so a waiter's retry costs one
+--          command instead of two
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition it is
@@ -22,6 +27,7 @@
 
 local lock, fence = KEYS[1], KEYS[2]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local again = ARGV[5] == '1'
 
 -- PTTL first: it tells a free lock (-2) from a held one and is the reply
 -- to a waiter, so a failed attempt costs two commands, not three.
@@ -34,6 +40,9 @@ if ttl == -2 then
   redis.call('hset', lock, owner, 1)
   redis.call('pexpire', lock, lease)
   return {1, 1, token}
+end
+if again then
+  return {0, ttl}
 end
 
 -- One HMGET reads the owner's count and tells a read-write lock (a hash

@@ -118,3 +118,33 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		}
 	})
 }
+
+// The cheap retry of a refused waiter is refused after PTTL alone, and
+// takes a free lock like a first acquisition.
+func TestRLockAcquireAgain(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		lease := 10 * time.Second
+		if res, err := lua.RLockAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
+			t.Fatalf("a's acquire = %+v, %v", res, err)
+		}
+		res, err := lua.RLockAcquireAgain(ctx, rdb, k, "b", lease, false).Result()
+		if err != nil || res.OK || res.Wait <= 0 || res.Wait > lease {
+			t.Fatalf("b's retry on a held lock = %+v, %v; want refused with the remaining lease", res, err)
+		}
+		if n, _ := rdb.HLen(ctx, k.Lock).Result(); n != 1 {
+			t.Fatalf("a refused retry changed the lock hash: %d fields", n)
+		}
+		if n, err := lua.RLockUnlock(ctx, rdb, k, "a", lease, false, 1).Result(); err != nil || n != 0 {
+			t.Fatalf("a's unlock = %d, %v", n, err)
+		}
+		res, err = lua.RLockAcquireAgain(ctx, rdb, k, "b", lease, true).Result()
+		if err != nil || !res.OK || res.Holds != 1 || res.Token == 0 {
+			t.Fatalf("b's retry on a free lock = %+v, %v; want a first acquisition with a token", res, err)
+		}
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > lease {
+			t.Fatalf("lease after b's retry: %v", pttl)
+		}
+	})
+}

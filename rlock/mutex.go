@@ -88,26 +88,42 @@ func (m *Mutex) Name() string { return m.name }
 func (m *Mutex) Lock(ctx context.Context) error {
 	c := internal.Acquire(m.rdb)
 	defer c.Release()
-	err := internal.Wait(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), m.attempt)
+	// refused: the last attempt of this wait was refused without error,
+	// so the next one may skip the checks that attempt made.
+	refused := false
+	err := internal.Wait(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), func(ctx context.Context) (bool, time.Duration, error) {
+		return m.try(ctx, &refused)
+	})
 	return m.wrap("lock", err)
 }
 
 // TryLock makes one attempt to lock m. It reports false and no error when
 // another handle holds the lock.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	ok, _, err := m.attempt(ctx)
+	ok, _, err := m.try(ctx, nil)
 	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
 }
 
-// attempt runs the acquire script once. An attempt whose outcome is
-// unknown is undone by the tracker.
-func (m *Mutex) attempt(ctx context.Context) (bool, time.Duration, error) {
+// try runs the acquire script once. An attempt whose outcome is unknown is
+// undone by the tracker. refused, for a Lock, tells whether the previous
+// attempt of the same wait was refused without error, and records whether
+// this one was; such a retry by a handle that holds nothing runs the
+// script's cheap form (lua.RLockAcquireAgain).
+func (m *Mutex) try(ctx context.Context, refused *bool) (bool, time.Duration, error) {
 	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		if m.cfg.ackReplicas > 0 {
-			res, err := m.acquireAcked(ctx, holds)
-			return hold.Granted(res), err
+		var res lua.Acquired
+		var err error
+		switch {
+		case m.cfg.ackReplicas > 0:
+			res, err = m.acquireAcked(ctx, holds)
+		case refused != nil && *refused && holds == 0:
+			res, err = lua.RLockAcquireAgain(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing).Result()
+		default:
+			res, err = lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
 		}
-		res, err := lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
+		if refused != nil {
+			*refused = err == nil && !res.OK
+		}
 		return hold.Granted(res), err
 	})
 }
