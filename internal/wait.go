@@ -33,32 +33,58 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // behind. A notification it received but could not use is passed to
 // another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep}
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try}
+	return w.wait(ctx, nil)
+}
+
+// WaitInLine is Wait for a mutex. A waiter that finds other waiters of the
+// process parked on channel, with the holder's lease end known from their
+// attempts, queues behind them without an attempt of its own: the lock
+// cannot be its before they are served, and a release wakes the first of
+// them. It sleeps until a notification, or at most until that lease end,
+// then goes on as Wait. Under contention that saves a refused attempt per
+// Lock, and the waiters of one process are served in arrival order.
+//
+// inLine reports, when the waiter is about to queue, whether it may: a
+// handle that already holds the lock must try, as its re-entry succeeds.
+func WaitInLine(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, inLine: inLine != nil}
+	return w.wait(ctx, inLine)
+}
+
+func (w *waiter) wait(ctx context.Context, inLine func() bool) error {
 	defer w.close()
-	w.sub = hub.Join(channel)
+	w.sub = w.hub.Join(w.channel)
+	var wait time.Duration
+	queued := false
+	if w.sub != nil && inLine != nil {
+		if d := time.Until(w.sub.Until()); d > 0 && inLine() {
+			wait, queued = d, true
+		}
+	}
 	var timer *time.Timer
 	for {
-		ok, wait, err := try(ctx)
-		if over, err := w.settle(ok, err); over {
-			return err
-		}
-		if err != nil {
-			wait = w.backoff
-		}
-		if w.sub == nil {
-			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
-				return w.ctxErr(err)
-			}
-			ok, wait, err = try(ctx)
-			if over, err := w.settle(ok, err); over {
+		if !queued {
+			over, d, err := w.attempt(ctx)
+			if over {
 				return err
 			}
-			if err != nil {
-				wait = w.backoff
-			} else if w.sub == nil {
-				continue // the subscription timed out: the attempt above was the retry
+			wait = d
+			if w.sub == nil {
+				if err := w.subscribe(ctx, w.bound(wait)); err != nil {
+					return w.ctxErr(err)
+				}
+				over, d, err := w.attempt(ctx)
+				if over {
+					return err
+				}
+				wait = d
+				if w.sub == nil && w.lastErr == nil {
+					continue // the subscription timed out: the attempt above was the retry
+				}
 			}
 		}
+		queued = false
 		if timer == nil {
 			timer = time.NewTimer(w.bound(wait))
 			defer timer.Stop()
@@ -79,24 +105,32 @@ func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Du
 	}
 }
 
-// settle records the outcome of an attempt and reports whether the wait is
-// over, and with which error: it is on success and on an error that is not
-// transient. A transient error doubles the backoff.
-func (w *waiter) settle(ok bool, err error) (bool, error) {
+// attempt makes one attempt and records its outcome. It reports whether
+// the wait is over, and with which error: on success, and on an error that
+// is not transient. Otherwise it returns how long to sleep at most: the
+// holder's remaining lease, or the backoff after a transient error, which
+// it doubles.
+func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
+	sent := time.Now()
+	ok, wait, err := w.try(ctx)
 	switch {
 	case ok:
 		w.woken = false
-		return true, nil
+		return true, 0, nil
 	case err != nil && !Transient(err):
-		return true, err // a notification taken here is passed on by close
+		return true, 0, err // a notification taken here is passed on by close
 	case err != nil:
 		w.lastErr = err
 		w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+		wait = w.backoff
 	default:
 		w.lastErr, w.backoff = nil, 0
+		if w.inLine && w.sub != nil && wait > 0 {
+			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
+		}
 	}
 	w.woken = false
-	return false, nil
+	return false, wait, nil
 }
 
 // Backoff between attempts that failed with a transient error.
@@ -109,6 +143,8 @@ type waiter struct {
 	hub      *pubsub.Hub
 	channel  string
 	maxSleep time.Duration
+	try      Attempt
+	inLine   bool // queued waiters may rely on this one's lease ends
 	sub      *pubsub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed

@@ -51,3 +51,71 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 		}
 	}
 }
+
+// A mutex waiter that finds a parked local waiter queues behind it without
+// an attempt, sleeps at most until the lease end that waiter learned, and
+// is served after it.
+func TestWaitInLineQueues(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	var tickets atomic.Int64 // an attempt succeeds when it takes one
+	lease := 400 * time.Millisecond
+	attempt := func(n *atomic.Int64) internal.Attempt {
+		return func(context.Context) (bool, time.Duration, error) {
+			n.Add(1)
+			if t := tickets.Load(); t > 0 && tickets.CompareAndSwap(t, t-1) {
+				return true, 0, nil
+			}
+			return false, lease, nil
+		}
+	}
+	yes := func() bool { return true }
+	var first, second atomic.Int64
+	firstDone, secondDone := make(chan error, 1), make(chan error, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	go func() { firstDone <- internal.WaitInLine(ctx, hub, ch, time.Minute, yes, attempt(&first)) }()
+	redistest.WaitFor(t, 2*time.Second, func() bool { return first.Load() == 2 })
+	queuedAt := time.Now()
+	go func() { secondDone <- internal.WaitInLine(ctx, hub, ch, time.Minute, yes, attempt(&second)) }()
+
+	// A handle that holds the lock does not queue: it tries at once.
+	var reentrant atomic.Int64
+	no := func() bool { return false }
+	err := internal.WaitInLine(ctx, hub, ch, time.Minute, no, func(context.Context) (bool, time.Duration, error) {
+		reentrant.Add(1)
+		return true, 0, nil
+	})
+	if err != nil || reentrant.Load() != 1 {
+		t.Fatalf("a waiter that may not queue: %v after %d attempts, want nil after 1", err, reentrant.Load())
+	}
+
+	// No notification comes: the queued waiter makes its first attempt at
+	// the lease end the first one learned, not before.
+	redistest.WaitFor(t, 2*time.Second, func() bool { return second.Load() >= 1 })
+	if waited := time.Since(queuedAt); waited < lease/2 {
+		t.Fatalf("the queued waiter tried after %v, before the lease end (%v)", waited, lease)
+	}
+
+	// A release wakes the first in line: it takes the only ticket.
+	tickets.Store(1)
+	if err := rdb.Publish(ctx, ch, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-firstDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the release did not serve the first waiter in line")
+	}
+	tickets.Store(1)
+	if err := rdb.Publish(ctx, ch, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-secondDone; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -142,6 +142,23 @@ func (h *Hub) Join(name string) *Subscription {
 	return s
 }
 
+// Expect records that the waiter learned, from a refused attempt, that the
+// holder's lease runs until until. Waiters that join the channel later read
+// it with Until.
+func (s *Subscription) Expect(until time.Time) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.ch.until = until
+}
+
+// Until returns the lease end a waiter on the channel last recorded with
+// Expect; the zero time when none did.
+func (s *Subscription) Until() time.Time {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.ch.until
+}
+
 // Close ends the subscription. A wake-up the waiter received but did not act
 // on is passed to another waiter on the same channel, so that leaving cannot
 // swallow a notification. Close is idempotent.
@@ -201,6 +218,7 @@ func (h *Hub) reap(c *conn) {
 type channel struct {
 	name      string
 	subs      []*Subscription
+	until     time.Time     // the lease end a waiter last reported (Expect)
 	confirmed chan struct{} // closed when Redis confirmed the subscription
 	once      sync.Once
 }

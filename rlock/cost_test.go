@@ -39,7 +39,7 @@ func TestRefusedAttemptCost(t *testing.T) {
 	}
 	got := make(map[string]int64)
 	for cmd, n := range after {
-		if d := n - before[cmd]; d > 0 && cmd != "info" {
+		if d := n - before[cmd]; d > 0 && !bookkeeping[cmd] {
 			got[cmd] = d
 		}
 	}
@@ -79,7 +79,7 @@ func TestWokenRetryCost(t *testing.T) {
 	redistest.WaitFor(t, 2*time.Second, func() bool {
 		got = make(map[string]int64)
 		for cmd, n := range commandCalls(t, rdb) {
-			if d := n - before[cmd]; d > 0 && cmd != "info" && cmd != "publish" && cmd != "pubsub|numsub" {
+			if d := n - before[cmd]; d > 0 && !bookkeeping[cmd] && cmd != "publish" {
 				got[cmd] = d
 			}
 		}
@@ -94,6 +94,10 @@ func TestWokenRetryCost(t *testing.T) {
 		t.Fatalf("a woken waiter's retry ran %v, want %v", got, want)
 	}
 }
+
+// bookkeeping are the commands of the tests' own probes and of go-redis
+// dialling a connection, which may fall inside a measured window.
+var bookkeeping = map[string]bool{"info": true, "pubsub|numsub": true, "hello": true, "client|setinfo": true, "ping": true}
 
 // commandCalls reads the calls per command from INFO commandstats.
 func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {

@@ -236,6 +236,39 @@ func TestLossClosesDone(t *testing.T) {
 	}
 }
 
+// A holder's re-entry does not queue behind the waiters parked in its
+// process: it succeeds at once.
+func TestReentryDoesNotQueue(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb := srv.NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	holder, waiter := rlock.New(rdb, name), rlock.New(rdb, name)
+	mustLock(t, holder)
+	base := evalCalls(t, rdb)
+	waited := make(chan error, 1)
+	go func() { waited <- waiter.Lock(ctx) }()
+	// Parked: an attempt before subscribing and one after.
+	redistest.WaitFor(t, 2*time.Second, func() bool { return evalCalls(t, rdb)-base >= 2 })
+	waitSubscribed(t, srv.NewClient(t), name, 1)
+	reentered := make(chan error, 1)
+	go func() { reentered <- holder.Lock(ctx) }()
+	select {
+	case err := <-reentered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the holder's re-entry waited behind the parked waiter")
+	}
+	mustUnlock(t, holder)
+	mustUnlock(t, holder)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, waiter)
+}
+
 func TestWaiterWokenByUnlock(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)

@@ -91,7 +91,10 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	// refused: the last attempt of this wait was refused without error,
 	// so the next one may skip the checks that attempt made.
 	refused := false
-	err := internal.Wait(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), func(ctx context.Context) (bool, time.Duration, error) {
+	// A handle that holds nothing queues behind the process's parked
+	// waiters; one that holds the lock re-enters at once.
+	inLine := func() bool { return m.t.Held(hold.Exclusive) == 0 }
+	err := internal.WaitInLine(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), inLine, func(ctx context.Context) (bool, time.Duration, error) {
 		return m.try(ctx, &refused)
 	})
 	return m.wrap("lock", err)
