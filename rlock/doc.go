@@ -25,7 +25,19 @@
 // tries again and sleeps until an unlock notification, the holder's
 // remaining lease, or ctx. An unlock wakes one waiter per process. A lost
 // notification costs at most the holder's remaining lease; after a pub/sub
-// reconnect every waiter retries at once. A Lock that fails leaves nothing
+// reconnect every waiter retries at once.
+//
+// Waiters of one process (one Redis client) wait in line: a Lock that
+// finds others of its client already parked on the lock, with the holder's
+// lease end known from their attempts, queues behind them without trying,
+// and an unlock wakes the first in line. A Lock that joins an existing
+// subscription tries once, not twice, and a woken waiter's retry runs one
+// command when the lock is still held. Between processes there is no
+// order: each unlock wakes the first in line of every process, and the
+// fastest wins. A handle that holds the lock never queues: its Lock
+// re-enters at once. A parked Lock on a handle that another goroutine then
+// makes hold the lock (sharing one handle between goroutines) may wait
+// until the hold's lease end before it notices; use a handle per goroutine. A Lock that fails leaves nothing
 // behind: no hold, no subscription. If ctx ends while an acquire script is
 // in flight, Lock gives back whatever the script may have taken before it
 // returns.
