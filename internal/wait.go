@@ -33,7 +33,16 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // behind. A notification it received but could not use is passed to
 // another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try}
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1}
+	return w.wait(ctx, nil)
+}
+
+// WaitNeeding is Wait for a waiter that needs need units of what the
+// channel's messages announce, such as a semaphore waiter for need permits:
+// a message announcing fewer free units does not wake it, and wakes a
+// waiter behind it that needs no more than that instead.
+func WaitNeeding(ctx context.Context, hub *pubsub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: max(need, 1)}
 	return w.wait(ctx, nil)
 }
 
@@ -48,13 +57,13 @@ func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Du
 // inLine reports, when the waiter is about to queue, whether it may: a
 // handle that already holds the lock must try, as its re-entry succeeds.
 func WaitInLine(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, inLine: inLine != nil}
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine != nil}
 	return w.wait(ctx, inLine)
 }
 
 func (w *waiter) wait(ctx context.Context, inLine func() bool) error {
 	defer w.close()
-	w.sub = w.hub.Join(w.channel)
+	w.sub = w.hub.JoinNeeding(w.channel, w.need)
 	var wait time.Duration
 	queued := false
 	if w.sub != nil && inLine != nil {
@@ -144,6 +153,7 @@ type waiter struct {
 	channel  string
 	maxSleep time.Duration
 	try      Attempt
+	need     int  // units of a message it needs to proceed
 	inLine   bool // queued waiters may rely on this one's lease ends
 	sub      *pubsub.Subscription
 	woken    bool  // took a notification not yet acted on
@@ -168,7 +178,7 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	sub, err := w.hub.Subscribe(sctx, w.channel)
+	sub, err := w.hub.SubscribeNeeding(sctx, w.channel, w.need)
 	if err != nil {
 		// Not confirmed in time: go on without it for this round, bounded
 		// by limit; ctx ending ends the wait.

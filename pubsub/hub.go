@@ -6,10 +6,14 @@
 // messages and never blocks: a wake-up is a signal on a one-slot channel, so
 // repeated wake-ups of a waiter that has not run yet coalesce into one.
 //
-// Messages carry how many waiters may proceed: "1" wakes one local waiter
-// (a mutex was released), "n" wakes n (permits were released), "-1" wakes all
-// (a write lock was released to readers). Waiters already holding an unread
-// wake-up are skipped, so a message never wakes more waiters than it names.
+// Messages carry how many units are free: "1" wakes one local waiter (a
+// mutex was released), "n" wakes waiters in line whose needs fit in n
+// (permits are available), "-1" wakes all (a write lock was released to
+// readers). A waiter needs one unit unless it subscribed with
+// SubscribeNeeding or JoinNeeding: a semaphore waiter for 4 permits is
+// skipped by a message announcing 1, which wakes the next waiter that
+// wants 1 instead. Waiters already holding an unread wake-up are skipped,
+// so a message never wakes more waiters than it can serve.
 // After the connection is re-established, every waiter is woken at once,
 // because messages published while it was down are lost.
 //
@@ -67,6 +71,7 @@ type Subscription struct {
 	conn *conn
 	ch   *channel
 	c    chan struct{}
+	need int // the free units it needs to proceed
 	once sync.Once
 }
 
@@ -79,6 +84,12 @@ func (s *Subscription) C() <-chan struct{} { return s.c }
 // Subscribe returns is not missed. On error or when ctx ends first, nothing
 // is left subscribed.
 func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error) {
+	return h.SubscribeNeeding(ctx, name, 1)
+}
+
+// SubscribeNeeding is Subscribe for a waiter that can proceed only when a
+// message announces at least need free units (need >= 1).
+func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Subscription, error) {
 	key := 0
 	if h.sharded {
 		key = keyslot.Of(name)
@@ -95,7 +106,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 		ch = &channel{name: name, confirmed: make(chan struct{})}
 		c.channels[name] = ch
 	}
-	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1)}
+	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
 	h.mu.Unlock()
 
@@ -117,7 +128,11 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 // or its subscription is not confirmed yet; the caller then subscribes with
 // Subscribe. A waiter that joins before its first attempt needs no second
 // one: a notification published after Join returns reaches it.
-func (h *Hub) Join(name string) *Subscription {
+func (h *Hub) Join(name string) *Subscription { return h.JoinNeeding(name, 1) }
+
+// JoinNeeding is Join for a waiter that needs need units (see
+// SubscribeNeeding).
+func (h *Hub) JoinNeeding(name string, need int) *Subscription {
 	key := 0
 	if h.sharded {
 		key = keyslot.Of(name)
@@ -137,7 +152,7 @@ func (h *Hub) Join(name string) *Subscription {
 	default:
 		return nil
 	}
-	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1)}
+	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
 	return s
 }
@@ -184,7 +199,7 @@ func (s *Subscription) close(consumed bool) {
 		default:
 		}
 		if consumed {
-			wakeLocked(ch, 1)
+			wakeLocked(ch, s.need)
 		}
 		last := len(ch.subs) == 0 && c.channels[ch.name] == ch
 		if last {
@@ -225,16 +240,22 @@ type channel struct {
 
 func (ch *channel) confirm() { ch.once.Do(func() { close(ch.confirmed) }) }
 
-// wakeLocked wakes up to n waiters of ch that hold no unread wake-up, all of
-// them when n < 0. h.mu must be held.
+// wakeLocked wakes, in line order, the waiters of ch that hold no unread
+// wake-up and whose needs fit in n free units, each taking its need from
+// n; all of them when n < 0. h.mu must be held.
 func wakeLocked(ch *channel, n int) {
 	for _, s := range ch.subs {
 		if n == 0 {
 			return
 		}
+		if n > 0 && s.need > n {
+			continue // cannot proceed on what is free; one that needs less may
+		}
 		select {
 		case s.c <- struct{}{}:
-			n--
+			if n > 0 {
+				n -= s.need
+			}
 		default:
 			// Already woken and not yet running: it will try anyway.
 		}

@@ -2,6 +2,7 @@ package pubsub_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -218,4 +219,76 @@ func TestJoin(t *testing.T) {
 	if s := hub.Join(ch); s != nil {
 		t.Fatal("Join after the last waiter left returned a subscription")
 	}
+}
+
+// A message announcing n free units wakes, in line order, the waiters whose
+// needs fit, each taking its need from n; a waiter that leaves with a
+// wake-up it did not use passes on what it needed.
+func TestWakeNeeds(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	var subs []*pubsub.Subscription
+	for _, need := range []int{4, 1, 2, 1} {
+		s, err := hub.SubscribeNeeding(t.Context(), ch, need)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		subs = append(subs, s)
+	}
+	for _, c := range []struct {
+		payload string
+		want    []int // indexes of the waiters woken
+	}{
+		{"1", []int{1}},          // the waiter for 4 is passed over
+		{"3", []int{1, 2}},       // 1 + 2; the second waiter for 1 does not fit
+		{"4", []int{0}},          // first in line, and it takes all four
+		{"9", []int{0, 1, 2, 3}}, // everyone fits
+		{"-1", []int{0, 1, 2, 3}},
+	} {
+		if err := rdb.Publish(t.Context(), ch, c.payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got := wokenIndexes(t, subs, len(c.want))
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("message %q woke waiters %v, want %v", c.payload, got, c.want)
+		}
+	}
+	// The waiter for 4 takes a wake-up and leaves without using it: its
+	// four units go to the waiters behind it that fit.
+	rdb.Publish(t.Context(), ch, "4")
+	if got := wokenIndexes(t, subs, 1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("message \"4\" woke %v, want [0]", got)
+	}
+	subs[0].CloseConsumed()
+	if got := wokenIndexes(t, subs[1:], 3); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("the leaving waiter's units woke %v of the rest, want all three", got)
+	}
+}
+
+// wokenIndexes waits until want subscriptions hold a wake-up, checks that
+// no more arrive for a moment, and returns their indexes, draining them.
+func wokenIndexes(t *testing.T, subs []*pubsub.Subscription, want int) []int {
+	t.Helper()
+	seen := make(map[int]bool)
+	drain := func() {
+		for i, s := range subs {
+			select {
+			case <-s.C():
+				seen[i] = true
+			default:
+			}
+		}
+	}
+	redistest.WaitFor(t, 2*time.Second, func() bool { drain(); return len(seen) >= want })
+	time.Sleep(50 * time.Millisecond) // a surplus wake-up would arrive within this
+	drain()
+	var got []int
+	for i := range subs {
+		if seen[i] {
+			got = append(got, i)
+		}
+	}
+	return got
 }

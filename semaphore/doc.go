@@ -73,12 +73,13 @@
 // redisync:{name}:chan (one pub/sub connection per Redis client, however
 // many waiters), tries again and sleeps until a notification, a timer or
 // ctx. Every release of permits publishes how many are available, and each
-// process wakes at most that many of its waiters, not all of them. The
-// timer is the safety net behind the notifications: a waiter never sleeps
-// longer than WithPollInterval (DefaultPollInterval, one second), nor, on a
-// Leased, past the expiry of the earliest acquired permit. So a lost
-// notification, or one taken by a waiter that needs more permits than were
-// released, costs a waiter at most that interval.
+// process wakes, in arrival order, the waiters whose requests fit in that
+// many, not all of them: with 1 permit free, a waiter for 4 is passed over
+// and the next waiter for 1 is woken. The timer is the safety net behind
+// the notifications: a waiter never sleeps longer than WithPollInterval
+// (DefaultPollInterval, one second), nor, on a Leased, past the expiry of
+// the earliest acquired permit. So a lost notification, or permits that
+// another process took first, cost a waiter at most that interval.
 //
 // An Acquire that fails leaves nothing behind: no permit taken and no
 // subscription. If ctx ends while an acquire script is in flight, Acquire

@@ -220,42 +220,68 @@ func TestWakesAsManyAsAvailable(t *testing.T) {
 	})
 }
 
-// TestWakeUpNotSwallowed: a notification taken by a waiter that needs more
-// permits than were released costs the others at most the poll interval.
-func TestWakeUpNotSwallowed(t *testing.T) {
+// TestWakeUpFitsRequests: a release wakes the local waiter whose request
+// fits in what it freed, passing over an earlier one that needs more, and
+// the one that needs more is woken once enough are free.
+func TestWakeUpFitsRequests(t *testing.T) {
 	eachDeployment(t, func(t *testing.T, d deployment) {
 		name := redistest.UniqueName(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		rdb := d.newClient(t)
-		poll := semaphore.WithPollInterval(300 * time.Millisecond)
+		releaser := semaphore.New(d.newClient(t), name)
+		// Load the release script on the node before counting.
+		mustRelease(t, releaser, 1)
+		if _, err := releaser.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Notifications only: the poll interval is far beyond the test.
+		poll := semaphore.WithPollInterval(time.Minute)
 		big, small := semaphore.New(rdb, name, poll), semaphore.New(rdb, name, poll)
 		bigDone := make(chan error, 1)
-		go func() { bigDone <- big.Acquire(ctx, 4) }() // woken first: it subscribed first
+		go func() { bigDone <- big.Acquire(ctx, 4) }() // first in line: it subscribed first
 		defer func() {
 			cancel()
 			<-bigDone
 		}()
 		waitSubscribed(t, d, name, 1)
-		smallDone := make(chan time.Time, 1)
-		go func() {
-			if err := small.Acquire(ctx, 1); err != nil {
-				t.Error(err)
-			}
-			smallDone <- time.Now()
-		}()
+		smallDone := make(chan error, 1)
+		go func() { smallDone <- small.Acquire(ctx, 1) }()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return idle(t, d.admin, 50*time.Millisecond) })
-		start := time.Now()
-		mustRelease(t, semaphore.New(d.newClient(t), name), 1)
+		_, before := commandCalls(t, d.admin)
+		mustRelease(t, releaser, 1)
 		select {
-		case at := <-smallDone:
-			t.Logf("Acquire(1) completed %v after Release(1)", at.Sub(start))
-		case <-time.After(1300 * time.Millisecond):
-			t.Fatal("Acquire(1) not done a second after the 300ms poll interval")
+		case err := <-smallDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Release(1) did not serve the waiter for 1 behind a waiter for 4")
+		}
+		redistest.WaitFor(t, 5*time.Second, func() bool { return idle(t, d.admin, 50*time.Millisecond) })
+		if _, after := commandCalls(t, d.admin); after-before != 2 {
+			t.Fatalf("%d scripts ran for Release(1), want 2: the release and the waiter for 1 (the waiter for 4 is not woken)", after-before)
 		}
 		select {
 		case err := <-bigDone:
 			t.Fatalf("Acquire(4) returned %v with one permit released", err)
 		default:
+		}
+		mustRelease(t, releaser, 3) // 3 free: still not enough for 4
+		redistest.WaitFor(t, 5*time.Second, func() bool { return idle(t, d.admin, 50*time.Millisecond) })
+		select {
+		case err := <-bigDone:
+			t.Fatalf("Acquire(4) returned %v with three permits free", err)
+		default:
+		}
+		mustRelease(t, releaser, 1)
+		select {
+		case err := <-bigDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+			bigDone <- nil // for the deferred receive
+		case <-time.After(5 * time.Second):
+			t.Fatal("Acquire(4) not served once four permits were free")
 		}
 	})
 }

@@ -173,7 +173,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	r := &request{n: n, receipt: s.receipt()}
 	c := internal.Acquire(s.rdb)
 	defer c.Release()
-	err := internal.Wait(ctx, c.Hub, s.keys.Channel, s.cfg.pollInterval,
+	// A release that frees fewer than n permits wakes a local waiter that
+	// needs no more than that, not this one.
+	need := int(min(n, maxAnnounced))
+	err := internal.WaitNeeding(ctx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			ok, err := s.attempt(ctx, r)
 			return ok, 0, err // no lease bounds the wait: the poll interval does
@@ -194,6 +197,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
 	ok, err := s.attempt(ctx, &request{n: n, receipt: s.receipt()})
 	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
 }
+
+// maxAnnounced caps the permit count a notification carries (see
+// semaphore_release.lua): a waiter for more is woken by any notification
+// that announces the cap.
+const maxAnnounced = 1_000_000
 
 // request is one Acquire or TryAcquire of n permits. Its attempts run
 // under one receipt until an attempt is cancelled; the next one is a new
