@@ -76,17 +76,20 @@ func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, re
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
 // n (>= 0), or with onlyNew only if there is no count yet, notifying
-// waiters when it grew. The reply is false when onlyNew found a count
-// (nothing changed).
-func SemaphoreSetPermits(ctx context.Context, c redis.Scripter, k SemaphoreKeys, n int64, onlyNew, sharded bool) BoolCmd {
-	return BoolCmd{semaphoreSetPermits.Run(ctx, c, []string{k.Permits, k.Channel}, n, flag(onlyNew), flag(sharded))}
+// waiters when it grew, once for the request whose receipt key, which
+// lives for ttl, is receipt: a repeated request reports success and
+// changes nothing. The reply is false when onlyNew found a count (nothing
+// changed).
+func SemaphoreSetPermits(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
+	return BoolCmd{semaphoreSetPermits.Run(ctx, c, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
 }
 
-// SemaphoreDrain runs semaphore_drain.lua: take every available permit. The
-// reply is how many were taken; 0 (nothing changed) when none was
-// available.
-func SemaphoreDrain(ctx context.Context, c redis.Scripter, k SemaphoreKeys) IntCmd {
-	return IntCmd{semaphoreDrain.Run(ctx, c, []string{k.Permits})}
+// SemaphoreDrain runs semaphore_drain.lua: take every available permit,
+// once for the request whose receipt key, which lives for ttl, is receipt.
+// The reply is how many the request took (a repeated request reports what
+// the first took); 0 (nothing changed) when none was available.
+func SemaphoreDrain(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, ttl time.Duration) IntCmd {
+	return IntCmd{semaphoreDrain.Run(ctx, c, []string{k.Permits, receipt}, ms(ttl))}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded

@@ -1,24 +1,32 @@
--- semaphore_drain: take every available permit of a counting semaphore.
+-- semaphore_drain: take every available permit of a counting semaphore,
+-- once per request.
 --
 -- KEYS[1]  permit count: a string integer, missing = 0, may be negative
+-- KEYS[2]  receipt of this request, a string that expires: the number of
+--          permits it took, written when it took some, so that a repeated
+--          request (a retry after a lost reply) reports them instead of
+--          draining what was released since
+-- ARGV[1]  receipt lifetime in milliseconds
 --
--- Returns how many permits were taken; 0, changing nothing, when none is
--- available (the count is missing, zero or negative).
+-- Returns how many permits the request took; 0, changing nothing, when
+-- none was available (the count is missing, zero or negative).
 -- A permit count that is not an integer, or a key of another type, is a
 -- WRONGTYPE error, raised before anything is written.
 
-local permits = KEYS[1]
+local permits, receipt = KEYS[1], KEYS[2]
 
 local raw = redis.call('get', permits)
-if not raw then
-  return 0
-end
-if not string.match(raw, '^%-?%d+$') then
+if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
-local available = tonumber(raw)
+local seen = redis.call('get', receipt)
+if seen then
+  return tonumber(seen)
+end
+local available = tonumber(raw or '0')
 if available <= 0 then
   return 0
 end
 redis.call('set', permits, 0)
+redis.call('set', receipt, available, 'px', ARGV[1])
 return available

@@ -1,28 +1,38 @@
 -- semaphore_setpermits: set the available permits of a counting semaphore
--- (SetPermits), or set them only if no count exists yet (TrySetPermits).
+-- (SetPermits), or set them only if no count exists yet (TrySetPermits),
+-- once per request.
 --
 -- KEYS[1]  permit count: a string integer
 -- KEYS[2]  notification channel
+-- KEYS[3]  receipt of this request, a string that expires: written when the
+--          request sets the count, so that a repeated request (a retry
+--          after a lost reply) reports success and changes nothing; it
+--          must not undo the acquisitions made since, nor report that the
+--          count it created already existed
 -- ARGV[1]  the permits (>= 0)
 -- ARGV[2]  "1": only if the count does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[4]  receipt lifetime in milliseconds
 --
--- Returns 1 when the count was set, 0 when ARGV[2] is "1" and a count
--- already existed (nothing changed). When the count grew, the notification
--- carries the new count (capped at a million): each process wakes at most
--- that many waiters.
+-- Returns 1 when the request set the count (now or in an earlier run), 0
+-- when ARGV[2] is "1" and a count already existed (nothing changed). When
+-- the count grew, the notification carries the new count (capped at a
+-- million): each process wakes at most that many waiters.
 -- A permit count that is not an integer, or a key of another type, is a
 -- WRONGTYPE error, raised before anything is written.
 
-local permits, channel = KEYS[1], KEYS[2]
+local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
 local n, onlyNew, sharded = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3] == '1'
 
 local raw = redis.call('get', permits)
+if raw and not string.match(raw, '^%-?%d+$') then
+  return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+if redis.call('exists', receipt) == 1 then
+  return 1
+end
 local old = 0
 if raw then
-  if not string.match(raw, '^%-?%d+$') then
-    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
-  end
   if onlyNew then
     return 0
   end
@@ -30,6 +40,7 @@ if raw then
 end
 
 redis.call('set', permits, ARGV[1])
+redis.call('set', receipt, '1', 'px', ARGV[4])
 if n > 0 and n > old then
   if sharded then
     redis.call('spublish', channel, math.min(n, 1000000))

@@ -39,6 +39,13 @@
 // a release of permits acquired elsewhere. A Release that fails on a
 // network fault leaves unknown whether its permits were added.
 //
+// SetPermits and TrySetPermits (redisync:{name}:set:<request id>) and Drain
+// (redisync:{name}:drain:<request id>, written only when it took permits)
+// do the same: a retry after a lost reply reports what the first run did
+// (TrySetPermits true, Drain the permits it took) and changes nothing, so
+// it neither undoes acquisitions made in between nor drains permits
+// released since.
+//
 // # Leased semaphore
 //
 // A Leased called name keeps its total number of permits in the string

@@ -36,6 +36,37 @@ func TestReleaseReplyLostMini(t *testing.T) {
 	}
 }
 
+// TrySetPermits, SetPermits and Drain whose replies are lost are retried
+// under the same receipt: each reports what its first run did and changes
+// the count once.
+func TestSetAndDrainReplyLostMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	faults := redistest.AddScriptFaults(rdb)
+	s := semaphore.New(rdb, "lost-set")
+	ctx := t.Context()
+	faults.LoseReplies(1)
+	if ok, err := s.TrySetPermits(ctx, 5); !ok || err != nil {
+		t.Fatalf("TrySetPermits with its reply lost = %v, %v; want true: it set the count", ok, err)
+	}
+	wantAvailable(t, s, 5)
+	if ok, err := s.TryAcquire(ctx, 2); !ok || err != nil {
+		t.Fatalf("TryAcquire = %v, %v", ok, err)
+	}
+	faults.LoseReplies(1)
+	if err := s.SetPermits(ctx, 4); err != nil {
+		t.Fatalf("SetPermits with its reply lost = %v", err)
+	}
+	wantAvailable(t, s, 4)
+	faults.LoseReplies(2)
+	if n, err := s.Drain(ctx); n != 4 || err != nil {
+		t.Fatalf("Drain with two replies lost = %d, %v; want the 4 permits it took", n, err)
+	}
+	wantAvailable(t, s, 0)
+	if faults.Pending() != 0 {
+		t.Fatal("not every reply was lost: the faults were not injected")
+	}
+}
+
 // An acquisition whose reply is lost is given back even though ctx did not
 // end; a waiting Acquire then takes its permits exactly once, also when the
 // reply of the cancellation is lost too.

@@ -68,7 +68,11 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
 		return false, s.wrap("try set permits", negative("permits", n))
 	}
-	ok, err := lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, n, true, s.sharded).Result()
+	var ok bool
+	err := s.once(ctx, "set", func(receipt string) (err error) {
+		ok, err = lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL).Result()
+		return err
+	})
 	return ok, s.wrap("try set permits", err)
 }
 
@@ -78,7 +82,10 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("set permits", negative("permits", n))
 	}
-	_, err := lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, n, false, s.sharded).Result()
+	err := s.once(ctx, "set", func(receipt string) error {
+		_, err := lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL).Result()
+		return err
+	})
 	return s.wrap("set permits", err)
 }
 
@@ -113,20 +120,30 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return s.wrap("release", s.add(ctx, n))
 }
 
-// addRetries is how many times add resends a request whose reply was
+// onceRetries is how many times once resends a request whose reply was
 // lost.
-const addRetries = 2
+const onceRetries = 2
 
-// add adds delta permits once, under a receipt of the request's own: a
-// request whose reply was lost is resent under the same receipt, which
-// makes the retry add nothing if the first went through. Retries stop
-// well within the receipt's lifetime.
+// add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
-	receipt := s.names.Sub("release:" + internal.NewOwnerID())
+	return s.once(ctx, "release", func(receipt string) error {
+		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
+		return err
+	})
+}
+
+// once runs request, a script that changes the count at most once per
+// receipt, under a receipt of its own (redisync:{name}:<kind>:<id>): a
+// request whose reply was lost is resent under the same receipt, and a
+// resent request that finds the first went through changes nothing and
+// reports what the first did. Retries stop well within the receipt's
+// lifetime.
+func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
+	receipt := s.names.Sub(kind + ":" + internal.NewOwnerID())
 	start := time.Now()
 	for try := 0; ; try++ {
-		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
-		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == addRetries || time.Since(start) > receiptTTL/2 {
+		err := request(receipt)
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == onceRetries || time.Since(start) > receiptTTL/2 {
 			return internal.CtxErr(ctx, err)
 		}
 	}
@@ -154,7 +171,11 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // none is available (the count is missing, zero or negative) it returns 0
 // and changes nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
-	n, err := lua.SemaphoreDrain(ctx, s.rdb, s.keys).Result()
+	var n int64
+	err := s.once(ctx, "drain", func(receipt string) (err error) {
+		n, err = lua.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL).Result()
+		return err
+	})
 	return n, s.wrap("drain", err)
 }
 
