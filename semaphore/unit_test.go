@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/semaphore"
@@ -168,17 +166,18 @@ func TestCancelledInFlightMini(t *testing.T) {
 	if err := l.SetPermits(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	hook := &replyLoss{armed: make(chan struct{}, 1)}
-	rdb.AddHook(hook)
+	// The next script runs on the server, then its caller gets
+	// context.Canceled instead of the reply.
+	faults := redistest.AddScriptFaults(rdb)
 
-	hook.arm()
+	faults.LoseReplies(1, redistest.LoseAs(context.Canceled))
 	err := s.Acquire(ctx, 2)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with its reply lost = %v, want context.Canceled", err)
 	}
 	wantAvailable(t, s, 3)
 
-	hook.arm()
+	faults.LoseReplies(1, redistest.LoseAs(context.Canceled))
 	if _, err := l.Acquire(ctx, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Leased.Acquire with its reply lost = %v, want context.Canceled", err)
 	}
@@ -221,34 +220,6 @@ func TestErrorMessagesMini(t *testing.T) {
 	} {
 		if c.err == nil || c.err.Error() != c.want {
 			t.Errorf("error = %v, want %q", c.err, c.want)
-		}
-	}
-}
-
-// replyLoss is a hook that, once armed, lets the next script run on the
-// server and then reports context.Canceled instead of its reply.
-type replyLoss struct{ armed chan struct{} }
-
-func (h *replyLoss) arm() { h.armed <- struct{}{} }
-
-func (h *replyLoss) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *replyLoss) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *replyLoss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); err != nil || (name != "evalsha" && name != "eval") {
-			return err
-		}
-		select {
-		case <-h.armed:
-			cmd.SetErr(context.Canceled)
-			return context.Canceled
-		default:
-			return nil
 		}
 	}
 }
