@@ -3,11 +3,8 @@ package fairlock_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
@@ -15,46 +12,27 @@ import (
 
 // Unit tier: an acquire whose reply is lost when ctx ends.
 
-// loseReply is a go-redis hook that, once armed, lets the next command run
-// on the server but withholds its reply until the caller's ctx ends: the
-// outcome of a script is unknown to the caller.
-type loseReply struct{ armed atomic.Bool }
-
-func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !h.armed.CompareAndSwap(true, false) {
-			return next(ctx, cmd)
-		}
-		_ = next(ctx, cmd)
-		<-ctx.Done()
-		cmd.SetErr(ctx.Err())
-		return ctx.Err()
-	}
-}
-
-func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 func TestReplyLostMidScriptMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
-	hook := &loseReply{}
-	rdb.AddHook(hook)
+	faults := redistest.AddScriptFaults(rdb)
 	m := fairlock.New(rdb, "lost")
 	lockLosing := func() {
 		t.Helper()
-		hook.armed.Store(true)
+		// The next script runs on the server, but its reply is withheld
+		// until the caller's ctx ends: the caller cannot know its outcome.
+		faults.LoseReplies(1, redistest.LoseUntilDone())
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
 		}
+		if faults.Pending() != 0 {
+			t.Fatal("Lock ran no script: no reply was lost")
+		}
 	}
 
-	// Load the scripts first: a withheld EVALSHA that failed with
-	// NOSCRIPT would have changed nothing.
+	// Load the scripts first, so that the script whose reply is lost is
+	// one EVALSHA (a NOSCRIPT refusal ran nothing and is not counted).
 	mustLock(t, m)
 	mustUnlock(t, m)
 

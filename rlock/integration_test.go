@@ -166,7 +166,7 @@ func TestWatchdog(t *testing.T) {
 	default:
 	}
 	mustUnlock(t, m)
-	if n := rdb.Exists(ctx, "redisync:{"+name+"}").Val(); n != 0 {
+	if n := rdb.Exists(ctx, internal.NewNames(name).Lock()).Val(); n != 0 {
 		t.Fatal("lock key still exists after Unlock")
 	}
 	// Nothing renews after Unlock: no goroutine, no script calls.
@@ -217,7 +217,7 @@ func TestLossClosesDone(t *testing.T) {
 					t.Fatalf("ForceUnlock = %v, %v", ok, err)
 				}
 			} else {
-				other.Del(ctx, "redisync:{"+name+"}")
+				other.Del(ctx, internal.NewNames(name).Lock())
 			}
 			select {
 			case <-holder.Done():
@@ -409,7 +409,7 @@ func TestWrongType(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	key := "redisync:{" + name + "}"
+	key := internal.NewNames(name).Lock()
 	rdb.Set(ctx, key, "precious", 0)
 	err := rlock.New(rdb, name).Lock(ctx)
 	if !errors.Is(err, rlock.ErrWrongType) {
@@ -451,12 +451,13 @@ func evalCalls(t *testing.T, rdb *redis.Client) int64 {
 
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	keys, err := rdb.Keys(t.Context(), "redisync:{"+name+"}*").Result()
+	n := internal.NewNames(name)
+	keys, err := rdb.Keys(t.Context(), n.Lock()+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range keys {
-		if k != "redisync:{"+name+"}:fence" {
+		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)
 		}
 	}

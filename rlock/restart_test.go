@@ -21,7 +21,7 @@ func TestWaiterSurvivesRestart(t *testing.T) {
 	go func() { got <- waiter.Lock(t.Context()) }()
 	admin := srv.NewClient(t)
 	redistest.WaitFor(t, 5*time.Second, func() bool {
-		return redistest.NumSub(t, admin, "redisync:{"+name+"}:chan") == 1
+		return numSub(t, admin, name) == 1
 	})
 	srv.Restart(t)
 	select {

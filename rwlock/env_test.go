@@ -66,11 +66,12 @@ func rwKeys(name, owner string) lua.RWKeys {
 	}
 }
 
-// subscribers returns how many connections listen on the readers' ("chan")
-// or writers' ("wchan") channel of the lock called name.
-func (e env) subscribers(t testing.TB, name, which string) int64 {
+// subscribers returns how many connections listen on the channel of the
+// lock called name that channel picks: internal.Names.Channel wakes the
+// readers, internal.Names.WriterChannel the writers.
+func (e env) subscribers(t testing.TB, name string, channel func(internal.Names) string) int64 {
 	t.Helper()
-	ch := lockKey(name) + ":" + which
+	ch := channel(internal.NewNames(name))
 	node := e.node(t, name)
 	if e.sharded {
 		return redistest.ShardNumSub(t, node, ch)

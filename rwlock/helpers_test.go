@@ -42,7 +42,7 @@ func mustUnlock(t testing.TB, rw *rwlock.RWMutex) {
 // starts with prefix.
 func field(t testing.TB, rdb redis.UniversalClient, name, prefix string) string {
 	t.Helper()
-	all, err := rdb.HGetAll(t.Context(), "redisync:{"+name+"}").Result()
+	all, err := rdb.HGetAll(t.Context(), lockKey(name)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func dumpKeys(t testing.TB, rdb redis.UniversalClient, pattern string) string {
 
 func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	keys, err := rdb.Keys(t.Context(), "redisync:{"+name+"}*").Result()
+	keys, err := rdb.Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

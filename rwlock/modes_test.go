@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -42,7 +43,7 @@ func testDowngrade(t *testing.T, e env) {
 	mustLock(t, w)
 	waiting := rwlock.New(e.client(t), name)
 	got := lockAsync(ctx, waiting.RLock)
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, "chan") == 1 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 1 })
 	mustRLock(t, w)
 	start := time.Now()
 	mustUnlock(t, w)
@@ -149,7 +150,7 @@ func testForceUnlock(t *testing.T, e env) {
 	mustRLock(t, r2)
 	w := rwlock.New(e.client(t), name)
 	wrote := lockAsync(ctx, w.Lock)
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, "wchan") == 1 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.WriterChannel) == 1 })
 	start := time.Now()
 	if ok, err := rwlock.New(e.client(t), name).ForceUnlock(ctx); !ok || err != nil {
 		t.Fatalf("ForceUnlock of a read lock = %v, %v", ok, err)
@@ -173,7 +174,7 @@ func testForceUnlock(t *testing.T, e env) {
 	for _, r := range readers {
 		reads = append(reads, lockAsync(ctx, r.RLock))
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, "chan") == 2 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 2 })
 	if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
 		t.Fatalf("ForceUnlock of a write lock = %v, %v", ok, err)
 	}
@@ -208,7 +209,7 @@ func testWriterGivesUp(t *testing.T, e env) {
 	defer cancel()
 	wrote := lockAsync(wctx, rwlock.New(e.client(t), name).Lock)
 	redistest.WaitFor(t, 5*time.Second, func() bool {
-		n, _ := e.node(t, name).Exists(t.Context(), lockKey(name)+":writers").Result()
+		n, _ := e.node(t, name).Exists(t.Context(), internal.NewNames(name).Writers()).Result()
 		return n == 1
 	})
 	newcomer := rwlock.New(e.client(t), name)
@@ -225,7 +226,7 @@ func testWriterGivesUp(t *testing.T, e env) {
 		t.Fatal("the new reader got in while the writer was still waiting")
 	}
 	within(t, "the held-back reader got in", r.at.Sub(w.at), 0, 300*time.Millisecond)
-	redistest.WaitFor(t, 2*time.Second, func() bool { return e.subscribers(t, name, "wchan") == 0 })
+	redistest.WaitFor(t, 2*time.Second, func() bool { return e.subscribers(t, name, internal.Names.WriterChannel) == 0 })
 	mustRUnlock(t, newcomer)
 	mustRUnlock(t, reader)
 	e.assertNoKeys(t, name)

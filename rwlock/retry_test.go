@@ -3,11 +3,8 @@ package rwlock_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
@@ -60,33 +57,6 @@ func testRetriedScripts(t *testing.T, e env) {
 	e.assertNoKeys(t, name)
 }
 
-// loseReply lets the next script run on the server, then reports its reply
-// as lost: it calls cancel (when set) and returns err.
-type loseReply struct {
-	cancel context.CancelFunc
-	err    error
-	armed  atomic.Bool
-}
-
-func (h *loseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *loseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *loseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if (cmd.Name() == "evalsha" || cmd.Name() == "eval") && err == nil && h.armed.CompareAndSwap(true, false) {
-			if h.cancel != nil {
-				h.cancel()
-			}
-			cmd.SetErr(h.err)
-			return h.err
-		}
-		return err
-	}
-}
-
 func TestCancelledMidScriptGivesBackMini(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -97,16 +67,14 @@ func TestCancelledMidScriptGivesBackMini(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, rdb := redistest.Mini(t)
-			hook := &loseReply{err: context.Canceled}
-			rdb.AddHook(hook)
+			faults := redistest.AddScriptFaults(rdb)
 			rw := rwlock.New(rdb, "mid")
 			mustRLock(t, rw) // loads the scripts: the armed call is one EVALSHA
 			mustRUnlock(t, rw)
 			mustLock(t, rw)
 			mustUnlock(t, rw)
 			ctx, cancel := context.WithCancel(t.Context())
-			hook.cancel = cancel
-			hook.armed.Store(true)
+			faults.LoseReplies(1, redistest.LoseAs(context.Canceled), redistest.LoseCancelling(cancel))
 			if err := tc.lock(rw, ctx); !errors.Is(err, context.Canceled) {
 				t.Fatalf("%s = %v, want context.Canceled", tc.name, err)
 			}

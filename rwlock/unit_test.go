@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/rlock"
@@ -114,7 +115,7 @@ func TestUpgradeRefusedMini(t *testing.T) {
 	if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
 		t.Fatalf("TryLock by a reader = %v, %v, want ErrUpgradeNotSupported", ok, err)
 	}
-	if n, _ := rdb.Exists(ctx, "redisync:{up}:writers").Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, internal.NewNames("up").Writers()).Result(); n != 0 {
 		t.Fatal("the refused upgrade left an announcement")
 	}
 	if got := field(t, rdb, "up", "r:"); got != "1" {
@@ -240,7 +241,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	locked := make(chan error, 1)
 	go func() { locked <- rwlock.New(rdb, "pref").Lock(wctx) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists("redisync:{pref}:writers") })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(internal.NewNames("pref").Writers()) })
 
 	newcomer := rwlock.New(rdb, "pref")
 	if ok, err := newcomer.TryRLock(ctx); ok || err != nil {
@@ -253,7 +254,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 	if err := <-locked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Lock = %v, want context.Canceled", err)
 	}
-	if mr.Exists("redisync:{pref}:writers") {
+	if mr.Exists(internal.NewNames("pref").Writers()) {
 		t.Fatal("the writer that gave up left its announcement")
 	}
 	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
@@ -281,7 +282,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 func TestWrongTypeMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	if err := mr.Set("redisync:{str}", "user data"); err != nil {
+	if err := mr.Set(lockKey("str"), "user data"); err != nil {
 		t.Fatal(err)
 	}
 	held := rlock.New(rdb, "mutex") // an rlock under the same name

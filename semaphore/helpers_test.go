@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -123,7 +124,7 @@ func zeroAndNegative(t *testing.T, rdb redis.UniversalClient, name string) {
 func wrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := t.Context()
-	key := "redisync:{" + name + "}"
+	key := internal.NewNames(name).Lock()
 	for _, setup := range []struct {
 		kind  string
 		write func() error
@@ -168,7 +169,8 @@ func wrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := t.Context()
-	leases, permits := "redisync:{"+name+"}", "redisync:{"+name+"}:permits"
+	n := internal.NewNames(name)
+	leases, permits := n.Lock(), n.Sub("permits")
 	for _, setup := range []struct {
 		kind  string
 		key   string

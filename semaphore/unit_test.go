@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/semaphore"
@@ -110,7 +109,7 @@ func TestLeasedMini(t *testing.T) {
 		}
 	}
 	wantLeasedAvailable(t, l, 3)
-	if n := mr.Exists("redisync:{l}"); n {
+	if n := mr.Exists(internal.NewNames("l").Lock()); n {
 		t.Fatal("permit set left behind with no permit acquired")
 	}
 }
@@ -126,27 +125,28 @@ func TestLeasedWrongTypeMini(t *testing.T) {
 func TestUndoIsExactMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	k := lua.SemaphoreKeys{Permits: "redisync:{u}", Channel: "redisync:{u}:chan"}
+	names := internal.NewNames("u")
+	k := lua.SemaphoreKeys{Permits: names.Lock(), Channel: names.Channel()}
 	rdb.Set(ctx, k.Permits, 5, 0)
-	taken, err := lua.SemaphoreAcquire(ctx, rdb, k, "redisync:{u}:acquire:1", 3, time.Minute).Result()
+	taken, err := lua.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:1"), 3, time.Minute).Result()
 	if err != nil || !taken.OK || taken.Available != 2 {
 		t.Fatalf("acquire = %+v, %v", taken, err)
 	}
-	again, err := lua.SemaphoreAcquire(ctx, rdb, k, "redisync:{u}:acquire:1", 3, time.Minute).Result()
+	again, err := lua.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:1"), 3, time.Minute).Result()
 	if err != nil || !again.OK || again.Available != 2 {
 		t.Fatalf("repeated acquire = %+v, %v; want success taking nothing", again, err)
 	}
-	if n, err := lua.SemaphoreUndo(ctx, rdb, k, "redisync:{u}:acquire:1", time.Minute, false).Result(); n != 3 || err != nil {
+	if n, err := lua.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:1"), time.Minute, false).Result(); n != 3 || err != nil {
 		t.Fatalf("undo = %d, %v; want 3 given back", n, err)
 	}
-	if n, _ := lua.SemaphoreUndo(ctx, rdb, k, "redisync:{u}:acquire:1", time.Minute, false).Result(); n != 0 {
+	if n, _ := lua.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:1"), time.Minute, false).Result(); n != 0 {
 		t.Fatalf("second undo gave back %d", n)
 	}
 	// Undo before the request arrives: the request takes nothing.
-	if n, _ := lua.SemaphoreUndo(ctx, rdb, k, "redisync:{u}:acquire:2", time.Minute, false).Result(); n != 0 {
+	if n, _ := lua.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:2"), time.Minute, false).Result(); n != 0 {
 		t.Fatalf("undo of a request that never ran gave back %d", n)
 	}
-	late, err := lua.SemaphoreAcquire(ctx, rdb, k, "redisync:{u}:acquire:2", 1, time.Minute).Result()
+	late, err := lua.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:2"), 1, time.Minute).Result()
 	if err != nil || late.OK {
 		t.Fatalf("late acquire after undo = %+v, %v; want nothing taken", late, err)
 	}
@@ -168,17 +168,18 @@ func TestCancelledInFlightMini(t *testing.T) {
 	if err := l.SetPermits(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	hook := &replyLoss{armed: make(chan struct{}, 1)}
-	rdb.AddHook(hook)
+	// The next script runs on the server, then its caller gets
+	// context.Canceled instead of the reply.
+	faults := redistest.AddScriptFaults(rdb)
 
-	hook.arm()
+	faults.LoseReplies(1, redistest.LoseAs(context.Canceled))
 	err := s.Acquire(ctx, 2)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with its reply lost = %v, want context.Canceled", err)
 	}
 	wantAvailable(t, s, 3)
 
-	hook.arm()
+	faults.LoseReplies(1, redistest.LoseAs(context.Canceled))
 	if _, err := l.Acquire(ctx, 0); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Leased.Acquire with its reply lost = %v, want context.Canceled", err)
 	}
@@ -221,34 +222,6 @@ func TestErrorMessagesMini(t *testing.T) {
 	} {
 		if c.err == nil || c.err.Error() != c.want {
 			t.Errorf("error = %v, want %q", c.err, c.want)
-		}
-	}
-}
-
-// replyLoss is a hook that, once armed, lets the next script run on the
-// server and then reports context.Canceled instead of its reply.
-type replyLoss struct{ armed chan struct{} }
-
-func (h *replyLoss) arm() { h.armed <- struct{}{} }
-
-func (h *replyLoss) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *replyLoss) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *replyLoss) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if name := cmd.Name(); err != nil || (name != "evalsha" && name != "eval") {
-			return err
-		}
-		select {
-		case <-h.armed:
-			cmd.SetErr(context.Canceled)
-			return context.Canceled
-		default:
-			return nil
 		}
 	}
 }

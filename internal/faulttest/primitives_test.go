@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -59,7 +60,7 @@ type primitive struct {
 var primitives = []primitive{rlockPrimitive, fairlockPrimitive, leasedPrimitive, semaphorePrimitive}
 
 // mainKey is the main key of every primitive called name.
-func mainKey(name string) string { return "redisync:{" + name + "}" }
+func mainKey(name string) string { return internal.NewNames(name).Lock() }
 
 // exists is held for the locks: the lock hash exists while it is held.
 func exists(ctx context.Context, rdb redis.UniversalClient, name string) bool {
