@@ -360,3 +360,36 @@ func TestErrorMessages(t *testing.T) {
 		t.Fatalf("error = %q, want %q", got, want)
 	}
 }
+
+func TestDoMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	rw, other := rwlock.New(rdb, "do"), rwlock.New(rdb, "do")
+	errFn := errors.New("fn failed")
+	err := rw.Do(ctx, func(ctx context.Context) error {
+		if ok, err := other.TryRLock(ctx); ok || err != nil {
+			t.Errorf("TryRLock inside Do = %v, %v; want refused", ok, err)
+		}
+		return errFn
+	})
+	if !errors.Is(err, errFn) {
+		t.Fatalf("Do = %v, want fn's error", err)
+	}
+	err = rw.RDo(ctx, func(ctx context.Context) error {
+		if ok, err := other.TryRLock(ctx); !ok || err != nil {
+			t.Errorf("TryRLock inside RDo = %v, %v; want a second reader", ok, err)
+		}
+		mustRUnlock(t, other)
+		if ok, err := other.TryLock(ctx); ok || err != nil {
+			t.Errorf("TryLock inside RDo = %v, %v; want refused", ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("RDo = %v", err)
+	}
+	if locked, err := rw.IsLocked(ctx); locked || err != nil {
+		t.Fatalf("IsLocked after Do and RDo = %v, %v; want free", locked, err)
+	}
+	assertNoKeysMini(t, rdb, "do")
+}

@@ -71,3 +71,15 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
 // noticed by the watchdog. A downgrade does not end the hold. When the
 // handle holds nothing it returns a closed channel.
 func (rw *RWMutex) Done() <-chan struct{} { return rw.t.Done() }
+
+// Do write-locks rw, runs fn with a context that is cancelled if the hold
+// is lost, and unlocks. It returns the error of Lock, else that of fn, else
+// that of Unlock.
+func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return rw.t.Do(ctx, rw.Lock, rw.Unlock, fn)
+}
+
+// RDo is Do for a read hold: RLock, fn, RUnlock.
+func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context) error) error {
+	return rw.t.Do(ctx, rw.RLock, rw.RUnlock, fn)
+}
