@@ -86,8 +86,11 @@ func TestInspectKinds(t *testing.T) {
 	rdb.PExpire(ctx, fair.Lock(), 30*time.Second)
 	rdb.RPush(ctx, fair.Queue(), "w1", "w2")
 	rdb.ZAdd(ctx, fair.Timeouts(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 9000)}, redis.Z{Member: "w2", Score: float64(now.UnixMilli() + 19000)})
-	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r1", 1, "r2", 3)
-	rdb.Set(ctx, rw.Sub("r1:rwlock_timeout:1"), 1, time.Minute)
+	// The layout rwlock leaves with two readers, one holding three levels.
+	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:o2", 3)
+	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
+	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
+	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)})
 	rdb.Set(ctx, sem.Lock(), 7, 0)
 	rdb.Set(ctx, odd.Lock(), "hello", 0)
 	flags := []string{"--redis", "redis://" + addr}
@@ -97,7 +100,7 @@ func TestInspectKinds(t *testing.T) {
 		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 {
 		t.Errorf("fair lock report = %+v", r)
 	}
-	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{"r2", 3}) {
+	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{"r:o2", 3}) {
 		t.Errorf("rwlock report = %+v", r)
 	}
 	if r := rs[2]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 7 {
@@ -113,13 +116,19 @@ func TestInspectKinds(t *testing.T) {
 	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing")
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s",
-		"mode         read", "readers      r1  holds 1", "r2  holds 3", `redisync:{catalog}:r1:rwlock_timeout:1  string  ttl 1m0s`,
+		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers",
 		"permits      7 available",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text output lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Keys a decoder explains are not listed as unexplained.
+	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue()} {
+		if strings.Contains(stdout, explained) {
+			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}
 	}
 }
