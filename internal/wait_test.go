@@ -60,7 +60,7 @@ func TestWaitInLineQueues(t *testing.T) {
 	hub := pubsub.New(rdb, false)
 	ch := redistest.UniqueName(t)
 	var tickets atomic.Int64 // an attempt succeeds when it takes one
-	lease := 400 * time.Millisecond
+	lease := time.Second
 	attempt := func(n *atomic.Int64) internal.Attempt {
 		return func(context.Context) (bool, time.Duration, error) {
 			n.Add(1)
