@@ -79,7 +79,8 @@
 // A waiter makes one attempt; if it fails it subscribes to the channel
 // redisync:{name}:chan (one pub/sub connection per Redis client, however
 // many waiters), tries again and sleeps until a notification, a timer or
-// ctx. Every release of permits publishes how many are available, and each
+// ctx; a waiter that finds the channel already subscribed by other waiters
+// of its client joins them first and needs one attempt. Every release of permits publishes how many are available, and each
 // process wakes, in arrival order, the waiters whose requests fit in that
 // many, not all of them: with 1 permit free, a waiter for 4 is passed over
 // and the next waiter for 1 is woken. The timer is the safety net behind
