@@ -2,6 +2,7 @@ package internal
 
 import (
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,8 +16,15 @@ type Client struct {
 	RDB      redis.UniversalClient
 	Hub      *pubsub.Hub
 	Watchdog *watchdog.Watchdog
-	refs     int // guarded by registryMu
+	refs     int         // guarded by registryMu
+	idle     *time.Timer // guarded by registryMu: forgets the entry once idle for clientLinger
 }
+
+// clientLinger is how long the registry keeps a Client nothing uses any
+// more, so that a loop of Lock and Unlock reuses its hub and watchdog
+// instead of building them anew for every hold. A kept Client runs no
+// goroutine.
+const clientLinger = time.Second
 
 var (
 	registryMu sync.Mutex
@@ -32,10 +40,10 @@ func Sharded(rdb redis.UniversalClient) bool {
 }
 
 // Acquire returns the shared Client of rdb, creating it on first use. Every
-// Acquire must be paired with one Release; the entry is forgotten when the
-// last user releases it, so nothing of the library stays attached to a
-// client that nothing holds or waits on. Creating it does no I/O and starts
-// no goroutine.
+// Acquire must be paired with one Release; the entry is forgotten
+// clientLinger after the last user released it, so nothing of the library
+// stays attached to a client that nothing holds or waits on. Creating it
+// does no I/O and starts no goroutine.
 func Acquire(rdb redis.UniversalClient) *Client {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -53,6 +61,21 @@ func (c *Client) Release() {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	c.refs--
+	if c.refs > 0 {
+		return
+	}
+	if c.idle == nil {
+		c.idle = time.AfterFunc(clientLinger, c.forget)
+	} else {
+		c.idle.Reset(clientLinger)
+	}
+}
+
+// forget drops c from the registry if nothing has used it since its timer
+// was armed.
+func (c *Client) forget() {
+	registryMu.Lock()
+	defer registryMu.Unlock()
 	if c.refs == 0 && registry[c.RDB] == c {
 		delete(registry, c.RDB)
 	}

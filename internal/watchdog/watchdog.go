@@ -123,9 +123,12 @@ func (h *Hold) needed() time.Time {
 // armLocked makes sure the loop starts by at. w.mu must be held.
 func (w *Watchdog) armLocked(at time.Time) {
 	switch {
-	case w.timerAt.IsZero():
+	case w.timerAt.IsZero() && w.timer == nil:
 		w.timerAt = at
 		w.timer = time.AfterFunc(time.Until(at), w.fire)
+	case w.timerAt.IsZero():
+		w.timerAt = at
+		w.timer.Reset(time.Until(at))
 	case at.Before(w.timerAt) && w.timer.Stop():
 		w.timerAt = at
 		w.timer.Reset(time.Until(at))
@@ -164,9 +167,9 @@ func (h *Hold) Remove() {
 	w.mu.Lock()
 	h.removed = true
 	delete(w.holds, h)
-	if len(w.holds) == 0 && !w.running && !w.timerAt.IsZero() && w.timer.Stop() {
-		w.timerAt = time.Time{}
-	}
+	// The timer stays armed when the last hold goes: it fires once, finds
+	// nothing to do and returns, which is cheaper than stopping it here and
+	// arming it again for the next hold of a Lock/Unlock loop.
 	w.mu.Unlock()
 	w.poke()
 }

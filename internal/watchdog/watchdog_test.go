@@ -161,3 +161,29 @@ func TestLoopEndsAfterLastLoss(t *testing.T) {
 	<-lost
 	redistest.VerifyNone(t, ignore)
 }
+
+// A hold added after the last one was removed is renewed: the timer the
+// first hold armed, left armed by Remove, fires without effect, and the
+// second hold's arming reuses it.
+func TestHoldAfterRemoveIsRenewed(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	w := watchdog.New(rdb)
+	const lease = 300 * time.Millisecond
+	key := redistest.UniqueName(t)
+	rdb.Set(t.Context(), key, 1, lease)
+	lost := make(chan error, 2)
+	first := w.Add(watchdog.Entry{Renew: pexpire(key, lease), Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
+	first.Remove()
+	// Past the first hold's timer, so the second must arm it again.
+	time.Sleep(lease / 2)
+	second := w.Add(watchdog.Entry{Renew: pexpire(key, lease), Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
+	defer second.Remove()
+	select {
+	case err := <-lost:
+		t.Fatalf("hold lost while its key exists: %v", err)
+	case <-time.After(4 * lease):
+	}
+	if ttl := rdb.PTTL(t.Context(), key).Val(); ttl <= 0 {
+		t.Fatalf("key expired (PTTL %v): the second hold was not renewed", ttl)
+	}
+}
