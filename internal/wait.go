@@ -34,7 +34,7 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // another local waiter.
 func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1}
-	return w.wait(ctx, nil)
+	return w.wait(ctx)
 }
 
 // WaitNeeding is Wait for a waiter that needs need units of what the
@@ -43,7 +43,7 @@ func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Du
 // waiter behind it that needs no more than that instead.
 func WaitNeeding(ctx context.Context, hub *pubsub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: max(need, 1)}
-	return w.wait(ctx, nil)
+	return w.wait(ctx)
 }
 
 // WaitInLine is Wait for a mutex. A waiter that finds other waiters of the
@@ -57,17 +57,17 @@ func WaitNeeding(ctx context.Context, hub *pubsub.Hub, channel string, need int,
 // inLine reports, when the waiter is about to queue, whether it may: a
 // handle that already holds the lock must try, as its re-entry succeeds.
 func WaitInLine(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine != nil}
-	return w.wait(ctx, inLine)
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine}
+	return w.wait(ctx)
 }
 
-func (w *waiter) wait(ctx context.Context, inLine func() bool) error {
+func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
 	w.sub = w.hub.JoinNeeding(w.channel, w.need)
 	var wait time.Duration
 	queued := false
-	if w.sub != nil && inLine != nil {
-		if d := time.Until(w.sub.Until()); d > 0 && inLine() {
+	if w.sub != nil && w.inLine != nil {
+		if d := time.Until(w.sub.Until()); d > 0 && w.inLine() {
 			wait, queued = d, true
 		}
 	}
@@ -134,7 +134,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 		wait = w.backoff
 	default:
 		w.lastErr, w.backoff = nil, 0
-		if w.inLine && w.sub != nil && wait > 0 {
+		if w.inLine != nil && w.sub != nil && wait > 0 {
 			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
 		}
 	}
@@ -153,8 +153,8 @@ type waiter struct {
 	channel  string
 	maxSleep time.Duration
 	try      Attempt
-	need     int  // units of a message it needs to proceed
-	inLine   bool // queued waiters may rely on this one's lease ends
+	need     int         // units of a message it needs to proceed
+	inLine   func() bool // WaitInLine: whether the waiter may queue; it records lease ends for those that do
 	sub      *pubsub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
