@@ -70,8 +70,14 @@ if held then
   return {1, holds, 0}
 end
 
-local free = redis.call('exists', lock) == 0
-local head = redis.call('lindex', queue, 0)
+-- PTTL tells a free lock (-2) and is the reply to a refused waiter; the
+-- head is the first waiter unless the sweep above removed it.
+local ttl = redis.call('pttl', lock)
+local free = ttl == -2
+local head = first
+if #dead > 0 then
+  head = redis.call('lindex', queue, 0)
+end
 
 if free and (not head or head == owner) then
   local token = 0
@@ -88,10 +94,10 @@ if free and (not head or head == owner) then
 end
 
 if patience > 0 then
-  if not redis.call('zscore', timeouts, owner) then
+  -- ZADD counts a waiter new to the line: only then does it join the end.
+  if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
   end
-  redis.call('zadd', timeouts, now + patience, owner)
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
@@ -100,7 +106,7 @@ if patience > 0 then
 end
 
 if not free then
-  return {0, redis.call('pttl', lock)}
+  return {0, ttl}
 end
 -- Free, with another waiter first in line.
 if head ~= first then
