@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal"
@@ -20,7 +22,32 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
+	if n := explainReceipts(keys, n); n > 0 {
+		r.note = fmt.Sprintf("%d request receipt(s), expiring within %v", n, receiptLifetime)
+	}
 	return true
+}
+
+// receiptLifetime is how long the semaphore package keeps a request's
+// receipt key.
+const receiptLifetime = 10 * time.Second
+
+// explainReceipts marks the receipt keys of a counting semaphore's recent
+// requests (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>,
+// :drain:<id>), which make a retried request exact and expire by
+// themselves, and returns how many there are.
+func explainReceipts(keys map[string]*key, n internal.Names) int {
+	count := 0
+	for name, k := range keys {
+		for _, kind := range []string{"acquire:", "release:", "set:", "drain:"} {
+			if strings.HasPrefix(name, n.Sub(kind)) && k.Type == "string" {
+				k.explained = true
+				count++
+				break
+			}
+		}
+	}
+	return count
 }
 
 // decodeLeased recognises a leased semaphore: its total permits are an

@@ -92,6 +92,7 @@ func TestInspectKinds(t *testing.T) {
 	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
 	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)})
 	rdb.Set(ctx, sem.Lock(), 7, 0)
+	rdb.Set(ctx, sem.Sub("release:r1"), 1, 10*time.Second) // a recent Release's receipt
 	rdb.Set(ctx, odd.Lock(), "hello", 0)
 	flags := []string{"--redis", "redis://" + addr}
 
@@ -117,7 +118,7 @@ func TestInspectKinds(t *testing.T) {
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s",
 		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers",
-		"permits      7 available",
+		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
 	} {
@@ -126,7 +127,7 @@ func TestInspectKinds(t *testing.T) {
 		}
 	}
 	// Keys a decoder explains are not listed as unexplained.
-	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue()} {
+	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue(), sem.Sub("release:r1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}
