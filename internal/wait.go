@@ -72,25 +72,31 @@ func (w *waiter) wait(ctx context.Context) error {
 		}
 	}
 	var timer *time.Timer
+	resubscribe := false // the last subscription timed out after its retry
 	for {
-		if !queued {
+		if !queued && !resubscribe {
 			over, d, err := w.attempt(ctx)
 			if over {
 				return err
 			}
 			wait = d
-			if w.sub == nil {
-				if err := w.subscribe(ctx, w.bound(wait)); err != nil {
-					return w.ctxErr(err)
-				}
-				over, d, err := w.attempt(ctx)
-				if over {
-					return err
-				}
-				wait = d
-				if w.sub == nil && w.lastErr == nil {
-					continue // the subscription timed out: the attempt above was the retry
-				}
+		}
+		resubscribe = false
+		if !queued && w.sub == nil {
+			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
+				return w.ctxErr(err)
+			}
+			over, d, err := w.attempt(ctx)
+			if over {
+				return err
+			}
+			wait = d
+			if w.sub == nil && w.lastErr == nil {
+				// The subscription timed out, which took as long as a
+				// sleep, and the attempt above was the retry: subscribe
+				// again without another attempt.
+				resubscribe = true
+				continue
 			}
 		}
 		queued = false
@@ -129,9 +135,11 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	case err != nil && !Transient(err):
 		return true, 0, err // a notification taken here is passed on by close
 	case err != nil:
+		// Whether the lock was free is unknown: a wake-up taken before
+		// this attempt stays unused, so that leaving passes it on.
 		w.lastErr = err
 		w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
-		wait = w.backoff
+		return false, w.backoff, nil
 	default:
 		w.lastErr, w.backoff = nil, 0
 		if w.inLine != nil && w.sub != nil && wait > 0 {

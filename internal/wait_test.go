@@ -2,6 +2,8 @@ package internal_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,5 +119,57 @@ func TestWaitInLineQueues(t *testing.T) {
 	}
 	if err := <-secondDone; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A waiter whose attempt after a wake-up fails with a transient error, and
+// which then leaves, passes the wake-up on: the waiter behind it is not
+// left sleeping until its lease bound with the lock free.
+func TestWakeUpSurvivesTransientFailure(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	yes := func() bool { return true }
+	var firstAttempts, tickets atomic.Int64
+	firstCtx, leave := context.WithCancel(t.Context())
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- internal.WaitInLine(firstCtx, hub, ch, time.Minute, yes, func(context.Context) (bool, time.Duration, error) {
+			if firstAttempts.Add(1) <= 2 {
+				return false, time.Minute, nil // parked, with a long lease recorded
+			}
+			leave() // woken: Redis fails, and the caller gives up
+			return false, 0, io.ErrUnexpectedEOF
+		})
+	}()
+	redistest.WaitFor(t, 2*time.Second, func() bool { return firstAttempts.Load() == 2 })
+	// The second waiter joins behind the first, is refused once and
+	// sleeps with a minute's bound.
+	var secondAttempts atomic.Int64
+	secondDone := make(chan error, 1)
+	go func() {
+		secondDone <- internal.Wait(t.Context(), hub, ch, time.Minute, func(context.Context) (bool, time.Duration, error) {
+			secondAttempts.Add(1)
+			if t := tickets.Load(); t > 0 && tickets.CompareAndSwap(t, t-1) {
+				return true, 0, nil
+			}
+			return false, time.Minute, nil
+		})
+	}()
+	redistest.WaitFor(t, 2*time.Second, func() bool { return secondAttempts.Load() == 1 })
+	tickets.Store(1)
+	if err := rdb.Publish(t.Context(), ch, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first waiter = %v, want context.Canceled", err)
+	}
+	select {
+	case err := <-secondDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wake-up the first waiter could not use was not passed on")
 	}
 }

@@ -167,9 +167,12 @@ func (h *Hold) Remove() {
 	w.mu.Lock()
 	h.removed = true
 	delete(w.holds, h)
-	// The timer stays armed when the last hold goes: it fires once, finds
-	// nothing to do and returns, which is cheaper than stopping it here and
-	// arming it again for the next hold of a Lock/Unlock loop.
+	// Stopped, not dropped: the next hold arms it again with Reset. (Left
+	// armed, it would keep the watchdog and its client reachable for up
+	// to a whole fixed lease.)
+	if len(w.holds) == 0 && !w.running && !w.timerAt.IsZero() && w.timer.Stop() {
+		w.timerAt = time.Time{}
+	}
 	w.mu.Unlock()
 	w.poke()
 }

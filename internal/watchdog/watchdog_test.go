@@ -163,8 +163,7 @@ func TestLoopEndsAfterLastLoss(t *testing.T) {
 }
 
 // A hold added after the last one was removed is renewed: the timer the
-// first hold armed, left armed by Remove, fires without effect, and the
-// second hold's arming reuses it.
+// first hold armed and Remove stopped is armed again with Reset.
 func TestHoldAfterRemoveIsRenewed(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
 	w := watchdog.New(rdb)
@@ -174,8 +173,7 @@ func TestHoldAfterRemoveIsRenewed(t *testing.T) {
 	lost := make(chan error, 2)
 	first := w.Add(watchdog.Entry{Renew: pexpire(key, lease), Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
 	first.Remove()
-	// Past the first hold's timer, so the second must arm it again.
-	time.Sleep(lease / 2)
+	time.Sleep(lease / 2) // past when the first hold's timer would have fired
 	second := w.Add(watchdog.Entry{Renew: pexpire(key, lease), Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
 	defer second.Remove()
 	select {
