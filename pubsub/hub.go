@@ -72,7 +72,12 @@ type Subscription struct {
 	ch   *channel
 	c    chan struct{}
 	need int // the free units it needs to proceed
-	once sync.Once
+	// units is how many free units the message that last woke it still
+	// had when it reached it (its own need included; 0 after a wake-all),
+	// guarded by hub.mu: a waiter that leaves without using the wake-up
+	// passes them on.
+	units int
+	once  sync.Once
 }
 
 // C returns the channel on which the waiter is woken. Wake-ups coalesce: a
@@ -199,7 +204,9 @@ func (s *Subscription) close(consumed bool) {
 		default:
 		}
 		if consumed {
-			wakeLocked(ch, s.need)
+			// Pass on what the waiter was woken for, at least its need:
+			// the waiters passed over for it may fit now.
+			wakeLocked(ch, max(s.units, s.need))
 		}
 		last := len(ch.subs) == 0 && c.channels[ch.name] == ch
 		if last {
@@ -253,6 +260,7 @@ func wakeLocked(ch *channel, n int) {
 		}
 		select {
 		case s.c <- struct{}{}:
+			s.units = max(n, 0)
 			if n > 0 {
 				n -= s.need
 			}

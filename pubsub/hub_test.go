@@ -267,6 +267,32 @@ func TestWakeNeeds(t *testing.T) {
 	}
 }
 
+// A waiter woken by a message that passed over a bigger waiter behind it
+// passes on, when it leaves unused, every unit the message had left when
+// it reached it: the bigger waiter may fit now.
+func TestPassOnCarriesTheMessage(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	hub := pubsub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	var subs []*pubsub.Subscription
+	for _, need := range []int{1, 4} {
+		s, err := hub.SubscribeNeeding(t.Context(), ch, need)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		subs = append(subs, s)
+	}
+	rdb.Publish(t.Context(), ch, "4") // wakes the waiter for 1; 3 left do not fit the waiter for 4
+	if got := wokenIndexes(t, subs, 1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("message \"4\" woke %v, want [0]", got)
+	}
+	subs[0].CloseConsumed()
+	if got := wokenIndexes(t, subs[1:], 1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("the leaving waiter passed on to %v, want the waiter for 4", got)
+	}
+}
+
 // wokenIndexes waits until want subscriptions hold a wake-up, checks that
 // no more arrive for a moment, and returns their indexes, draining them.
 func wokenIndexes(t *testing.T, subs []*pubsub.Subscription, want int) []int {
