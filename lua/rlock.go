@@ -70,7 +70,8 @@ func RLockAcquire(ctx context.Context, c redis.Scripter, k LockKeys, owner strin
 // the lock is held, it is refused after one PTTL, without checking again
 // whether owner holds it or whether the name is used by another kind of
 // lock (the refused attempt checked both, and only an attempt of owner's
-// can have changed the first).
+// can have changed the first). A key without expiry, which no lock is,
+// still gets the full check.
 func RLockAcquireAgain(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool) AcquireCmd {
 	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), 0, flag(true))}
 }

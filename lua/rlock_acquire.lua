@@ -15,7 +15,8 @@
 --          same wait, was refused without error: a held lock is then
 --          refused after PTTL alone, skipping the owner and type check
 --          that attempt already made, so a waiter's retry costs one
---          command instead of two
+--          command instead of two (a key without expiry still gets the
+--          full check)
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition it is
@@ -41,7 +42,9 @@ if ttl == -2 then
   redis.call('pexpire', lock, lease)
   return {1, 1, token}
 end
-if again then
+-- A lock hash always has a lease: a key without one (PTTL -1) is not a
+-- lock, so it gets the full check and its WRONGTYPE.
+if again and ttl ~= -1 then
   return {0, ttl}
 end
 

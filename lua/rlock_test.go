@@ -148,3 +148,16 @@ func TestRLockAcquireAgain(t *testing.T) {
 		}
 	})
 }
+
+// A name taken over by a key without expiry during a wait is reported by
+// the cheap retry too: only a lock hash with a lease is refused cheaply.
+func TestRLockAcquireAgainWrongType(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		k := lockKeys(redistest.UniqueName(t))
+		rdb.Set(t.Context(), k.Lock, "mine", 0)
+		_, err := lua.RLockAcquireAgain(t.Context(), rdb, k, "b", time.Second, false).Result()
+		if !internal.IsWrongType(err) {
+			t.Fatalf("cheap retry on a string key: %v, want WRONGTYPE", err)
+		}
+	})
+}
