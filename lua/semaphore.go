@@ -69,9 +69,10 @@ func SemaphoreAcquire(ctx context.Context, c redis.Scripter, k SemaphoreKeys, re
 // lives for ttl, is receipt, and, when delta is positive and permits are
 // available afterwards, notify as many waiters per process as are
 // available. A repeated request with the same receipt adds nothing. The
-// reply is the available count afterwards.
-func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{semaphoreRelease.Run(ctx, c, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
+// reply is the available count afterwards. go-redis never resends it: the
+// caller retries a lost reply while the receipt lives (see runOnce).
+func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool) IntCmd {
+	return IntCmd{runOnce(ctx, c, semaphoreRelease, semaphoreReleaseSrc, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
@@ -79,17 +80,18 @@ func SemaphoreRelease(ctx context.Context, c redis.Scripter, k SemaphoreKeys, re
 // waiters when it grew, once for the request whose receipt key, which
 // lives for ttl, is receipt: a repeated request reports success and
 // changes nothing. The reply is false when onlyNew found a count (nothing
-// changed).
-func SemaphoreSetPermits(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
-	return BoolCmd{semaphoreSetPermits.Run(ctx, c, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
+// changed). go-redis never resends it, as SemaphoreRelease.
+func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
+	return BoolCmd{runOnce(ctx, c, semaphoreSetPermits, semaphoreSetPermitsSrc, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua: take every available permit,
 // once for the request whose receipt key, which lives for ttl, is receipt.
 // The reply is how many the request took (a repeated request reports what
-// the first took); 0 (nothing changed) when none was available.
-func SemaphoreDrain(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, ttl time.Duration) IntCmd {
-	return IntCmd{semaphoreDrain.Run(ctx, c, []string{k.Permits, receipt}, ms(ttl))}
+// the first took); 0 (nothing changed) when none was available. go-redis
+// never resends it, as SemaphoreRelease.
+func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration) IntCmd {
+	return IntCmd{runOnce(ctx, c, semaphoreDrain, semaphoreDrainSrc, []string{k.Permits, receipt}, ms(ttl))}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded

@@ -32,8 +32,8 @@
 //
 // Release and AddPermits write one too, redisync:{name}:release:<request
 // id>, so that each call adds its permits at most once: when a reply is
-// lost, the call is retried (by go-redis, and by the call itself) under the
-// same receipt, and a retry of a request that went through adds nothing.
+// lost, the call itself retries it under the same receipt (go-redis does
+// not resend it), and a retry of a request that went through adds nothing.
 // That is all "idempotent" can mean for permits that are not owned: two
 // calls are two releases, since nothing tells a second Release apart from
 // a release of permits acquired elsewhere. A Release that fails on a

@@ -136,8 +136,10 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 // receipt, under a receipt of its own (redisync:{name}:<kind>:<id>): a
 // request whose reply was lost is resent under the same receipt, and a
 // resent request that finds the first went through changes nothing and
-// reports what the first did. Retries stop well within the receipt's
-// lifetime.
+// reports what the first did. go-redis does not resend these scripts
+// itself (they run through lua's runOnce), so the resends are only these,
+// and none starts after half the receipt's lifetime: with a read timeout
+// under that, every send lands while the receipt lives.
 func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
 	receipt := s.names.Sub(kind + ":" + internal.NewOwnerID())
 	start := time.Now()
