@@ -59,9 +59,12 @@ func (c TakenCmd) Result() (Taken, error) {
 // that many are available, recording it under receipt, a key of the
 // request's own that lives for ttl. A repeated request with the same
 // receipt takes nothing more; a cancelled one (see SemaphoreUndo) takes
-// nothing at all and reports Cancelled.
-func SemaphoreAcquire(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
-	return TakenCmd{semaphoreAcquire.Run(ctx, c, []string{k.Permits, receipt}, n, ms(ttl))}
+// nothing at all and reports Cancelled. go-redis never resends it: a
+// resend after the receipt expired would take the permits twice, so a
+// lost reply comes back as an error and the caller cancels the request
+// (SemaphoreUndo).
+func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
+	return TakenCmd{runOnce(ctx, c, semaphoreAcquire, semaphoreAcquireSrc, []string{k.Permits, receipt}, n, ms(ttl))}
 }
 
 // SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;

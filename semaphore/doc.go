@@ -26,9 +26,10 @@
 // Each acquisition also writes a short-lived receipt key,
 // redisync:{name}:acquire:<request id>, which expires by itself after ten
 // seconds. It makes an acquisition exact when its outcome is unknown: a
-// request repeated by the client's retries takes nothing twice, and an
+// request repeated under the same receipt takes nothing twice, and an
 // Acquire whose ctx ends, or whose reply is lost, while its request is in
-// flight gives back exactly what that request took.
+// flight gives back exactly what that request took. (go-redis does not
+// resend the request itself, so no resend can outlive its receipt.)
 //
 // Release and AddPermits write one too, redisync:{name}:release:<request
 // id>, so that each call adds its permits at most once: when a reply is
