@@ -95,10 +95,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 // SubscribeNeeding is Subscribe for a waiter that can proceed only when a
 // message announces at least need free units (need >= 1).
 func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Subscription, error) {
-	key := 0
-	if h.sharded {
-		key = keyslot.Of(name)
-	}
+	key := h.connKey(name)
 	h.mu.Lock()
 	c := h.conns[key]
 	if c == nil {
@@ -111,8 +108,7 @@ func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Sub
 		ch = &channel{name: name, confirmed: make(chan struct{})}
 		c.channels[name] = ch
 	}
-	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
-	ch.subs = append(ch.subs, s)
+	s := h.addLocked(c, ch, need)
 	h.mu.Unlock()
 
 	if fresh {
@@ -138,13 +134,9 @@ func (h *Hub) Join(name string) *Subscription { return h.JoinNeeding(name, 1) }
 // JoinNeeding is Join for a waiter that needs need units (see
 // SubscribeNeeding).
 func (h *Hub) JoinNeeding(name string, need int) *Subscription {
-	key := 0
-	if h.sharded {
-		key = keyslot.Of(name)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := h.conns[key]
+	c := h.conns[h.connKey(name)]
 	if c == nil {
 		return nil
 	}
@@ -157,6 +149,21 @@ func (h *Hub) JoinNeeding(name string, need int) *Subscription {
 	default:
 		return nil
 	}
+	return h.addLocked(c, ch, need)
+}
+
+// connKey is the key of the connection that carries channel name: its
+// hash slot when sharded, else 0.
+func (h *Hub) connKey(name string) int {
+	if h.sharded {
+		return keyslot.Of(name)
+	}
+	return 0
+}
+
+// addLocked appends a waiter needing need units to ch's line on c. h.mu
+// must be held.
+func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
 	return s
