@@ -123,12 +123,13 @@ func (h *Hold) needed() time.Time {
 // armLocked makes sure the loop starts by at. w.mu must be held.
 func (w *Watchdog) armLocked(at time.Time) {
 	switch {
-	case w.timerAt.IsZero() && w.timer == nil:
-		w.timerAt = at
-		w.timer = time.AfterFunc(time.Until(at), w.fire)
 	case w.timerAt.IsZero():
 		w.timerAt = at
-		w.timer.Reset(time.Until(at))
+		if w.timer == nil {
+			w.timer = time.AfterFunc(time.Until(at), w.fire)
+		} else {
+			w.timer.Reset(time.Until(at)) // stopped or fired: reuse it
+		}
 	case at.Before(w.timerAt) && w.timer.Stop():
 		w.timerAt = at
 		w.timer.Reset(time.Until(at))
