@@ -3,6 +3,8 @@ package semaphore
 import (
 	"fmt"
 	"time"
+
+	"github.com/redisync/redisync/internal"
 )
 
 const (
@@ -20,7 +22,7 @@ const (
 // receiptTTL is how long a counting semaphore remembers that a request took
 // its permits, so that a repeated or cancelled request is handled exactly:
 // longer than any retry of the client or clean-up after a cancelled ctx.
-const receiptTTL = 10 * time.Second
+const receiptTTL = internal.ReceiptTTL
 
 // cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
 const cleanupTimeout = time.Second

@@ -69,7 +69,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, s.wrap("try set permits", negative("permits", n))
 	}
 	var ok bool
-	err := s.once(ctx, "set", func(receipt string) (err error) {
+	err := s.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
 		ok, err = lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL).Result()
 		return err
 	})
@@ -82,7 +82,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("set permits", negative("permits", n))
 	}
-	err := s.once(ctx, "set", func(receipt string) error {
+	err := s.once(ctx, internal.ReceiptSet, func(receipt string) error {
 		_, err := lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL).Result()
 		return err
 	})
@@ -126,7 +126,7 @@ const onceRetries = 2
 
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
-	return s.once(ctx, "release", func(receipt string) error {
+	return s.once(ctx, internal.ReceiptRelease, func(receipt string) error {
 		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
 		return err
 	})
@@ -141,7 +141,7 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 // and none starts after half the receipt's lifetime: with a read timeout
 // under that, every send lands while the receipt lives.
 func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	receipt := s.names.Sub(kind + ":" + internal.NewOwnerID())
+	receipt := s.names.Receipt(kind, internal.NewOwnerID())
 	start := time.Now()
 	for try := 0; ; try++ {
 		err := request(receipt)
@@ -174,7 +174,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // and changes nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.once(ctx, "drain", func(receipt string) (err error) {
+	err := s.once(ctx, internal.ReceiptDrain, func(receipt string) (err error) {
 		n, err = lua.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL).Result()
 		return err
 	})
@@ -270,7 +270,7 @@ func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 
 // receipt returns the receipt key of a new acquire request.
 func (s *Semaphore) receipt() string {
-	return s.names.Sub("acquire:" + internal.NewOwnerID())
+	return s.names.Receipt(internal.ReceiptAcquire, internal.NewOwnerID())
 }
 
 func (s *Semaphore) wrap(op string, err error) error {

@@ -23,14 +23,10 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
 	if n := explainReceipts(keys, n); n > 0 {
-		r.note = fmt.Sprintf("%d request receipt(s), expiring within %v", n, receiptLifetime)
+		r.note = fmt.Sprintf("%d request receipt(s), expiring within %v", n, internal.ReceiptTTL)
 	}
 	return true
 }
-
-// receiptLifetime is how long the semaphore package keeps a request's
-// receipt key.
-const receiptLifetime = 10 * time.Second
 
 // explainReceipts marks the receipt keys of a counting semaphore's recent
 // requests (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>,
@@ -39,8 +35,8 @@ const receiptLifetime = 10 * time.Second
 func explainReceipts(keys map[string]*key, n internal.Names) int {
 	count := 0
 	for name, k := range keys {
-		for _, kind := range []string{"acquire:", "release:", "set:", "drain:"} {
-			if strings.HasPrefix(name, n.Sub(kind)) && k.Type == "string" {
+		for _, kind := range internal.ReceiptKinds {
+			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
 				count++
 				break
