@@ -13,7 +13,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -148,18 +148,18 @@ func (l *bareLocker) Unlock(ctx context.Context) error {
 // library costs in Go.
 type scriptsOnly struct {
 	rdb   *redis.Client
-	keys  lua.LockKeys
+	keys  script.LockKeys
 	owner string
 }
 
 func newScriptsOnly(rdb *redis.Client, key string) locker {
 	tag := "redisync:{" + key + "}" // as the library names its keys
-	keys := lua.LockKeys{Lock: tag, Fence: tag + ":fence", Channel: tag + ":chan"}
+	keys := script.LockKeys{Lock: tag, Fence: tag + ":fence", Channel: tag + ":chan"}
 	return &scriptsOnly{rdb: rdb, keys: keys, owner: rand.Text()}
 }
 
 func (l *scriptsOnly) Lock(ctx context.Context) error {
-	res, err := lua.RLockAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0).Result()
+	res, err := script.ReentrantAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0).Result()
 	if err == nil && !res.OK {
 		err = errBusy
 	}
@@ -167,7 +167,7 @@ func (l *scriptsOnly) Lock(ctx context.Context) error {
 }
 
 func (l *scriptsOnly) Unlock(ctx context.Context) error {
-	n, err := lua.RLockUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1).Result()
+	n, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1).Result()
 	if err == nil && n != 0 {
 		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, n)
 	}

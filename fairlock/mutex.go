@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotHeld is returned by Unlock when the handle does not hold the lock.
@@ -29,7 +29,7 @@ var ErrWrongType = internal.ErrWrongType
 type Mutex struct {
 	rdb     redis.UniversalClient
 	name    string
-	keys    lua.FairKeys
+	keys    script.FairKeys
 	channel string // this handle's wake-up channel
 	owner   string
 	sharded bool
@@ -55,7 +55,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{
 		rdb:  rdb,
 		name: name,
-		keys: lua.FairKeys{
+		keys: script.FairKeys{
 			Lock:     n.Lock(),
 			Queue:    n.Queue(),
 			Timeouts: n.Timeouts(),
@@ -74,11 +74,11 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 // tracking describes the lock to its hold tracker.
 func (m *Mutex) tracking() hold.Config {
 	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-		n, err := lua.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
+		n, err := script.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
 		return hold.Unlocked(n), err
 	}
 	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return lua.FairRenew(ctx, s, m.keys, m.owner, m.cfg.Lease(), m.sharded).Result
+		return script.FairRenew(ctx, s, m.keys, m.owner, m.cfg.Lease(), m.sharded).Result
 	}
 	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
 }
@@ -123,7 +123,7 @@ func (m *Mutex) waitInLine(ctx context.Context) (bool, time.Duration, error) {
 // may have taken is left by Lock.
 func (m *Mutex) attempt(ctx context.Context, patience time.Duration) (bool, time.Duration, error) {
 	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		res, err := lua.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
+		res, err := script.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
 		return hold.Granted(res), err
 	})
 }
@@ -136,7 +136,7 @@ func (m *Mutex) leave(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for range 2 {
 		lctx, cancel := context.WithTimeout(ctx, hold.CleanupTimeout/2)
-		_, err := lua.FairLeave(lctx, m.rdb, m.keys, m.owner, m.sharded).Result()
+		_, err := script.FairLeave(lctx, m.rdb, m.keys, m.owner, m.sharded).Result()
 		cancel()
 		if err == nil || internal.IsWrongType(err) {
 			return

@@ -12,7 +12,7 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Unit tier: miniredis. Its TIME, which the scripts use for waiter
@@ -20,9 +20,9 @@ import (
 
 // ghostKeys are the script keys of the lock called name, for tests that
 // put a waiter in line without a live Lock behind it (a crashed process).
-func ghostKeys(name string) lua.FairKeys {
+func ghostKeys(name string) script.FairKeys {
 	n := internal.NewNames(name)
-	return lua.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+	return script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
 }
 
 func TestFIFOMini(t *testing.T) {
@@ -47,7 +47,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := lua.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -58,7 +58,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = lua.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false).Result()
+	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -67,7 +67,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if n, err := lua.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1).Result(); n != 0 || err != nil {
+	if n, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1).Result(); n != 0 || err != nil {
 		t.Fatalf("ghost unlock = %d, %v", n, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
@@ -92,7 +92,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := lua.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false).Result(); err != nil {
+		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestLeaveWakesNextMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := lua.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false).Result(); err != nil {
+	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")
@@ -128,7 +128,7 @@ func TestLeaveWakesNextMini(t *testing.T) {
 	redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.NumSub(t, rdb, ch) == 1 })
 	mustUnlock(t, holder) // wakes the ghost, which never comes
 	start := time.Now()
-	if ok, err := lua.FairLeave(ctx, rdb, k, "ghost", false).Result(); !ok || err != nil {
+	if ok, err := script.FairLeave(ctx, rdb, k, "ghost", false).Result(); !ok || err != nil {
 		t.Fatalf("ghost leave = %v, %v", ok, err)
 	}
 	// Without the wake-up the waiter would sleep for a third of the

@@ -6,15 +6,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/watchdog"
-	"github.com/redisync/redisync/pubsub"
 )
 
 // Client is the shared machinery of one Redis client: its pub/sub hub and
 // its watchdog. Every handle built on the same redis client shares one.
 type Client struct {
 	RDB      redis.UniversalClient
-	Hub      *pubsub.Hub
+	Hub      *hub.Hub
 	Watchdog *watchdog.Watchdog
 	refs     int         // guarded by registryMu
 	idle     *time.Timer // guarded by registryMu: forgets the entry once idle for clientLinger
@@ -49,7 +49,7 @@ func Acquire(rdb redis.UniversalClient) *Client {
 	defer registryMu.Unlock()
 	c := registry[rdb]
 	if c == nil {
-		c = &Client{RDB: rdb, Hub: pubsub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb)}
+		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb)}
 		registry[rdb] = c
 	}
 	c.refs++

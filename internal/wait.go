@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/pubsub"
+	"github.com/redisync/redisync/internal/hub"
 )
 
 // Attempt makes one acquisition attempt. It reports whether it succeeded
@@ -20,7 +20,7 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // maxSleep, so a lost notification costs at most that, never a hang.
 //
 // When other waiters of the process keep channel subscribed already, the
-// waiter joins them before its first attempt instead (pubsub.Hub.Join): it
+// waiter joins them before its first attempt instead (hub.Hub.Join): it
 // is then subscribed before it tries, and one attempt is enough before it
 // sleeps. Under contention that is one failed script run fewer per Lock.
 //
@@ -32,7 +32,7 @@ type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 // Wait returns nil once an attempt succeeds. It leaves no subscription
 // behind. A notification it received but could not use is passed to
 // another local waiter.
-func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
+func Wait(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1}
 	return w.wait(ctx)
 }
@@ -41,7 +41,7 @@ func Wait(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Du
 // channel's messages announce, such as a semaphore waiter for need permits:
 // a message announcing fewer free units does not wake it, and wakes a
 // waiter behind it that needs no more than that instead.
-func WaitNeeding(ctx context.Context, hub *pubsub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
+func WaitNeeding(ctx context.Context, hub *hub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: max(need, 1)}
 	return w.wait(ctx)
 }
@@ -56,7 +56,7 @@ func WaitNeeding(ctx context.Context, hub *pubsub.Hub, channel string, need int,
 //
 // inLine reports, when the waiter is about to queue, whether it may: a
 // handle that already holds the lock must try, as its re-entry succeeds.
-func WaitInLine(ctx context.Context, hub *pubsub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
+func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine}
 	return w.wait(ctx)
 }
@@ -157,13 +157,13 @@ const (
 )
 
 type waiter struct {
-	hub      *pubsub.Hub
+	hub      *hub.Hub
 	channel  string
 	maxSleep time.Duration
 	try      Attempt
 	need     int         // units of a message it needs to proceed
 	inLine   func() bool // WaitInLine: whether the waiter may queue; it records lease ends for those that do
-	sub      *pubsub.Subscription
+	sub      *hub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
 	backoff  time.Duration

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/pubsub"
 )
 
 // A waiter that arrives while another waiter of the process keeps the
@@ -18,7 +18,7 @@ import (
 // the first waiter needed two (before and after subscribing).
 func TestWaitJoinsLocalWaiters(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	hub := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
 	var free atomic.Bool
 	attempt := func(n *atomic.Int64) internal.Attempt {
@@ -59,7 +59,7 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 // is served after it.
 func TestWaitInLineQueues(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	hub := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
 	var tickets atomic.Int64 // an attempt succeeds when it takes one
 	lease := time.Second
@@ -127,7 +127,7 @@ func TestWaitInLineQueues(t *testing.T) {
 // left sleeping until its lease bound with the lock free.
 func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	hub := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
 	yes := func() bool { return true }
 	var firstAttempts, tickets atomic.Int64

@@ -1,39 +1,24 @@
 package lua_test
 
 import (
-	"context"
 	"fmt"
-	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+	"io/fs"
+	"strings"
 
 	"github.com/redisync/redisync/lua"
 )
 
-// The wrappers take Go values and return decoded replies. Queued on a
-// pipeline, a call is decoded after Exec; there it cannot fall back to EVAL
-// on NOSCRIPT, so run it once directly first (as the watchdog does).
+// Every script begins with a header naming it and what it does.
 func Example() {
-	mr, err := miniredis.Run()
-	if err != nil {
-		panic(err)
+	names, _ := fs.Glob(lua.Scripts, "rlock_*.lua")
+	for _, name := range names {
+		src, _ := lua.Source(name)
+		first, _, _ := strings.Cut(src, "\n")
+		fmt.Println(first)
 	}
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	ctx := context.Background()
-
-	keys := lua.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Channel: "redisync:{job}:chan"}
-	got, err := lua.RLockAcquire(ctx, rdb, keys, "owner-a", 10*time.Second, false, 0).Result()
-	fmt.Println(got.OK, got.Holds, err)
-
-	other, _ := lua.RLockAcquire(ctx, rdb, keys, "owner-b", 10*time.Second, false, 0).Result()
-	fmt.Println(other.OK, other.Wait > 0)
-
-	fmt.Println(lua.RLockRenew(ctx, rdb, keys.Lock, "owner-a", 10*time.Second).Result())
 	// Output:
-	// true 1 <nil>
-	// false true
-	// true <nil>
+	// -- rlock_acquire: take a reentrant lock, or re-enter it.
+	// -- rlock_forceunlock: delete a reentrant lock whoever holds it, and wake a
+	// -- rlock_renew: extend the lease of a reentrant lock if the owner holds it.
+	// -- rlock_unlock: release one level of a reentrant lock.
 }

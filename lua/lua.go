@@ -1,84 +1,27 @@
-// Package lua holds the Lua scripts behind every redisync primitive, embedded
-// with go:embed, and one typed Go wrapper per script.
+// Package lua holds the Lua scripts behind every redisync primitive, for
+// auditing: each state change of a primitive is exactly one of these
+// scripts, so it is atomic on the Redis server.
 //
-// Each state change of a primitive is exactly one script, so it is atomic on
-// the Redis server. Scripts run with EVALSHA and fall back to EVAL when the
-// server does not know them (after a restart or SCRIPT FLUSH). Every key a
-// script touches is passed in KEYS and shares the primitive's hash tag, so a
-// script runs in one slot of a Redis Cluster.
+// Files are named <primitive>_<operation>.lua, and each starts with a
+// header giving its KEYS, ARGV and reply. Every key a script touches is
+// passed in KEYS and shares the primitive's hash tag, so a script runs in
+// one slot of a Redis Cluster (the read-write lock's per-reader timeout
+// keys, derived inside its scripts from a prefix in KEYS, are the one
+// exception; their headers say so).
 //
-// The wrappers own argument order, units and decoding: callers pass Go
-// values (time.Duration, bool) and get Go values back. Each returns a command
-// that runs at once on a client, or is queued on a redis.Pipeliner and
-// decoded after Exec.
-//
-// The scripts run unchanged on miniredis, so code built on them can be unit
-// tested without a server.
+// The library runs them itself; nothing here needs to be called to use it.
 package lua
 
-import (
-	"errors"
-	"time"
+import "embed"
 
-	"github.com/redis/go-redis/v9"
-)
+// Scripts holds every script, as .lua files at its root.
+//
+//go:embed *.lua
+var Scripts embed.FS
 
-// ms converts a duration to whole milliseconds for a script, never less than
-// one so that a tiny lease cannot turn into "no expiry".
-func ms(d time.Duration) int64 {
-	if n := d.Milliseconds(); n > 0 {
-		return n
-	}
-	return 1
-}
-
-// flag encodes a boolean script argument.
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-// pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
-// key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
-// becomes 1ms: it is about to end, not unknown.
-func pttl(v int64) time.Duration {
-	switch {
-	case v < 0:
-		return 0
-	case v == 0:
-		return time.Millisecond
-	}
-	return time.Duration(v) * time.Millisecond
-}
-
-// IntCmd is a script reply decoded as one integer.
-type IntCmd struct{ cmd *redis.Cmd }
-
-// Result returns the integer reply.
-func (c IntCmd) Result() (int64, error) { return c.cmd.Int64() }
-
-// BoolCmd is a script reply decoded as 1 (true) or 0 (false).
-type BoolCmd struct{ cmd *redis.Cmd }
-
-// Result returns the reply as a boolean.
-func (c BoolCmd) Result() (bool, error) {
-	n, err := c.cmd.Int64()
-	return n == 1, err
-}
-
-// errShortReply reports a script reply with fewer values than its contract.
-var errShortReply = errors.New("lua: short script reply")
-
-// ints decodes an array reply of integers.
-func ints(cmd *redis.Cmd) ([]int64, error) {
-	vals, err := cmd.Int64Slice()
-	if err != nil {
-		return nil, err
-	}
-	if len(vals) == 0 {
-		return nil, errShortReply
-	}
-	return vals, nil
+// Source returns the text of the script in file name, such as
+// "rlock_acquire.lua".
+func Source(name string) (string, error) {
+	b, err := Scripts.ReadFile(name)
+	return string(b), err
 }

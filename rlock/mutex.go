@@ -9,7 +9,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotHeld is returned by Unlock when the handle does not hold the lock.
@@ -30,7 +30,7 @@ var ErrWrongType = internal.ErrWrongType
 type Mutex struct {
 	rdb     redis.UniversalClient
 	name    string
-	keys    lua.LockKeys
+	keys    script.LockKeys
 	owner   string
 	sharded bool
 	cfg     config
@@ -57,7 +57,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{
 		rdb:     rdb,
 		name:    name,
-		keys:    lua.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()},
+		keys:    script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()},
 		owner:   internal.NewOwnerID(),
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
@@ -69,11 +69,11 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 // tracking describes the lock to its hold tracker.
 func (m *Mutex) tracking() hold.Config {
 	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-		n, err := lua.RLockUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
+		n, err := script.ReentrantUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
 		return hold.Unlocked(n), err
 	}
 	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return lua.RLockRenew(ctx, s, m.keys.Lock, m.owner, m.cfg.Lease()).Result
+		return script.ReentrantRenew(ctx, s, m.keys.Lock, m.owner, m.cfg.Lease()).Result
 	}
 	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
 }
@@ -111,18 +111,18 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // undone by the tracker. refused, for a Lock, tells whether the previous
 // attempt of the same wait was refused without error, and records whether
 // this one was; such a retry by a handle that holds nothing runs the
-// script's cheap form (lua.RLockAcquireAgain).
+// script's cheap form (script.ReentrantAcquireAgain).
 func (m *Mutex) try(ctx context.Context, refused *bool) (bool, time.Duration, error) {
 	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		var res lua.Acquired
+		var res script.Acquired
 		var err error
 		switch {
 		case m.cfg.ackReplicas > 0:
 			res, err = m.acquireAcked(ctx, holds)
 		case refused != nil && *refused && holds == 0:
-			res, err = lua.RLockAcquireAgain(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing).Result()
+			res, err = script.ReentrantAcquireAgain(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing).Result()
 		default:
-			res, err = lua.RLockAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
+			res, err = script.ReentrantAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
 		}
 		if refused != nil {
 			*refused = err == nil && !res.OK

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotReplicated is matched by the error of a Lock or TryLock whose
@@ -42,13 +42,13 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // acquireAcked runs the acquire script and, when it took the lock, WAIT
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
-func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (lua.Acquired, error) {
+func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (script.Acquired, error) {
 	conn, err := internal.PrimaryConn(ctx, m.rdb, m.keys.Lock)
 	if err != nil {
-		return lua.Acquired{}, err
+		return script.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := lua.RLockAcquire(ctx, conn, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
+	res, err := script.ReentrantAcquire(ctx, conn, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}
@@ -58,7 +58,7 @@ func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (lua.Acquired, er
 	}
 	if err != nil {
 		m.t.Undo(ctx, hold.Exclusive, holds+1)
-		return lua.Acquired{}, err
+		return script.Acquired{}, err
 	}
 	return res, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Unlock releases one level of the handle's hold. When the last level is
@@ -28,7 +28,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // reports whether there was a lock to delete. A holder on another handle
 // learns of it at its next renewal: its Done closes.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := lua.RLockForceUnlock(ctx, m.rdb, m.keys, m.sharded).Result()
+	ok, err := script.ReentrantForceUnlock(ctx, m.rdb, m.keys, m.sharded).Result()
 	if err != nil {
 		return false, m.wrap("force unlock", err)
 	}

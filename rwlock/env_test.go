@@ -10,7 +10,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // env is a Redis deployment the integration scenarios run on: the shared
@@ -58,9 +58,9 @@ func miniEnv(t testing.TB) env {
 func lockKey(name string) string { return internal.NewNames(name).Lock() }
 
 // rwKeys are the keys of the lock called name as seen by owner.
-func rwKeys(name, owner string) lua.RWKeys {
+func rwKeys(name, owner string) script.RWKeys {
 	n := internal.NewNames(name)
-	return lua.RWKeys{
+	return script.RWKeys{
 		Lock: n.Lock(), Writers: n.Writers(), ReaderPrefix: n.ReaderPrefix(), Reader: n.ReaderTimeout(owner),
 		ReadChannel: n.Channel(), WriterChannel: n.WriterChannel(),
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rwlock"
 )
 
@@ -25,7 +25,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	// The ghost writer makes one announcing attempt and is never seen again.
 	keys := rwKeys(name, "ghost")
 	start := time.Now()
-	res, err := lua.RWLockLock(t.Context(), e.client(t), keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result()
+	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result()
 	if err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}

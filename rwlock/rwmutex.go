@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotHeld is returned by RUnlock and Unlock when the handle does not
@@ -36,7 +36,7 @@ var ErrWrongType = internal.ErrWrongType
 type RWMutex struct {
 	rdb     redis.UniversalClient
 	name    string
-	keys    lua.RWKeys
+	keys    script.RWKeys
 	owner   string
 	sharded bool
 	cfg     config
@@ -64,7 +64,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{
 		rdb:  rdb,
 		name: name,
-		keys: lua.RWKeys{
+		keys: script.RWKeys{
 			Lock:          n.Lock(),
 			Writers:       n.Writers(),
 			ReaderPrefix:  n.ReaderPrefix(),
@@ -83,7 +83,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 // tracking describes the lock to its hold tracker.
 func (rw *RWMutex) tracking() hold.Config {
 	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return lua.RWLockRenew(ctx, s, rw.keys, rw.owner, rw.cfg.Lease()).Result
+		return script.RWRenew(ctx, s, rw.keys, rw.owner, rw.cfg.Lease()).Result
 	}
 	return rw.cfg.Config(rw.rdb, rw.unlockScript, renew, func(err error) error { return rw.wrap("hold", err) })
 }
@@ -151,11 +151,11 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 // the tracker; an announcement it may have made is withdrawn by Lock.
 func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (bool, time.Duration, error) {
 	return rw.t.Attempt(ctx, m, func(ctx context.Context, held int64) (hold.Grant, error) {
-		var cmd lua.RWHoldsCmd
+		var cmd script.RWHoldsCmd
 		if m == hold.Shared {
-			cmd = lua.RWLockRLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held)
+			cmd = script.RWReadLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held)
 		} else {
-			cmd = lua.RWLockLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held, announce, WriterPatience)
+			cmd = script.RWWriteLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held, announce, WriterPatience)
 		}
 		res, err := cmd.Result()
 		g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
@@ -168,18 +168,18 @@ func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (boo
 
 // unlockScript runs the release script of mode m once (see hold.Config).
 func (rw *RWMutex) unlockScript(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
-	var cmd lua.RWHoldsCmd
+	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = lua.RWLockRUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
+		cmd = script.RWReadUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
 	} else {
-		cmd = lua.RWLockUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
+		cmd = script.RWWriteUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
 }
 
 // levels are the handle's hold levels a script reported.
-func levels(res lua.RWHolds) hold.Levels {
+func levels(res script.RWHolds) hold.Levels {
 	return hold.Levels{hold.Exclusive: res.Writes, hold.Shared: res.Reads}
 }
 
@@ -187,7 +187,7 @@ func levels(res lua.RWHolds) hold.Levels {
 func (rw *RWMutex) withdraw(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hold.CleanupTimeout)
 	defer cancel()
-	_, _ = lua.RWLockWithdraw(ctx, rw.rdb, rw.keys, rw.owner, rw.sharded).Result()
+	_, _ = script.RWWithdraw(ctx, rw.rdb, rw.keys, rw.owner, rw.sharded).Result()
 }
 
 func (rw *RWMutex) wrap(op string, err error) error {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -264,7 +264,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := lua.RWLockLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {

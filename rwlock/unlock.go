@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // RUnlock releases one read level of the handle's hold. When the last
@@ -40,7 +40,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // waiters. It reports whether there was a lock to delete. Holders on other
 // handles learn of it at their next renewal: their Done closes.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := lua.RWLockForceUnlock(ctx, rw.rdb, rw.keys, rw.sharded).Result()
+	ok, err := script.RWForceUnlock(ctx, rw.rdb, rw.keys, rw.sharded).Result()
 	if err != nil {
 		return false, rw.wrap("force unlock", err)
 	}

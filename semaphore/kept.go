@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
-	"github.com/redisync/redisync/lua"
 )
 
 // The permits of a Leased that the watchdog keeps alive (lease 0).
@@ -33,7 +33,7 @@ func (l *Leased) keep(id string, sent time.Time) {
 	k.hold = k.client.Watchdog.Add(watchdog.Entry{
 		Lease: l.cfg.watchdogTimeout,
 		Renew: func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			return lua.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
+			return script.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
 		},
 		Lost: func(error) { l.lost(id, k) }, // expired, or released elsewhere
 	}, sent)

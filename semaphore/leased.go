@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
-	"github.com/redisync/redisync/lua"
 )
 
 // Leased is a distributed semaphore whose acquired permits have ids and
@@ -19,7 +19,7 @@ import (
 type Leased struct {
 	rdb     redis.UniversalClient
 	name    string
-	keys    lua.LeasedKeys
+	keys    script.LeasedKeys
 	sharded bool
 	cfg     config
 
@@ -40,7 +40,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
 	return &Leased{
 		rdb:     rdb,
 		name:    name,
-		keys:    lua.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
+		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
 		kept:    make(map[string]*kept),
@@ -56,7 +56,7 @@ func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
 		return false, l.wrap("try set permits", negative("permits", n))
 	}
-	ok, err := lua.LeasedSetPermits(ctx, l.rdb, l.keys, n, true, l.sharded).Result()
+	ok, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, n, true, l.sharded).Result()
 	return ok, l.wrap("try set permits", err)
 }
 
@@ -67,7 +67,7 @@ func (l *Leased) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return l.wrap("set permits", negative("permits", n))
 	}
-	_, err := lua.LeasedSetPermits(ctx, l.rdb, l.keys, n, false, l.sharded).Result()
+	_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, n, false, l.sharded).Result()
 	return l.wrap("set permits", err)
 }
 
@@ -77,7 +77,7 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := lua.LeasedAddPermits(ctx, l.rdb, l.keys, n, l.sharded).Result()
+	_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, n, l.sharded).Result()
 	return l.wrap("add permits", err)
 }
 
@@ -85,7 +85,7 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 // total minus the acquired permits whose lease has not run out. It is
 // negative after the total was reduced below the acquired count.
 func (l *Leased) Available(ctx context.Context) (int64, error) {
-	n, err := lua.LeasedAvailable(ctx, l.rdb, l.keys, l.sharded).Result()
+	n, err := script.LeasedAvailable(ctx, l.rdb, l.keys, l.sharded).Result()
 	return n, l.wrap("available", err)
 }
 
@@ -132,7 +132,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // succeeds with lease 0, the watchdog takes over the permit.
 func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (bool, time.Duration, error) {
 	sent := time.Now()
-	res, err := lua.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+	res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 	if err != nil {
 		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us: give
@@ -160,7 +160,7 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (b
 func (l *Leased) undo(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, _ = lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+	_, _ = script.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
 }
 
 // Release gives back the permit id, whichever handle or process acquired
@@ -196,7 +196,7 @@ const releaseRetries = 2
 func (l *Leased) release(ctx context.Context, id string) (bool, error) {
 	unsure := false
 	for try := 0; ; try++ {
-		ok, err := lua.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+		ok, err := script.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
 		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
 			return ok || (err == nil && unsure), err
 		}
@@ -215,7 +215,7 @@ func (l *Leased) Renew(ctx context.Context, id string, lease time.Duration) (boo
 		return false, l.wrap("renew", negative("lease", lease))
 	}
 	sent := time.Now()
-	ok, err := lua.LeasedRenew(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+	ok, err := script.LeasedRenew(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 	if err != nil {
 		return false, l.wrap("renew", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotHeld is returned by Leased.Release for a permit id that holds no
@@ -33,7 +33,7 @@ type Semaphore struct {
 	rdb     redis.UniversalClient
 	name    string
 	names   internal.Names
-	keys    lua.SemaphoreKeys
+	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
 }
@@ -52,7 +52,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		rdb:     rdb,
 		name:    name,
 		names:   n,
-		keys:    lua.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
+		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
 	}
@@ -70,7 +70,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	}
 	var ok bool
 	err := s.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
-		ok, err = lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL).Result()
+		ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL).Result()
 		return err
 	})
 	return ok, s.wrap("try set permits", err)
@@ -83,7 +83,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 		return s.wrap("set permits", negative("permits", n))
 	}
 	err := s.once(ctx, internal.ReceiptSet, func(receipt string) error {
-		_, err := lua.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL).Result()
+		_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL).Result()
 		return err
 	})
 	return s.wrap("set permits", err)
@@ -127,7 +127,7 @@ const onceRetries = 2
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	return s.once(ctx, internal.ReceiptRelease, func(receipt string) error {
-		_, err := lua.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
+		_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
 		return err
 	})
 }
@@ -175,7 +175,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.once(ctx, internal.ReceiptDrain, func(receipt string) (err error) {
-		n, err = lua.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL).Result()
+		n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL).Result()
 		return err
 	})
 	return n, s.wrap("drain", err)
@@ -236,7 +236,7 @@ type request struct {
 
 // attempt runs the acquire script once for request r.
 func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
-	res, err := lua.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, receiptTTL).Result()
+	res, err := script.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, receiptTTL).Result()
 	if err != nil {
 		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
@@ -264,7 +264,7 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	_, err := lua.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, receiptTTL, s.sharded).Result()
+	_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, receiptTTL, s.sharded).Result()
 	return err
 }
 

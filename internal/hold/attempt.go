@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
-	"github.com/redisync/redisync/lua"
 )
 
 // Grant is what an acquire script reports.
@@ -21,7 +21,7 @@ type Grant struct {
 }
 
 // Granted converts the reply of a one-mode acquire script.
-func Granted(a lua.Acquired) Grant {
+func Granted(a script.Acquired) Grant {
 	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait}
 }
 

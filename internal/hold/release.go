@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Released is what a release script reports.
@@ -15,12 +15,12 @@ type Released struct {
 }
 
 // Unlocked converts the reply of a one-mode release script: the remaining
-// hold count, lua.UnlockNotHeld or lua.UnlockMismatch.
+// hold count, script.UnlockNotHeld or script.UnlockMismatch.
 func Unlocked(n int64) Released {
 	switch n {
-	case lua.UnlockNotHeld:
+	case script.UnlockNotHeld:
 		return Released{NotHeld: true}
-	case lua.UnlockMismatch:
+	case script.UnlockMismatch:
 		return Released{Mismatch: true}
 	}
 	return Released{Levels: Levels{Exclusive: n}}

@@ -1,4 +1,4 @@
-package lua_test
+package script_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -25,9 +25,9 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 	})
 }
 
-func lockKeys(name string) lua.LockKeys {
+func lockKeys(name string) script.LockKeys {
 	n := internal.NewNames(name)
-	return lua.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()}
+	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()}
 }
 
 func TestRLockScripts(t *testing.T) {
@@ -35,9 +35,9 @@ func TestRLockScripts(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		lease := 10 * time.Second
-		acquire := func(owner string, holds int64) lua.Acquired {
+		acquire := func(owner string, holds int64) script.Acquired {
 			t.Helper()
-			res, err := lua.RLockAcquire(ctx, rdb, k, owner, lease, true, holds).Result()
+			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		unlock := func(owner string, expect int64) int64 {
 			t.Helper()
-			n, err := lua.RLockUnlock(ctx, rdb, k, owner, lease, false, expect).Result()
+			n, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,19 +65,19 @@ func TestRLockScripts(t *testing.T) {
 		if other := acquire("b", 0); other.OK || other.Wait <= 0 || other.Wait > lease {
 			t.Fatalf("other owner = %+v, want refused with the holder's remaining lease", other)
 		}
-		if n := unlock("b", 0); n != lua.UnlockNotHeld {
+		if n := unlock("b", 0); n != script.UnlockNotHeld {
 			t.Fatalf("unlock by non-holder = %d", n)
 		}
-		if n := unlock("a", 1); n != lua.UnlockMismatch {
+		if n := unlock("a", 1); n != script.UnlockMismatch {
 			t.Fatalf("unlock expecting the wrong count = %d", n)
 		}
 		if n := unlock("a", 2); n != 1 {
 			t.Fatalf("unlock = %d, want 1 left", n)
 		}
-		if ok, _ := lua.RLockRenew(ctx, rdb, k.Lock, "a", lease).Result(); !ok {
+		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "a", lease).Result(); !ok {
 			t.Fatal("renew by the holder failed")
 		}
-		if ok, _ := lua.RLockRenew(ctx, rdb, k.Lock, "b", lease).Result(); ok {
+		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "b", lease).Result(); ok {
 			t.Fatal("renew by a non-holder succeeded")
 		}
 		if n := unlock("a", 1); n != 0 {
@@ -90,10 +90,10 @@ func TestRLockScripts(t *testing.T) {
 		if second.Token <= first.Token {
 			t.Fatalf("token %d after %d: not increasing", second.Token, first.Token)
 		}
-		if ok, _ := lua.RLockForceUnlock(ctx, rdb, k, false).Result(); !ok {
+		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, false).Result(); !ok {
 			t.Fatal("force unlock found no lock")
 		}
-		if ok, _ := lua.RLockForceUnlock(ctx, rdb, k, false).Result(); ok {
+		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, false).Result(); ok {
 			t.Fatal("force unlock of a free lock reported a deletion")
 		}
 	})
@@ -104,10 +104,10 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
-		_, errAcquire := lua.RLockAcquire(ctx, rdb, k, "a", time.Second, false, 0).Result()
-		_, errUnlock := lua.RLockUnlock(ctx, rdb, k, "a", time.Second, false, 0).Result()
-		_, errRenew := lua.RLockRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
-		_, errForce := lua.RLockForceUnlock(ctx, rdb, k, false).Result()
+		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0).Result()
+		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0).Result()
+		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
+		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, false).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
 			if !internal.IsWrongType(err) {
 				t.Errorf("%s on a string key: %v, want WRONGTYPE", op, err)
@@ -126,20 +126,20 @@ func TestRLockAcquireAgain(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		lease := 10 * time.Second
-		if res, err := lua.RLockAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
-		res, err := lua.RLockAcquireAgain(ctx, rdb, k, "b", lease, false).Result()
+		res, err := script.ReentrantAcquireAgain(ctx, rdb, k, "b", lease, false).Result()
 		if err != nil || res.OK || res.Wait <= 0 || res.Wait > lease {
 			t.Fatalf("b's retry on a held lock = %+v, %v; want refused with the remaining lease", res, err)
 		}
 		if n, _ := rdb.HLen(ctx, k.Lock).Result(); n != 1 {
 			t.Fatalf("a refused retry changed the lock hash: %d fields", n)
 		}
-		if n, err := lua.RLockUnlock(ctx, rdb, k, "a", lease, false, 1).Result(); err != nil || n != 0 {
+		if n, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1).Result(); err != nil || n != 0 {
 			t.Fatalf("a's unlock = %d, %v", n, err)
 		}
-		res, err = lua.RLockAcquireAgain(ctx, rdb, k, "b", lease, true).Result()
+		res, err = script.ReentrantAcquireAgain(ctx, rdb, k, "b", lease, true).Result()
 		if err != nil || !res.OK || res.Holds != 1 || res.Token == 0 {
 			t.Fatalf("b's retry on a free lock = %+v, %v; want a first acquisition with a token", res, err)
 		}
@@ -155,7 +155,7 @@ func TestRLockAcquireAgainWrongType(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(t.Context(), k.Lock, "mine", 0)
-		_, err := lua.RLockAcquireAgain(t.Context(), rdb, k, "b", time.Second, false).Result()
+		_, err := script.ReentrantAcquireAgain(t.Context(), rdb, k, "b", time.Second, false).Result()
 		if !internal.IsWrongType(err) {
 			t.Fatalf("cheap retry on a string key: %v, want WRONGTYPE", err)
 		}

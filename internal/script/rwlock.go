@@ -1,36 +1,20 @@
-package lua
+package script
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed rwlock_rlock.lua
-	rwlockRLockSrc string
-	//go:embed rwlock_lock.lua
-	rwlockLockSrc string
-	//go:embed rwlock_runlock.lua
-	rwlockRUnlockSrc string
-	//go:embed rwlock_unlock.lua
-	rwlockUnlockSrc string
-	//go:embed rwlock_renew.lua
-	rwlockRenewSrc string
-	//go:embed rwlock_forceunlock.lua
-	rwlockForceUnlockSrc string
-	//go:embed rwlock_withdraw.lua
-	rwlockWithdrawSrc string
-
-	rwlockRLock       = redis.NewScript(rwlockRLockSrc)
-	rwlockLock        = redis.NewScript(rwlockLockSrc)
-	rwlockRUnlock     = redis.NewScript(rwlockRUnlockSrc)
-	rwlockUnlock      = redis.NewScript(rwlockUnlockSrc)
-	rwlockRenew       = redis.NewScript(rwlockRenewSrc)
-	rwlockForceUnlock = redis.NewScript(rwlockForceUnlockSrc)
-	rwlockWithdraw    = redis.NewScript(rwlockWithdrawSrc)
+	rwReadLock        = load("rwlock_readlock.lua")
+	rwWriteLock       = load("rwlock_writelock.lua")
+	rwReadUnlock      = load("rwlock_readunlock.lua")
+	rwWriteUnlock     = load("rwlock_writeunlock.lua")
+	rwlockRenew       = load("rwlock_renew.lua")
+	rwlockForceUnlock = load("rwlock_forceunlock.lua")
+	rwlockWithdraw    = load("rwlock_withdraw.lua")
 )
 
 // RWKeys names the keys and channels of one read-write lock, as seen by one
@@ -83,61 +67,61 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 	return RWHolds{}, errShortReply
 }
 
-// RWLockRLock runs rwlock_rlock.lua: take or re-enter a read hold for
+// RWReadLock runs rwlock_readlock.lua: take or re-enter a read hold for
 // owner with the given lease. A new reader is refused while another owner
 // holds the write lock or a writer is announced. reads is the read hold
 // count the caller believes it has: a retry of an attempt that already went
 // through changes nothing.
-func RWLockRLock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, reads int64) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwlockRLock.Run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads)}
+func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads)}
 }
 
-// RWLockLock runs rwlock_lock.lua: take or re-enter the write lock for
+// RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
 // owner with the given lease. When refused and announce is set, the owner
 // is announced as a waiting writer for patience. writes is the write hold
 // count the caller believes it has. A read holder is refused with Upgrade.
-func RWLockLock(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwlockLock.Run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience))}
+func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience))}
 }
 
-// RWLockRUnlock runs rwlock_runlock.lua: release one read level of owner,
+// RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
 // re-arming lease while read holds remain; when the lock becomes free, one
 // waiting writer per process is woken. expect is the read hold count the
 // caller believes it has, or 0 for any. go-redis never retries it: after
 // a network error the outcome is unknown, and only the caller knows how to
 // retry safely.
-func RWLockRUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: runOnce(ctx, c, rwlockRUnlock, rwlockRUnlockSrc, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
 }
 
-// RWLockUnlock runs rwlock_unlock.lua: release one write level of owner,
+// RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
 // re-arming lease while write holds remain. The last level wakes every
 // waiting reader and one waiting writer per process; an owner with read
 // holds stays a reader. expect is the write hold count the caller believes
-// it has, or 0 for any. Like RWLockRUnlock, go-redis never retries it.
-func RWLockUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+// it has, or 0 for any. Like RWReadUnlock, go-redis never retries it.
+func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel}
-	return RWHoldsCmd{cmd: runOnce(ctx, c, rwlockUnlock, rwlockUnlockSrc, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
 }
 
-// RWLockRenew runs rwlock_renew.lua: extend the leases of whatever owner
+// RWRenew runs rwlock_renew.lua: extend the leases of whatever owner
 // holds. The reply is false when it holds nothing (nothing changed).
-func RWLockRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) BoolCmd {
-	return BoolCmd{rwlockRenew.Run(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease))}
+func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) BoolCmd {
+	return BoolCmd{rwlockRenew.queue(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease))}
 }
 
-// RWLockForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
+// RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
 // readers' timeout keys and the writers' announcements, and wake the
 // waiters. The reply is false when there was no lock.
-func RWLockForceUnlock(ctx context.Context, c redis.Scripter, k RWKeys, sharded bool) BoolCmd {
+func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, sharded bool) BoolCmd {
 	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel}
-	return BoolCmd{rwlockForceUnlock.Run(ctx, c, keys, flag(sharded))}
+	return BoolCmd{rwlockForceUnlock.run(ctx, c, keys, flag(sharded))}
 }
 
-// RWLockWithdraw runs rwlock_withdraw.lua: remove owner's announcement as
+// RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as
 // a waiting writer, waking the readers when no announcement is left. The
 // reply is false when owner was not announced.
-func RWLockWithdraw(ctx context.Context, c redis.Scripter, k RWKeys, owner string, sharded bool) BoolCmd {
-	return BoolCmd{rwlockWithdraw.Run(ctx, c, []string{k.Writers, k.ReadChannel}, owner, flag(sharded))}
+func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, sharded bool) BoolCmd {
+	return BoolCmd{rwlockWithdraw.run(ctx, c, []string{k.Writers, k.ReadChannel}, owner, flag(sharded))}
 }

@@ -1,4 +1,4 @@
-// Package pubsub multiplexes the wake-up notifications of every redisync
+// Package hub multiplexes the wake-up notifications of every redisync
 // waiter of one Redis client over a single pub/sub connection.
 //
 // A Hub subscribes a channel on the first Subscribe and unsubscribes it when
@@ -28,7 +28,7 @@
 // linger (Linger) after the last one closes: a waiter that comes back
 // within it reuses the connection instead of dialling again, and closing
 // the connection stays off the waiter's return path.
-package pubsub
+package hub
 
 import (
 	"context"

@@ -1,30 +1,18 @@
-package lua
+package script
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed semaphore_acquire.lua
-	semaphoreAcquireSrc string
-	//go:embed semaphore_release.lua
-	semaphoreReleaseSrc string
-	//go:embed semaphore_setpermits.lua
-	semaphoreSetPermitsSrc string
-	//go:embed semaphore_drain.lua
-	semaphoreDrainSrc string
-	//go:embed semaphore_undo.lua
-	semaphoreUndoSrc string
-
-	semaphoreAcquire    = redis.NewScript(semaphoreAcquireSrc)
-	semaphoreRelease    = redis.NewScript(semaphoreReleaseSrc)
-	semaphoreSetPermits = redis.NewScript(semaphoreSetPermitsSrc)
-	semaphoreDrain      = redis.NewScript(semaphoreDrainSrc)
-	semaphoreUndo       = redis.NewScript(semaphoreUndoSrc)
+	semaphoreAcquire    = load("semaphore_acquire.lua")
+	semaphoreRelease    = load("semaphore_release.lua")
+	semaphoreSetPermits = load("semaphore_setpermits.lua")
+	semaphoreDrain      = load("semaphore_drain.lua")
+	semaphoreUndo       = load("semaphore_undo.lua")
 )
 
 // SemaphoreKeys names the keys and channel of one counting semaphore.
@@ -64,7 +52,7 @@ func (c TakenCmd) Result() (Taken, error) {
 // lost reply comes back as an error and the caller cancels the request
 // (SemaphoreUndo).
 func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
-	return TakenCmd{runOnce(ctx, c, semaphoreAcquire, semaphoreAcquireSrc, []string{k.Permits, receipt}, n, ms(ttl))}
+	return TakenCmd{semaphoreAcquire.run(ctx, c, []string{k.Permits, receipt}, n, ms(ttl))}
 }
 
 // SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;
@@ -75,7 +63,7 @@ func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // reply is the available count afterwards. go-redis never resends it: the
 // caller retries a lost reply while the receipt lives (see runOnce).
 func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{runOnce(ctx, c, semaphoreRelease, semaphoreReleaseSrc, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
+	return IntCmd{semaphoreRelease.run(ctx, c, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
@@ -85,7 +73,7 @@ func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // changes nothing. The reply is false when onlyNew found a count (nothing
 // changed). go-redis never resends it, as SemaphoreRelease.
 func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
-	return BoolCmd{runOnce(ctx, c, semaphoreSetPermits, semaphoreSetPermitsSrc, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
+	return BoolCmd{semaphoreSetPermits.run(ctx, c, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua: take every available permit,
@@ -94,13 +82,13 @@ func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, rece
 // the first took); 0 (nothing changed) when none was available. go-redis
 // never resends it, as SemaphoreRelease.
 func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration) IntCmd {
-	return IntCmd{runOnce(ctx, c, semaphoreDrain, semaphoreDrainSrc, []string{k.Permits, receipt}, ms(ttl))}
+	return IntCmd{semaphoreDrain.run(ctx, c, []string{k.Permits, receipt}, ms(ttl))}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded
 // under receipt, giving back the permits it took, if any, and making sure
 // it takes nothing should it still arrive. ttl is the receipt lifetime the
 // request used. The reply is the number of permits given back.
-func SemaphoreUndo(ctx context.Context, c redis.Scripter, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{semaphoreUndo.Run(ctx, c, []string{k.Permits, receipt, k.Channel}, ms(ttl), flag(sharded))}
+func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool) IntCmd {
+	return IntCmd{semaphoreUndo.run(ctx, c, []string{k.Permits, receipt, k.Channel}, ms(ttl), flag(sharded))}
 }

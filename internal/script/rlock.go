@@ -1,27 +1,17 @@
-package lua
+package script
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed rlock_acquire.lua
-	rlockAcquireSrc string
-	//go:embed rlock_unlock.lua
-	rlockUnlockSrc string
-	//go:embed rlock_renew.lua
-	rlockRenewSrc string
-	//go:embed rlock_forceunlock.lua
-	rlockForceUnlockSrc string
-
-	rlockAcquire     = redis.NewScript(rlockAcquireSrc)
-	rlockUnlock      = redis.NewScript(rlockUnlockSrc)
-	rlockRenew       = redis.NewScript(rlockRenewSrc)
-	rlockForceUnlock = redis.NewScript(rlockForceUnlockSrc)
+	rlockAcquire     = load("rlock_acquire.lua")
+	rlockUnlock      = load("rlock_unlock.lua")
+	rlockRenew       = load("rlock_renew.lua")
+	rlockForceUnlock = load("rlock_forceunlock.lua")
 )
 
 // LockKeys names the keys and channel of one reentrant lock.
@@ -39,7 +29,7 @@ type Acquired struct {
 	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
 }
 
-// AcquireCmd is the reply of RLockAcquire.
+// AcquireCmd is the reply of ReentrantAcquire.
 type AcquireCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
@@ -57,49 +47,49 @@ func (c AcquireCmd) Result() (Acquired, error) {
 	return Acquired{Wait: pttl(v[1])}, nil
 }
 
-// RLockAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
+// ReentrantAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
 // with the given lease, taking a fencing token on a first acquisition when
 // fencing is set. holds is the hold count the caller believes it has: a
 // retry of an attempt that already went through changes nothing.
-func RLockAcquire(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
-	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds, flag(false))}
+func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
+	return AcquireCmd{rlockAcquire.run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds, flag(false))}
 }
 
-// RLockAcquireAgain is RLockAcquire for a waiter that holds nothing and
+// ReentrantAcquireAgain is ReentrantAcquire for a waiter that holds nothing and
 // whose previous attempt in the same wait was refused without error: when
 // the lock is held, it is refused after one PTTL, without checking again
 // whether owner holds it or whether the name is used by another kind of
 // lock (the refused attempt checked both, and only an attempt of owner's
 // can have changed the first). A key without expiry, which no lock is,
 // still gets the full check.
-func RLockAcquireAgain(ctx context.Context, c redis.Scripter, k LockKeys, owner string, lease time.Duration, fencing bool) AcquireCmd {
-	return AcquireCmd{rlockAcquire.Run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), 0, flag(true))}
+func ReentrantAcquireAgain(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool) AcquireCmd {
+	return AcquireCmd{rlockAcquire.run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), 0, flag(true))}
 }
 
-// Unlock outcomes of RLockUnlock besides a remaining hold count >= 0.
+// Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
 const (
 	UnlockNotHeld  = -1 // the owner does not hold the lock
 	UnlockMismatch = -2 // the hold count was not the expected one
 )
 
-// RLockUnlock runs rlock_unlock.lua: release one level for owner, re-arming
+// ReentrantUnlock runs rlock_unlock.lua: release one level for owner, re-arming
 // lease while holds remain, and notify one waiter per process when the lock
 // becomes free. expect is the hold count the caller believes it has, or 0
 // for any. The reply is the remaining hold count, UnlockNotHeld or
 // UnlockMismatch. go-redis never retries it: after a network error the
 // outcome is unknown, and only the caller knows how to retry safely.
-func RLockUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{runOnce(ctx, c, rlockUnlock, rlockUnlockSrc, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
+	return IntCmd{rlockUnlock.run(ctx, c, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
 }
 
-// RLockRenew runs rlock_renew.lua: extend the lease if owner still holds the
+// ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the
 // lock. The reply is false when it does not (nothing changed).
-func RLockRenew(ctx context.Context, c redis.Scripter, lock, owner string, lease time.Duration) BoolCmd {
-	return BoolCmd{rlockRenew.Run(ctx, c, []string{lock}, owner, ms(lease))}
+func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, lease time.Duration) BoolCmd {
+	return BoolCmd{rlockRenew.queue(ctx, c, []string{lock}, owner, ms(lease))}
 }
 
-// RLockForceUnlock runs rlock_forceunlock.lua: delete the lock whoever holds
+// ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock whoever holds
 // it and wake a waiter. The reply is false when there was no lock.
-func RLockForceUnlock(ctx context.Context, c redis.Scripter, k LockKeys, sharded bool) BoolCmd {
-	return BoolCmd{rlockForceUnlock.Run(ctx, c, []string{k.Lock, k.Channel}, flag(sharded))}
+func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, sharded bool) BoolCmd {
+	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Channel}, flag(sharded))}
 }

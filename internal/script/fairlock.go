@@ -1,30 +1,18 @@
-package lua
+package script
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed fairlock_acquire.lua
-	fairAcquireSrc string
-	//go:embed fairlock_unlock.lua
-	fairUnlockSrc string
-	//go:embed fairlock_renew.lua
-	fairRenewSrc string
-	//go:embed fairlock_forceunlock.lua
-	fairForceUnlockSrc string
-	//go:embed fairlock_leave.lua
-	fairLeaveSrc string
-
-	fairAcquire     = redis.NewScript(fairAcquireSrc)
-	fairUnlock      = redis.NewScript(fairUnlockSrc)
-	fairRenew       = redis.NewScript(fairRenewSrc)
-	fairForceUnlock = redis.NewScript(fairForceUnlockSrc)
-	fairLeave       = redis.NewScript(fairLeaveSrc)
+	fairAcquire     = load("fairlock_acquire.lua")
+	fairUnlock      = load("fairlock_unlock.lua")
+	fairRenew       = load("fairlock_renew.lua")
+	fairForceUnlock = load("fairlock_forceunlock.lua")
+	fairLeave       = load("fairlock_leave.lua")
 )
 
 // FairKeys names the keys and channels of one fair lock.
@@ -47,13 +35,13 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // of an attempt that already went through changes nothing. When not OK,
 // Wait is how long the holder's lease still runs or, for a free lock with
 // another waiter first in line, how long until that waiter's deadline.
-func FairAcquire(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool) AcquireCmd {
+func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool) AcquireCmd {
 	p := int64(0)
 	if patience > 0 {
 		p = ms(patience)
 	}
 	keys := append(k.line(), k.Fence)
-	return AcquireCmd{fairAcquire.Run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded))}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded))}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
@@ -64,25 +52,25 @@ func FairAcquire(ctx context.Context, c redis.Scripter, k FairKeys, owner string
 // network error the outcome is unknown, and only the caller knows how to
 // retry safely.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{runOnce(ctx, c, fairUnlock, fairUnlockSrc, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
+	return IntCmd{fairUnlock.run(ctx, c, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
 // the lock. The reply is false when it does not.
 func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{fairRenew.Run(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
+	return BoolCmd{fairRenew.queue(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
 }
 
 // FairForceUnlock runs fairlock_forceunlock.lua: delete the lock whoever
 // holds it and wake the waiter first in line. The reply is false when there
 // was no lock.
-func FairForceUnlock(ctx context.Context, c redis.Scripter, k FairKeys, sharded bool) BoolCmd {
-	return BoolCmd{fairForceUnlock.Run(ctx, c, k.line(), k.Waiter, flag(sharded))}
+func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, sharded bool) BoolCmd {
+	return BoolCmd{fairForceUnlock.run(ctx, c, k.line(), k.Waiter, flag(sharded))}
 }
 
 // FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
 // next waiter if owner was first and the lock is free. The reply is false
 // when owner was not in line.
-func FairLeave(ctx context.Context, c redis.Scripter, k FairKeys, owner string, sharded bool) BoolCmd {
-	return BoolCmd{fairLeave.Run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
+func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool) BoolCmd {
+	return BoolCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
 }

@@ -1,33 +1,19 @@
-package lua
+package script
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 var (
-	//go:embed leased_acquire.lua
-	leasedAcquireSrc string
-	//go:embed leased_release.lua
-	leasedReleaseSrc string
-	//go:embed leased_renew.lua
-	leasedRenewSrc string
-	//go:embed leased_setpermits.lua
-	leasedSetPermitsSrc string
-	//go:embed leased_addpermits.lua
-	leasedAddPermitsSrc string
-	//go:embed leased_available.lua
-	leasedAvailableSrc string
-
-	leasedAcquire    = redis.NewScript(leasedAcquireSrc)
-	leasedRelease    = redis.NewScript(leasedReleaseSrc)
-	leasedRenew      = redis.NewScript(leasedRenewSrc)
-	leasedSetPermits = redis.NewScript(leasedSetPermitsSrc)
-	leasedAddPermits = redis.NewScript(leasedAddPermitsSrc)
-	leasedAvailable  = redis.NewScript(leasedAvailableSrc)
+	leasedAcquire    = load("leased_acquire.lua")
+	leasedRelease    = load("leased_release.lua")
+	leasedRenew      = load("leased_renew.lua")
+	leasedSetPermits = load("leased_setpermits.lua")
+	leasedAddPermits = load("leased_addpermits.lua")
+	leasedAvailable  = load("leased_available.lua")
 )
 
 // LeasedKeys names the keys and channel of one leased semaphore.
@@ -66,8 +52,8 @@ func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
 // LeasedAcquire runs leased_acquire.lua: take a permit for id with the given
 // lease, after returning expired permits to the pool. A repeated request
 // with the same id takes nothing more.
-func LeasedAcquire(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, lease time.Duration, sharded bool) LeaseTakenCmd {
-	return LeaseTakenCmd{leasedAcquire.Run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
+func LeasedAcquire(ctx context.Context, c Processor, k LeasedKeys, id string, lease time.Duration, sharded bool) LeaseTakenCmd {
+	return LeaseTakenCmd{leasedAcquire.run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
 }
 
 // LeasedRelease runs leased_release.lua: give back the permit of id and
@@ -76,32 +62,32 @@ func LeasedAcquire(ctx context.Context, c redis.Scripter, k LeasedKeys, id strin
 // retry after a lost reply would report false for a permit the first run
 // released, and only the caller knows how to read that.
 func LeasedRelease(ctx context.Context, c Processor, k LeasedKeys, id string, sharded bool) BoolCmd {
-	return BoolCmd{runOnce(ctx, c, leasedRelease, leasedReleaseSrc, k.list(), id, flag(sharded))}
+	return BoolCmd{leasedRelease.run(ctx, c, k.list(), id, flag(sharded))}
 }
 
 // LeasedRenew runs leased_renew.lua: set the permit of id to expire lease
 // from now. The reply is false when id holds no permit (nothing changed).
 func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string, lease time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{leasedRenew.Run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
+	return BoolCmd{leasedRenew.queue(ctx, c, k.list(), id, ms(lease), flag(sharded))}
 }
 
 // LeasedSetPermits runs leased_setpermits.lua: set the total permits to n
 // (>= 0), acquired ones included, or with onlyNew only if there is no total
 // yet. The reply is false when onlyNew found a total (nothing changed).
-func LeasedSetPermits(ctx context.Context, c redis.Scripter, k LeasedKeys, n int64, onlyNew, sharded bool) BoolCmd {
-	return BoolCmd{leasedSetPermits.Run(ctx, c, k.list(), n, flag(onlyNew), flag(sharded))}
+func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, n int64, onlyNew, sharded bool) BoolCmd {
+	return BoolCmd{leasedSetPermits.run(ctx, c, k.list(), n, flag(onlyNew), flag(sharded))}
 }
 
 // LeasedAddPermits runs leased_addpermits.lua: add delta (non-zero; negative
 // takes permits away) to the total. The reply is the available count
 // afterwards, which may be negative.
-func LeasedAddPermits(ctx context.Context, c redis.Scripter, k LeasedKeys, delta int64, sharded bool) IntCmd {
-	return IntCmd{leasedAddPermits.Run(ctx, c, k.list(), delta, flag(sharded))}
+func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, delta int64, sharded bool) IntCmd {
+	return IntCmd{leasedAddPermits.run(ctx, c, k.list(), delta, flag(sharded))}
 }
 
 // LeasedAvailable runs leased_available.lua: the total minus the live
 // acquired permits, after returning expired ones to the pool. It may be
 // negative.
-func LeasedAvailable(ctx context.Context, c redis.Scripter, k LeasedKeys, sharded bool) IntCmd {
-	return IntCmd{leasedAvailable.Run(ctx, c, k.list(), flag(sharded))}
+func LeasedAvailable(ctx context.Context, c Processor, k LeasedKeys, sharded bool) IntCmd {
+	return IntCmd{leasedAvailable.run(ctx, c, k.list(), flag(sharded))}
 }

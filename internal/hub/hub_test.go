@@ -1,4 +1,4 @@
-package pubsub_test
+package hub_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/pubsub"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // woken counts the subscriptions that hold a wake-up, draining them.
-func woken(subs []*pubsub.Subscription) int {
+func woken(subs []*hub.Subscription) int {
 	n := 0
 	for _, s := range subs {
 		select {
@@ -30,7 +30,7 @@ func woken(subs []*pubsub.Subscription) int {
 
 // settle waits until want subscriptions hold a wake-up, then checks that no
 // more arrive for a moment: wake-ups must match the message, not the herd.
-func settle(t *testing.T, subs []*pubsub.Subscription, want int) {
+func settle(t *testing.T, subs []*hub.Subscription, want int) {
 	t.Helper()
 	got := 0
 	redistest.WaitFor(t, 2*time.Second, func() bool { got += woken(subs); return got >= want })
@@ -40,11 +40,11 @@ func settle(t *testing.T, subs []*pubsub.Subscription, want int) {
 	}
 }
 
-func subscribeN(t *testing.T, hub *pubsub.Hub, channel string, n int) []*pubsub.Subscription {
+func subscribeN(t *testing.T, h *hub.Hub, channel string, n int) []*hub.Subscription {
 	t.Helper()
-	var subs []*pubsub.Subscription
+	var subs []*hub.Subscription
 	for range n {
-		s, err := hub.Subscribe(t.Context(), channel)
+		s, err := h.Subscribe(t.Context(), channel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,9 +67,9 @@ func TestWakeCounts(t *testing.T) {
 			} else {
 				rdb = redistest.SharedServer(t).NewClient(t)
 			}
-			hub := pubsub.New(rdb, false)
+			h := hub.New(rdb, false)
 			ch := redistest.UniqueName(t)
-			subs := subscribeN(t, hub, ch, 5)
+			subs := subscribeN(t, h, ch, 5)
 			for _, c := range []struct {
 				payload string
 				want    int
@@ -85,9 +85,9 @@ func TestWakeCounts(t *testing.T) {
 
 func TestCoalescedWakeUps(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	subs := subscribeN(t, hub, ch, 2)
+	subs := subscribeN(t, h, ch, 2)
 	// Three notifications for one waiter each while nobody runs: the first
 	// two wake both waiters, the third finds them woken and is absorbed
 	// instead of blocking the dispatcher or carrying over.
@@ -106,11 +106,11 @@ func TestCoalescedWakeUps(t *testing.T) {
 
 func TestCloseConsumedPassesWakeUp(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	subs := subscribeN(t, hub, ch, 2)
+	subs := subscribeN(t, h, ch, 2)
 	rdb.Publish(t.Context(), ch, "1")
-	var first, second *pubsub.Subscription
+	var first, second *hub.Subscription
 	redistest.WaitFor(t, 2*time.Second, func() bool {
 		for i, s := range subs {
 			select {
@@ -134,10 +134,10 @@ func TestRefcountedChannels(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	rdb, admin := srv.NewClient(t), srv.NewClient(t)
 	ignore := goleak.IgnoreCurrent()
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	a, b := redistest.UniqueName(t)+"a", redistest.UniqueName(t)+"b"
-	sa := subscribeN(t, hub, a, 3)
-	sb := subscribeN(t, hub, b, 1)
+	sa := subscribeN(t, h, a, 3)
+	sb := subscribeN(t, h, b, 1)
 	if n := redistest.NumSub(t, admin, a); n != 1 {
 		t.Fatalf("NUMSUB %s = %d, want 1 subscription for 3 waiters", a, n)
 	}
@@ -160,9 +160,9 @@ func TestRefcountedChannels(t *testing.T) {
 func TestReconnectWakesEveryone(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	rdb, admin := srv.NewClient(t), srv.NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	subs := subscribeN(t, hub, ch, 4)
+	subs := subscribeN(t, h, ch, 4)
 	if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +177,10 @@ func TestSubscribeCancelled(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient(t)
 	srv.Stop() // nothing answers: the subscription cannot be confirmed
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := hub.Subscribe(ctx, "x"); err == nil {
+	if _, err := h.Subscribe(ctx, "x"); err == nil {
 		t.Fatal("Subscribe to a stopped server succeeded")
 	}
 }
@@ -188,13 +188,13 @@ func TestSubscribeCancelled(t *testing.T) {
 func TestJoin(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	rdb, admin := srv.NewClient(t), srv.NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	if s := hub.Join(ch); s != nil {
+	if s := h.Join(ch); s != nil {
 		t.Fatal("Join of a channel nobody subscribed returned a subscription")
 	}
-	first := subscribeN(t, hub, ch, 1)
-	joined := hub.Join(ch)
+	first := subscribeN(t, h, ch, 1)
+	joined := h.Join(ch)
 	if joined == nil {
 		t.Fatal("Join of a subscribed channel returned nil")
 	}
@@ -216,7 +216,7 @@ func TestJoin(t *testing.T) {
 	settle(t, subs[1:], 1)
 	joined.Close()
 	redistest.WaitFor(t, time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 0 })
-	if s := hub.Join(ch); s != nil {
+	if s := h.Join(ch); s != nil {
 		t.Fatal("Join after the last waiter left returned a subscription")
 	}
 }
@@ -226,11 +226,11 @@ func TestJoin(t *testing.T) {
 // wake-up it did not use passes on what it needed.
 func TestWakeNeeds(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	var subs []*pubsub.Subscription
+	var subs []*hub.Subscription
 	for _, need := range []int{4, 1, 2, 1} {
-		s, err := hub.SubscribeNeeding(t.Context(), ch, need)
+		s, err := h.SubscribeNeeding(t.Context(), ch, need)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,11 +272,11 @@ func TestWakeNeeds(t *testing.T) {
 // it reached it: the bigger waiter may fit now.
 func TestPassOnCarriesTheMessage(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := pubsub.New(rdb, false)
+	h := hub.New(rdb, false)
 	ch := redistest.UniqueName(t)
-	var subs []*pubsub.Subscription
+	var subs []*hub.Subscription
 	for _, need := range []int{1, 4} {
-		s, err := hub.SubscribeNeeding(t.Context(), ch, need)
+		s, err := h.SubscribeNeeding(t.Context(), ch, need)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestPassOnCarriesTheMessage(t *testing.T) {
 
 // wokenIndexes waits until want subscriptions hold a wake-up, checks that
 // no more arrive for a moment, and returns their indexes, draining them.
-func wokenIndexes(t *testing.T, subs []*pubsub.Subscription, want int) []int {
+func wokenIndexes(t *testing.T, subs []*hub.Subscription, want int) []int {
 	t.Helper()
 	seen := make(map[int]bool)
 	drain := func() {

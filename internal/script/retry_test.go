@@ -1,4 +1,4 @@
-package lua_test
+package script_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // A retried acquire (the caller believes it holds fewer levels than it
@@ -19,19 +19,19 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 	const lease = 10 * time.Second
 	for _, tc := range []struct {
 		name    string
-		acquire func(t *testing.T, rdb *redis.Client, name string) lua.Acquired
+		acquire func(t *testing.T, rdb *redis.Client, name string) script.Acquired
 	}{
-		{"rlock", func(t *testing.T, rdb *redis.Client, name string) lua.Acquired {
-			res, err := lua.RLockAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0).Result()
+		{"rlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
+			res, err := script.ReentrantAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return res
 		}},
-		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) lua.Acquired {
+		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
 			n := internal.NewNames(name)
-			k := lua.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
-			res, err := lua.FairAcquire(t.Context(), rdb, k, "a", lease, false, 0, time.Second, false).Result()
+			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+			res, err := script.FairAcquire(t.Context(), rdb, k, "a", lease, false, 0, time.Second, false).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,11 +61,11 @@ func TestRetriedLeasedAcquireRearmsLease(t *testing.T) {
 	const lease = 10 * time.Second
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		n := internal.NewNames(redistest.UniqueName(t))
-		k := lua.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()}
+		k := script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()}
 		rdb.Set(t.Context(), k.Permits, 1, 0)
 		acquire := func() {
 			t.Helper()
-			res, err := lua.LeasedAcquire(t.Context(), rdb, k, "id", lease, false).Result()
+			res, err := script.LeasedAcquire(t.Context(), rdb, k, "id", lease, false).Result()
 			if err != nil || !res.OK {
 				t.Fatalf("acquire = %+v, %v", res, err)
 			}
@@ -77,7 +77,7 @@ func TestRetriedLeasedAcquireRearmsLease(t *testing.T) {
 		if got := rdb.ZScore(t.Context(), k.Leases, "id").Val(); got < first-float64(time.Second.Milliseconds()) {
 			t.Fatalf("expiry after the retried acquire %.0f, want re-armed to about %.0f", got, first)
 		}
-		if avail, _ := lua.LeasedAvailable(t.Context(), rdb, k, false).Result(); avail != 0 {
+		if avail, _ := script.LeasedAvailable(t.Context(), rdb, k, false).Result(); avail != 0 {
 			t.Fatalf("available %d after a retried acquire of the one permit, want 0", avail)
 		}
 	})

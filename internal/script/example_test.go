@@ -1,0 +1,39 @@
+package script_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/script"
+)
+
+// The wrappers take Go values and return decoded replies. Queued on a
+// pipeline, a call is decoded after Exec; there it cannot fall back to EVAL
+// on NOSCRIPT, so run it once directly first (as the watchdog does).
+func Example() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	keys := script.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Channel: "redisync:{job}:chan"}
+	got, err := script.ReentrantAcquire(ctx, rdb, keys, "owner-a", 10*time.Second, false, 0).Result()
+	fmt.Println(got.OK, got.Holds, err)
+
+	other, _ := script.ReentrantAcquire(ctx, rdb, keys, "owner-b", 10*time.Second, false, 0).Result()
+	fmt.Println(other.OK, other.Wait > 0)
+
+	fmt.Println(script.ReentrantRenew(ctx, rdb, keys.Lock, "owner-a", 10*time.Second).Result())
+	// Output:
+	// true 1 <nil>
+	// false true
+	// true <nil>
+}

@@ -1,0 +1,79 @@
+// Package script runs the Lua scripts of package lua: one typed wrapper per
+// script, which owns argument order, units and decoding, so callers pass Go
+// values (time.Duration, bool) and get Go values back.
+//
+// Scripts run with EVALSHA and fall back to EVAL when the server does not
+// know them (after a restart or SCRIPT FLUSH). go-redis never resends a
+// script after a network error, except a renewal (see run and queue): the
+// hold engine and the receipts decide what a retry means.
+//
+// The scripts run unchanged on miniredis, so code built on them can be unit
+// tested without a server.
+package script
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ms converts a duration to whole milliseconds for a script, never less than
+// one so that a tiny lease cannot turn into "no expiry".
+func ms(d time.Duration) int64 {
+	if n := d.Milliseconds(); n > 0 {
+		return n
+	}
+	return 1
+}
+
+// flag encodes a boolean script argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
+// key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
+// becomes 1ms: it is about to end, not unknown.
+func pttl(v int64) time.Duration {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return time.Millisecond
+	}
+	return time.Duration(v) * time.Millisecond
+}
+
+// IntCmd is a script reply decoded as one integer.
+type IntCmd struct{ cmd *redis.Cmd }
+
+// Result returns the integer reply.
+func (c IntCmd) Result() (int64, error) { return c.cmd.Int64() }
+
+// BoolCmd is a script reply decoded as 1 (true) or 0 (false).
+type BoolCmd struct{ cmd *redis.Cmd }
+
+// Result returns the reply as a boolean.
+func (c BoolCmd) Result() (bool, error) {
+	n, err := c.cmd.Int64()
+	return n == 1, err
+}
+
+// errShortReply reports a script reply with fewer values than its contract.
+var errShortReply = errors.New("lua: short script reply")
+
+// ints decodes an array reply of integers.
+func ints(cmd *redis.Cmd) ([]int64, error) {
+	vals, err := cmd.Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) == 0 {
+		return nil, errShortReply
+	}
+	return vals, nil
+}

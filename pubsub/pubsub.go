@@ -1,0 +1,66 @@
+// Package pubsub multiplexes wake-up notifications of many waiters over
+// one pub/sub connection per Redis client: the transport redisync's
+// waiters sleep on, for code of your own that waits on Redis channels the
+// same way.
+//
+// Subscribe returns once Redis has confirmed the subscription, so a message
+// published after it returns is not missed. A message's payload says how
+// many waiters it may wake: "1" (or anything that is not a number) wakes
+// the waiter that subscribed first among those not yet woken, "n" wakes n
+// of them in subscription order, "-1" wakes every waiter. Wake-ups of a
+// waiter that has not run yet coalesce into one. When the connection is
+// re-established after a fault, every waiter is woken, since messages
+// published meanwhile are lost; a waiter should therefore re-check its
+// condition after every wake-up, and bound its sleep with a timer of its
+// own.
+//
+// A channel is subscribed on its first Subscribe and unsubscribed when its
+// last Subscription closes. A Hub runs goroutines only while a
+// Subscription is open (and for a short linger after the last one closes).
+// On a *redis.ClusterClient with sharded set, channels are subscribed with
+// SSUBSCRIBE (Redis Cluster 7+) and messages must be sent with SPUBLISH.
+package pubsub
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/hub"
+)
+
+// Hub is the subscription hub of one Redis client. It is safe for
+// concurrent use.
+type Hub struct{ h *hub.Hub }
+
+// New returns a hub for rdb. It does no I/O. With sharded set, channels are
+// subscribed with SSUBSCRIBE; rdb must then be a *redis.ClusterClient.
+func New(rdb redis.UniversalClient, sharded bool) *Hub {
+	if rdb == nil {
+		panic("pubsub: New with nil redis client")
+	}
+	return &Hub{h: hub.New(rdb, sharded)}
+}
+
+// Subscribe registers a waiter on channel and returns once Redis has
+// confirmed the subscription. On error, or when ctx ends first, nothing is
+// left subscribed.
+func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	s, err := h.h.Subscribe(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{s: s}, nil
+}
+
+// Subscription is one waiter's interest in one channel.
+type Subscription struct{ s *hub.Subscription }
+
+// C returns the channel on which the waiter is woken. A receive may stand
+// for several messages.
+func (s *Subscription) C() <-chan struct{} { return s.s.C() }
+
+// Close ends the subscription. A wake-up the waiter received on C but did
+// not take is passed to another waiter of the channel, so that leaving
+// cannot swallow a message. Close is idempotent.
+func (s *Subscription) Close() { s.s.Close() }
