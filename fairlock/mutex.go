@@ -27,14 +27,7 @@ var ErrWrongType = internal.ErrWrongType
 // the lock re-enters it. Goroutines that must exclude each other use
 // separate handles. A Mutex is safe for concurrent use.
 type Mutex struct {
-	rdb     redis.UniversalClient
-	name    string
-	keys    script.FairKeys
-	channel string // this handle's wake-up channel
-	owner   string
-	sharded bool
-	cfg     config
-	t       *hold.Tracker // the handle's hold
+	l *hold.Lock
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics
@@ -52,9 +45,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	}
 	n := internal.NewNames(name)
 	owner := internal.NewOwnerID()
-	m := &Mutex{
-		rdb:  rdb,
-		name: name,
+	line := &line{
+		rdb: rdb,
 		keys: script.FairKeys{
 			Lock:     n.Lock(),
 			Queue:    n.Queue(),
@@ -62,29 +54,75 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 			Fence:    n.Fence(),
 			Waiter:   n.WaiterChannel(""),
 		},
-		channel: n.WaiterChannel(owner),
 		owner:   owner,
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
 	}
-	m.t = hold.New(m.tracking())
-	return m
+	return &Mutex{l: hold.NewLock(hold.Kind{
+		Pkg: "fairlock", Name: name, RDB: rdb, Owner: owner, Keys: n, Keeping: cfg.Keeping,
+		Acquire:     line.acquire,
+		Release:     line.release,
+		Renew:       line.renew,
+		ForceUnlock: line.forceUnlock,
+		// Each waiter has a channel of its own: a release wakes the head
+		// of the line only.
+		Channel:  func(hold.Mode) string { return n.WaiterChannel(owner) },
+		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
+		Leave:    line.leave,
+	})}
 }
 
-// tracking describes the lock to its hold tracker.
-func (m *Mutex) tracking() hold.Config {
-	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-		n, err := script.FairUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
-		return hold.Unlocked(n), err
+// line is the lock as the engine sees it: a hash of holders and a line of
+// waiters, each with a deadline its attempts keep refreshing.
+type line struct {
+	rdb     redis.UniversalClient
+	keys    script.FairKeys
+	owner   string
+	sharded bool
+	cfg     config
+}
+
+// acquire runs the acquire script once; a blocking attempt joins the line
+// or keeps its place there when it does not get the lock, for the waiter
+// timeout. A place it may have taken when its outcome is unknown is left
+// by leave.
+func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+	var patience time.Duration
+	if a.Blocking {
+		patience = l.cfg.waiterTimeout
 	}
-	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return script.FairRenew(ctx, s, m.keys, m.owner, m.cfg.Lease(), m.sharded).Result
+	res, err := script.FairAcquire(ctx, l.rdb, l.keys, l.owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.sharded).Result()
+	return hold.Granted(res), err
+}
+
+func (l *line) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+	n, err := script.FairUnlock(ctx, l.rdb, l.keys, l.owner, l.cfg.Lease(), l.sharded, expect).Result()
+	return hold.Unlocked(n), err
+}
+
+func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
+	return script.FairRenew(ctx, s, l.keys, l.owner, l.cfg.Lease(), l.sharded).Result
+}
+
+func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
+	return script.FairForceUnlock(ctx, l.rdb, l.keys, receipt, internal.ReceiptTTL, l.sharded).Result()
+}
+
+// leave takes the handle out of the line after a failed Lock; a failed
+// call is tried once more within the engine's cleanup bound. If both fail
+// (Redis unreachable), the place is dropped by the server once its
+// deadline passes.
+func (l *line) leave(ctx context.Context, _ hold.Mode) {
+	for range 2 {
+		_, err := script.FairLeave(ctx, l.rdb, l.keys, l.owner, l.sharded).Result()
+		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+			return
+		}
 	}
-	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
 }
 
 // Name returns the name of the lock.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.l.Name() }
 
 // Lock locks m. If the lock is held by another handle, or other handles
 // already wait for it, Lock joins the end of the line and waits until every
@@ -93,53 +131,9 @@ func (m *Mutex) Name() string { return m.name }
 // On failure it returns an error wrapping ctx.Err() or the Redis error, and
 // leaves nothing behind: no hold, no place in line, no subscription; the
 // waiter behind it moves up and, if the lock is free, is woken.
-func (m *Mutex) Lock(ctx context.Context) error {
-	c := internal.Acquire(m.rdb)
-	defer c.Release()
-	err := internal.Wait(ctx, c.Hub, m.channel, m.cfg.maxSleep(), m.waitInLine)
-	if err != nil {
-		m.leave(ctx)
-	}
-	return m.wrap("lock", err)
-}
+func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when
 // another handle holds the lock or waits for it: TryLock never jumps the
 // line, and never joins it.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	ok, _, err := m.attempt(ctx, 0)
-	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
-}
-
-// waitInLine is the attempt of a waiting Lock: it joins the line or
-// refreshes its place there.
-func (m *Mutex) waitInLine(ctx context.Context) (bool, time.Duration, error) {
-	return m.attempt(ctx, m.cfg.waiterTimeout)
-}
-
-// attempt runs the acquire script once; with patience > 0 the handle joins
-// or keeps its place in line when it does not get the lock. An attempt
-// whose outcome is unknown is undone by the tracker; a place in line it
-// may have taken is left by Lock.
-func (m *Mutex) attempt(ctx context.Context, patience time.Duration) (bool, time.Duration, error) {
-	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		res, err := script.FairAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds, patience, m.sharded).Result()
-		return hold.Granted(res), err
-	})
-}
-
-// leave takes the handle out of the line after a failed Lock. The caller's
-// ctx is usually done, so the call runs without its cancellation; a failed
-// call is tried once more. If both fail (Redis unreachable), the place is
-// dropped by the server once its deadline passes.
-func (m *Mutex) leave(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	for range 2 {
-		lctx, cancel := context.WithTimeout(ctx, hold.CleanupTimeout/2)
-		_, err := script.FairLeave(lctx, m.rdb, m.keys, m.owner, m.sharded).Result()
-		cancel()
-		if err == nil || internal.IsWrongType(err) {
-			return
-		}
-	}
-}
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.l.TryLock(ctx, hold.Exclusive) }

@@ -4,8 +4,12 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[4]  receipt of this call, a string that expires: the reply of its
+--          first run, so that a repeated run (a retry after a lost reply)
+--          reports what the first did instead of what it finds
 -- ARGV[1]  wake-up channel prefix: a waiter's channel is ARGV[1] .. owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  receipt lifetime in milliseconds
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The line itself is kept: waiters keep their order. The head is
@@ -16,8 +20,13 @@
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
-local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
-local prefix, sharded = ARGV[1], ARGV[2] == '1'
+local lock, queue, timeouts, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local prefix, sharded, ttl = ARGV[1], ARGV[2] == '1', ARGV[3]
+
+local seen = redis.call('get', receipt)
+if seen then
+  return tonumber(seen)
+end
 
 local holders = redis.call('hlen', lock)
 redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
@@ -46,7 +55,9 @@ if head then
     redis.call('publish', prefix .. head, '1')
   end
 end
+local deleted = 0
 if holders > 0 then
-  return 1
+  deleted = 1
 end
-return 0
+redis.call('set', receipt, deleted, 'px', ttl)
+return deleted

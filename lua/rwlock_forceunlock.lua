@@ -7,7 +7,11 @@
 -- KEYS[3]  zset of announced waiting writers
 -- KEYS[4]  the readers' wake-up channel
 -- KEYS[5]  the writers' wake-up channel
+-- KEYS[6]  receipt of this call, a string that expires: the reply of its
+--          first run, so that a repeated run (a retry after a lost reply)
+--          reports what the first did instead of what it finds
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[2]  receipt lifetime in milliseconds
 --
 -- Keys derived in the script: the readers' timeout keys are KEYS[2] ..
 -- owner id, the one exception to "every key through KEYS": the script only
@@ -23,10 +27,16 @@
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE and is left untouched.
 
-local lock, prefix, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local sharded = ARGV[1] == '1'
+local lock, prefix, writers, rchannel, wchannel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local sharded, ttl = ARGV[1] == '1', ARGV[2]
+
+local seen = redis.call('get', receipt)
+if seen then
+  return tonumber(seen)
+end
 
 if redis.call('hlen', lock) == 0 then
+  redis.call('set', receipt, 0, 'px', ttl)
   return 0
 end
 if not redis.call('hget', lock, 'mode') then
@@ -41,4 +51,5 @@ redis.call('del', lock, writers)
 local publish = sharded and 'spublish' or 'publish'
 redis.call(publish, rchannel, '-1')
 redis.call(publish, wchannel, '1')
+redis.call('set', receipt, 1, 'px', ttl)
 return 1

@@ -3,7 +3,6 @@ package rlock
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,13 +27,7 @@ var ErrWrongType = internal.ErrWrongType
 // that must exclude each other use separate handles. A Mutex is safe for
 // concurrent use.
 type Mutex struct {
-	rdb     redis.UniversalClient
-	name    string
-	keys    script.LockKeys
-	owner   string
-	sharded bool
-	cfg     config
-	t       *hold.Tracker // the handle's hold
+	l *hold.Lock
 }
 
 // New returns a handle on the lock called name. It does no I/O. It panics
@@ -54,79 +47,78 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
 	n := internal.NewNames(name)
-	m := &Mutex{
+	d := &described{
 		rdb:     rdb,
-		name:    name,
 		keys:    script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()},
 		owner:   internal.NewOwnerID(),
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
 	}
-	m.t = hold.New(m.tracking())
+	m := &Mutex{}
+	m.l = hold.NewLock(hold.Kind{
+		Pkg: "rlock", Name: name, RDB: rdb, Owner: d.owner, Keys: n, Keeping: cfg.Keeping,
+		Acquire: func(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+			return d.acquire(ctx, m.l.Tracker(), held, a)
+		},
+		Release:     d.release,
+		Renew:       d.renew,
+		ForceUnlock: d.forceUnlock,
+		Channel:     func(hold.Mode) string { return d.keys.Channel },
+		InLine:      true,
+	})
 	return m
 }
 
-// tracking describes the lock to its hold tracker.
-func (m *Mutex) tracking() hold.Config {
-	release := func(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-		n, err := script.ReentrantUnlock(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.sharded, expect).Result()
-		return hold.Unlocked(n), err
+// described is the lock as the engine sees it: its keys and scripts.
+type described struct {
+	rdb     redis.UniversalClient
+	keys    script.LockKeys
+	owner   string
+	sharded bool
+	cfg     config
+}
+
+// acquire runs the acquire script once. A waiter's retry after a clean
+// refusal, by a handle that holds nothing, runs the script's cheap form:
+// that refusal checked the owner and the type already. The script is
+// never resent by go-redis, so a lost reply is an error the engine undoes,
+// not a second run that would refuse the hold the first one took.
+func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a hold.Asking) (hold.Grant, error) {
+	var res script.Acquired
+	var err error
+	switch {
+	case d.cfg.ackReplicas > 0:
+		res, err = d.acquireAcked(ctx, t, held)
+	case a.Refused && held == 0:
+		res, err = script.ReentrantAcquireAgain(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing).Result()
+	default:
+		res, err = script.ReentrantAcquire(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing, held).Result()
 	}
-	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return script.ReentrantRenew(ctx, s, m.keys.Lock, m.owner, m.cfg.Lease()).Result
-	}
-	return m.cfg.Config(m.rdb, release, renew, func(err error) error { return m.wrap("hold", err) })
+	return hold.Granted(res), err
+}
+
+func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
+	n, err := script.ReentrantUnlock(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.sharded, expect).Result()
+	return hold.Unlocked(n), err
+}
+
+func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
+	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.owner, d.cfg.Lease()).Result
+}
+
+func (d *described) forceUnlock(ctx context.Context, receipt string) (bool, error) {
+	return script.ReentrantForceUnlock(ctx, d.rdb, d.keys, receipt, internal.ReceiptTTL, d.sharded).Result()
 }
 
 // Name returns the name of the lock.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.l.Name() }
 
 // Lock locks m. If the lock is held by another handle, Lock waits until it
 // is released or its lease runs out, or until ctx is done. On failure it
 // returns an error wrapping ctx.Err() or the Redis error, and leaves nothing
 // behind: no hold, no queue entry, no subscription.
-func (m *Mutex) Lock(ctx context.Context) error {
-	c := internal.Acquire(m.rdb)
-	defer c.Release()
-	// refused: the last attempt of this wait was refused without error,
-	// so the next one may skip the checks that attempt made.
-	refused := false
-	// A handle that holds nothing queues behind the process's parked
-	// waiters; one that holds the lock re-enters at once.
-	inLine := func() bool { return m.t.Held(hold.Exclusive) == 0 }
-	err := internal.WaitInLine(ctx, c.Hub, m.keys.Channel, m.cfg.Lease(), inLine, func(ctx context.Context) (bool, time.Duration, error) {
-		return m.try(ctx, &refused)
-	})
-	return m.wrap("lock", err)
-}
+func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when
 // another handle holds the lock.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	ok, _, err := m.try(ctx, nil)
-	return ok, m.wrap("lock", internal.CtxErr(ctx, err))
-}
-
-// try runs the acquire script once. An attempt whose outcome is unknown is
-// undone by the tracker. refused, for a Lock, tells whether the previous
-// attempt of the same wait was refused without error, and records whether
-// this one was; such a retry by a handle that holds nothing runs the
-// script's cheap form (script.ReentrantAcquireAgain).
-func (m *Mutex) try(ctx context.Context, refused *bool) (bool, time.Duration, error) {
-	return m.t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, holds int64) (hold.Grant, error) {
-		var res script.Acquired
-		var err error
-		switch {
-		case m.cfg.ackReplicas > 0:
-			res, err = m.acquireAcked(ctx, holds)
-		case refused != nil && *refused && holds == 0:
-			res, err = script.ReentrantAcquireAgain(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing).Result()
-		default:
-			res, err = script.ReentrantAcquire(ctx, m.rdb, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
-		}
-		if refused != nil {
-			*refused = err == nil && !res.OK
-		}
-		return hold.Granted(res), err
-	})
-}
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.l.TryLock(ctx, hold.Exclusive) }

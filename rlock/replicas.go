@@ -42,22 +42,22 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // acquireAcked runs the acquire script and, when it took the lock, WAIT
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
-func (m *Mutex) acquireAcked(ctx context.Context, holds int64) (script.Acquired, error) {
-	conn, err := internal.PrimaryConn(ctx, m.rdb, m.keys.Lock)
+func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64) (script.Acquired, error) {
+	conn, err := internal.PrimaryConn(ctx, d.rdb, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := script.ReentrantAcquire(ctx, conn, m.keys, m.owner, m.cfg.Lease(), m.cfg.fencing, holds).Result()
+	res, err := script.ReentrantAcquire(ctx, conn, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing, holds).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}
-	acked, err := conn.Wait(ctx, m.cfg.ackReplicas, m.cfg.ackTimeout).Result()
-	if err == nil && acked < int64(m.cfg.ackReplicas) {
-		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, m.cfg.ackReplicas, m.cfg.ackTimeout)
+	acked, err := conn.Wait(ctx, d.cfg.ackReplicas, d.cfg.ackTimeout).Result()
+	if err == nil && acked < int64(d.cfg.ackReplicas) {
+		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, d.cfg.ackReplicas, d.cfg.ackTimeout)
 	}
 	if err != nil {
-		m.t.Undo(ctx, hold.Exclusive, holds+1)
+		t.Undo(ctx, hold.Exclusive, holds+1)
 		return script.Acquired{}, err
 	}
 	return res, nil

@@ -4,9 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/internal/script"
 )
 
 // Unlock releases one level of the handle's hold. When the last level is
@@ -20,72 +18,41 @@ import (
 // success. If Unlock of the last level fails nonetheless, the handle stops
 // renewing the lease and Done closes: Redis frees the lock when the lease
 // runs out, if not before. A later Unlock still releases it if it can.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	return m.wrap("unlock", m.t.Release(ctx, hold.Exclusive))
-}
+func (m *Mutex) Unlock(ctx context.Context) error { return m.l.Unlock(ctx, hold.Exclusive) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
-// reports whether there was a lock to delete. A holder on another handle
-// learns of it at its next renewal: its Done closes.
-func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := script.ReentrantForceUnlock(ctx, m.rdb, m.keys, m.sharded).Result()
-	if err != nil {
-		return false, m.wrap("force unlock", err)
-	}
-	// Whoever deleted it, this handle's hold is over.
-	m.t.Drop()
-	return ok, nil
-}
+// reports whether there was a lock to delete, also when its reply was lost
+// and it ran again. A holder on another handle learns of it at its next
+// renewal: its Done closes.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any handle holds the lock.
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := m.rdb.Exists(ctx, m.keys.Lock).Result()
-	return n == 1, m.wrap("is locked", err)
-}
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.l.IsLocked(ctx) }
 
 // IsHeld reports whether this handle holds the lock.
-func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
-	ok, err := m.rdb.HExists(ctx, m.keys.Lock, m.owner).Result()
-	return ok, m.wrap("is held", err)
-}
+func (m *Mutex) IsHeld(ctx context.Context) (bool, error) { return m.l.IsHeld(ctx) }
 
 // HoldCount returns how many times this handle holds the lock: 0 when it
 // does not hold it.
-func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	n, err := m.rdb.HGet(ctx, m.keys.Lock, m.owner).Int()
-	if internal.IsNil(err) {
-		return 0, nil
-	}
-	return n, m.wrap("hold count", err)
-}
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.l.HoldCount(ctx) }
 
 // TTL returns the remaining lease of the lock, whoever holds it: 0 when it
 // is not locked.
-func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := m.rdb.PTTL(ctx, m.keys.Lock).Result()
-	if err != nil {
-		return 0, m.wrap("ttl", err)
-	}
-	return max(d, 0), nil
-}
+func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) { return m.l.TTL(ctx) }
 
 // Done returns a channel that is closed when the handle's current hold
 // ends: the final Unlock, a ForceUnlock, the lease running out, or a loss
 // noticed by the watchdog. When the handle holds nothing it returns a
 // closed channel.
-func (m *Mutex) Done() <-chan struct{} { return m.t.Done() }
+func (m *Mutex) Done() <-chan struct{} { return m.l.Done() }
 
 // Token returns the fencing token of the current hold (see WithFencing): 0
 // without fencing or when the handle holds nothing.
-func (m *Mutex) Token() uint64 { return m.t.Token() }
+func (m *Mutex) Token() uint64 { return m.l.Token() }
 
 // Do locks m, runs fn with a context that is cancelled if the hold is lost,
 // and unlocks. It returns the error of Lock, else that of fn, else that of
 // Unlock.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return m.t.Do(ctx, m.Lock, m.Unlock, fn)
-}
-
-func (m *Mutex) wrap(op string, err error) error {
-	return internal.Wrap("rlock", op, m.name, err)
+	return m.l.Do(ctx, hold.Exclusive, fn)
 }

@@ -33,17 +33,12 @@ var ErrWrongType = internal.ErrWrongType
 // handle that holds the lock in one mode re-enters it in that mode, and a
 // write holder may also take read holds. Goroutines that must exclude each
 // other use separate handles. An RWMutex is safe for concurrent use.
+//
+// The handle's hold spans both modes (hold.Exclusive is the write side,
+// hold.Shared the read side): one watchdog entry renews whatever the
+// handle holds, and one Done closes when it holds nothing.
 type RWMutex struct {
-	rdb     redis.UniversalClient
-	name    string
-	keys    script.RWKeys
-	owner   string
-	sharded bool
-	cfg     config
-	// t is the handle's hold, in either mode or both (hold.Exclusive is
-	// the write side, hold.Shared the read side): one hold, one watchdog
-	// entry renewing whatever the handle holds, one Done.
-	t *hold.Tracker
+	l *hold.Lock
 }
 
 // New returns a handle on the read-write lock called name. It does no I/O.
@@ -61,9 +56,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	}
 	n := internal.NewNames(name)
 	owner := internal.NewOwnerID()
-	rw := &RWMutex{
-		rdb:  rdb,
-		name: name,
+	s := &sides{
+		rdb: rdb,
 		keys: script.RWKeys{
 			Lock:          n.Lock(),
 			Writers:       n.Writers(),
@@ -76,43 +70,112 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		sharded: internal.Sharded(rdb),
 		cfg:     cfg,
 	}
-	rw.t = hold.New(rw.tracking())
-	return rw
+	return &RWMutex{l: hold.NewLock(hold.Kind{
+		Pkg: "rwlock", Name: name, RDB: rdb, Owner: owner, Keys: n, Keeping: cfg.Keeping,
+		Acquire:     s.acquire,
+		Release:     s.release,
+		Renew:       s.renew,
+		ForceUnlock: s.forceUnlock,
+		Channel:     s.channel,
+		MaxSleep:    s.maxSleep,
+		Leave:       s.withdraw,
+	})}
 }
 
-// tracking describes the lock to its hold tracker.
-func (rw *RWMutex) tracking() hold.Config {
-	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-		return script.RWRenew(ctx, s, rw.keys, rw.owner, rw.cfg.Lease()).Result
+// sides is the lock as the engine sees it: a read side and a write side
+// in one hash.
+type sides struct {
+	rdb     redis.UniversalClient
+	keys    script.RWKeys
+	owner   string
+	sharded bool
+	cfg     config
+}
+
+// acquire runs the acquire script of mode m once; a blocking writer that
+// is refused announces itself, so that new readers wait behind it. An
+// announcement it may have made when its outcome is unknown is withdrawn
+// by withdraw.
+func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+	var cmd script.RWHoldsCmd
+	if m == hold.Shared {
+		cmd = script.RWReadLock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), held)
+	} else {
+		cmd = script.RWWriteLock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), held, a.Blocking, WriterPatience)
 	}
-	return rw.cfg.Config(rw.rdb, rw.unlockScript, renew, func(err error) error { return rw.wrap("hold", err) })
+	res, err := cmd.Result()
+	g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
+	if res.Upgrade {
+		g.Refused = ErrUpgradeNotSupported
+	}
+	return g, err
+}
+
+// release runs the release script of mode m once (see hold.Config).
+func (s *sides) release(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
+	var cmd script.RWHoldsCmd
+	if m == hold.Shared {
+		cmd = script.RWReadUnlock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), s.sharded, expect)
+	} else {
+		cmd = script.RWWriteUnlock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), s.sharded, expect)
+	}
+	res, err := cmd.Result()
+	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
+}
+
+func (s *sides) renew(ctx context.Context, sc redis.Scripter) func() (bool, error) {
+	return script.RWRenew(ctx, sc, s.keys, s.owner, s.cfg.Lease()).Result
+}
+
+func (s *sides) forceUnlock(ctx context.Context, receipt string) (bool, error) {
+	return script.RWForceUnlock(ctx, s.rdb, s.keys, receipt, internal.ReceiptTTL, s.sharded).Result()
+}
+
+// channel is where waiters of mode m sleep: a write release wakes every
+// reader, a read release that frees the lock wakes a writer.
+func (s *sides) channel(m hold.Mode) string {
+	if m == hold.Shared {
+		return s.keys.ReadChannel
+	}
+	return s.keys.WriterChannel
+}
+
+// maxSleep bounds a waiter's sleep: a waiting writer's every attempt
+// renews its announcement, so none may outlast a third of its life.
+func (s *sides) maxSleep(m hold.Mode) time.Duration {
+	if m == hold.Shared {
+		return s.cfg.Lease()
+	}
+	return min(s.cfg.Lease(), WriterPatience/3)
+}
+
+// withdraw removes the handle's announcement as a waiting writer, if any,
+// after a failed Lock, waking the readers it held back.
+func (s *sides) withdraw(ctx context.Context, m hold.Mode) {
+	if m == hold.Exclusive {
+		_, _ = script.RWWithdraw(ctx, s.rdb, s.keys, s.owner, s.sharded).Result()
+	}
+}
+
+// levels are the handle's hold levels a script reported.
+func levels(res script.RWHolds) hold.Levels {
+	return hold.Levels{hold.Exclusive: res.Writes, hold.Shared: res.Reads}
 }
 
 // Name returns the name of the lock.
-func (rw *RWMutex) Name() string { return rw.name }
+func (rw *RWMutex) Name() string { return rw.l.Name() }
 
 // RLock locks rw for reading. It waits while another handle holds the write
 // lock or a writer is waiting (see the package doc), until ctx is done. A
 // handle that already holds a read lock re-enters it at once, as does the
 // write holder. On failure RLock returns an error wrapping ctx.Err() or the
 // Redis error, and leaves nothing behind: no hold, no subscription.
-func (rw *RWMutex) RLock(ctx context.Context) error {
-	c := internal.Acquire(rw.rdb)
-	defer c.Release()
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		return rw.attempt(ctx, hold.Shared, false)
-	}
-	err := internal.Wait(ctx, c.Hub, rw.keys.ReadChannel, rw.cfg.Lease(), try)
-	return rw.wrap("rlock", internal.CtxErr(ctx, err))
-}
+func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Shared) }
 
 // TryRLock makes one attempt to lock rw for reading. It reports false and
 // no error when the lock is write-locked by another handle or a writer is
 // waiting.
-func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	ok, _, err := rw.attempt(ctx, hold.Shared, false)
-	return ok, rw.wrap("rlock", internal.CtxErr(ctx, err))
-}
+func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.TryLock(ctx, hold.Shared) }
 
 // Lock locks rw for writing. It waits until no other handle holds the lock
 // in either mode, or until ctx is done. While it waits it announces itself,
@@ -121,75 +184,12 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 // ErrUpgradeNotSupported at once. On failure Lock returns an error wrapping
 // ctx.Err() or the Redis error, withdraws its announcement (waking the
 // readers it held back) and leaves nothing behind.
-func (rw *RWMutex) Lock(ctx context.Context) error {
-	c := internal.Acquire(rw.rdb)
-	defer c.Release()
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		return rw.attempt(ctx, hold.Exclusive, true)
-	}
-	// Every attempt renews the announcement, so no sleep may outlast a
-	// third of its life. A refused upgrade is not transient: it ends the
-	// wait at once.
-	err := internal.Wait(ctx, c.Hub, rw.keys.WriterChannel, min(rw.cfg.Lease(), WriterPatience/3), try)
-	if err != nil {
-		rw.withdraw(ctx)
-	}
-	return rw.wrap("lock", internal.CtxErr(ctx, err))
-}
+func (rw *RWMutex) Lock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock rw for writing. It reports false and
 // no error when another handle holds the lock in either mode; it does not
 // announce itself. A handle that holds only a read lock gets an error
 // wrapping ErrUpgradeNotSupported.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	ok, _, err := rw.attempt(ctx, hold.Exclusive, false)
-	return ok, rw.wrap("lock", internal.CtxErr(ctx, err))
-}
-
-// attempt runs the acquire script of mode m once; announce makes a refused
-// writer announce itself. An attempt whose outcome is unknown is undone by
-// the tracker; an announcement it may have made is withdrawn by Lock.
-func (rw *RWMutex) attempt(ctx context.Context, m hold.Mode, announce bool) (bool, time.Duration, error) {
-	return rw.t.Attempt(ctx, m, func(ctx context.Context, held int64) (hold.Grant, error) {
-		var cmd script.RWHoldsCmd
-		if m == hold.Shared {
-			cmd = script.RWReadLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held)
-		} else {
-			cmd = script.RWWriteLock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), held, announce, WriterPatience)
-		}
-		res, err := cmd.Result()
-		g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
-		if res.Upgrade {
-			g.Refused = ErrUpgradeNotSupported
-		}
-		return g, err
-	})
-}
-
-// unlockScript runs the release script of mode m once (see hold.Config).
-func (rw *RWMutex) unlockScript(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
-	var cmd script.RWHoldsCmd
-	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
-	} else {
-		cmd = script.RWWriteUnlock(ctx, rw.rdb, rw.keys, rw.owner, rw.cfg.Lease(), rw.sharded, expect)
-	}
-	res, err := cmd.Result()
-	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
-}
-
-// levels are the handle's hold levels a script reported.
-func levels(res script.RWHolds) hold.Levels {
-	return hold.Levels{hold.Exclusive: res.Writes, hold.Shared: res.Reads}
-}
-
-// withdraw removes the handle's announcement as a waiting writer, if any.
-func (rw *RWMutex) withdraw(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hold.CleanupTimeout)
-	defer cancel()
-	_, _ = script.RWWithdraw(ctx, rw.rdb, rw.keys, rw.owner, rw.sharded).Result()
-}
-
-func (rw *RWMutex) wrap(op string, err error) error {
-	return internal.Wrap("rwlock", op, rw.name, err)
+	return rw.l.TryLock(ctx, hold.Exclusive)
 }

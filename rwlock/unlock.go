@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/internal/script"
 )
 
 // RUnlock releases one read level of the handle's hold. When the last
@@ -22,7 +21,7 @@ import (
 // closes: Redis frees the lock when the lease runs out, if not before. A
 // later RUnlock or Unlock still releases it if it can.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
-	return rw.wrap("runlock", rw.t.Release(ctx, hold.Shared))
+	return rw.l.Unlock(ctx, hold.Shared)
 }
 
 // Unlock releases one write level of the handle's hold. On the last level
@@ -32,54 +31,37 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 // ErrNotHeld and changes nothing. A lost reply or a failure is handled as
 // for RUnlock.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
-	return rw.wrap("unlock", rw.t.Release(ctx, hold.Exclusive))
+	return rw.l.Unlock(ctx, hold.Exclusive)
 }
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, with
 // every reader's lease and every writer's announcement, and wakes the
 // waiters. It reports whether there was a lock to delete. Holders on other
 // handles learn of it at their next renewal: their Done closes.
-func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) {
-	ok, err := script.RWForceUnlock(ctx, rw.rdb, rw.keys, rw.sharded).Result()
-	if err != nil {
-		return false, rw.wrap("force unlock", err)
-	}
-	// Whoever deleted it, this handle's hold is over.
-	rw.t.Drop()
-	return ok, nil
-}
+func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return rw.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any handle holds the lock, in either mode.
-func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := rw.rdb.Exists(ctx, rw.keys.Lock).Result()
-	return n == 1, rw.wrap("is locked", err)
-}
+func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) { return rw.l.IsLocked(ctx) }
 
 // TTL returns the remaining lease of the lock: the write holder's, or the
 // longest of the readers'. It is 0 when the lock is not held.
-func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) {
-	d, err := rw.rdb.PTTL(ctx, rw.keys.Lock).Result()
-	if err != nil {
-		return 0, rw.wrap("ttl", err)
-	}
-	return max(d, 0), nil
-}
+func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) { return rw.l.TTL(ctx) }
 
 // Done returns a channel that is closed when the handle's current hold
 // ends: when it no longer holds the lock in either mode after RUnlock or
 // Unlock, after a ForceUnlock, when its lease runs out, or on a loss
 // noticed by the watchdog. A downgrade does not end the hold. When the
 // handle holds nothing it returns a closed channel.
-func (rw *RWMutex) Done() <-chan struct{} { return rw.t.Done() }
+func (rw *RWMutex) Done() <-chan struct{} { return rw.l.Done() }
 
 // Do write-locks rw, runs fn with a context that is cancelled if the hold
 // is lost, and unlocks. It returns the error of Lock, else that of fn, else
 // that of Unlock.
 func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return rw.t.Do(ctx, rw.Lock, rw.Unlock, fn)
+	return rw.l.Do(ctx, hold.Exclusive, fn)
 }
 
 // RDo is Do for a read hold: RLock, fn, RUnlock.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context) error) error {
-	return rw.t.Do(ctx, rw.RLock, rw.RUnlock, fn)
+	return rw.l.Do(ctx, hold.Shared, fn)
 }

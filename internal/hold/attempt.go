@@ -25,41 +25,74 @@ func Granted(a script.Acquired) Grant {
 	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait}
 }
 
+// Take makes one acquisition attempt with try, under the rules every
+// primitive shares, and reports the grant and when its script was sent:
+//
+//   - An attempt whose outcome is unknown (its reply was lost, or ctx cut
+//     the wait for it short) is given back before its error is returned:
+//     undo gets nil.
+//   - A grant whose reply is read after ctx ended is given back, and
+//     ctx's error returned: the caller has moved on, and a nil error from
+//     a call whose ctx is done would hold a lock nobody will release.
+//   - A grant that arrives after the validity its lease gives it (see
+//     watchdog.Stale) is given back and reported as not granted, so that
+//     the caller tries again: its lease may be over on the server and the
+//     lock someone else's. A lease of 0 (permits without one) skips this.
+//
+// undo runs without ctx's cancellation, bounded by CleanupTimeout.
+func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context) (Grant, error), undo func(ctx context.Context, g *Grant)) (Grant, time.Time, error) {
+	sent := time.Now()
+	g, err := try(ctx)
+	giveBack := func(g *Grant) {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+		defer cancel()
+		undo(uctx, g)
+	}
+	switch {
+	case err != nil:
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+			giveBack(nil)
+		}
+		return Grant{}, sent, internal.CtxErr(ctx, err)
+	case !g.OK:
+		return g, sent, nil
+	case ctx.Err() != nil:
+		giveBack(&g)
+		return Grant{}, sent, ctx.Err()
+	case lease > 0 && watchdog.Stale(sent, lease):
+		giveBack(&g)
+		return Grant{}, sent, nil
+	}
+	return g, sent, nil
+}
+
 // Try runs an acquire script once, for a handle that holds held levels of
 // the mode it asks for.
 type Try func(ctx context.Context, held int64) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
-// with the handle's other scripts, and records its outcome. It has the
-// shape of internal.Attempt: whether it succeeded and, if not, how long
-// the holder's lease still runs.
-//
-// When try fails without knowing whether its script ran (a lost reply,
-// or ctx cut the wait for it short), Attempt gives back the level the
-// script may have taken before it returns the error.
+// with the handle's other scripts, under the rules of Take, and records
+// its outcome. It has the shape of internal.Attempt: whether it succeeded
+// and, if not, how long the holder's lease still runs.
 func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Duration, error) {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		return false, 0, err
 	}
 	defer t.op.Release(1)
 	held := t.Held(m)
-	sent := time.Now()
-	g, err := try(ctx, held)
-	if err != nil {
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
-			t.Undo(ctx, m, held+1)
+	undo := func(ctx context.Context, g *Grant) {
+		expect := held + 1 // what an attempt whose outcome is unknown took
+		if g != nil {
+			expect = g.Levels[m]
 		}
-		return false, 0, err
+		_, _ = t.cfg.Release(ctx, m, expect)
 	}
-	if !g.OK {
-		return false, g.Wait, g.Refused
-	}
-	if watchdog.Stale(sent, t.cfg.Lease) {
-		// The grant took so long to arrive that its lease may be over on
-		// the server and someone else may hold the lock by now. Give it
-		// back and try again rather than report a hold that is not one.
-		t.Undo(ctx, m, g.Levels[m])
-		return false, 0, nil
+	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held) }, undo)
+	if err != nil || !g.OK {
+		if err == nil {
+			err = g.Refused
+		}
+		return false, g.Wait, err
 	}
 	t.acquired(g.Levels, g.Token, sent)
 	return true, 0, nil

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"time"
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/script"
@@ -56,6 +57,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	defer t.op.Release(1)
 	h := t.current()
 	levels := t.releasing(h)
+	sent := time.Now()
 	out, err := t.release(ctx, h, m, levels[m])
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
@@ -83,7 +85,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	default:
 		levels = out.Levels
 	}
-	t.settle(h, levels)
+	t.settle(h, levels, m, sent)
 	if levels.Total() > 0 {
 		t.report(lost)
 	}
@@ -139,9 +141,12 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 	}
 }
 
-// settle records the levels of hold h after a release: when none is
-// left, the hold ends.
-func (t *Tracker) settle(h *hold, levels Levels) {
+// settle records the levels of hold h after a release of mode m sent at
+// sent: when none is left, the hold ends. A release that leaves levels of
+// m re-arms the lease in Redis (every release script does), so the local
+// validity is counted from it too: with a fixed lease, nothing else would
+// move it, and Done would close while Redis still holds the lock.
+func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 	if h == nil {
 		return
 	}
@@ -151,6 +156,9 @@ func (t *Tracker) settle(h *hold, levels Levels) {
 	}
 	t.mu.Lock()
 	h.levels = levels
+	if levels[m] > 0 {
+		h.wd.Touch(sent)
+	}
 	t.mu.Unlock()
 }
 

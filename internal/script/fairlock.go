@@ -62,10 +62,11 @@ func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, 
 }
 
 // FairForceUnlock runs fairlock_forceunlock.lua: delete the lock whoever
-// holds it and wake the waiter first in line. The reply is false when there
-// was no lock.
-func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, sharded bool) BoolCmd {
-	return BoolCmd{fairForceUnlock.run(ctx, c, k.line(), k.Waiter, flag(sharded))}
+// holds it and wake the waiter first in line, once for the call whose
+// receipt key, which lives for ttl, is receipt. The reply is false when
+// there was no lock; a repeated call reports what the first did.
+func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
+	return BoolCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), k.Waiter, flag(sharded), ms(ttl))}
 }
 
 // FairLeave runs fairlock_leave.lua: take owner out of the line, waking the

@@ -88,8 +88,10 @@ func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, l
 	return BoolCmd{rlockRenew.queue(ctx, c, []string{lock}, owner, ms(lease))}
 }
 
-// ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock whoever holds
-// it and wake a waiter. The reply is false when there was no lock.
-func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, sharded bool) BoolCmd {
-	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Channel}, flag(sharded))}
+// ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock whoever
+// holds it and wake a waiter, once for the call whose receipt key, which
+// lives for ttl, is receipt. The reply is false when there was no lock; a
+// repeated call reports what the first did.
+func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
+	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Channel, receipt}, flag(sharded), ms(ttl))}
 }

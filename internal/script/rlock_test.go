@@ -90,10 +90,13 @@ func TestRLockScripts(t *testing.T) {
 		if second.Token <= first.Token {
 			t.Fatalf("token %d after %d: not increasing", second.Token, first.Token)
 		}
-		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, false).Result(); !ok {
+		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result(); !ok {
 			t.Fatal("force unlock found no lock")
 		}
-		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, false).Result(); ok {
+		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result(); !ok {
+			t.Fatal("a repeated force unlock did not report what the first did")
+		}
+		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:other", time.Second, false).Result(); ok {
 			t.Fatal("force unlock of a free lock reported a deletion")
 		}
 	})
@@ -107,7 +110,7 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0).Result()
 		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
-		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, false).Result()
+		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
 			if !internal.IsWrongType(err) {
 				t.Errorf("%s on a string key: %v, want WRONGTYPE", op, err)

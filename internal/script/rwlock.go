@@ -113,10 +113,12 @@ func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, leas
 
 // RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
 // readers' timeout keys and the writers' announcements, and wake the
-// waiters. The reply is false when there was no lock.
-func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, sharded bool) BoolCmd {
-	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel}
-	return BoolCmd{rwlockForceUnlock.run(ctx, c, keys, flag(sharded))}
+// waiters, once for the call whose receipt key, which lives for ttl, is
+// receipt. The reply is false when there was no lock; a repeated call
+// reports what the first did.
+func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
+	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel, receipt}
+	return BoolCmd{rwlockForceUnlock.run(ctx, c, keys, flag(sharded), ms(ttl))}
 }
 
 // RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as

@@ -1,0 +1,195 @@
+package hold
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+)
+
+// Kind describes a lock primitive to the engine: its keys and scripts, how
+// its waiters wait, and how it is kept. A primitive package builds one in
+// New and hands it to NewLock; its exported methods call the Lock's.
+type Kind struct {
+	Pkg     string // the package name, for errors: "rlock"
+	Name    string // the lock's name, for errors
+	RDB     redis.UniversalClient
+	Owner   string // the handle's owner id
+	Keys    internal.Names
+	Keeping Keeping
+
+	// Acquire runs the acquire script once for mode m, for a handle that
+	// holds held levels of m; a says what kind of attempt it is.
+	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
+	// Release runs the release script once (see Config.Release).
+	Release func(ctx context.Context, m Mode, expect int64) (Released, error)
+	// Renew queues a renewal of everything the handle holds (see Config).
+	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	// ForceUnlock runs the force-unlock script once under receipt, a key
+	// that makes a repeated run report what the first did.
+	ForceUnlock func(ctx context.Context, receipt string) (bool, error)
+
+	// Channel is the channel a waiter for mode m sleeps on.
+	Channel func(m Mode) string
+	// MaxSleep bounds every sleep of a waiter for mode m; nil: the lease.
+	MaxSleep func(m Mode) time.Duration
+	// InLine makes the waiters of one client queue behind each other
+	// (see internal.WaitInLine) instead of each asking Redis.
+	InLine bool
+	// Leave, if set, undoes what a blocking wait for mode m left in Redis
+	// when it fails (a place in line, an announcement). It runs without
+	// ctx's cancellation.
+	Leave func(ctx context.Context, m Mode)
+}
+
+// Asking is what kind of attempt an Acquire is.
+type Asking struct {
+	// Blocking is set for the attempts of Lock (not TryLock): a fair lock
+	// joins its line, a read-write lock's writer announces itself.
+	Blocking bool
+	// Refused is set when the previous attempt of the same wait was
+	// refused without error: an attempt may then skip the checks that one
+	// made.
+	Refused bool
+}
+
+// Lock is the engine behind a lock handle: every method a lock package
+// exports, given its Kind. It is safe for concurrent use.
+type Lock struct {
+	k Kind
+	t *Tracker
+}
+
+// NewLock returns the engine of a handle described by k. It does no I/O.
+func NewLock(k Kind) *Lock {
+	l := &Lock{k: k}
+	l.t = New(k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) }))
+	return l
+}
+
+// Tracker returns the handle's hold tracker.
+func (l *Lock) Tracker() *Tracker { return l.t }
+
+// Name returns the name of the lock.
+func (l *Lock) Name() string { return l.k.Name }
+
+// ops names the operations of each mode in errors.
+var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
+
+// Lock takes a level of mode m, waiting until it can or ctx is done.
+func (l *Lock) Lock(ctx context.Context, m Mode) error {
+	c := internal.Acquire(l.k.RDB)
+	defer c.Release()
+	a := Asking{Blocking: true}
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
+			g, err := l.k.Acquire(ctx, m, held, a)
+			a.Refused = err == nil && !g.OK && g.Refused == nil
+			return g, err
+		})
+	}
+	channel, maxSleep := l.k.Channel(m), l.k.Keeping.Lease()
+	if l.k.MaxSleep != nil {
+		maxSleep = l.k.MaxSleep(m)
+	}
+	var err error
+	if l.k.InLine {
+		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
+		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
+	} else {
+		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
+	}
+	if err != nil && l.k.Leave != nil {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+		l.k.Leave(lctx, m)
+		cancel()
+	}
+	return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+}
+
+// TryLock makes one attempt to take a level of mode m.
+func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
+	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
+		return l.k.Acquire(ctx, m, held, Asking{})
+	})
+	return ok, l.Wrap(ops[m][0], err)
+}
+
+// Unlock releases one level of mode m.
+func (l *Lock) Unlock(ctx context.Context, m Mode) error {
+	return l.Wrap(ops[m][1], l.t.Release(ctx, m))
+}
+
+// ForceUnlock deletes the lock whoever holds it and reports whether there
+// was one. A repeated run after a lost reply reports what the first did.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewOwnerID())
+	var deleted bool
+	err := Once(ctx, func() (err error) {
+		deleted, err = l.k.ForceUnlock(ctx, receipt)
+		return err
+	})
+	// The outcome is known: the receipt has served. Should deleting it
+	// fail, it expires by itself.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	l.k.RDB.Del(dctx, receipt)
+	cancel()
+	if err != nil {
+		return false, l.Wrap("force unlock", err)
+	}
+	// Whoever deleted it, this handle's hold is over.
+	l.t.Drop()
+	return deleted, nil
+}
+
+// IsLocked reports whether anyone holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	n, err := l.k.RDB.Exists(ctx, l.k.Keys.Lock()).Result()
+	return n == 1, l.Wrap("is locked", err)
+}
+
+// IsHeld reports whether the handle holds the lock, for a lock hash whose
+// fields are owner ids.
+func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
+	ok, err := l.k.RDB.HExists(ctx, l.k.Keys.Lock(), l.k.Owner).Result()
+	return ok, l.Wrap("is held", err)
+}
+
+// HoldCount returns the handle's hold count in a lock hash whose fields
+// are owner ids: 0 when it holds none.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	n, err := l.k.RDB.HGet(ctx, l.k.Keys.Lock(), l.k.Owner).Int()
+	if internal.IsNil(err) {
+		return 0, nil
+	}
+	return n, l.Wrap("hold count", err)
+}
+
+// TTL returns the lock's remaining lease, whoever holds it: 0 when free.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	d, err := l.k.RDB.PTTL(ctx, l.k.Keys.Lock()).Result()
+	if err != nil {
+		return 0, l.Wrap("ttl", err)
+	}
+	return max(d, 0), nil
+}
+
+// Done returns a channel closed when the handle's current hold ends.
+func (l *Lock) Done() <-chan struct{} { return l.t.Done() }
+
+// Token returns the fencing token of the current hold.
+func (l *Lock) Token() uint64 { return l.t.Token() }
+
+// Do takes a level of mode m, runs fn, and releases it (see Tracker.Do).
+func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) error) error {
+	lock := func(ctx context.Context) error { return l.Lock(ctx, m) }
+	unlock := func(ctx context.Context) error { return l.Unlock(ctx, m) }
+	return l.t.Do(ctx, lock, unlock, fn)
+}
+
+// Wrap wraps err with the package, operation and name of the lock.
+func (l *Lock) Wrap(op string, err error) error {
+	return internal.Wrap(l.k.Pkg, op, l.k.Name, err)
+}
