@@ -11,75 +11,31 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// ErrNotHeld is returned by Unlock when the handle does not hold the lock.
-// It is the same value in every redisync package.
-var ErrNotHeld = internal.ErrNotHeld
-
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
-var ErrLost = internal.ErrLost
-
-// ErrWrongType is matched by errors for a name Redis already uses for a
-// key of another type, or for a read-write lock's name (see package rwlock).
-var ErrWrongType = internal.ErrWrongType
-
-// Mutex is a fair (first come, first served) reentrant distributed mutex.
-// A Mutex is a handle with its own owner id: Lock on a handle that holds
-// the lock re-enters it. Goroutines that must exclude each other use
-// separate handles. A Mutex is safe for concurrent use.
-type Mutex struct {
-	l *hold.Lock
-}
-
 // New returns a handle on the lock called name. It does no I/O. It panics
 // if rdb is nil, name is empty or an option is invalid.
 func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
-	if rdb == nil {
-		panic("fairlock: New with nil redis client")
-	}
-	if name == "" {
-		panic("fairlock: New with empty lock name")
-	}
-	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}, waiterTimeout: DefaultWaiterTimeout}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	n := internal.NewNames(name)
-	owner := internal.NewOwnerID()
-	line := &line{
-		rdb: rdb,
-		keys: script.FairKeys{
-			Lock:     n.Lock(),
-			Queue:    n.Queue(),
-			Timeouts: n.Timeouts(),
-			Fence:    n.Fence(),
-			Waiter:   n.WaiterChannel(""),
-		},
-		owner:   owner,
-		sharded: internal.Sharded(rdb),
-		cfg:     cfg,
-	}
+	b := hold.NewBase("fairlock", rdb, name)
+	cfg := newConfig(opts)
+	n := b.Keys
+	l := &line{Base: b, cfg: cfg, keys: script.FairKeys{
+		Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""),
+	}}
 	return &Mutex{l: hold.NewLock(hold.Kind{
-		Pkg: "fairlock", Name: name, RDB: rdb, Owner: owner, Keys: n, Keeping: cfg.Keeping,
-		Acquire:     line.acquire,
-		Release:     line.release,
-		Renew:       line.renew,
-		ForceUnlock: line.forceUnlock,
+		Base: b, Keeping: cfg.Keeping,
+		Acquire: l.acquire, Release: l.release, Renew: l.renew, ForceUnlock: l.forceUnlock, Leave: l.leave,
 		// Each waiter has a channel of its own: a release wakes the head
 		// of the line only.
-		Channel:  func(hold.Mode) string { return n.WaiterChannel(owner) },
+		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
-		Leave:    line.leave,
 	})}
 }
 
 // line is the lock as the engine sees it: a hash of holders and a line of
 // waiters, each with a deadline its attempts keep refreshing.
 type line struct {
-	rdb     redis.UniversalClient
-	keys    script.FairKeys
-	owner   string
-	sharded bool
-	cfg     config
+	hold.Base
+	keys script.FairKeys
+	cfg  config
 }
 
 // acquire runs the acquire script once; a blocking attempt joins the line
@@ -91,21 +47,21 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout
 	}
-	res, err := script.FairAcquire(ctx, l.rdb, l.keys, l.owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.sharded).Result()
+	res, err := script.FairAcquire(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded).Result()
 	return hold.Granted(res), err
 }
 
 func (l *line) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.FairUnlock(ctx, l.rdb, l.keys, l.owner, l.cfg.Lease(), l.sharded, expect).Result()
+	n, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect).Result()
 	return hold.Unlocked(n), err
 }
 
 func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.FairRenew(ctx, s, l.keys, l.owner, l.cfg.Lease(), l.sharded).Result
+	return script.FairRenew(ctx, s, l.keys, l.Owner, l.cfg.Lease(), l.Sharded).Result
 }
 
 func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.FairForceUnlock(ctx, l.rdb, l.keys, receipt, internal.ReceiptTTL, l.sharded).Result()
+	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded).Result()
 }
 
 // leave takes the handle out of the line after a failed Lock; a failed
@@ -114,7 +70,7 @@ func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
 // deadline passes.
 func (l *line) leave(ctx context.Context, _ hold.Mode) {
 	for range 2 {
-		_, err := script.FairLeave(ctx, l.rdb, l.keys, l.owner, l.sharded).Result()
+		_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
 		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 			return
 		}

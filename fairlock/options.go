@@ -77,3 +77,12 @@ func WithOnLost(f func(err error)) Option { return keep(hold.OnLost(f)) }
 func (c *config) maxSleep() time.Duration {
 	return min(c.waiterTimeout/3, c.Lease())
 }
+
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) config {
+	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}, waiterTimeout: DefaultWaiterTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}

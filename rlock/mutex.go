@@ -11,52 +11,18 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// ErrNotHeld is returned by Unlock when the handle does not hold the lock.
-// It is the same value in every redisync package.
-var ErrNotHeld = internal.ErrNotHeld
-
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
-var ErrLost = internal.ErrLost
-
-// ErrWrongType is matched by errors for a name Redis already uses for a
-// key of another type, or for a read-write lock's name (see package rwlock).
-var ErrWrongType = internal.ErrWrongType
-
-// Mutex is a reentrant distributed mutex. A Mutex is a handle with its own
-// owner id: Lock on a handle that holds the lock re-enters it. Goroutines
-// that must exclude each other use separate handles. A Mutex is safe for
-// concurrent use.
-type Mutex struct {
-	l *hold.Lock
-}
-
 // New returns a handle on the lock called name. It does no I/O. It panics
 // if rdb is nil, name is empty or an option is invalid.
 func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
-	if rdb == nil {
-		panic("rlock: New with nil redis client")
-	}
-	if name == "" {
-		panic("rlock: New with empty lock name")
-	}
-	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	b := hold.NewBase("rlock", rdb, name)
+	cfg := newConfig(opts)
 	if cfg.ackReplicas > 0 && !internal.CanPin(rdb) {
 		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
-	n := internal.NewNames(name)
-	d := &described{
-		rdb:     rdb,
-		keys:    script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()},
-		owner:   internal.NewOwnerID(),
-		sharded: internal.Sharded(rdb),
-		cfg:     cfg,
-	}
+	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{Lock: b.Keys.Lock(), Fence: b.Keys.Fence(), Channel: b.Keys.Channel()}}
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
-		Pkg: "rlock", Name: name, RDB: rdb, Owner: d.owner, Keys: n, Keeping: cfg.Keeping,
+		Base: b, Keeping: cfg.Keeping, InLine: true,
 		Acquire: func(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 			return d.acquire(ctx, m.l.Tracker(), held, a)
 		},
@@ -64,18 +30,15 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Renew:       d.renew,
 		ForceUnlock: d.forceUnlock,
 		Channel:     func(hold.Mode) string { return d.keys.Channel },
-		InLine:      true,
 	})
 	return m
 }
 
 // described is the lock as the engine sees it: its keys and scripts.
 type described struct {
-	rdb     redis.UniversalClient
-	keys    script.LockKeys
-	owner   string
-	sharded bool
-	cfg     config
+	hold.Base
+	keys script.LockKeys
+	cfg  config
 }
 
 // acquire runs the acquire script once. A waiter's retry after a clean
@@ -90,24 +53,24 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	case d.cfg.ackReplicas > 0:
 		res, err = d.acquireAcked(ctx, t, held)
 	case a.Refused && held == 0:
-		res, err = script.ReentrantAcquireAgain(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing).Result()
+		res, err = script.ReentrantAcquireAgain(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing).Result()
 	default:
-		res, err = script.ReentrantAcquire(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing, held).Result()
+		res, err = script.ReentrantAcquire(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held).Result()
 	}
 	return hold.Granted(res), err
 }
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.ReentrantUnlock(ctx, d.rdb, d.keys, d.owner, d.cfg.Lease(), d.sharded, expect).Result()
+	n, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect).Result()
 	return hold.Unlocked(n), err
 }
 
 func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.owner, d.cfg.Lease()).Result
+	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()).Result
 }
 
 func (d *described) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.ReentrantForceUnlock(ctx, d.rdb, d.keys, receipt, internal.ReceiptTTL, d.sharded).Result()
+	return script.ReentrantForceUnlock(ctx, d.RDB, d.keys, receipt, internal.ReceiptTTL, d.Sharded).Result()
 }
 
 // Name returns the name of the lock.

@@ -49,3 +49,12 @@ func WithFencing() Option {
 // failing. It runs on the watchdog goroutine and must not block. The
 // default is none; Done reports the loss either way.
 func WithOnLost(f func(err error)) Option { return keep(hold.OnLost(f)) }
+
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) config {
+	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
+}

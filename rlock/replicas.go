@@ -43,12 +43,12 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
 func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64) (script.Acquired, error) {
-	conn, err := internal.PrimaryConn(ctx, d.rdb, d.keys.Lock)
+	conn, err := internal.PrimaryConn(ctx, d.RDB, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := script.ReentrantAcquire(ctx, conn, d.keys, d.owner, d.cfg.Lease(), d.cfg.fencing, holds).Result()
+	res, err := script.ReentrantAcquire(ctx, conn, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, holds).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}

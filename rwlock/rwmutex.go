@@ -11,85 +11,31 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// ErrNotHeld is returned by RUnlock and Unlock when the handle does not
-// hold the lock in that mode. It is the same value in every redisync
-// package.
-var ErrNotHeld = internal.ErrNotHeld
-
-// ErrUpgradeNotSupported is returned by Lock and TryLock on a handle that
-// holds a read lock but not the write lock: waiting for the write lock
-// would wait for itself.
-var ErrUpgradeNotSupported = internal.ErrUpgradeNotSupported
-
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
-var ErrLost = internal.ErrLost
-
-// ErrWrongType is matched by errors for a name Redis already uses for a
-// key of another type, or for a lock of another kind.
-var ErrWrongType = internal.ErrWrongType
-
-// RWMutex is a distributed reader/writer mutual exclusion lock: many
-// readers or one writer. An RWMutex is a handle with its own owner id: a
-// handle that holds the lock in one mode re-enters it in that mode, and a
-// write holder may also take read holds. Goroutines that must exclude each
-// other use separate handles. An RWMutex is safe for concurrent use.
-//
-// The handle's hold spans both modes (hold.Exclusive is the write side,
-// hold.Shared the read side): one watchdog entry renews whatever the
-// handle holds, and one Done closes when it holds nothing.
-type RWMutex struct {
-	l *hold.Lock
-}
-
 // New returns a handle on the read-write lock called name. It does no I/O.
 // It panics if rdb is nil, name is empty or an option is invalid.
 func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
-	if rdb == nil {
-		panic("rwlock: New with nil redis client")
-	}
-	if name == "" {
-		panic("rwlock: New with empty lock name")
-	}
-	cfg := config{Keeping: hold.Keeping{WatchdogTimeout: DefaultWatchdogTimeout}}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	n := internal.NewNames(name)
-	owner := internal.NewOwnerID()
-	s := &sides{
-		rdb: rdb,
-		keys: script.RWKeys{
-			Lock:          n.Lock(),
-			Writers:       n.Writers(),
-			ReaderPrefix:  n.ReaderPrefix(),
-			Reader:        n.ReaderTimeout(owner),
-			ReadChannel:   n.Channel(),
-			WriterChannel: n.WriterChannel(),
-		},
-		owner:   owner,
-		sharded: internal.Sharded(rdb),
-		cfg:     cfg,
-	}
+	b := hold.NewBase("rwlock", rdb, name)
+	n := b.Keys
+	s := &sides{Base: b, cfg: newConfig(opts), keys: script.RWKeys{
+		Lock:          n.Lock(),
+		Writers:       n.Writers(),
+		ReaderPrefix:  n.ReaderPrefix(),
+		Reader:        n.ReaderTimeout(b.Owner),
+		ReadChannel:   n.Channel(),
+		WriterChannel: n.WriterChannel(),
+	}}
 	return &RWMutex{l: hold.NewLock(hold.Kind{
-		Pkg: "rwlock", Name: name, RDB: rdb, Owner: owner, Keys: n, Keeping: cfg.Keeping,
-		Acquire:     s.acquire,
-		Release:     s.release,
-		Renew:       s.renew,
-		ForceUnlock: s.forceUnlock,
-		Channel:     s.channel,
-		MaxSleep:    s.maxSleep,
-		Leave:       s.withdraw,
+		Base: b, Keeping: s.cfg.Keeping, Channel: s.channel, MaxSleep: s.maxSleep,
+		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
 }
 
 // sides is the lock as the engine sees it: a read side and a write side
 // in one hash.
 type sides struct {
-	rdb     redis.UniversalClient
-	keys    script.RWKeys
-	owner   string
-	sharded bool
-	cfg     config
+	hold.Base
+	keys script.RWKeys
+	cfg  config
 }
 
 // acquire runs the acquire script of mode m once; a blocking writer that
@@ -99,9 +45,9 @@ type sides struct {
 func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadLock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), held)
+		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held)
 	} else {
-		cmd = script.RWWriteLock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), held, a.Blocking, WriterPatience)
+		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience)
 	}
 	res, err := cmd.Result()
 	g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
@@ -115,20 +61,20 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 func (s *sides) release(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), s.sharded, expect)
+		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect)
 	} else {
-		cmd = script.RWWriteUnlock(ctx, s.rdb, s.keys, s.owner, s.cfg.Lease(), s.sharded, expect)
+		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
 }
 
 func (s *sides) renew(ctx context.Context, sc redis.Scripter) func() (bool, error) {
-	return script.RWRenew(ctx, sc, s.keys, s.owner, s.cfg.Lease()).Result
+	return script.RWRenew(ctx, sc, s.keys, s.Owner, s.cfg.Lease()).Result
 }
 
 func (s *sides) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.RWForceUnlock(ctx, s.rdb, s.keys, receipt, internal.ReceiptTTL, s.sharded).Result()
+	return script.RWForceUnlock(ctx, s.RDB, s.keys, receipt, internal.ReceiptTTL, s.Sharded).Result()
 }
 
 // channel is where waiters of mode m sleep: a write release wakes every
@@ -153,7 +99,7 @@ func (s *sides) maxSleep(m hold.Mode) time.Duration {
 // after a failed Lock, waking the readers it held back.
 func (s *sides) withdraw(ctx context.Context, m hold.Mode) {
 	if m == hold.Exclusive {
-		_, _ = script.RWWithdraw(ctx, s.rdb, s.keys, s.owner, s.sharded).Result()
+		_, _ = script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, s.Sharded).Result()
 	}
 }
 

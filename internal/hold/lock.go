@@ -13,11 +13,7 @@ import (
 // its waiters wait, and how it is kept. A primitive package builds one in
 // New and hands it to NewLock; its exported methods call the Lock's.
 type Kind struct {
-	Pkg     string // the package name, for errors: "rlock"
-	Name    string // the lock's name, for errors
-	RDB     redis.UniversalClient
-	Owner   string // the handle's owner id
-	Keys    internal.Names
+	Base
 	Keeping Keeping
 
 	// Acquire runs the acquire script once for mode m, for a handle that
@@ -192,4 +188,28 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 // Wrap wraps err with the package, operation and name of the lock.
 func (l *Lock) Wrap(op string, err error) error {
 	return internal.Wrap(l.k.Pkg, op, l.k.Name, err)
+}
+
+// Base is what every handle of a primitive has: its client, its name and
+// keys, and an owner id of its own.
+type Base struct {
+	Pkg     string // the package name, for errors: "rlock"
+	RDB     redis.UniversalClient
+	Name    string
+	Keys    internal.Names
+	Owner   string // the handle's owner id, random
+	Sharded bool   // notify with SPUBLISH (Redis Cluster) rather than PUBLISH
+}
+
+// NewBase returns the Base of a new handle of package pkg on the
+// primitive called name. It panics when rdb is nil or name is empty: a
+// programmer error visible at the call site.
+func NewBase(pkg string, rdb redis.UniversalClient, name string) Base {
+	if rdb == nil {
+		panic(pkg + ": New with nil redis client")
+	}
+	if name == "" {
+		panic(pkg + ": New with empty name")
+	}
+	return Base{Pkg: pkg, RDB: rdb, Name: name, Keys: internal.NewNames(name), Owner: internal.NewOwnerID(), Sharded: internal.Sharded(rdb)}
 }

@@ -1,0 +1,25 @@
+package fairlock
+
+import (
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
+)
+
+// ErrNotHeld is returned by Unlock when the handle does not hold the lock.
+// It is the same value in every redisync package.
+var ErrNotHeld = internal.ErrNotHeld
+
+// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
+var ErrLost = internal.ErrLost
+
+// ErrWrongType is matched by errors for a name Redis already uses for a
+// key of another type, or for a read-write lock's name (see package rwlock).
+var ErrWrongType = internal.ErrWrongType
+
+// Mutex is a fair (first come, first served) reentrant distributed mutex.
+// A Mutex is a handle with its own owner id: Lock on a handle that holds
+// the lock re-enters it. Goroutines that must exclude each other use
+// separate handles. A Mutex is safe for concurrent use.
+type Mutex struct {
+	l *hold.Lock
+}
