@@ -64,17 +64,10 @@ func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
 	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded).Result()
 }
 
-// leave takes the handle out of the line after a failed Lock; a failed
-// call is tried once more within the engine's cleanup bound. If both fail
-// (Redis unreachable), the place is dropped by the server once its
-// deadline passes.
-func (l *line) leave(ctx context.Context, _ hold.Mode) {
-	for range 2 {
-		_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
-		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
-			return
-		}
-	}
+// leave takes the handle out of the line after a failed Lock.
+func (l *line) leave(ctx context.Context, _ hold.Mode) error {
+	_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
+	return err
 }
 
 // Name returns the name of the lock.

@@ -46,10 +46,13 @@ func Wrap(pkg, op, name string, err error) error {
 	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
 }
 
-// IsWrongType reports whether err is Redis' WRONGTYPE error, also when it
-// was raised inside a script.
+// IsWrongType reports whether err is Redis' WRONGTYPE error reply, also
+// when it was raised inside a script. Only the reply itself counts: an
+// error whose text merely contains the word (a lock named "WRONGTYPE", a
+// wrapped message) is not one.
 func IsWrongType(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "WRONGTYPE")
 }
 
 // IsNil reports whether err is a nil reply (redis.Nil).

@@ -97,10 +97,12 @@ func (s *sides) maxSleep(m hold.Mode) time.Duration {
 
 // withdraw removes the handle's announcement as a waiting writer, if any,
 // after a failed Lock, waking the readers it held back.
-func (s *sides) withdraw(ctx context.Context, m hold.Mode) {
-	if m == hold.Exclusive {
-		_, _ = script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, s.Sharded).Result()
+func (s *sides) withdraw(ctx context.Context, m hold.Mode) error {
+	if m != hold.Exclusive {
+		return nil
 	}
+	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, s.Sharded).Result()
+	return err
 }
 
 // levels are the handle's hold levels a script reported.

@@ -35,9 +35,10 @@ type Kind struct {
 	// (see internal.WaitInLine) instead of each asking Redis.
 	InLine bool
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
-	// when it fails (a place in line, an announcement). It runs without
-	// ctx's cancellation.
-	Leave func(ctx context.Context, m Mode)
+	// when it fails (a place in line, an announcement). It must be
+	// idempotent: it runs without ctx's cancellation, and again when its
+	// reply is lost.
+	Leave func(ctx context.Context, m Mode) error
 }
 
 // Asking is what kind of attempt an Acquire is.
@@ -98,11 +99,23 @@ func (l *Lock) Lock(ctx context.Context, m Mode) error {
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
 	if err != nil && l.k.Leave != nil {
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-		l.k.Leave(lctx, m)
-		cancel()
+		l.leave(ctx, m)
 	}
 	return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+}
+
+// leave runs Kind.Leave after a failed wait, once more if the first
+// failed, all within CleanupTimeout. If both fail (Redis unreachable),
+// what the wait left expires by itself on the server (a waiter's
+// deadline, a writer's announcement).
+func (l *Lock) leave(ctx context.Context, m Mode) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	for range 2 {
+		if err := l.k.Leave(ctx, m); err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+			return
+		}
+	}
 }
 
 // TryLock makes one attempt to take a level of mode m.

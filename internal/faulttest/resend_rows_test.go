@@ -1,0 +1,152 @@
+package faulttest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rwlock"
+)
+
+type newHandle func(rdb redis.UniversalClient, name string, opts ...time.Duration) handle
+
+// lockRow: one Lock whose reply is lost is one level, which one Unlock
+// releases.
+func lockRow(h newHandle) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		l := h(r.via, r.name)
+		dropped := r.drop()
+		if err := l.lock(t.Context()); err != nil {
+			t.Fatalf("Lock with a lost reply: %v", err)
+		}
+		mustDropped(t, dropped)
+		if n := l.levels(t.Context(), r.direct); n != 1 {
+			t.Fatalf("one Lock left %d levels in Redis", n)
+		}
+		if err := l.unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// unlockRow: an Unlock of the second level whose reply is lost releases
+// one level; the next Unlock releases the last.
+func unlockRow(h newHandle) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		l := h(r.via, r.name)
+		ctx := t.Context()
+		if err := l.lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dropped := r.drop()
+		if err := l.unlock(ctx); err != nil {
+			t.Fatalf("Unlock with a lost reply: %v", err)
+		}
+		mustDropped(t, dropped)
+		if n := l.levels(ctx, r.direct); n != 1 {
+			t.Fatalf("one Unlock of two levels left %d in Redis", n)
+		}
+		if err := l.unlock(ctx); err != nil {
+			t.Fatalf("last Unlock: %v", err)
+		}
+	}
+}
+
+// renewRow: a renewal whose reply is lost does not lose the hold.
+func renewRow(h newHandle) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		const lease = 600 * time.Millisecond
+		l := h(r.via, r.name, lease)
+		ctx := t.Context()
+		if err := l.lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mustDropped(t, r.drop())
+		time.Sleep(lease) // the hold must outlive a lease after the loss
+		if redistest.Closed(l.done()) || l.levels(ctx, r.direct) != 1 {
+			t.Fatal("the hold was lost after a renewal's reply was lost")
+		}
+		if err := l.unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type forcer interface {
+	Lock(ctx context.Context) error
+	ForceUnlock(ctx context.Context) (bool, error)
+}
+
+// forceRow: a ForceUnlock whose reply is lost reports that it deleted the
+// lock, which is gone.
+func forceRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		ctx := t.Context()
+		if err := h(r.direct, r.name).Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dropped := r.drop()
+		deleted, err := h(r.via, r.name).ForceUnlock(ctx)
+		mustDropped(t, dropped)
+		if err != nil || !deleted {
+			t.Fatalf("ForceUnlock with a lost reply = %v, %v; want true, nil", deleted, err)
+		}
+	}
+}
+
+// leaveRow: a waiter that gives up leaves the line even when the reply of
+// its leave is lost.
+func leaveRow(t *testing.T, r resend) {
+	ctx := t.Context()
+	holder := fairlock.New(r.direct, r.name)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := r.drop()
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := fairlock.New(r.via, r.name).Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiter's Lock = %v", err)
+	}
+	mustDropped(t, dropped)
+	if n := r.direct.LLen(ctx, "redisync:{"+r.name+"}:queue").Val(); n != 0 {
+		t.Fatalf("%d waiters left in line", n)
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withdrawRow: a waiting writer that gives up withdraws its announcement
+// even when the reply of the withdrawal is lost.
+func withdrawRow(t *testing.T, r resend) {
+	ctx := t.Context()
+	reader := rwlock.New(r.direct, r.name)
+	if err := reader.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := r.drop()
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := rwlock.New(r.via, r.name).Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("writer's Lock = %v", err)
+	}
+	mustDropped(t, dropped)
+	second := rwlock.New(r.direct, r.name)
+	if ok, err := second.TryRLock(ctx); err != nil || !ok {
+		t.Fatalf("a new reader after the writer left: %v, %v (announcement left behind)", ok, err)
+	}
+	for _, rd := range []*rwlock.RWMutex{reader, second} {
+		if err := rd.RUnlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
