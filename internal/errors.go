@@ -47,12 +47,13 @@ func Wrap(pkg, op, name string, err error) error {
 }
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error reply, also
-// when it was raised inside a script. Only the reply itself counts: an
-// error whose text merely contains the word (a lock named "WRONGTYPE", a
-// wrapped message) is not one.
+// when it was raised inside a script (where some servers, miniredis among
+// them, put it after a script error prefix). Only an error reply counts:
+// an error whose wrapping text merely contains the word (a lock named
+// "WRONGTYPE") is not one.
 func IsWrongType(err error) bool {
 	var reply redis.Error
-	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "WRONGTYPE")
+	return errors.As(err, &reply) && strings.Contains(reply.Error(), "WRONGTYPE")
 }
 
 // IsNil reports whether err is a nil reply (redis.Nil).

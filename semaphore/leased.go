@@ -9,7 +9,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/script"
-	"github.com/redisync/redisync/internal/watchdog"
+	"github.com/redisync/redisync/internal/hold"
 )
 
 // Leased is a distributed semaphore whose acquired permits have ids and
@@ -23,8 +23,8 @@ type Leased struct {
 	sharded bool
 	cfg     config
 
-	mu   sync.Mutex       // protects kept
-	kept map[string]*kept // permits the watchdog keeps alive, by id
+	mu   sync.Mutex               // protects kept
+	kept map[string]*hold.Tracker // permits the watchdog keeps alive, by id: one hold each
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -43,7 +43,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
 		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
-		kept:    make(map[string]*kept),
+		kept:    make(map[string]*hold.Tracker),
 	}
 }
 
@@ -128,39 +128,48 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	return id, true, nil
 }
 
-// attempt runs the acquire script once for the permit id. When it
-// succeeds with lease 0, the watchdog takes over the permit.
+// attempt runs the acquire script once for the permit id, under the
+// engine's rules (see hold.Take): an attempt whose outcome is unknown, or
+// whose grant arrives after ctx ended or too late to trust, gives the
+// permit back. With lease 0 the permit is a hold of its own, which the
+// watchdog keeps alive.
 func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (bool, time.Duration, error) {
-	sent := time.Now()
-	res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
-	if err != nil {
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
-			// The script may have run without its reply reaching us: give
-			// back the permit the id may hold.
-			l.undo(ctx, id)
-		}
-		return false, 0, err
+	try := func(ctx context.Context) (hold.Grant, error) {
+		res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
-	if !res.OK {
-		return false, res.Wait, nil
+	if lease > 0 {
+		undo := func(ctx context.Context, _ *hold.Grant) { _, _ = l.releaseScript(ctx, id) }
+		g, _, err := hold.Take(ctx, lease, try, undo)
+		return g.OK, g.Wait, err
 	}
-	if lease == 0 {
-		if watchdog.Stale(sent, l.cfg.watchdogTimeout) {
-			// The grant arrived so late that its lease may be over on the
-			// server: give it back and try again rather than keep a
-			// permit that may be someone else's by now.
-			l.undo(ctx, id)
-			return false, 0, nil
-		}
-		l.keep(id, sent)
+	t := l.tracker(id)
+	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64) (hold.Grant, error) { return try(ctx) })
+	if ok {
+		l.mu.Lock()
+		l.kept[id] = t
+		l.mu.Unlock()
 	}
-	return true, 0, nil
+	return ok, wait, err
 }
 
-func (l *Leased) undo(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_, _ = script.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
+// tracker returns a tracker for the permit id kept alive by the watchdog.
+func (l *Leased) tracker(id string) *hold.Tracker {
+	release := func(ctx context.Context, _ hold.Mode, _ int64) (hold.Released, error) {
+		ok, err := l.releaseScript(ctx, id)
+		return hold.Released{NotHeld: !ok}, err
+	}
+	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+		return script.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
+	}
+	k := hold.Keeping{WatchdogTimeout: l.cfg.watchdogTimeout, OnLost: l.cfg.onLost}
+	return hold.New(k.Config(l.rdb, release, renew, func(err error) error {
+		return l.wrap("permit "+id, err)
+	}))
+}
+
+func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
+	return script.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
 }
 
 // Release gives back the permit id, whichever handle or process acquired
@@ -175,33 +184,15 @@ func (l *Leased) undo(ctx context.Context, id string) {
 // when its lease runs out, if not before; a later Release still gives it
 // back if it can.
 func (l *Leased) Release(ctx context.Context, id string) error {
-	defer l.forget(id)
-	ok, err := l.release(ctx, id)
-	if err != nil {
-		return l.wrap("release", internal.CtxErr(ctx, err))
+	t := l.forget(id)
+	if t != nil {
+		return l.wrap("release", t.Release(ctx, hold.Exclusive))
 	}
-	if !ok {
-		return l.wrap("release", ErrNotHeld)
+	ok, err := hold.ReleaseUntracked(ctx, func(ctx context.Context) (bool, error) { return l.releaseScript(ctx, id) })
+	if err == nil && !ok {
+		err = ErrNotHeld
 	}
-	return nil
-}
-
-// releaseRetries is how many times Release resends a release whose reply
-// was lost.
-const releaseRetries = 2
-
-// release runs the release script for id, and resends it while its reply
-// is lost. Once a run may have gone through unseen, a later run that finds
-// no permit means that run released it.
-func (l *Leased) release(ctx context.Context, id string) (bool, error) {
-	unsure := false
-	for try := 0; ; try++ {
-		ok, err := script.LeasedRelease(ctx, l.rdb, l.keys, id, l.sharded).Result()
-		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
-			return ok || (err == nil && unsure), err
-		}
-		unsure = true
-	}
+	return l.wrap("release", err)
 }
 
 // Renew sets the permit id to expire lease from now and reports whether it
@@ -221,8 +212,8 @@ func (l *Leased) Renew(ctx context.Context, id string, lease time.Duration) (boo
 	}
 	if ok && lease == 0 {
 		l.keep(id, sent)
-	} else {
-		l.forget(id)
+	} else if t := l.forget(id); t != nil {
+		t.Drop()
 	}
 	return ok, nil
 }

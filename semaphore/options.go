@@ -33,6 +33,7 @@ type Option func(*config)
 type config struct {
 	watchdogTimeout time.Duration
 	pollInterval    time.Duration
+	onLost          func(error)
 }
 
 func newConfig(opts []Option) config {
@@ -64,4 +65,15 @@ func WithPollInterval(d time.Duration) Option {
 		panic(fmt.Sprintf("semaphore: WithPollInterval(%v): interval must be at least 10ms", d))
 	}
 	return func(c *config) { c.pollInterval = d }
+}
+
+// WithOnLost sets a function called once when a Leased permit that the
+// watchdog keeps alive (acquired with lease 0) is lost rather than
+// released: its lease ran out, someone released it through another
+// handle, or renewals kept failing. The error wraps ErrLost and names the
+// permit id. It runs on the watchdog goroutine and must not block. It has
+// no effect on a counting Semaphore. The default is none; Done(id)
+// reports the loss either way.
+func WithOnLost(f func(err error)) Option {
+	return func(c *config) { c.onLost = f }
 }

@@ -17,6 +17,10 @@ import (
 // permit. It is the same value in every redisync package.
 var ErrNotHeld = internal.ErrNotHeld
 
+// ErrLost is the reason a permit kept alive by the watchdog was lost,
+// passed to the WithOnLost hook.
+var ErrLost = internal.ErrLost
+
 // ErrWrongType is matched by errors for a name Redis already uses for a
 // key of another type or content.
 var ErrWrongType = internal.ErrWrongType

@@ -207,4 +207,6 @@ func rwLevels(name, prefix string) func(ctx context.Context, rdb *redis.Client) 
 	}
 }
 
-func newRWWriter(rdb redis.UniversalClient, name string) *rwlock.RWMutex { return rwlock.New(rdb, name) }
+func newRWWriter(rdb redis.UniversalClient, name string) *rwlock.RWMutex {
+	return rwlock.New(rdb, name)
+}

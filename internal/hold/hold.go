@@ -222,3 +222,18 @@ var closed = func() chan struct{} {
 	close(c)
 	return c
 }()
+
+// Adopt makes the handle hold one level of Exclusive, taken or renewed by
+// a script sent at sent outside Attempt (a leased permit renewed by id):
+// a new hold when it holds nothing, else the hold's validity counted from
+// sent.
+func (t *Tracker) Adopt(sent time.Time) {
+	t.mu.Lock()
+	if h := t.cur; h != nil {
+		h.wd.Touch(sent)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.acquired(Levels{Exclusive: 1}, 0, sent)
+}

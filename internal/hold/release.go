@@ -175,3 +175,19 @@ func (t *Tracker) abandon(h *hold, m Mode) {
 		t.end(h, nil)
 	}
 }
+
+// ReleaseUntracked runs release, a release of something the handle does
+// not track (a permit id acquired elsewhere) that reports false when there
+// was nothing to release, and resends it while its reply is lost: once a
+// run may have gone through unseen, a later run that finds nothing means
+// that run released it.
+func ReleaseUntracked(ctx context.Context, release func(ctx context.Context) (bool, error)) (bool, error) {
+	unsure := false
+	for try := 0; ; try++ {
+		ok, err := release(ctx)
+		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
+			return ok || (err == nil && unsure), internal.CtxErr(ctx, err)
+		}
+		unsure = true
+	}
+}
