@@ -6,8 +6,8 @@
 //
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
-// redisync only: watchdog load of many held locks, many parked waiters, and
-// (built with -tags redisync_pending) fairlock, rwlock and semaphore.
+// redisync only: watchdog load of many held locks, many parked waiters,
+// fairlock, rwlock and semaphore.
 // Flags bound the run; see -help.
 package main
 
@@ -146,7 +146,7 @@ func usage() {
 	for i, s := range scenarios {
 		names[i] = s.name
 	}
-	fmt.Fprintf(flag.CommandLine.Output(), "usage: go run . [flags]\n\nscenarios: %s\n(fairlock, rwlock, semaphore: built with -tags redisync_pending)\n\nflags:\n",
+	fmt.Fprintf(flag.CommandLine.Output(), "usage: go run . [flags]\n\nscenarios: %s\n\nflags:\n",
 		strings.Join(names, ", "))
 	flag.PrintDefaults()
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Leased is a distributed semaphore whose acquired permits have ids and

@@ -9,10 +9,8 @@ import (
 )
 
 // primitive is one of redisync's synchronizers as the tool drives it. Each
-// lives in a file of its own (prim_*.go) that registers it from init; the
-// files of primitives whose package has not landed yet carry the build tag
-// redisync_pending. The demo, bench and unlock commands find everything
-// they need here:
+// lives in a file of its own (prim_*.go) that registers it from init. The
+// demo, bench and unlock commands find everything they need here:
 //
 //   - the oversell demo has a row for every primitive: with stock when the
 //     primitive keeps the stock itself (a semaphore's permits), else with

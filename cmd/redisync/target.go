@@ -137,9 +137,6 @@ func redactURL(s string) string {
 // embedded reports whether t is the in-process miniredis.
 func (t *target) embedded() bool { return t.mini != nil }
 
-// isCluster reports whether t is a Redis Cluster.
-func (t *target) isCluster() bool { return t.cluster != nil }
-
 // client returns a new client of its own, as one more service instance
 // would have. It is closed by close.
 func (t *target) client() redis.UniversalClient {
