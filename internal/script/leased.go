@@ -88,6 +88,6 @@ func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, delta int6
 // LeasedAvailable runs leased_available.lua: the total minus the live
 // acquired permits, after returning expired ones to the pool. It may be
 // negative.
-func LeasedAvailable(ctx context.Context, c Processor, k LeasedKeys, sharded bool) IntCmd {
-	return IntCmd{leasedAvailable.run(ctx, c, k.list(), flag(sharded))}
+func LeasedAvailable(ctx context.Context, c redis.Scripter, k LeasedKeys, sharded bool) IntCmd {
+	return IntCmd{leasedAvailable.queue(ctx, c, k.list(), flag(sharded))}
 }

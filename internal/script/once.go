@@ -82,8 +82,10 @@ func (s *script) run(ctx context.Context, c Processor, keys []string, args ...an
 }
 
 // queue runs s on c with Script.Run, which go-redis may resend, or queues
-// it on a pipeline. Only renewals use it: a renewal sets a lease from now
-// if the owner still holds, so running it twice is running it once.
+// it on a pipeline. Only renewals and the leased semaphore's count use
+// it: a renewal sets a lease from now if the owner still holds, and the
+// count returns expired permits to the pool before it counts, so running
+// either twice is running it once.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	return s.s.Run(ctx, c, keys, args...)
 }
