@@ -196,15 +196,10 @@ func header(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	version := "?"
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			version = v
-		}
-	}
+	version := serverVersion(info)
 	fmt.Fprintf(e.out, "## redisync benchmarks\n\n")
 	fmt.Fprintf(e.out, "- machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(e.out, "- %s; redis-server %s on loopback %s, persistence off; median PING round trip %s\n",
+	fmt.Fprintf(e.out, "- %s; %s on loopback %s, persistence off; median PING round trip %s\n",
 		runtime.Version(), version, e.addr, dur(pingRTT(ctx, e.ctl)))
 	fmt.Fprintf(e.out, "- command: go run . %s\n", strings.Join(os.Args[1:], " "))
 	return nil

@@ -9,15 +9,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// errNoServer reports that redis-server is not installed.
-var errNoServer = errors.New("redis-server is not on PATH (Debian: apt-get install redis-server)")
+// serverEnv names the server binary to run, as in the main module's tests:
+// redis-server by default, e.g. valkey-server for Valkey.
+const serverEnv = "REDISYNC_SERVER"
 
-// server is one redis-server process on a loopback port, with persistence
+// errNoServer reports that the server binary is not installed.
+var errNoServer = errors.New("server binary not found")
+
+// serverBin returns $REDISYNC_SERVER, or redis-server.
+func serverBin() string {
+	if v := os.Getenv(serverEnv); v != "" {
+		return v
+	}
+	return "redis-server"
+}
+
+// server is one server process (serverBin) on a loopback port, with persistence
 // off, in a temporary directory removed by stop.
 type server struct {
 	addr string
@@ -26,12 +39,18 @@ type server struct {
 	done chan struct{} // closed when the process has exited
 }
 
-// startServer runs redis-server on a free loopback port and returns once it
-// answers PING. A port taken between choosing and binding it is retried.
+// startServer runs the server binary on a free loopback port and returns
+// once it answers PING. A port taken between choosing and binding it is
+// retried.
 func startServer(ctx context.Context) (*server, error) {
-	bin, err := exec.LookPath("redis-server")
+	name := serverBin()
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		return nil, errNoServer
+		hint := "Debian: apt-get install redis-server, or set " + serverEnv
+		if os.Getenv(serverEnv) != "" {
+			hint = serverEnv + "=" + name
+		}
+		return nil, fmt.Errorf("%w: %s is not on PATH (%s)", errNoServer, name, hint)
 	}
 	var lastErr error
 	for range 3 {
@@ -62,7 +81,7 @@ func launch(ctx context.Context, bin string) (*server, error) {
 	)
 	if err := s.cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start redis-server: %w", err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	go func() {
 		_ = s.cmd.Wait()
@@ -71,7 +90,7 @@ func launch(ctx context.Context, bin string) (*server, error) {
 	if err := s.ready(ctx); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 		s.stop()
-		return nil, fmt.Errorf("redis-server on %s: %w\n%s", s.addr, err, log)
+		return nil, fmt.Errorf("%s on %s: %w\n%s", bin, s.addr, err, log)
 	}
 	return s, nil
 }
@@ -123,4 +142,23 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// serverVersion names the server and version an INFO server reply
+// describes: "valkey-server 8.0.1" (Valkey also reports a compatible
+// redis_version, which is not its own) or "redis-server 7.0.15".
+func serverVersion(info string) string {
+	fields := map[string]string{}
+	for line := range strings.Lines(info) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
+		}
+	}
+	if v := fields["valkey_version"]; v != "" {
+		return "valkey-server " + v
+	}
+	if v := fields["redis_version"]; v != "" {
+		return "redis-server " + v
+	}
+	return "server ?"
 }

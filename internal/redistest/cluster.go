@@ -24,14 +24,14 @@ const (
 	clusterCreateTimeout = 30 * time.Second
 )
 
-// Cluster is a real Redis Cluster of three masters (no replicas), each a
+// Cluster is a real Redis (or Valkey) Cluster of three masters (no replicas), each a
 // Server started with --cluster-enabled yes in its own directory.
 type Cluster struct {
 	nodes []*Server
 }
 
 // StartCluster starts a new three-master cluster, creates it with
-// redis-cli --cluster create and waits until every node reports
+// redis-cli (CLIBin) --cluster create and waits until every node reports
 // cluster_state:ok and a CLUSTER SLOTS map covering all 16384 slots. All
 // nodes are killed when t ends.
 func StartCluster(t testing.TB) *Cluster {
@@ -72,9 +72,10 @@ func startCluster(mkdir func() (string, error), ownDir bool) (c *Cluster, err er
 	return c, nil
 }
 
-// create runs redis-cli --cluster create over all nodes.
+// create runs CLIBin --cluster create over all nodes.
 func (c *Cluster) create() error {
-	bin, err := exec.LookPath("redis-cli")
+	name := CLIBin()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		return err
 	}
@@ -86,13 +87,14 @@ func (c *Cluster) create() error {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.WaitDelay = time.Second
-	// redis-cli colours its --cluster output whenever TERM contains "xterm",
-	// even when writing to a pipe; keep failure messages free of escapes.
+	// redis-cli (and valkey-cli) colours its --cluster output whenever TERM
+	// contains "xterm", even when writing to a pipe; keep failure messages
+	// free of escapes.
 	cmd.Env = append(os.Environ(), "TERM=dumb")
 	out, err := cmd.CombinedOutput()
 	// Require both a zero exit status and the final coverage line.
 	if err != nil || !strings.Contains(string(out), "[OK] All 16384 slots covered") {
-		return fmt.Errorf("redis-cli %s: %v\n%s%s", strings.Join(args, " "), err, out, c.allLogs())
+		return fmt.Errorf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, c.allLogs())
 	}
 	return nil
 }

@@ -1,4 +1,9 @@
-// Package redistest starts real redis-server processes on loopback ports for the integration and cluster test tiers.
+// Package redistest starts real server processes on loopback ports for the integration and cluster test tiers.
+//
+// The server binary is redis-server unless the environment variable
+// REDISYNC_SERVER names another (e.g. valkey-server); clusters are created
+// with redis-cli unless REDISYNC_CLI names another (e.g. valkey-cli). See
+// [ServerBin] and [CLIBin].
 //
 // Every process binds 127.0.0.1 only, runs without persistence and is killed
 // (and waited for) when the owning test ends. [Start] and [StartCluster]
@@ -8,7 +13,7 @@
 // TestMain and must flush (or namespace their keys, see [UniqueName])
 // themselves.
 //
-// When redis-server is missing the helpers skip the calling test, unless the
-// environment variable REDISYNC_REQUIRE_REDIS=1 is set, in which case they
-// fail it (for CI jobs that must not silently skip a tier).
+// When the configured binaries are missing the helpers skip the calling
+// test, unless the environment variable REDISYNC_REQUIRE_REDIS=1 is set, in
+// which case they fail it (for CI jobs that must not silently skip a tier).
 package redistest

@@ -94,8 +94,10 @@ func (f *fakeTB) run(fn func(testing.TB)) *fakeTB {
 func TestRequire(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv(redistest.RequireEnv, "")
+	t.Setenv(redistest.ServerEnv, "")
+	t.Setenv(redistest.CLIEnv, "")
 	ft := (&fakeTB{TB: t}).run(redistest.Require)
-	if !ft.skipped || ft.msg != "redis-server not installed; install the Debian package redis-server (integration tier)" {
+	if !ft.skipped || ft.msg != "redis-server not installed; install the Debian package redis-server or set REDISYNC_SERVER (integration tier)" {
 		t.Fatalf("without redis-server: skipped=%v msg=%q", ft.skipped, ft.msg)
 	}
 	ft = (&fakeTB{TB: t}).run(redistest.RequireCluster)

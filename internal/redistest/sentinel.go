@@ -62,7 +62,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	return g
 }
 
-// startSentinelServer runs redis-server in Sentinel mode with a config file
+// startSentinelServer runs the server binary (ServerBin) in Sentinel mode with a config file
 // holding conf (Sentinel rewrites it, so each gets its own).
 func startSentinelServer(dir, conf string) (*Server, error) {
 	path := filepath.Join(dir, "sentinel.conf")
@@ -70,6 +70,7 @@ func startSentinelServer(dir, conf string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
+		bin:     ServerBin(),
 		dir:     dir,
 		pre:     []string{path, "--sentinel"},
 		logPath: filepath.Join(dir, "redis.log"),

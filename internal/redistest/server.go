@@ -36,36 +36,11 @@ const (
 // from a skip into a test failure when set to "1".
 const RequireEnv = "REDISYNC_REQUIRE_REDIS"
 
-// Require skips t when redis-server is not on PATH, or fails it when
-// REDISYNC_REQUIRE_REDIS=1. Start and SharedServer call it themselves.
-func Require(t testing.TB) {
-	t.Helper()
-	require(t, "redis-server", "install the Debian package redis-server (integration tier)")
-}
-
-// RequireCluster is Require for the cluster tier: it also needs redis-cli.
-// StartCluster and SharedCluster call it themselves.
-func RequireCluster(t testing.TB) {
-	t.Helper()
-	require(t, "redis-server", "install the Debian package redis-server (cluster tier)")
-	require(t, "redis-cli", "install the Debian package redis-tools (cluster tier)")
-}
-
-func require(t testing.TB, bin, hint string) {
-	t.Helper()
-	if _, err := exec.LookPath(bin); err == nil {
-		return
-	}
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("redistest: %s=1 but %s is not on PATH (%s)", RequireEnv, bin, hint)
-	}
-	t.Skipf("%s not installed; %s", bin, hint)
-}
-
-// Server is one redis-server process listening on 127.0.0.1. Its port,
-// directory and arguments never change, so Restart brings it back on the
-// same address.
+// Server is one server process (ServerBin: redis-server by default)
+// listening on 127.0.0.1. Its binary, port, directory and arguments never
+// change, so Restart brings it back on the same address.
 type Server struct {
+	bin     string // the server binary, chosen at the first start
 	port    int
 	busPort int // cluster bus port; 0 for a standalone server
 	dir     string
@@ -79,7 +54,7 @@ type Server struct {
 	proc *process   // nil while stopped
 }
 
-// process is one run of redis-server.
+// process is one run of the server binary.
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd.Wait returned
@@ -95,7 +70,7 @@ func (p *process) exited() bool {
 	}
 }
 
-// Start runs a new redis-server on a free loopback port with persistence
+// Start runs a new server (ServerBin) on a free loopback port with persistence
 // disabled, a t.TempDir() working directory and a log file in it, followed by
 // args (e.g. "--maxmemory", "10mb"; do not pass --port, --bind or --dir). It
 // returns once the server answers PING and registers a cleanup that kills it
@@ -116,6 +91,7 @@ func Start(t testing.TB, args ...string) *Server {
 // dir if ownDir).
 func startServer(dir string, ownDir, cluster bool, extra []string) (*Server, error) {
 	s := &Server{
+		bin:     ServerBin(),
 		dir:     dir,
 		ownDir:  ownDir,
 		extra:   append([]string(nil), extra...),
@@ -188,11 +164,11 @@ func (s *Server) args() []string {
 	return append(append(append([]string(nil), s.pre...), args...), s.extra...)
 }
 
-// launchLocked starts redis-server and waits until it answers. bindFailed
-// reports that it exited because a port was taken. s.mu must be held and
-// s.proc must be nil.
+// launchLocked starts s.bin and waits until it answers. bindFailed reports
+// that it exited because a port was taken. s.mu must be held and s.proc must
+// be nil.
 func (s *Server) launchLocked() (bindFailed bool, err error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := exec.LookPath(s.bin)
 	if err != nil {
 		return false, err
 	}
@@ -209,7 +185,7 @@ func (s *Server) launchLocked() (bindFailed bool, err error) {
 	err = cmd.Start()
 	_ = out.Close() // the child holds its own descriptor
 	if err != nil {
-		return false, fmt.Errorf("start redis-server: %w", err)
+		return false, fmt.Errorf("start %s: %w", s.bin, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
@@ -218,8 +194,8 @@ func (s *Server) launchLocked() (bindFailed bool, err error) {
 	}()
 
 	fail := func(what string, logs string) error {
-		return fmt.Errorf("redis-server on %s (pid %d, dir %s): %s\n%s",
-			s.Addr(), cmd.Process.Pid, s.dir, what, logs)
+		return fmt.Errorf("%s on %s (pid %d, dir %s): %s\n%s",
+			s.bin, s.Addr(), cmd.Process.Pid, s.dir, what, logs)
 	}
 	deadline := time.Now().Add(readyTimeout)
 	for {
@@ -278,7 +254,7 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
-// logs renders what redis-server wrote since the given offsets.
+// logs renders what the server wrote since the given offsets.
 func (s *Server) logs(logOff, outOff int64) string {
 	return fmt.Sprintf("--- %s ---\n%s--- %s ---\n%s",
 		s.logPath, readTail(s.logPath, logOff), s.outPath, readTail(s.outPath, outOff))
@@ -318,7 +294,7 @@ func (s *Server) Port() int { return s.port }
 // Dir returns the server's working directory (holds redis.log).
 func (s *Server) Dir() string { return s.dir }
 
-// Pid returns the pid of the running redis-server, or 0 after Stop or
+// Pid returns the pid of the running server process, or 0 after Stop or
 // Shutdown. A process that died on its own keeps its pid until Stop.
 func (s *Server) Pid() int {
 	s.mu.Lock()
