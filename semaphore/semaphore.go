@@ -120,10 +120,6 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return s.wrap("release", s.add(ctx, n))
 }
 
-// onceRetries is how many times once resends a request whose reply was
-// lost.
-const onceRetries = 2
-
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	return s.once(ctx, internal.ReceiptRelease, func(receipt string) error {
@@ -132,23 +128,10 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	})
 }
 
-// once runs request, a script that changes the count at most once per
-// receipt, under a receipt of its own (redisync:{name}:<kind>:<id>): a
-// request whose reply was lost is resent under the same receipt, and a
-// resent request that finds the first went through changes nothing and
-// reports what the first did. go-redis does not resend these scripts
-// itself (they run through lua's runOnce), so the resends are only these,
-// and none starts after half the receipt's lifetime: with a read timeout
-// under that, every send lands while the receipt lives.
+// once runs request under a new receipt of the given kind (see
+// internal.Once).
 func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	receipt := s.names.Receipt(kind, internal.NewOwnerID())
-	start := time.Now()
-	for try := 0; ; try++ {
-		err := request(receipt)
-		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == onceRetries || time.Since(start) > receiptTTL/2 {
-			return internal.CtxErr(ctx, err)
-		}
-	}
+	return internal.Once(ctx, s.names.Receipt(kind, internal.NewOwnerID()), request)
 }
 
 // Available returns the number of available permits: 0 for a semaphore
