@@ -10,12 +10,13 @@ import (
 const (
 	ReceiptAcquire = "acquire" // Semaphore.Acquire, TryAcquire
 	ReceiptRelease = "release" // Semaphore.Release, AddPermits
-	ReceiptSet     = "set"     // Semaphore.SetPermits, TrySetPermits
+	ReceiptSet     = "set"     // SetPermits, TrySetPermits of Semaphore and Leased
 	ReceiptDrain   = "drain"   // Semaphore.Drain
+	ReceiptAdd     = "add"     // Leased.AddPermits
 )
 
 // ReceiptKinds lists every kind of receipt, for tools that read them.
-var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain}
+var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain, ReceiptAdd}
 
 // ReceiptTTL is how long the receipt of a request run by Once lives:
 // longer than any resend of its request, since Once sends none after half

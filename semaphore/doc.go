@@ -56,6 +56,10 @@
 // total minus the acquired ones; SetPermits and AddPermits change the total,
 // acquired permits included, so Available may be negative after a
 // reduction. Every operation first returns expired permits to the pool.
+// TrySetPermits, SetPermits (redisync:{name}:set:<request id>) and
+// AddPermits (redisync:{name}:add:<request id>) write receipts as the
+// counting semaphore's do: each call changes the total at most once, and a
+// retry after a lost reply reports what the first run did.
 //
 // Acquire(ctx, lease) returns the id of the permit it took. A permit
 // acquired with a positive lease expires lease later unless Renew extends

@@ -22,17 +22,15 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
-	if n := explainReceipts(keys, n); n > 0 {
-		r.note = fmt.Sprintf("%d request receipt(s), expiring within %v", n, internal.ReceiptTTL)
-	}
+	r.note = explainReceipts(keys, n)
 	return true
 }
 
-// explainReceipts marks the receipt keys of a counting semaphore's recent
-// requests (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>,
-// :drain:<id>), which make a retried request exact and expire by
-// themselves, and returns how many there are.
-func explainReceipts(keys map[string]*key, n internal.Names) int {
+// explainReceipts marks the receipt keys of a semaphore's recent requests
+// (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>, :drain:<id>,
+// :add:<id>), which make a retried request exact and expire by
+// themselves, and returns a note saying how many there are, or "".
+func explainReceipts(keys map[string]*key, n internal.Names) string {
 	count := 0
 	for name, k := range keys {
 		for _, kind := range internal.ReceiptKinds {
@@ -43,7 +41,10 @@ func explainReceipts(keys map[string]*key, n internal.Names) int {
 			}
 		}
 	}
-	return count
+	if count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d request receipt(s), expiring within %v", count, internal.ReceiptTTL)
 }
 
 // decodeLeased recognises a leased semaphore: its total permits are an
@@ -73,6 +74,9 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		leases.explained = true
 	}
 	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
+	if note := explainReceipts(keys, n); note != "" {
+		r.note += ", " + note
+	}
 	total.explained = true
 	return true
 }
