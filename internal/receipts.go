@@ -23,6 +23,17 @@ var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptD
 // of it. Receipts expire by themselves.
 const ReceiptTTL = 10 * time.Second
 
+// AcquireReceiptTTL is how long the receipt of a counting semaphore's
+// acquire request lives. Such a request is retried for as long as its
+// caller waits, and a receipt that expired before its last retry would let
+// the request take its permits twice; so the receipt is not trusted to a
+// short lifetime: it is kept until its request's outcome is known, then
+// deleted (see package semaphore). This lifetime is only a safety net
+// against receipts whose handle went away first, or that a copy of the
+// request still on its way (in a TCP retransmission) could find, and it
+// bounds how long Redis may be out of reach during one Acquire.
+const AcquireReceiptTTL = time.Hour
+
 // ReceiptPrefix starts every receipt key of the given kind.
 func (n Names) ReceiptPrefix(kind string) string { return n.Sub(kind + ":") }
 

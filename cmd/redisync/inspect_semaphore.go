@@ -31,12 +31,16 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 // :add:<id>), which make a retried request exact and expire by
 // themselves, and returns a note saying how many there are, or "".
 func explainReceipts(keys map[string]*key, n internal.Names) string {
-	count := 0
+	count, lifetime := 0, internal.ReceiptTTL
 	for name, k := range keys {
 		for _, kind := range internal.ReceiptKinds {
 			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
 				count++
+				if kind == internal.ReceiptAcquire {
+					// Deleted once settled; the hour is a safety net.
+					lifetime = max(lifetime, internal.AcquireReceiptTTL)
+				}
 				break
 			}
 		}
@@ -44,7 +48,15 @@ func explainReceipts(keys map[string]*key, n internal.Names) string {
 	if count == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d request receipt(s), expiring within %v", count, internal.ReceiptTTL)
+	return fmt.Sprintf("%d request receipt(s), expiring within %s", count, hours(lifetime))
+}
+
+// hours formats d as "1h" rather than "1h0m0s" when it is whole hours.
+func hours(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
 }
 
 // decodeLeased recognises a leased semaphore: its total permits are an
