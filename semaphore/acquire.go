@@ -99,6 +99,12 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	case !res.OK:
 		return false, nil
 	}
+	if err := internal.CtxDone(ctx); err != nil {
+		// The reply came after ctx ended, and the caller has moved on:
+		// give the permits back (the rule of every blocking acquire).
+		s.cancel(ctx, r)
+		return false, err
+	}
 	if !r.unsure {
 		s.settled.add(r.receipt)
 	}
