@@ -1,20 +1,25 @@
 -- leased_addpermits: add to (or, negative, take from) the total permits of a
--- leased semaphore.
+-- leased semaphore, once per request.
 --
 -- KEYS[1]  acquired permits: zset of permit id -> expiry (ms, server clock)
 -- KEYS[2]  total permits: a string integer, missing = 0, may be negative
 -- KEYS[3]  notification channel
+-- KEYS[4]  receipt of this request, a string that expires: written when the
+--          request adds its permits, so that a repeated request (a retry
+--          after a lost reply) adds nothing
 -- ARGV[1]  the permits to add, non-zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  receipt lifetime in milliseconds
 --
 -- Expired permits are returned to the pool first.
 -- Returns the available count afterwards (total minus acquired; may be
--- negative). When permits were added or reclaimed and some are available,
--- the notification carries that count.
+-- negative), also when an earlier run of the same request added the
+-- permits. When permits were added or reclaimed and some are available,
+-- the notification carries that count (capped at a million).
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
 -- error, raised before anything is written.
 
-local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
+local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delta, sharded = tonumber(ARGV[1]), ARGV[2] == '1'
 
 local raw = redis.call('get', permits)
@@ -24,10 +29,15 @@ end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
-local total = redis.call('incrby', permits, ARGV[1])
+local total = tonumber(raw or '0')
+local added = redis.call('exists', receipt) == 0
+if added then
+  total = redis.call('incrby', permits, ARGV[1])
+  redis.call('set', receipt, '1', 'px', ARGV[3])
+end
 local available = total - redis.call('zcard', leases)
 
-if (delta > 0 or reclaimed > 0) and available > 0 then
+if ((added and delta > 0) or reclaimed > 0) and available > 0 then
   if sharded then
     redis.call('spublish', channel, math.min(available, 1000000))
   else

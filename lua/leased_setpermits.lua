@@ -1,23 +1,30 @@
 -- leased_setpermits: set the total permits of a leased semaphore, acquired
 -- ones included (SetPermits), or set it only if no total exists yet
--- (TrySetPermits).
+-- (TrySetPermits), once per request.
 --
 -- KEYS[1]  acquired permits: zset of permit id -> expiry (ms, server clock)
 -- KEYS[2]  total permits: a string integer
 -- KEYS[3]  notification channel
+-- KEYS[4]  receipt of this request, a string that expires: written when the
+--          request sets the total, so that a repeated request (a retry
+--          after a lost reply) reports success and changes nothing; it
+--          must not undo the changes made since, nor report that the total
+--          it created already existed
 -- ARGV[1]  the total (>= 0)
 -- ARGV[2]  "1": only if the total does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[4]  receipt lifetime in milliseconds
 --
 -- Expired permits are returned to the pool first. The available count,
 -- total minus acquired, may be negative after a reduction.
--- Returns 1 when the total was set, 0 when ARGV[2] is "1" and a total
--- already existed. When more permits are available afterwards than before,
--- the notification carries the available count.
+-- Returns 1 when the request set the total (now or in an earlier run), 0
+-- when ARGV[2] is "1" and a total already existed (nothing changed). When
+-- more permits are available afterwards than before, the notification
+-- carries the available count (capped at a million).
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
 -- error, raised before anything is written.
 
-local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
+local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local onlyNew, sharded = ARGV[2] == '1', ARGV[3] == '1'
 
 local raw = redis.call('get', permits)
@@ -34,8 +41,11 @@ local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local acquired = redis.call('zcard', leases)
 local before = total - acquired
 local set = 0
-if not (raw and onlyNew) then
+if redis.call('exists', receipt) == 1 then
+  set = 1
+elseif not (raw and onlyNew) then
   redis.call('set', permits, ARGV[1])
+  redis.call('set', receipt, '1', 'px', ARGV[4])
   total = tonumber(ARGV[1])
   set = 1
 end

@@ -5,9 +5,14 @@
 -- KEYS[2]  receipt of this request, a string that expires: the number of
 --          permits once the request took them, "x" once it was cancelled
 --          (see semaphore_undo); a repeated request reads it instead of
---          taking permits twice
+--          taking permits twice, so it must outlive every attempt of the
+--          request: its caller deletes it (KEYS[3..] of a later script)
+--          once the outcome is known, and the lifetime is a safety net
+-- KEYS[3..] receipts of earlier acquire requests of the handle whose
+--          outcome it knows (settled), to delete: at most a few, possibly
+--          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  n, the permits wanted (>= 1)
--- ARGV[2]  receipt lifetime in milliseconds
+-- ARGV[2]  receipt lifetime in milliseconds (an hour: see above)
 --
 -- Returns {1, available} when the request holds its n permits afterwards
 -- (also when an earlier run of the same request took them), {0, available}
@@ -27,6 +32,11 @@ if raw then
     return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
   end
   available = tonumber(raw)
+end
+-- Delete the settled receipts passed along; after the checks, so that an
+-- error reply leaves everything as it was.
+if #KEYS >= 3 then
+  redis.call('del', unpack(KEYS, 3))
 end
 
 local seen = redis.call('get', receipt)

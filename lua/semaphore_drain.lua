@@ -6,6 +6,9 @@
 --          permits it took, written when it took some, so that a repeated
 --          request (a retry after a lost reply) reports them instead of
 --          draining what was released since
+-- KEYS[3..] receipts of earlier acquire requests of the handle whose
+--          outcome it knows (settled), to delete: at most a few, possibly
+--          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  receipt lifetime in milliseconds
 --
 -- Returns how many permits the request took; 0, changing nothing, when
@@ -18,6 +21,11 @@ local permits, receipt = KEYS[1], KEYS[2]
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+-- Delete the settled receipts passed along; after the checks, so that an
+-- error reply leaves everything as it was.
+if #KEYS >= 3 then
+  redis.call('del', unpack(KEYS, 3))
 end
 local seen = redis.call('get', receipt)
 if seen then

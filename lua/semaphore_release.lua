@@ -7,6 +7,9 @@
 -- KEYS[3]  receipt of this request, a string that expires: written when the
 --          request adds its permits, so that a repeated request (a retry
 --          after a lost reply) adds nothing
+-- KEYS[4..] receipts of earlier acquire requests of the handle whose
+--          outcome it knows (settled), to delete: at most a few, possibly
+--          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  the permits to add, non-zero; negative takes them away and may
 --          leave the count below zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -25,6 +28,11 @@ local delta, sharded, ttl = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3]
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+-- Delete the settled receipts passed along; after the checks, so that an
+-- error reply leaves everything as it was.
+if #KEYS >= 4 then
+  redis.call('del', unpack(KEYS, 4))
 end
 if redis.call('exists', receipt) == 1 then
   return tonumber(raw or '0')

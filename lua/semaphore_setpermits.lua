@@ -9,6 +9,9 @@
 --          after a lost reply) reports success and changes nothing; it
 --          must not undo the acquisitions made since, nor report that the
 --          count it created already existed
+-- KEYS[4..] receipts of earlier acquire requests of the handle whose
+--          outcome it knows (settled), to delete: at most a few, possibly
+--          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  the permits (>= 0)
 -- ARGV[2]  "1": only if the count does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -27,6 +30,11 @@ local n, onlyNew, sharded = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3] == '1'
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+-- Delete the settled receipts passed along; after the checks, so that an
+-- error reply leaves everything as it was.
+if #KEYS >= 4 then
+  redis.call('del', unpack(KEYS, 4))
 end
 if redis.call('exists', receipt) == 1 then
   return 1

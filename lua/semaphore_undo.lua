@@ -5,7 +5,11 @@
 -- KEYS[1]  permit count: a string integer
 -- KEYS[2]  receipt of the request (see semaphore_acquire)
 -- KEYS[3]  notification channel
--- ARGV[1]  receipt lifetime in milliseconds
+-- KEYS[4..] receipts of earlier acquire requests of the handle whose
+--          outcome it knows (settled), to delete: at most a few, possibly
+--          none; they share the hash tag, so the slot, of KEYS[1]
+-- ARGV[1]  receipt lifetime in milliseconds: as long as the request's,
+--          since a copy of the request may still be on its way
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 --
 -- The receipt is marked cancelled ("x") either way, so that the request,
@@ -14,6 +18,11 @@
 
 local permits, receipt, channel = KEYS[1], KEYS[2], KEYS[3]
 local ttl, sharded = ARGV[1], ARGV[2] == '1'
+
+-- Delete the settled receipts passed along.
+if #KEYS >= 4 then
+  redis.call('del', unpack(KEYS, 4))
+end
 
 local seen = redis.call('get', receipt)
 redis.call('set', receipt, 'x', 'px', ttl)

@@ -23,18 +23,27 @@
 //     release gets the permits, so a waiter asking for many permits can be
 //     overtaken again and again by waiters asking for few.
 //
-// Each acquisition also writes a short-lived receipt key,
-// redisync:{name}:acquire:<request id>, which expires by itself after ten
-// seconds. It makes an acquisition exact when its outcome is unknown: a
-// request repeated under the same receipt takes nothing twice, and an
-// Acquire whose ctx ends, or whose reply is lost, while its request is in
-// flight gives back exactly what that request took. (go-redis does not
-// resend the request itself, so no resend can outlive its receipt.)
+// Each acquisition also writes a receipt key,
+// redisync:{name}:acquire:<request id>: the permits the request took, or
+// that it was cancelled. It makes an acquisition exact when its outcome is
+// unknown: a request repeated under the same receipt takes nothing twice,
+// and an Acquire whose ctx ends, or whose reply is lost, while its request
+// is in flight gives back exactly what that request took. A blocking
+// Acquire goes on retrying its request under the receipt while Redis is
+// out of reach, so the receipt is not trusted to expire after the last
+// retry: the handle deletes it once it knows the outcome, along with its
+// next script (no round trip of its own), and its lifetime of an hour is
+// only a safety net. A request whose reply was lost keeps its receipt for
+// that hour, since a copy of it may still reach Redis late. The limit: a
+// single Acquire that cannot reach Redis for over an hour, with a ctx that
+// lets it wait that long, may lose the permits its lost request took.
 //
 // Release and AddPermits write one too, redisync:{name}:release:<request
 // id>, so that each call adds its permits at most once: when a reply is
 // lost, the call itself retries it under the same receipt (go-redis does
 // not resend it), and a retry of a request that went through adds nothing.
+// These receipts expire after ten seconds, and the call never retries
+// after five: unlike Acquire's, its retries are bounded.
 // That is all "idempotent" can mean for permits that are not owned: two
 // calls are two releases, since nothing tells a second Release apart from
 // a release of permits acquired elsewhere. A Release that fails on a
@@ -56,6 +65,10 @@
 // total minus the acquired ones; SetPermits and AddPermits change the total,
 // acquired permits included, so Available may be negative after a
 // reduction. Every operation first returns expired permits to the pool.
+// TrySetPermits, SetPermits (redisync:{name}:set:<request id>) and
+// AddPermits (redisync:{name}:add:<request id>) write receipts as the
+// counting semaphore's do: each call changes the total at most once, and a
+// retry after a lost reply reports what the first run did.
 //
 // Acquire(ctx, lease) returns the id of the permit it took. A permit
 // acquired with a positive lease expires lease later unless Renew extends
@@ -92,7 +105,9 @@
 //
 // An Acquire that fails leaves nothing behind: no permit taken and no
 // subscription. If ctx ends while an acquire script is in flight, Acquire
-// gives back whatever that script took before it returns.
+// gives back whatever that script took before it returns; so it does when
+// the reply of a successful take arrives after ctx ended, and returns the
+// ctx error: the caller has moved on.
 //
 // # Redis deployments
 //

@@ -92,6 +92,35 @@ func TestAcquireReplyLostMini(t *testing.T) {
 	}
 }
 
+// Leased TrySetPermits, SetPermits and AddPermits whose replies are lost
+// are retried under the same receipt: each reports what its first run did
+// and changes the total once.
+func TestLeasedPermitsReplyLostMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	faults := redistest.AddScriptFaults(rdb)
+	l := semaphore.NewLeased(rdb, "lost-leased-set")
+	ctx := t.Context()
+	faults.LoseReplies(1)
+	if ok, err := l.TrySetPermits(ctx, 3); !ok || err != nil {
+		t.Fatalf("TrySetPermits with its reply lost = %v, %v; want true: it set the total", ok, err)
+	}
+	wantLeasedAvailable(t, l, 3)
+	faults.LoseReplies(2)
+	if err := l.AddPermits(ctx, 2); err != nil {
+		t.Fatalf("AddPermits with two replies lost = %v", err)
+	}
+	wantLeasedAvailable(t, l, 5)
+	mustTryAcquireLeased(t, l, time.Minute)
+	faults.LoseReplies(1)
+	if err := l.SetPermits(ctx, 4); err != nil {
+		t.Fatalf("SetPermits with its reply lost = %v", err)
+	}
+	wantLeasedAvailable(t, l, 3)
+	if faults.Pending() != 0 {
+		t.Fatal("not every reply was lost: the faults were not injected")
+	}
+}
+
 func TestLeasedReleaseReplyLostMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	faults := redistest.AddScriptFaults(rdb)

@@ -51,34 +51,55 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
 func (l *Leased) Name() string { return l.name }
 
 // TrySetPermits sets the total number of permits to n if no total is set
-// yet, and reports whether it did.
+// yet, and reports whether it did. A call whose reply is lost retries
+// under its receipt and reports what its first run did.
 func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	if n < 0 {
 		return false, l.wrap("try set permits", negative("permits", n))
 	}
-	ok, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, n, true, l.sharded).Result()
+	var ok bool
+	err := l.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
+		ok, err = script.LeasedSetPermits(ctx, l.rdb, l.keys, receipt, n, true, l.sharded, receiptTTL).Result()
+		return err
+	})
 	return ok, l.wrap("try set permits", err)
 }
 
 // SetPermits sets the total number of permits to n, acquired ones
 // included: when more than n are acquired, Available turns negative until
-// enough are released or expire.
+// enough are released or expire. A call whose reply is lost retries under
+// its receipt, which sets nothing the second time.
 func (l *Leased) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return l.wrap("set permits", negative("permits", n))
 	}
-	_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, n, false, l.sharded).Result()
+	err := l.once(ctx, internal.ReceiptSet, func(receipt string) error {
+		_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, receipt, n, false, l.sharded, receiptTTL).Result()
+		return err
+	})
 	return l.wrap("set permits", err)
 }
 
 // AddPermits adds n to the total number of permits; a negative n takes
 // permits away, and the total may go below zero. Adding 0 does nothing.
+// Each call adds its permits at most once: a call whose reply is lost
+// retries under its receipt, which adds nothing the second time. An error
+// from a network fault leaves unknown whether the permits were added.
 func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, n, l.sharded).Result()
+	err := l.once(ctx, internal.ReceiptAdd, func(receipt string) error {
+		_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, receipt, n, l.sharded, receiptTTL).Result()
+		return err
+	})
 	return l.wrap("add permits", err)
+}
+
+// once runs request under a new receipt of the given kind (see
+// internal.Once).
+func (l *Leased) once(ctx context.Context, kind string, request func(receipt string) error) error {
+	return internal.Once(ctx, internal.NewNames(l.name).Receipt(kind, internal.NewOwnerID()), request)
 }
 
 // Available returns the number of permits that can be acquired now: the

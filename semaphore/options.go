@@ -19,10 +19,15 @@ const (
 	DefaultPollInterval = time.Second
 )
 
-// receiptTTL is how long a counting semaphore remembers that a request took
-// its permits, so that a repeated or cancelled request is handled exactly:
-// longer than any retry of the client or clean-up after a cancelled ctx.
+// receiptTTL is how long a semaphore remembers that a request run by
+// internal.Once changed its count, so that a resent request changes
+// nothing: longer than any resend, which Once stops at half of it.
 const receiptTTL = internal.ReceiptTTL
+
+// acquireReceiptTTL is the lifetime of an acquire receipt, which is kept
+// until the request's outcome is known rather than trusted to expire after
+// its last retry: a safety net only (see settled.go).
+const acquireReceiptTTL = internal.AcquireReceiptTTL
 
 // cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
 const cleanupTimeout = time.Second

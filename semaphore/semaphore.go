@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +39,7 @@ type Semaphore struct {
 	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
+	settled settledQueue // acquire receipts to delete (see settled.go)
 }
 
 // New returns a handle on the counting semaphore called name. It does no
@@ -74,8 +74,10 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 	}
 	var ok bool
 	err := s.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
-		ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL).Result()
-		return err
+		return s.withSettled(func(settled []string) (err error) {
+			ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL, settled).Result()
+			return err
+		})
 	})
 	return ok, s.wrap("try set permits", err)
 }
@@ -87,8 +89,10 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 		return s.wrap("set permits", negative("permits", n))
 	}
 	err := s.once(ctx, internal.ReceiptSet, func(receipt string) error {
-		_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL).Result()
-		return err
+		return s.withSettled(func(settled []string) error {
+			_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL, settled).Result()
+			return err
+		})
 	})
 	return s.wrap("set permits", err)
 }
@@ -124,35 +128,20 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	return s.wrap("release", s.add(ctx, n))
 }
 
-// onceRetries is how many times once resends a request whose reply was
-// lost.
-const onceRetries = 2
-
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	return s.once(ctx, internal.ReceiptRelease, func(receipt string) error {
-		_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded).Result()
-		return err
+		return s.withSettled(func(settled []string) error {
+			_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded, settled).Result()
+			return err
+		})
 	})
 }
 
-// once runs request, a script that changes the count at most once per
-// receipt, under a receipt of its own (redisync:{name}:<kind>:<id>): a
-// request whose reply was lost is resent under the same receipt, and a
-// resent request that finds the first went through changes nothing and
-// reports what the first did. go-redis does not resend these scripts
-// itself (they run through lua's runOnce), so the resends are only these,
-// and none starts after half the receipt's lifetime: with a read timeout
-// under that, every send lands while the receipt lives.
+// once runs request under a new receipt of the given kind (see
+// internal.Once).
 func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	receipt := s.names.Receipt(kind, internal.NewOwnerID())
-	start := time.Now()
-	for try := 0; ; try++ {
-		err := request(receipt)
-		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == onceRetries || time.Since(start) > receiptTTL/2 {
-			return internal.CtxErr(ctx, err)
-		}
-	}
+	return internal.Once(ctx, s.names.Receipt(kind, internal.NewOwnerID()), request)
 }
 
 // Available returns the number of available permits: 0 for a semaphore
@@ -179,102 +168,12 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.once(ctx, internal.ReceiptDrain, func(receipt string) (err error) {
-		n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL).Result()
-		return err
+		return s.withSettled(func(settled []string) (err error) {
+			n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL, settled).Result()
+			return err
+		})
 	})
 	return n, s.wrap("drain", err)
-}
-
-// Acquire takes n permits, waiting until n are available at once or ctx is
-// done. Acquiring 0 permits succeeds at once; a negative n is an error. On
-// failure Acquire returns an error wrapping ctx.Err() or the Redis error
-// and leaves the semaphore unchanged: if a take was in flight when ctx
-// ended or its reply was lost, whatever it took is given back.
-func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
-	if n < 0 {
-		return s.wrap("acquire", negative("permits", n))
-	}
-	if n == 0 {
-		return nil
-	}
-	r := &request{n: n, receipt: s.receipt()}
-	c := internal.Acquire(s.rdb)
-	defer c.Release()
-	// A release that frees fewer than n permits wakes a local waiter that
-	// needs no more than that, not this one.
-	need := int(min(n, maxAnnounced))
-	err := internal.WaitNeeding(ctx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
-		func(ctx context.Context) (bool, time.Duration, error) {
-			ok, err := s.attempt(ctx, r)
-			return ok, 0, err // no lease bounds the wait: the poll interval does
-		})
-	return s.wrap("acquire", err)
-}
-
-// TryAcquire makes one attempt to take n permits and reports whether it
-// did: false and no error when fewer than n are available. Acquiring 0
-// permits succeeds; a negative n is an error.
-func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
-	if n < 0 {
-		return false, s.wrap("acquire", negative("permits", n))
-	}
-	if n == 0 {
-		return true, nil
-	}
-	ok, err := s.attempt(ctx, &request{n: n, receipt: s.receipt()})
-	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
-}
-
-// maxAnnounced caps the permit count a notification carries (see
-// semaphore_release.lua): a waiter for more is woken by any notification
-// that announces the cap.
-const maxAnnounced = 1_000_000
-
-// request is one Acquire or TryAcquire of n permits. Its attempts run
-// under one receipt until an attempt is cancelled; the next one is a new
-// request.
-type request struct {
-	n       int64
-	receipt string
-}
-
-// attempt runs the acquire script once for request r.
-func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
-	res, err := script.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, receiptTTL).Result()
-	if err != nil {
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
-			// The script may have run without its reply reaching us:
-			// cancel the request, giving back what it took. If the
-			// cancellation fails, the receipt is kept: a later attempt
-			// under it finds the permits the request took, if it did.
-			if s.undo(ctx, r.receipt) == nil {
-				r.receipt = s.receipt()
-			}
-		}
-		return false, err
-	}
-	if res.Cancelled {
-		// A cancellation whose reply was lost went through: go on as a
-		// new request, which nothing has cancelled.
-		r.receipt = s.receipt()
-		return s.attempt(ctx, r)
-	}
-	return res.OK, nil
-}
-
-// undo cancels the request of receipt. The receipt makes it exact: permits
-// are given back only if the request took them, and a request still on its
-// way takes nothing.
-func (s *Semaphore) undo(ctx context.Context, receipt string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, receiptTTL, s.sharded).Result()
-	return err
-}
-
-// receipt returns the receipt key of a new acquire request.
-func (s *Semaphore) receipt() string {
-	return s.names.Receipt(internal.ReceiptAcquire, internal.NewOwnerID())
 }
 
 func (s *Semaphore) wrap(op string, err error) error {

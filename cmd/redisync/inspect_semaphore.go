@@ -22,28 +22,41 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
-	if n := explainReceipts(keys, n); n > 0 {
-		r.note = fmt.Sprintf("%d request receipt(s), expiring within %v", n, internal.ReceiptTTL)
-	}
+	r.note = explainReceipts(keys, n)
 	return true
 }
 
-// explainReceipts marks the receipt keys of a counting semaphore's recent
-// requests (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>,
-// :drain:<id>), which make a retried request exact and expire by
-// themselves, and returns how many there are.
-func explainReceipts(keys map[string]*key, n internal.Names) int {
-	count := 0
+// explainReceipts marks the receipt keys of a semaphore's recent requests
+// (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>, :drain:<id>,
+// :add:<id>), which make a retried request exact and expire by
+// themselves, and returns a note saying how many there are, or "".
+func explainReceipts(keys map[string]*key, n internal.Names) string {
+	count, lifetime := 0, internal.ReceiptTTL
 	for name, k := range keys {
 		for _, kind := range internal.ReceiptKinds {
 			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
 				count++
+				if kind == internal.ReceiptAcquire {
+					// Deleted once settled; the hour is a safety net.
+					lifetime = max(lifetime, internal.AcquireReceiptTTL)
+				}
 				break
 			}
 		}
 	}
-	return count
+	if count == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d request receipt(s), expiring within %s", count, hours(lifetime))
+}
+
+// hours formats d as "1h" rather than "1h0m0s" when it is whole hours.
+func hours(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
 }
 
 // decodeLeased recognises a leased semaphore: its total permits are an
@@ -73,6 +86,9 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		leases.explained = true
 	}
 	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
+	if note := explainReceipts(keys, n); note != "" {
+		r.note += ", " + note
+	}
 	total.explained = true
 	return true
 }

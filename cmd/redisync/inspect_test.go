@@ -82,6 +82,7 @@ func TestInspectKinds(t *testing.T) {
 	mr.SetTime(now) // the server clock inspect reads deadlines against
 	ctx := t.Context()
 	fair, rw, sem, odd := internal.NewNames("jobs"), internal.NewNames("catalog"), internal.NewNames("db-slots"), internal.NewNames("odd")
+	leased := internal.NewNames("workers")
 	rdb.HSet(ctx, fair.Lock(), "owner-a", 1)
 	rdb.PExpire(ctx, fair.Lock(), 30*time.Second)
 	rdb.RPush(ctx, fair.Queue(), "w1", "w2")
@@ -94,9 +95,18 @@ func TestInspectKinds(t *testing.T) {
 	rdb.Set(ctx, sem.Lock(), 7, 0)
 	rdb.Set(ctx, sem.Sub("release:r1"), 1, 10*time.Second) // a recent Release's receipt
 	rdb.Set(ctx, odd.Lock(), "hello", 0)
+	// A leased semaphore of 3 permits, one acquired, after an AddPermits.
+	rdb.Set(ctx, leased.Sub("permits"), 3, 0)
+	rdb.ZAdd(ctx, leased.Lock(), redis.Z{Member: "p1", Score: float64(now.UnixMilli() + 30000)})
+	rdb.Set(ctx, leased.Receipt(internal.ReceiptAdd, "r2"), 1, 10*time.Second)
+	// A counting semaphore holding permits acquired in two requests.
+	slots := internal.NewNames("pool")
+	rdb.Set(ctx, slots.Lock(), 1, 0)
+	rdb.Set(ctx, slots.Receipt(internal.ReceiptAcquire, "a1"), 2, time.Hour)
+	rdb.Set(ctx, slots.Receipt(internal.ReceiptAcquire, "a2"), "x", time.Hour)
 	flags := []string{"--redis", "redis://" + addr}
 
-	rs := inspectJSON(t, flags, "jobs", "catalog", "db-slots", "odd", "nothing")
+	rs := inspectJSON(t, flags, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	if r := rs[0]; r.Kind != kindFairlock || len(r.Queue) != 2 || r.Queue[0].ID != "w1" || r.Queue[1].ID != "w2" ||
 		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 {
 		t.Errorf("fair lock report = %+v", r)
@@ -113,21 +123,26 @@ func TestInspectKinds(t *testing.T) {
 	if r := rs[4]; r.Kind != kindFree || len(r.Keys) != 0 {
 		t.Errorf("free report = %+v", r)
 	}
+	if r := rs[5]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 2 || len(r.Holders) != 1 {
+		t.Errorf("leased semaphore report = %+v", r)
+	}
 
-	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing")
+	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s",
 		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
+		"semaphore (leased, 1 request receipt(s), expiring within 10s)",
+		"semaphore (2 request receipt(s), expiring within 1h)",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text output lacks %q:\n%s", want, stdout)
 		}
 	}
 	// Keys a decoder explains are not listed as unexplained.
-	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue(), sem.Sub("release:r1")} {
+	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}

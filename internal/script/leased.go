@@ -73,16 +73,22 @@ func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string,
 
 // LeasedSetPermits runs leased_setpermits.lua: set the total permits to n
 // (>= 0), acquired ones included, or with onlyNew only if there is no total
-// yet. The reply is false when onlyNew found a total (nothing changed).
-func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, n int64, onlyNew, sharded bool) BoolCmd {
-	return BoolCmd{leasedSetPermits.run(ctx, c, k.list(), n, flag(onlyNew), flag(sharded))}
+// yet, once for the request whose receipt key, which lives for ttl, is
+// receipt: a repeated request reports success and changes nothing. The
+// reply is false when onlyNew found a total (nothing changed). go-redis
+// never resends it: the caller retries a lost reply while the receipt
+// lives (internal.Once).
+func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
+	return BoolCmd{leasedSetPermits.run(ctx, c, append(k.list(), receipt), n, flag(onlyNew), flag(sharded), ms(ttl))}
 }
 
 // LeasedAddPermits runs leased_addpermits.lua: add delta (non-zero; negative
-// takes permits away) to the total. The reply is the available count
-// afterwards, which may be negative.
-func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, delta int64, sharded bool) IntCmd {
-	return IntCmd{leasedAddPermits.run(ctx, c, k.list(), delta, flag(sharded))}
+// takes permits away) to the total, once for the request whose receipt
+// key, which lives for ttl, is receipt: a repeated request adds nothing.
+// The reply is the available count afterwards, which may be negative.
+// go-redis never resends it, as LeasedSetPermits.
+func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, receipt string, delta int64, sharded bool, ttl time.Duration) IntCmd {
+	return IntCmd{leasedAddPermits.run(ctx, c, append(k.list(), receipt), delta, flag(sharded), ms(ttl))}
 }
 
 // LeasedAvailable runs leased_available.lua: the total minus the live

@@ -43,6 +43,12 @@ func (c TakenCmd) Result() (Taken, error) {
 	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1]}, nil
 }
 
+// Settled receipts: every counting semaphore script but the count's read
+// also takes settled, the receipt keys of earlier acquire requests whose
+// outcome their handle knows, and deletes them (up to a few per script,
+// in the semaphore's slot). So an acquire receipt is deleted as soon as
+// it is no longer needed, without a round trip of its own.
+
 // SemaphoreAcquire runs semaphore_acquire.lua: take n permits (n >= 1) if
 // that many are available, recording it under receipt, a key of the
 // request's own that lives for ttl. A repeated request with the same
@@ -51,8 +57,8 @@ func (c TakenCmd) Result() (Taken, error) {
 // resend after the receipt expired would take the permits twice, so a
 // lost reply comes back as an error and the caller cancels the request
 // (SemaphoreUndo).
-func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, ttl time.Duration) TakenCmd {
-	return TakenCmd{semaphoreAcquire.run(ctx, c, []string{k.Permits, receipt}, n, ms(ttl))}
+func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, ttl time.Duration, settled []string) TakenCmd {
+	return TakenCmd{semaphoreAcquire.run(ctx, c, plusSettled(settled, k.Permits, receipt), n, ms(ttl))}
 }
 
 // SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;
@@ -61,9 +67,9 @@ func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // available afterwards, notify as many waiters per process as are
 // available. A repeated request with the same receipt adds nothing. The
 // reply is the available count afterwards. go-redis never resends it: the
-// caller retries a lost reply while the receipt lives (see runOnce).
-func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{semaphoreRelease.run(ctx, c, []string{k.Permits, k.Channel, receipt}, delta, flag(sharded), ms(ttl))}
+// caller retries a lost reply while the receipt lives (internal.Once).
+func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool, settled []string) IntCmd {
+	return IntCmd{semaphoreRelease.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, receipt), delta, flag(sharded), ms(ttl))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
@@ -72,8 +78,8 @@ func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // lives for ttl, is receipt: a repeated request reports success and
 // changes nothing. The reply is false when onlyNew found a count (nothing
 // changed). go-redis never resends it, as SemaphoreRelease.
-func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
-	return BoolCmd{semaphoreSetPermits.run(ctx, c, []string{k.Permits, k.Channel, receipt}, n, flag(onlyNew), flag(sharded), ms(ttl))}
+func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration, settled []string) BoolCmd {
+	return BoolCmd{semaphoreSetPermits.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, receipt), n, flag(onlyNew), flag(sharded), ms(ttl))}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua: take every available permit,
@@ -81,14 +87,19 @@ func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, rece
 // The reply is how many the request took (a repeated request reports what
 // the first took); 0 (nothing changed) when none was available. go-redis
 // never resends it, as SemaphoreRelease.
-func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration) IntCmd {
-	return IntCmd{semaphoreDrain.run(ctx, c, []string{k.Permits, receipt}, ms(ttl))}
+func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, settled []string) IntCmd {
+	return IntCmd{semaphoreDrain.run(ctx, c, plusSettled(settled, k.Permits, receipt), ms(ttl))}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded
 // under receipt, giving back the permits it took, if any, and making sure
 // it takes nothing should it still arrive. ttl is the receipt lifetime the
 // request used. The reply is the number of permits given back.
-func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{semaphoreUndo.run(ctx, c, []string{k.Permits, receipt, k.Channel}, ms(ttl), flag(sharded))}
+func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool, settled []string) IntCmd {
+	return IntCmd{semaphoreUndo.run(ctx, c, plusSettled(settled, k.Permits, receipt, k.Channel), ms(ttl), flag(sharded))}
+}
+
+// plusSettled returns a script's own keys followed by the settled receipts.
+func plusSettled(settled []string, own ...string) []string {
+	return append(own, settled...)
 }

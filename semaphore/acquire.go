@@ -1,0 +1,150 @@
+package semaphore
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/script"
+)
+
+// Acquire takes n permits, waiting until n are available at once or ctx is
+// done. Acquiring 0 permits succeeds at once; a negative n is an error. On
+// failure Acquire returns an error wrapping ctx.Err() or the Redis error
+// and leaves the semaphore unchanged: if a take was in flight when ctx
+// ended or its reply was lost, whatever it took is given back. A take
+// whose reply arrives after ctx ended is given back too, and Acquire
+// returns the ctx error: the caller has moved on.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	if n < 0 {
+		return s.wrap("acquire", negative("permits", n))
+	}
+	if n == 0 {
+		return nil
+	}
+	r := &request{n: n, receipt: s.receipt()}
+	c := internal.Acquire(s.rdb)
+	defer c.Release()
+	// A release that frees fewer than n permits wakes a local waiter that
+	// needs no more than that, not this one.
+	need := int(min(n, maxAnnounced))
+	err := internal.WaitNeeding(ctx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
+		func(ctx context.Context) (bool, time.Duration, error) {
+			ok, err := s.attempt(ctx, r)
+			return ok, 0, err // no lease bounds the wait: the poll interval does
+		})
+	if err != nil && r.unsure {
+		// A script of the request had an unknown outcome, and no
+		// cancellation of it went through: try once more, or a take
+		// that went through, or a copy still on its way, keeps the
+		// permits taken.
+		s.cancel(ctx, r)
+	}
+	return s.wrap("acquire", err)
+}
+
+// TryAcquire makes one attempt to take n permits and reports whether it
+// did: false and no error when fewer than n are available. Acquiring 0
+// permits succeeds; a negative n is an error. As with Acquire, a take
+// whose outcome is unknown, or whose reply arrives after ctx ended, is
+// given back, and TryAcquire returns an error.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
+	if n < 0 {
+		return false, s.wrap("acquire", negative("permits", n))
+	}
+	if n == 0 {
+		return true, nil
+	}
+	ok, err := s.attempt(ctx, &request{n: n, receipt: s.receipt()})
+	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
+}
+
+// maxAnnounced caps the permit count a notification carries (see
+// semaphore_release.lua): a waiter for more is woken by any notification
+// that announces the cap.
+const maxAnnounced = 1_000_000
+
+// request is one Acquire or TryAcquire of n permits. Its attempts run
+// under one receipt until the request is cancelled; then it goes on as a
+// new request, under a new receipt (see settled.go for their lifetime).
+type request struct {
+	n       int64
+	receipt string
+	unsure  bool // a script under receipt had an unknown outcome: never settle it
+}
+
+// attempt runs the acquire script once for request r.
+func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
+	var res script.Taken
+	err := s.withSettled(func(settled []string) (err error) {
+		res, err = script.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, acquireReceiptTTL, settled).Result()
+		return err
+	})
+	switch {
+	case err != nil:
+		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+			// The script may have run without its reply reaching us:
+			// cancel the request, giving back what it took. If the
+			// cancellation fails, the receipt is kept: a later attempt
+			// under it finds the permits the request took, if it did.
+			r.unsure = r.unsure || internal.OutcomeUnknown(err)
+			s.cancel(ctx, r)
+		}
+		return false, err
+	case res.Cancelled:
+		// A cancellation whose reply was lost went through: go on as a
+		// new request, which nothing has cancelled.
+		s.renew(r)
+		return s.attempt(ctx, r)
+	case !res.OK:
+		return false, nil
+	}
+	if err := internal.CtxDone(ctx); err != nil {
+		// The reply came after ctx ended, and the caller has moved on:
+		// give the permits back (the rule of every blocking acquire).
+		s.cancel(ctx, r)
+		return false, err
+	}
+	if !r.unsure {
+		s.settled.add(r.receipt)
+	}
+	return true, nil
+}
+
+// cancel cancels request r, giving back what it took, and starts it anew
+// under a new receipt. When the cancellation fails, r goes on under its
+// receipt, which tells its next attempt what it took, if anything.
+func (s *Semaphore) cancel(ctx context.Context, r *request) {
+	if err := s.undo(ctx, r.receipt); err != nil {
+		r.unsure = r.unsure || internal.OutcomeUnknown(err)
+		return
+	}
+	s.renew(r)
+}
+
+// renew starts r anew under a new receipt, once the outcome of the old
+// one is final. The old receipt is settled unless a script under it had
+// an unknown outcome (see settled.go).
+func (s *Semaphore) renew(r *request) {
+	if !r.unsure {
+		s.settled.add(r.receipt)
+	}
+	r.receipt, r.unsure = s.receipt(), false
+}
+
+// undo cancels the request of receipt. The receipt makes it exact: permits
+// are given back only if the request took them, and a request still on its
+// way takes nothing.
+func (s *Semaphore) undo(ctx context.Context, receipt string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return s.withSettled(func(settled []string) error {
+		_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, acquireReceiptTTL, s.sharded, settled).Result()
+		return err
+	})
+}
+
+// receipt returns the receipt key of a new acquire request.
+func (s *Semaphore) receipt() string {
+	return s.names.Receipt(internal.ReceiptAcquire, internal.NewOwnerID())
+}
