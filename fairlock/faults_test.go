@@ -53,8 +53,8 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 	if !redistest.Closed(m.Done()) {
 		t.Fatal("Done open after the last Unlock failed")
 	}
-	c := internal.Acquire(rdb)
-	defer c.Release()
+	c := internal.Attach(rdb)
+	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog still renews %d holds", n)
 	}

@@ -39,12 +39,13 @@ func Sharded(rdb redis.UniversalClient) bool {
 	return ok
 }
 
-// Acquire returns the shared Client of rdb, creating it on first use. Every
-// Acquire must be paired with one Release; the entry is forgotten
-// clientLinger after the last user released it, so nothing of the library
-// stays attached to a client that nothing holds or waits on. Creating it
-// does no I/O and starts no goroutine.
-func Acquire(rdb redis.UniversalClient) *Client {
+// Attach returns the shared Client of rdb, creating it on first use, for a
+// hold or a wait that uses it. Every Attach must be paired with one
+// Detach; the entry is forgotten clientLinger after the last user
+// detached, so nothing of the library stays attached to a client that
+// nothing holds or waits on. Creating it does no I/O and starts no
+// goroutine. (It counts users of the machinery; it takes no lock.)
+func Attach(rdb redis.UniversalClient) *Client {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	c := registry[rdb]
@@ -56,8 +57,8 @@ func Acquire(rdb redis.UniversalClient) *Client {
 	return c
 }
 
-// Release gives back one reference taken by Acquire.
-func (c *Client) Release() {
+// Detach gives back one use taken by Attach.
+func (c *Client) Detach() {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	c.refs--

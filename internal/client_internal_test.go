@@ -20,12 +20,12 @@ func TestClientLingers(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	c := Acquire(rdb)
-	c.Release()
-	if again := Acquire(rdb); again != c {
+	c := Attach(rdb)
+	c.Detach()
+	if again := Attach(rdb); again != c {
 		t.Fatal("a Client released a moment ago was built anew")
 	} else {
-		again.Release()
+		again.Detach()
 	}
 	deadline := time.Now().Add(clientLinger + 2*time.Second)
 	for registered(rdb) != nil {

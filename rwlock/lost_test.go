@@ -85,8 +85,8 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 			if !redistest.Closed(rw.Done()) {
 				t.Fatal("Done open after the last unlock failed")
 			}
-			c := internal.Acquire(rdb)
-			defer c.Release()
+			c := internal.Attach(rdb)
+			defer c.Detach()
 			if n := c.Watchdog.Len(); n != 0 {
 				t.Fatalf("the watchdog still renews %d holds", n)
 			}

@@ -23,8 +23,8 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return nil
 	}
 	r := &request{n: n, receipt: s.receipt()}
-	c := internal.Acquire(s.rdb)
-	defer c.Release()
+	c := internal.Attach(s.rdb)
+	defer c.Detach()
 	// A release that frees fewer than n permits wakes a local waiter that
 	// needs no more than that, not this one.
 	need := int(min(n, maxAnnounced))

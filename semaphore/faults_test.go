@@ -173,8 +173,8 @@ func TestLeasedFailedReleaseStopsRenewalMini(t *testing.T) {
 	if !redistest.Closed(l.Done(id)) {
 		t.Fatal("Done open after Release failed")
 	}
-	c := internal.Acquire(rdb)
-	defer c.Release()
+	c := internal.Attach(rdb)
+	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog still renews %d permits", n)
 	}
@@ -194,8 +194,8 @@ func TestLeasedTryAcquireReplyLostMini(t *testing.T) {
 		t.Fatalf("TryAcquire with its reply lost = %v, %v; want an error", ok, err)
 	}
 	wantLeasedAvailable(t, l, 1)
-	c := internal.Acquire(rdb)
-	defer c.Release()
+	c := internal.Attach(rdb)
+	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog renews %d permits", n)
 	}

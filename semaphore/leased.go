@@ -122,8 +122,8 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 		return "", l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
-	c := internal.Acquire(l.rdb)
-	defer c.Release()
+	c := internal.Attach(l.rdb)
+	defer c.Detach()
 	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			return l.attempt(ctx, id, lease)

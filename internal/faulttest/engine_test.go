@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // A waiter's cheap retry (an attempt after a clean refusal) whose reply is
@@ -111,43 +113,74 @@ func TestFixedLeasePartialUnlock(t *testing.T) {
 // blocking is one blocking acquire of a primitive, for the ctx-rule test.
 type blocking struct {
 	name string
-	// take returns a holder's release and a waiter's acquire (and its
-	// release) on the lock called name.
-	take func(rdb redis.UniversalClient, name string) (hold func(context.Context) error, release func(context.Context) error, wait func(context.Context) error, leave func(context.Context) error)
+	// take returns a holder's acquire and release on client h, and a
+	// waiter's on client w, on the lock called name.
+	take func(h, w redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error)
 	held func(ctx context.Context, rdb *redis.Client, name string) bool
 }
 
+// lateReplies records whether a script reply was read after the ctx of
+// its command had ended: the take the ctx rule is about.
+type lateReplies struct{ seen atomic.Bool }
+
+func (l *lateReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *lateReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (l *lateReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && strings.HasPrefix(cmd.Name(), "eval") && ctx.Err() != nil {
+			l.seen.Store(true)
+		}
+		return err
+	}
+}
+
 // A waiter's cancel racing the holder's release: a Lock that returns nil
-// holds (in Redis), one that returns an error holds nothing, and nothing
-// is left behind. The engine checks ctx after the reply, so no Lock whose
-// ctx was done when its reply was read returns nil.
+// holds (in Redis), one that returns an error holds nothing, nothing is
+// left behind, and no Lock whose acquire reply was read after its ctx
+// ended returns nil.
 func TestCtxRuleStress(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	rdb := srv.NewClient(t)
+	late := &lateReplies{}
+	waiting := srv.NewClient(t)
+	waiting.AddHook(late)
 	const rounds = 300
 	for _, p := range ctxRulePrimitives {
 		t.Run(p.name, func(t *testing.T) {
-			held, cancelled := 0, 0
+			held, cancelled, lateTakes := 0, 0, 0
 			for i := range rounds {
 				name := fmt.Sprintf("%s-%d", redistest.UniqueName(t), i)
-				holdIt, release, wait, leave := p.take(rdb, name)
+				holdIt, release, wait, leave := p.take(rdb, waiting, name)
 				ctx := t.Context()
 				if err := holdIt(ctx); err != nil {
 					t.Fatal(err)
 				}
+				late.seen.Store(false)
 				wctx, cancel := context.WithCancel(ctx)
 				got := make(chan error, 1)
 				go func() { got <- wait(wctx) }()
-				time.Sleep(time.Duration(i%5) * 200 * time.Microsecond) // vary where the race lands
-				var wg sync.WaitGroup
-				wg.Add(2)
-				go func() { defer wg.Done(); cancel() }()
-				go func() { defer wg.Done(); _ = release(ctx) }()
-				wg.Wait()
+				// Pacing, not synchronisation: the waiter is usually
+				// parked, and the cancel lands at varied points of the
+				// wake-up and take that the release starts.
+				time.Sleep(time.Millisecond)
+				released := make(chan struct{})
+				go func() { defer close(released); _ = release(ctx) }()
+				time.Sleep(time.Duration(i%8) * 150 * time.Microsecond)
+				cancel()
+				<-released
 				err := <-got
+				if late.seen.Load() {
+					lateTakes++
+				}
 				switch {
 				case err == nil:
 					held++
+					if late.seen.Load() {
+						t.Fatalf("round %d: Lock returned nil after reading its reply with ctx done", i)
+					}
 					if !p.held(ctx, rdb, name) {
 						t.Fatalf("round %d: Lock returned nil but holds nothing in Redis", i)
 					}
@@ -163,7 +196,7 @@ func TestCtxRuleStress(t *testing.T) {
 					t.Fatalf("round %d: a hold is left in Redis (Lock returned %v)", i, err)
 				}
 			}
-			t.Logf("%d rounds: %d held, %d cancelled", rounds, held, cancelled)
+			t.Logf("%d rounds: %d held, %d cancelled, %d replies read after the cancel", rounds, held, cancelled, lateTakes)
 		})
 	}
 }
@@ -172,9 +205,9 @@ func TestCtxRuleStress(t *testing.T) {
 func mutexTake[M interface {
 	Lock(context.Context) error
 	Unlock(context.Context) error
-}](newM func(rdb redis.UniversalClient, name string) M) func(rdb redis.UniversalClient, name string) (func(context.Context) error, func(context.Context) error, func(context.Context) error, func(context.Context) error) {
-	return func(rdb redis.UniversalClient, name string) (func(context.Context) error, func(context.Context) error, func(context.Context) error, func(context.Context) error) {
-		h, w := newM(rdb, name), newM(rdb, name)
+}](newM func(rdb redis.UniversalClient, name string) M) func(h, w redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+	return func(hc, wc redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+		h, w := newM(hc, name), newM(wc, name)
 		return h.Lock, h.Unlock, w.Lock, w.Unlock
 	}
 }
@@ -183,10 +216,30 @@ var ctxRulePrimitives = []blocking{
 	{"rlock", mutexTake(func(rdb redis.UniversalClient, name string) *rlock.Mutex { return rlock.New(rdb, name) }), keyExists},
 	{"fairlock", mutexTake(func(rdb redis.UniversalClient, name string) *fairlock.Mutex { return fairlock.New(rdb, name) }), keyExists},
 	{"rwlock write", mutexTake(newRWWriter), keyExists},
-	{"rwlock read", func(rdb redis.UniversalClient, name string) (func(context.Context) error, func(context.Context) error, func(context.Context) error, func(context.Context) error) {
-		h, w := newRWWriter(rdb, name), newRWWriter(rdb, name)
+	{"rwlock read", func(hc, wc redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+		h, w := newRWWriter(hc, name), newRWWriter(wc, name)
 		return h.Lock, h.Unlock, w.RLock, w.RUnlock
 	}, keyExists},
+	{"leased", leasedTake, permitTaken},
+}
+
+// leasedTake is blocking.take for a leased semaphore of one permit, whose
+// permits the watchdog keeps alive.
+func leasedTake(hc, wc redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+	h, w := semaphore.NewLeased(hc, name), semaphore.NewLeased(wc, name)
+	var hid, wid string
+	return func(ctx context.Context) (err error) {
+			if err = h.SetPermits(ctx, 1); err == nil {
+				hid, err = h.Acquire(ctx, 0)
+			}
+			return err
+		}, func(ctx context.Context) error { return h.Release(ctx, hid) },
+		func(ctx context.Context) (err error) { wid, err = w.Acquire(ctx, 0); return err },
+		func(ctx context.Context) error { return w.Release(ctx, wid) }
+}
+
+func permitTaken(ctx context.Context, rdb *redis.Client, name string) bool {
+	return rdb.ZCard(ctx, mainKey(name)).Val() > 0
 }
 
 func keyExists(ctx context.Context, rdb *redis.Client, name string) bool {

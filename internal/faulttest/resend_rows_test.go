@@ -15,47 +15,52 @@ import (
 
 type newHandle func(rdb redis.UniversalClient, name string, opts ...time.Duration) handle
 
-// lockRow: one Lock whose reply is lost is one level, which one Unlock
-// releases.
+// lockRow: a Lock whose reply is lost is one level, at the first level
+// and at a re-entry alike; as many Unlocks release them.
 func lockRow(h newHandle) func(t *testing.T, r resend) {
 	return func(t *testing.T, r resend) {
 		l := h(r.via, r.name)
-		dropped := r.drop()
-		if err := l.lock(t.Context()); err != nil {
-			t.Fatalf("Lock with a lost reply: %v", err)
+		for level := int64(1); level <= 2; level++ {
+			dropped := r.drop()
+			if err := l.lock(t.Context()); err != nil {
+				t.Fatalf("Lock of level %d with a lost reply: %v", level, err)
+			}
+			mustDropped(t, dropped)
+			if n := l.levels(t.Context(), r.direct); n != level {
+				t.Fatalf("%d Locks left %d levels in Redis", level, n)
+			}
 		}
-		mustDropped(t, dropped)
-		if n := l.levels(t.Context(), r.direct); n != 1 {
-			t.Fatalf("one Lock left %d levels in Redis", n)
-		}
-		if err := l.unlock(t.Context()); err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if err := l.unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
 
-// unlockRow: an Unlock of the second level whose reply is lost releases
-// one level; the next Unlock releases the last.
+// unlockRow: an Unlock whose reply is lost releases one level, above
+// the last and at the last alike, and reports success.
 func unlockRow(h newHandle) func(t *testing.T, r resend) {
 	return func(t *testing.T, r resend) {
 		l := h(r.via, r.name)
 		ctx := t.Context()
-		if err := l.lock(ctx); err != nil {
-			t.Fatal(err)
+		for range 2 {
+			if err := l.lock(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := l.lock(ctx); err != nil {
-			t.Fatal(err)
+		for left := int64(1); left >= 0; left-- {
+			dropped := r.drop()
+			if err := l.unlock(ctx); err != nil {
+				t.Fatalf("Unlock with a lost reply, %d levels left after it: %v", left, err)
+			}
+			mustDropped(t, dropped)
+			if n := l.levels(ctx, r.direct); n != left {
+				t.Fatalf("Unlock left %d levels in Redis, want %d", n, left)
+			}
 		}
-		dropped := r.drop()
-		if err := l.unlock(ctx); err != nil {
-			t.Fatalf("Unlock with a lost reply: %v", err)
-		}
-		mustDropped(t, dropped)
-		if n := l.levels(ctx, r.direct); n != 1 {
-			t.Fatalf("one Unlock of two levels left %d in Redis", n)
-		}
-		if err := l.unlock(ctx); err != nil {
-			t.Fatalf("last Unlock: %v", err)
+		if !redistest.Closed(l.done()) {
+			t.Fatal("Done open after the last Unlock")
 		}
 	}
 }

@@ -164,7 +164,7 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 		// lost before the watchdog noticed.
 		t.end(h, internal.ErrLost)
 	}
-	h = &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Acquire(t.cfg.RDB)}
+	h = &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB)}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -202,7 +202,7 @@ func (t *Tracker) end(h *hold, lost error) {
 	}
 	t.mu.Unlock()
 	h.wd.Remove()
-	h.client.Release()
+	h.client.Detach()
 	close(h.done)
 	for _, cancel := range h.ends {
 		cancel()

@@ -77,8 +77,8 @@ var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock
 
 // Lock takes a level of mode m, waiting until it can or ctx is done.
 func (l *Lock) Lock(ctx context.Context, m Mode) error {
-	c := internal.Acquire(l.k.RDB)
-	defer c.Release()
+	c := internal.Attach(l.k.RDB)
+	defer c.Detach()
 	a := Asking{Blocking: true}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
