@@ -83,6 +83,13 @@
 // exclusion holds only while the lease is valid and only on one primary that
 // has not lost the write; use fencing tokens where that matters.
 //
+// fairlock has no WithReplicaAck (rlock has): acknowledging the grant alone
+// would keep mutual exclusion across a failover but not the line, whose
+// places and deadlines change with every attempt of every waiter; a
+// promoted replica may have an older line and serve waiters out of order.
+// Use rlock with WithReplicaAck where surviving a failover matters more
+// than order.
+//
 // # Testing with miniredis
 //
 // The scripts run unchanged on miniredis. miniredis expires keys only when

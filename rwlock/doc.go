@@ -117,6 +117,16 @@
 // announcement lapses after WriterPatience, and a live writer that cannot
 // reach Redis for that long loses its place until its next attempt.
 //
+// # What rlock has and RWMutex has not
+//
+// RWMutex has no fencing token (Token, WithFencing), no IsHeld or
+// HoldCount, and no WithReplicaAck. A token orders exclusive holders;
+// readers share the lock, so one token per read hold would not tell a
+// stale reader from a live one, and a token for writers alone is not
+// built yet. Guard a resource that must refuse stale writers with an
+// rlock.Mutex and WithFencing around the write. IsLocked and TTL report
+// the lock in either mode; Done reports this handle's hold.
+//
 // # Testing with miniredis
 //
 // The scripts run unchanged on miniredis. miniredis expires keys only when
