@@ -41,10 +41,36 @@ func Wrap(pkg, op, name string, err error) error {
 		err = errors.New("unexpected nil reply from redis")
 	}
 	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
-		return fmt.Errorf("%s: %s %q: %w: %w", pkg, op, name, ErrWrongType, err)
+		err = wrongType{key: NewNames(name).Lock(), reply: err}
 	}
 	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
 }
+
+// wrongType is a WRONGTYPE reply as a user reads it: it names the key of
+// the primitive and says what Redis found, without the script id and line
+// Redis appends to an error raised in a script. It matches ErrWrongType
+// and, with errors.Is and errors.As, the reply itself.
+type wrongType struct {
+	key   string
+	reply error
+}
+
+func (e wrongType) Error() string {
+	msg := e.reply.Error()
+	if i := strings.Index(msg, "WRONGTYPE"); i >= 0 {
+		msg = msg[i+len("WRONGTYPE"):]
+	}
+	if i := strings.Index(msg, " script:"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, " stack traceback:"); i >= 0 {
+		msg = msg[:i] // miniredis' form
+	}
+	msg = strings.TrimSpace(msg)
+	return fmt.Sprintf("%v: key %q: %s", ErrWrongType, e.key, msg)
+}
+
+func (e wrongType) Unwrap() []error { return []error{ErrWrongType, e.reply} }
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error reply, also
 // when it was raised inside a script (where some servers, miniredis among

@@ -3,7 +3,10 @@ package internal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
@@ -25,5 +28,25 @@ func TestWrongTypeOnlyFromTheReply(t *testing.T) {
 	}
 	if err := internal.Wrap("rlock", "lock", "k", reply); !errors.Is(err, internal.ErrWrongType) {
 		t.Fatalf("%v does not match ErrWrongType", err)
+	}
+}
+
+// A wrong-type error names the key and what Redis found, and no script id.
+func TestWrongTypeText(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	key := internal.NewNames(name).Lock()
+	ctx := t.Context()
+	rdb.Set(ctx, key, "v", 0)
+	script := redis.NewScript("return redis.call('hget', KEYS[1], 'f')")
+	reply := script.Run(ctx, rdb, []string{key}).Err()
+	err := internal.Wrap("rlock", "lock", name, reply)
+	want := fmt.Sprintf("rlock: lock %q: name holds a value of another kind: key %q: Operation against a key holding the wrong kind of value", name, key)
+	if err.Error() != want {
+		t.Fatalf("error text\n%s\nwant\n%s", err, want)
+	}
+	if !errors.Is(err, internal.ErrWrongType) || !errors.Is(err, reply) {
+		t.Fatalf("%v does not match ErrWrongType and the reply", err)
 	}
 }

@@ -132,6 +132,9 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	case ok:
 		w.woken = false
 		return true, 0, nil
+	case err != nil && CtxDone(ctx) != nil:
+		// Cut short by ctx: say why the attempts failed, if they did.
+		return true, 0, w.ctxErr(err)
 	case err != nil && !Transient(err):
 		return true, 0, err // a notification taken here is passed on by close
 	case err != nil:
@@ -170,7 +173,9 @@ type waiter struct {
 }
 
 // ctxErr is the error for a wait ended by ctx: it wraps ctx's error and
-// the transient error that kept the attempts failing, if any.
+// the transient error that kept the attempts failing, if any, however
+// the wait ended (in a sleep, a subscription, or an attempt cut short):
+// a wait that fails says why.
 func (w *waiter) ctxErr(err error) error {
 	if w.lastErr != nil {
 		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)

@@ -14,7 +14,8 @@
 -- run of the same request took it: its lease is then re-armed, since the
 -- caller counts it from this call), or {0, wait} when no permit is
 -- available: wait is the time in ms until the earliest acquired permit
--- expires, -1 when none is acquired.
+-- expires, -1 when none is acquired; a third element is 0 when no total
+-- was ever set, so that the waiter can say why it waits.
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
 -- error, raised before anything is written.
 
@@ -41,11 +42,12 @@ if redis.call('zscore', leases, id) then
 end
 
 if available < 1 then
+  local set = raw and 1 or 0
   local first = redis.call('zrange', leases, 0, 0, 'withscores')
   if first[2] then
-    return {0, tonumber(first[2]) - now}
+    return {0, tonumber(first[2]) - now, set}
   end
-  return {0, -1}
+  return {0, -1, set}
 end
 
 redis.call('zadd', leases, now + lease, id)

@@ -16,7 +16,8 @@
 --
 -- Returns {1, available} when the request holds its n permits afterwards
 -- (also when an earlier run of the same request took them), {0, available}
--- when fewer than n are available, {-1, available} when the request was
+-- when fewer than n are available ({0, 0, 0} when no count was ever set:
+-- the waiter can say why it waits), {-1, available} when the request was
 -- cancelled (its caller must go on under a new receipt); available is the
 -- count left.
 -- A permit count that is not an integer, or a key of another type, is a
@@ -48,7 +49,10 @@ if seen then
 end
 
 if available < n then
-  return {0, available}
+  if raw then
+    return {0, available}
+  end
+  return {0, available, 0}
 end
 available = redis.call('decrby', permits, ARGV[1])
 redis.call('set', receipt, ARGV[1], 'px', ttl)

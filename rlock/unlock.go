@@ -18,6 +18,10 @@ import (
 // success. If Unlock of the last level fails nonetheless, the handle stops
 // renewing the lease and Done closes: Redis frees the lock when the lease
 // runs out, if not before. A later Unlock still releases it if it can.
+//
+// Unlock runs even when ctx is done or its deadline has passed: it uses ctx's
+// values without its cancellation, bounded by a timeout of its own (5s),
+// so a deferred Unlock after a cancelled request still frees the lock at once.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.l.Unlock(ctx, hold.Exclusive) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It

@@ -20,6 +20,10 @@ import (
 // level fails nonetheless, the handle stops renewing its leases and Done
 // closes: Redis frees the lock when the lease runs out, if not before. A
 // later RUnlock or Unlock still releases it if it can.
+//
+// RUnlock, like Unlock, runs even when ctx is done or its deadline has passed: it uses ctx's
+// values without its cancellation, bounded by a timeout of its own (5s),
+// so a deferred RUnlock after a cancelled request still frees the lock at once.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	return rw.l.Unlock(ctx, hold.Shared)
 }

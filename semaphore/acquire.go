@@ -2,6 +2,8 @@ package semaphore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal"
@@ -40,6 +42,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		// permits taken.
 		s.cancel(ctx, r)
 	}
+	if err != nil && r.unset {
+		err = fmt.Errorf("%w: %w", err, errUnset)
+	}
 	return s.wrap("acquire", err)
 }
 
@@ -59,6 +64,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
 	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
 }
 
+// errUnset tells a waiter why it waited in vain on a semaphore that never
+// had a permit count (a new name, or a Redis restarted without
+// persistence).
+var errUnset = errors.New("no permits set: call SetPermits or TrySetPermits")
+
 // maxAnnounced caps the permit count a notification carries (see
 // semaphore_release.lua): a waiter for more is woken by any notification
 // that announces the cap.
@@ -71,6 +81,7 @@ type request struct {
 	n       int64
 	receipt string
 	unsure  bool // a script under receipt had an unknown outcome: never settle it
+	unset   bool // the last attempt found no permit count at all
 }
 
 // attempt runs the acquire script once for request r.
@@ -97,6 +108,7 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 		s.renew(r)
 		return s.attempt(ctx, r)
 	case !res.OK:
+		r.unset = res.Unset
 		return false, nil
 	}
 	if err := internal.CtxDone(ctx); err != nil {

@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -124,10 +125,14 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	id := internal.NewOwnerID()
 	c := internal.Attach(l.rdb)
 	defer c.Detach()
+	var unset bool // the last attempt found no total at all
 	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
-			return l.attempt(ctx, id, lease)
+			return l.attempt(ctx, id, lease, &unset)
 		})
+	if err != nil && unset {
+		err = fmt.Errorf("%w: %w", err, errUnset)
+	}
 	if err != nil {
 		return "", l.wrap("acquire", err)
 	}
@@ -142,7 +147,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
-	ok, _, err := l.attempt(ctx, id, lease)
+	ok, _, err := l.attempt(ctx, id, lease, new(bool))
 	if !ok || err != nil {
 		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
 	}
@@ -154,9 +159,10 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // whose grant arrives after ctx ended or too late to trust, gives the
 // permit back. With lease 0 the permit is a hold of its own, which the
 // watchdog keeps alive.
-func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration) (bool, time.Duration, error) {
+func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration, unset *bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
 		res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+		*unset = err == nil && res.Unset
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
 	if lease > 0 {
@@ -204,7 +210,13 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 // permit all the same (its Done closes), so that it returns to the pool
 // when its lease runs out, if not before; a later Release still gives it
 // back if it can.
+//
+// Release runs even when ctx is done or its deadline has passed: it uses ctx's
+// values without its cancellation, bounded by a timeout of its own (5s),
+// so a deferred Release after a cancelled request still gives the permit back at once.
 func (l *Leased) Release(ctx context.Context, id string) error {
+	ctx, cancel := hold.ReleaseContext(ctx) // not abandoned because ctx ended
+	defer cancel()
 	t := l.forget(id)
 	if t != nil {
 		return l.wrap("release", t.Release(ctx, hold.Exclusive))

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -118,6 +119,10 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // Two calls are two releases: permits are not owned, so nothing can tell a
 // second Release from a release of permits acquired elsewhere. An error
 // from a network fault leaves unknown whether the permits were added.
+//
+// Release runs even when ctx is done or its deadline has passed: it uses ctx's
+// values without its cancellation, bounded by a timeout of its own (5s),
+// so a deferred Release after a cancelled request still gives the permits back at once.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("release", negative("permits", n))
@@ -125,6 +130,10 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
+	// A release is not abandoned because the caller's ctx ended: a
+	// deferred Release after a cancelled request must not lose permits.
+	ctx, cancel := hold.ReleaseContext(ctx)
+	defer cancel()
 	return s.wrap("release", s.add(ctx, n))
 }
 

@@ -245,3 +245,63 @@ func permitTaken(ctx context.Context, rdb *redis.Client, name string) bool {
 func keyExists(ctx context.Context, rdb *redis.Client, name string) bool {
 	return rdb.Exists(ctx, mainKey(name)).Val() == 1
 }
+
+// Releases are not abandoned because the caller's ctx ended: a deferred
+// Unlock, RUnlock or Release after a cancelled request frees the lock at
+// once, and a waiter on another client holds within 100ms.
+func TestReleaseWithCancelledCtx(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb, other := srv.NewClient(t), srv.NewClient(t)
+	for _, p := range append(ctxRulePrimitives, blocking{"rwlock read release", func(hc, wc redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+		h, w := newRWWriter(hc, name), newRWWriter(wc, name)
+		return h.RLock, h.RUnlock, w.Lock, w.Unlock
+	}, keyExists}, blocking{"semaphore", countingTake, func(ctx context.Context, rdb *redis.Client, name string) bool {
+		return rdb.Get(ctx, mainKey(name)).Val() == "0"
+	}}) {
+		t.Run(p.name, func(t *testing.T) {
+			name := redistest.UniqueName(t)
+			holdIt, release, wait, leave := p.take(rdb, other, name)
+			ctx, cancel := context.WithCancel(t.Context())
+			if err := holdIt(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan time.Time, 1)
+			go func() {
+				if err := wait(t.Context()); err != nil {
+					t.Errorf("waiter: %v", err)
+				}
+				got <- time.Now()
+			}()
+			time.Sleep(50 * time.Millisecond) // pacing: the waiter usually parks first
+			cancel()
+			if err := release(ctx); err != nil {
+				t.Fatalf("release with a cancelled ctx: %v", err)
+			}
+			released := time.Now()
+			select {
+			case at := <-got:
+				if d := at.Sub(released); d > 100*time.Millisecond {
+					t.Errorf("the waiter held %v after the release, want within 100ms", d)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter did not get the lock")
+			}
+			if err := leave(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// countingTake is blocking.take for a counting semaphore of one permit.
+func countingTake(hc, wc redis.UniversalClient, name string) (hold, release, wait, leave func(context.Context) error) {
+	h, w := semaphore.New(hc, name), semaphore.New(wc, name)
+	return func(ctx context.Context) error {
+			if err := h.SetPermits(ctx, 1); err != nil {
+				return err
+			}
+			return h.Acquire(ctx, 1)
+		}, func(ctx context.Context) error { return h.Release(ctx, 1) },
+		func(ctx context.Context) error { return w.Acquire(ctx, 1) },
+		func(ctx context.Context) error { return w.Release(ctx, 1) }
+}

@@ -13,10 +13,12 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-// Fault 5: CLIENT PAUSE WRITE for 2s. Lock and Unlock calls time out with
-// errors matching context.DeadlineExceeded instead of hanging, a holder
-// whose lease cannot be renewed during the pause sees Done close, and no
-// two holders ever overlap.
+// Fault 5: CLIENT PAUSE WRITE for 2s. Lock calls time out with errors
+// matching context.DeadlineExceeded instead of hanging; an Unlock is not
+// abandoned because its ctx ended, and reports what happened once the
+// pause is over, within its own bound; a holder whose lease cannot be
+// renewed during the pause sees Done close, and no two holders ever
+// overlap.
 func TestClientPauseWrite(t *testing.T) {
 	forEachLeased(t, func(t *testing.T, p primitive) {
 		const (
@@ -87,8 +89,10 @@ func TestClientPauseWrite(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), callTTL)
 		err := other.Unlock(ctx)
 		cancel()
-		if took := time.Since(paused); !errors.Is(err, context.DeadlineExceeded) || took > callTTL+500*time.Millisecond {
-			t.Errorf("Unlock during the pause returned %v after %v, want an error matching context.DeadlineExceeded after %v", err, took, callTTL)
+		// The lease ran out during the pause: the release finds the lock
+		// gone once Redis answers again, and says so.
+		if took := time.Since(paused); err != nil && !p.notHeld(err) || took < callTTL || took > pause+time.Second {
+			t.Errorf("Unlock during the pause returned %v after %v, want nil or not held, after the pause (%v)", err, took, pause)
 		}
 		if !isClosed(other.Done()) {
 			t.Error("Done open after the last Unlock failed: the lease would still be renewed")

@@ -111,8 +111,8 @@ func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64) {
 }
 
 // Do runs lock, then fn with a context that is cancelled when the hold
-// ends (lost, or force-unlocked), then unlock on a context without ctx's
-// cancellation, bounded by CleanupTimeout. It returns the error of lock,
+// ends (lost, or force-unlocked), then unlock, which must not be abandoned
+// because ctx ended (see ReleaseContext). It returns the error of lock,
 // else that of fn, else that of unlock.
 func (t *Tracker) Do(ctx context.Context, lock, unlock, fn func(ctx context.Context) error) error {
 	if err := lock(ctx); err != nil {
@@ -128,9 +128,7 @@ func (t *Tracker) Do(ctx context.Context, lock, unlock, fn func(ctx context.Cont
 	}
 	t.mu.Unlock()
 	err := fn(fctx)
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer ucancel()
-	if uerr := unlock(uctx); err == nil {
+	if uerr := unlock(ctx); err == nil {
 		err = uerr
 	}
 	return err

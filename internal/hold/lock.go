@@ -2,6 +2,8 @@ package hold
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -126,9 +128,26 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 	return ok, l.Wrap(ops[m][0], err)
 }
 
-// Unlock releases one level of mode m.
+// ReleaseTimeout bounds a release (Unlock, RUnlock, a permit's Release,
+// the end of Do), which runs without the caller's cancellation: a
+// deferred Unlock after a cancelled request still frees the lock at once.
+const ReleaseTimeout = 5 * time.Second
+
+// ReleaseContext returns the context a release runs on: ctx's values
+// without its cancellation or deadline, bounded by ReleaseTimeout.
+func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
+
+// Unlock releases one level of mode m. It runs on ReleaseContext(ctx).
 func (l *Lock) Unlock(ctx context.Context, m Mode) error {
-	return l.Wrap(ops[m][1], l.t.Release(ctx, m))
+	ctx, cancel := ReleaseContext(ctx)
+	defer cancel()
+	err := l.t.Release(ctx, m)
+	if m == Exclusive && errors.Is(err, internal.ErrNotHeld) && l.t.Held(Shared) > 0 {
+		err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
+	}
+	return l.Wrap(ops[m][1], err)
 }
 
 // ForceUnlock deletes the lock whoever holds it and reports whether there

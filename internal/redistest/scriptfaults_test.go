@@ -40,12 +40,12 @@ func TestScriptFaultsLoseReplies(t *testing.T) {
 			if tc.waitsForIt {
 				wait = 50 * time.Millisecond
 			}
+			start := time.Now() // before ctx: its deadline counts from here at the latest
 			ctx, cancel := context.WithTimeout(t.Context(), wait)
 			defer cancel()
 			// The EVALSHA refused with NOSCRIPT ran nothing and does not
 			// count; the EVAL that follows runs and loses its reply.
 			faults.LoseReplies(1, tc.opts(cancel)...)
-			start := time.Now()
 			if err := incr.Run(ctx, rdb, []string{"n"}).Err(); !errors.Is(err, tc.want) {
 				t.Fatalf("script with its reply lost = %v, want %v", err, tc.want)
 			}

@@ -29,6 +29,8 @@ func (k LeasedKeys) list() []string { return []string{k.Leases, k.Permits, k.Cha
 type LeaseTaken struct {
 	OK   bool          // the id holds a permit
 	Wait time.Duration // when not OK: until the earliest acquired permit expires; 0 if none
+	// Unset, when not OK: the semaphore has no total at all.
+	Unset bool
 }
 
 // LeaseTakenCmd is the reply of LeasedAcquire.
@@ -46,7 +48,7 @@ func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
 	if v[0] == 1 {
 		return LeaseTaken{OK: true}, nil
 	}
-	return LeaseTaken{Wait: pttl(v[1])}, nil
+	return LeaseTaken{Wait: pttl(v[1]), Unset: len(v) > 2 && v[2] == 0}, nil
 }
 
 // LeasedAcquire runs leased_acquire.lua: take a permit for id with the given

@@ -26,6 +26,7 @@ type Taken struct {
 	OK        bool  // the request holds its permits
 	Cancelled bool  // the request was cancelled by SemaphoreUndo: it takes nothing
 	Available int64 // the permits left available (may be negative)
+	Unset     bool  // refused: the semaphore has no permit count at all
 }
 
 // TakenCmd is the reply of SemaphoreAcquire.
@@ -40,7 +41,7 @@ func (c TakenCmd) Result() (Taken, error) {
 	if len(v) < 2 {
 		return Taken{}, errShortReply
 	}
-	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1]}, nil
+	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1], Unset: len(v) > 2 && v[0] == 0}, nil
 }
 
 // Settled receipts: every counting semaphore script but the count's read
