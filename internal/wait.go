@@ -133,8 +133,9 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 		w.woken = false
 		return true, 0, nil
 	case err != nil && CtxDone(ctx) != nil:
-		// Cut short by ctx: say why the attempts failed, if they did.
-		return true, 0, w.ctxErr(err)
+		// Cut short by ctx: the error matches ctx's, and says why the
+		// attempts failed, if they did.
+		return true, 0, w.ctxErr(CtxErr(ctx, err))
 	case err != nil && !Transient(err):
 		return true, 0, err // a notification taken here is passed on by close
 	case err != nil:
