@@ -24,11 +24,11 @@
 //
 // # Ownership
 //
-// Ownership belongs to the handle returned by New, not to a goroutine: each
-// handle has a random owner id and one place in line, and Lock on a handle
-// that holds the lock re-enters it at once (HoldCount counts the levels;
-// each Unlock releases one). Goroutines or processes that must exclude each
-// other use separate handles. A handle is safe for concurrent use.
+// Ownership is rlock's: a handle is shared like a sync.Mutex, goroutines
+// waiting on one handle wait in line in the process in arrival order (only
+// the first of them holds a place in the Redis line), and re-entry travels
+// in ctx: Lock, TryLock and Do with the ctx Do hands fn go one level
+// deeper (HoldCount(ctx) reports the depth), Unlock with it leaves one.
 //
 // # Waiting in line
 //
@@ -78,8 +78,8 @@
 // Fairness is the order in which waiters joined the line in Redis, not the
 // order in which callers invoked Lock. A waiter that cannot reach Redis for
 // longer than the waiter timeout loses its place and joins the end of the
-// line again. A handle has one place in line: several goroutines waiting on
-// the same handle share it. The lease limits of rlock apply unchanged: mutual
+// line again. A handle has one place in the Redis line: the goroutines
+// waiting on it queue behind one another in the process. The lease limits of rlock apply unchanged: mutual
 // exclusion holds only while the lease is valid and only on one primary that
 // has not lost the write; use fencing tokens where that matters.
 //

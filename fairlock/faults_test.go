@@ -1,6 +1,7 @@
 package fairlock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -18,15 +19,21 @@ func TestUnlockReplyLostMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	faults := redistest.AddScriptFaults(rdb)
 	m := fairlock.New(rdb, "lost-unlock")
-	mustLock(t, m)
-	mustLock(t, m)
-	faults.LoseReplies(1)
-	if err := m.Unlock(t.Context()); err != nil {
-		t.Fatalf("Unlock with its reply lost = %v, want nil", err)
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		mustLockCtx(t, ctx, m)
+		faults.LoseReplies(1)
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock with its reply lost = %v, want nil", err)
+		}
+		if n := redisLevels(t, rdb, "lost-unlock"); n != 1 || faults.Pending() != 0 {
+			t.Fatalf("%d levels in Redis after one Unlock of two (reply lost: %v)", n, faults.Pending() == 0)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n, _ := m.HoldCount(t.Context()); n != 1 || faults.Pending() != 0 {
-		t.Fatalf("HoldCount = %d after one Unlock of two levels (reply lost: %v)", n, faults.Pending() == 0)
-	}
+	mustLock(t, m)
 	faults.LoseReplies(1)
 	if err := m.Unlock(t.Context()); err != nil {
 		t.Fatalf("last Unlock with its reply lost = %v, want nil", err)
@@ -86,8 +93,8 @@ func TestTryLockReplyLostMini(t *testing.T) {
 	// Lock retries by itself and ends up with exactly one level.
 	faults.LoseReplies(1)
 	mustLock(t, m)
-	if n, _ := m.HoldCount(t.Context()); n != 1 {
-		t.Fatalf("HoldCount = %d after a Lock whose first reply was lost, want 1", n)
+	if n := redisLevels(t, rdb, "lost-try"); n != 1 {
+		t.Fatalf("%d levels in Redis after a Lock whose first reply was lost, want 1", n)
 	}
 	mustUnlock(t, m)
 	assertNoKeys(t, rdb, "lost-try")

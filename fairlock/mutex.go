@@ -73,8 +73,8 @@ func (l *line) leave(ctx context.Context, _ hold.Mode) error {
 // Name returns the name of the lock.
 func (m *Mutex) Name() string { return m.l.Name() }
 
-// Lock locks m. If the lock is held by another handle, or other handles
-// already wait for it, Lock joins the end of the line and waits until every
+// Lock locks m (with a ctx that carries m's hold, see Do, it re-enters it
+// at once). If the lock is held, or others already wait for it, Lock joins the end of the line and waits until every
 // waiter before it has had its turn and the lock is released, or until ctx
 // is done. While it waits it keeps its place alive (see WithWaiterTimeout).
 // On failure it returns an error wrapping ctx.Err() or the Redis error, and

@@ -16,12 +16,16 @@ func TestReplyLostMidScriptMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	faults := redistest.AddScriptFaults(rdb)
 	m := fairlock.New(rdb, "lost")
-	lockLosing := func() {
+	lockLosing := func(ctxs ...context.Context) {
 		t.Helper()
 		// The next script runs on the server, but its reply is withheld
 		// until the caller's ctx ends: the caller cannot know its outcome.
 		faults.LoseReplies(1, redistest.LoseUntilDone())
-		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		parent := t.Context()
+		if len(ctxs) > 0 {
+			parent = ctxs[0] // a hold's ctx: a re-entry
+		}
+		ctx, cancel := context.WithTimeout(parent, 100*time.Millisecond)
 		defer cancel()
 		if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
@@ -48,12 +52,16 @@ func TestReplyLostMidScriptMini(t *testing.T) {
 	}
 
 	// A re-entry that went through: only that level is given back.
-	mustLock(t, m)
-	lockLosing()
-	if n, _ := m.HoldCount(t.Context()); n != 1 {
-		t.Fatalf("HoldCount = %d after a lost re-entry, want 1", n)
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		lockLosing(ctx)
+		if n := redisLevels(t, rdb, "lost"); n != 1 {
+			t.Fatalf("%d levels in Redis after a lost re-entry, want 1", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, m)
 
 	// Joining the line, reply lost: Lock leaves the line.
 	holder := fairlock.New(rdb, "lost")

@@ -167,25 +167,31 @@ func TestCancelledWaiterMini(t *testing.T) {
 
 func TestReentrancyMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
-	ctx := t.Context()
 	a := fairlock.New(rdb, "r")
 	b := fairlock.New(rdb, "r")
-	mustLock(t, a)
-	mustLock(t, a)
-	if n, err := a.HoldCount(ctx); err != nil || n != 2 {
-		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	err := a.Do(t.Context(), func(ctx context.Context) error {
+		mustLockCtx(t, ctx, a)
+		if n, err := a.HoldCount(ctx); err != nil || n != 2 {
+			t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+		}
+		if err := a.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.TryLock(ctx); ok || err != nil {
+			t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
+		}
+		if err := b.Unlock(ctx); !errors.Is(err, fairlock.ErrNotHeld) {
+			t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
+		}
+		if n, _ := a.HoldCount(ctx); n != 1 {
+			t.Fatalf("non-holder Unlock changed the hold count to %d", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, a)
-	if ok, err := b.TryLock(ctx); ok || err != nil {
-		t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
-	}
-	if err := b.Unlock(ctx); !errors.Is(err, fairlock.ErrNotHeld) {
-		t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
-	}
-	if n, _ := a.HoldCount(ctx); n != 1 {
-		t.Fatalf("non-holder Unlock changed the hold count to %d", n)
-	}
-	mustUnlock(t, a)
+	ctx := t.Context()
 	if err := a.Unlock(ctx); !errors.Is(err, fairlock.ErrNotHeld) {
 		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
 	}
@@ -206,18 +212,40 @@ func TestFencingMini(t *testing.T) {
 	var last uint64
 	for i := range 3 {
 		m := fairlock.New(rdb, "fence", fairlock.WithFencing())
-		mustLock(t, m)
-		mustLock(t, m) // a re-entry keeps the token
-		if tok := m.Token(); tok <= last {
-			t.Fatalf("hold %d: token %d not above %d", i, tok, last)
+		err := m.Do(t.Context(), func(ctx context.Context) error {
+			mustLockCtx(t, ctx, m) // a re-entry keeps the token
+			if tok := m.Token(); tok <= last {
+				t.Fatalf("hold %d: token %d not above %d", i, tok, last)
+			}
+			last = m.Token()
+			return m.Unlock(ctx)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		last = m.Token()
-		mustUnlock(t, m)
-		mustUnlock(t, m)
 		if m.Token() != 0 {
 			t.Fatal("Token not 0 after release")
 		}
 	}
+}
+
+// mustLockCtx locks m with ctx: a re-entry when ctx carries m's hold.
+func mustLockCtx(t testing.TB, ctx context.Context, m *fairlock.Mutex) {
+	t.Helper()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// redisLevels sums the hold counts of the lock called name in Redis.
+func redisLevels(t testing.TB, rdb redis.UniversalClient, name string) int64 {
+	t.Helper()
+	var n int64
+	for _, v := range rdb.HVals(t.Context(), internal.NewNames(name).Lock()).Val() {
+		c, _ := strconv.ParseInt(v, 10, 64)
+		n += c
+	}
+	return n
 }
 
 func TestWrongTypeMini(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// Unlock releases one level of the handle's hold. When the last level is
+// Unlock releases one level of the hold ctx carries (see Do), else the
+// handle's plain hold, whichever goroutine took it. When the last level is
 // released the lock is free and the waiter first in line, and only that
 // waiter, is woken to take it. Unlock by a handle that does not hold the
 // lock (never locked, already released, or its lease ran out) returns an
@@ -24,9 +25,11 @@ import (
 // so a deferred Unlock after a cancelled request still frees the lock at once.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.l.Unlock(ctx, hold.Exclusive) }
 
-// Do locks m, runs fn with a context that is cancelled if the hold is lost,
-// and unlocks. It returns the error of Lock, else that of fn, else that of
-// Unlock.
+// Do locks m (or re-enters the hold ctx carries), runs fn with a ctx that
+// carries the hold and is cancelled if the hold is lost, and unlocks. Lock,
+// TryLock and Do with fn's ctx (or one derived from it) re-enter the hold;
+// a plain Unlock does not release it. Do returns the error of Lock, else
+// that of fn, else that of Unlock.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return m.l.Do(ctx, hold.Exclusive, fn)
 }
@@ -50,8 +53,10 @@ func (m *Mutex) Token() uint64 { return m.l.Token() }
 // IsHeld reports whether this handle holds the lock.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) { return m.l.IsHeld(ctx) }
 
-// HoldCount returns how many times this handle holds the lock: 0 when it
-// does not hold it.
+// HoldCount returns the depth of the hold ctx carries (see Do): how many
+// levels Lock and Do took through it. Without one it returns 1 when the
+// handle has a plain hold (taken by Lock with a ctx that carries none),
+// else 0. It does no I/O.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.l.HoldCount(ctx) }
 
 // IsLocked reports whether any handle holds the lock.

@@ -12,11 +12,25 @@
 //
 // # Ownership
 //
-// Ownership belongs to the handle returned by New, not to a goroutine: each
-// handle has a random owner id, and Lock on a handle that holds the lock
-// re-enters it (HoldCount counts the levels; each Unlock releases one).
-// Goroutines or processes that must exclude each other use separate
-// handles. A handle is safe for concurrent use.
+// A handle is shared the way a sync.Mutex is: while it holds the lock,
+// every other Lock waits, from another process, another handle, or another
+// goroutine using the same handle. Goroutines waiting on one handle wait
+// in line in the process (in arrival order) and only the first of them
+// asks Redis, so sharing a handle adds no Redis traffic. A plain hold
+// (taken by Lock with a ctx that carries no hold) is released by a plain
+// Unlock from any goroutine.
+//
+// Re-entry is explicit and travels in ctx: Do runs fn with a ctx that
+// carries the hold (and is cancelled when the hold is lost); Lock, TryLock
+// and Do called with that ctx, or one derived from it, re-enter (the hash's
+// count goes up; HoldCount(ctx) reports the depth) and Unlock with it
+// leaves one level. A call whose ctx carries no hold never re-enters by
+// accident: it waits as a second sync.Mutex.Lock would. A hold that Do
+// took belongs to fn's ctx: a plain Unlock during it returns ErrNotHeld.
+// Each handle has a random owner id in Redis; one handle per name per
+// process is the normal use. When the hold is lost (Done closes) or
+// force-unlocked, the handle forgets it: the next Lock on it proceeds, and
+// the late Unlock of the lost hold returns ErrNotHeld.
 //
 // # Waiting
 //
@@ -34,10 +48,7 @@
 // subscription tries once, not twice, and a woken waiter's retry runs one
 // command when the lock is still held. Between processes there is no
 // order: each unlock wakes the first in line of every process, and the
-// fastest wins. A handle that holds the lock never queues: its Lock
-// re-enters at once. A parked Lock on a handle that another goroutine then
-// makes hold the lock (sharing one handle between goroutines) may wait
-// until the hold's lease end before it notices; use a handle per goroutine. A Lock that fails leaves nothing
+// fastest wins. A re-entry (a Lock with the hold's ctx) never queues. A Lock that fails leaves nothing
 // behind: no hold, no subscription. If ctx ends while an acquire script is
 // in flight, Lock gives back whatever the script may have taken before it
 // returns.

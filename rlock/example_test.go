@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -20,25 +21,41 @@ func Example() {
 	defer rdb.Close()
 	ctx := context.Background()
 
+	// One handle, shared by the goroutines of a service the way a
+	// sync.Mutex field is: they exclude each other, and every process
+	// using "orders:42" too.
 	m := rlock.New(rdb, "orders:42")
-	if err := m.Lock(ctx); err != nil {
-		fmt.Println("lock:", err)
-		return
+	stock := 10
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if err := m.Lock(ctx); err != nil {
+				return
+			}
+			defer m.Unlock(ctx) // frees the lock even if ctx was cancelled
+			stock--
+		})
 	}
-	fmt.Println("locked")
+	wg.Wait()
+	fmt.Println("stock:", stock)
 
-	other := rlock.New(rdb, "orders:42") // another handle: another owner
+	// Re-entry travels in ctx: Do hands fn a ctx that carries the hold,
+	// and Lock with it goes one level deeper instead of waiting.
+	_ = m.Do(ctx, func(ctx context.Context) error {
+		if err := m.Lock(ctx); err != nil {
+			return err
+		}
+		n, _ := m.HoldCount(ctx)
+		fmt.Println("levels:", n)
+		return m.Unlock(ctx)
+	})
+
+	other := rlock.New(rdb, "orders:42") // another owner, as another process would be
 	ok, _ := other.TryLock(ctx)
-	fmt.Println("other handle got it:", ok)
-
-	if err := m.Unlock(ctx); err != nil {
-		fmt.Println("unlock:", err)
-	}
-	ok, _ = other.TryLock(ctx)
-	fmt.Println("after unlock, other handle got it:", ok)
+	fmt.Println("free again:", ok)
 	_ = other.Unlock(ctx)
 	// Output:
-	// locked
-	// other handle got it: false
-	// after unlock, other handle got it: true
+	// stock: 6
+	// levels: 2
+	// free again: true
 }

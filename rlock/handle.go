@@ -16,10 +16,9 @@ var ErrLost = internal.ErrLost
 // key of another type, or for a read-write lock's name (see package rwlock).
 var ErrWrongType = internal.ErrWrongType
 
-// Mutex is a reentrant distributed mutex. A Mutex is a handle with its own
-// owner id: Lock on a handle that holds the lock re-enters it. Goroutines
-// that must exclude each other use separate handles. A Mutex is safe for
-// concurrent use.
+// Mutex is a reentrant distributed mutex. A Mutex is shared by goroutines
+// the way a sync.Mutex is; re-entry goes through the ctx Do hands to fn
+// (see the package doc). It is safe for concurrent use.
 type Mutex struct {
 	l *hold.Lock
 }

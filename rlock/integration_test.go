@@ -82,25 +82,36 @@ func TestMutualExclusion(t *testing.T) {
 
 func TestReentrancy(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	ctx := t.Context()
 	name := redistest.UniqueName(t)
 	a, b := rlock.New(rdb, name), rlock.New(rdb, name)
-	mustLock(t, a)
-	mustLock(t, a)
-	if n, err := a.HoldCount(ctx); n != 2 || err != nil {
-		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	err := a.Do(t.Context(), func(ctx context.Context) error {
+		if err := a.Lock(ctx); err != nil { // re-entry through the hold's ctx
+			return err
+		}
+		if n, err := a.HoldCount(ctx); n != 2 || err != nil {
+			t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+		}
+		if err := a.Unlock(ctx); err != nil {
+			return err
+		}
+		if ok, err := b.TryLock(ctx); ok || err != nil {
+			t.Fatalf("TryLock by other handle = %v, %v while held once", ok, err)
+		}
+		if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+			t.Fatalf("non-holder Unlock = %v, want ErrNotHeld", err)
+		}
+		if err := a.Unlock(t.Context()); !errors.Is(err, rlock.ErrNotHeld) {
+			t.Fatalf("a plain Unlock of Do's hold = %v, want ErrNotHeld", err)
+		}
+		if n, _ := a.HoldCount(ctx); n != 1 {
+			t.Fatalf("non-holder Unlock changed HoldCount to %d", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, a)
-	if ok, err := b.TryLock(ctx); ok || err != nil {
-		t.Fatalf("TryLock by other handle = %v, %v while held once", ok, err)
-	}
-	if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
-		t.Fatalf("non-holder Unlock = %v, want ErrNotHeld", err)
-	}
-	if n, _ := a.HoldCount(ctx); n != 1 {
-		t.Fatalf("non-holder Unlock changed HoldCount to %d", n)
-	}
-	mustUnlock(t, a)
+	ctx := t.Context()
 	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
 		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
 	}
@@ -137,14 +148,19 @@ func TestLeaseTime(t *testing.T) {
 
 	// Re-entry re-arms the fixed lease, not the watchdog timeout.
 	c := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(2*time.Second))
-	mustLock(t, c)
-	redistest.WaitFor(t, 3*time.Second, func() bool { ttl, _ := c.TTL(ctx); return ttl < 1200*time.Millisecond })
-	mustLock(t, c)
-	if ttl, _ := c.TTL(ctx); ttl < 1500*time.Millisecond || ttl > 2*time.Second {
-		t.Fatalf("TTL after re-entry = %v, want the 2s lease re-armed", ttl)
+	err := c.Do(ctx, func(ctx context.Context) error {
+		redistest.WaitFor(t, 3*time.Second, func() bool { ttl, _ := c.TTL(ctx); return ttl < 1200*time.Millisecond })
+		if err := c.Lock(ctx); err != nil {
+			return err
+		}
+		if ttl, _ := c.TTL(ctx); ttl < 1500*time.Millisecond || ttl > 2*time.Second {
+			t.Fatalf("TTL after re-entry = %v, want the 2s lease re-armed", ttl)
+		}
+		return c.Unlock(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, c)
-	mustUnlock(t, c)
 }
 
 func TestWatchdog(t *testing.T) {
@@ -236,33 +252,35 @@ func TestLossClosesDone(t *testing.T) {
 	}
 }
 
-// A holder's re-entry does not queue behind the waiters parked in its
-// process: it succeeds at once.
+// A holder's re-entry (through its hold's ctx) does not queue behind the
+// waiters parked in its process: it succeeds at once.
 func TestReentryDoesNotQueue(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	rdb := srv.NewClient(t)
-	ctx := t.Context()
 	name := redistest.UniqueName(t)
 	holder, waiter := rlock.New(rdb, name), rlock.New(rdb, name)
-	mustLock(t, holder)
-	base := evalCalls(t, rdb)
 	waited := make(chan error, 1)
-	go func() { waited <- waiter.Lock(ctx) }()
-	// Parked: an attempt before subscribing and one after.
-	redistest.WaitFor(t, 2*time.Second, func() bool { return evalCalls(t, rdb)-base >= 2 })
-	waitSubscribed(t, srv.NewClient(t), name, 1)
-	reentered := make(chan error, 1)
-	go func() { reentered <- holder.Lock(ctx) }()
-	select {
-	case err := <-reentered:
-		if err != nil {
-			t.Fatal(err)
+	err := holder.Do(t.Context(), func(ctx context.Context) error {
+		base := evalCalls(t, rdb)
+		go func() { waited <- waiter.Lock(t.Context()) }()
+		// Parked: an attempt before subscribing and one after.
+		redistest.WaitFor(t, 2*time.Second, func() bool { return evalCalls(t, rdb)-base >= 2 })
+		waitSubscribed(t, srv.NewClient(t), name, 1)
+		reentered := make(chan error, 1)
+		go func() { reentered <- holder.Lock(ctx) }()
+		select {
+		case err := <-reentered:
+			if err != nil {
+				return err
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("the holder's re-entry waited behind the parked waiter")
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the holder's re-entry waited behind the parked waiter")
+		return holder.Unlock(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, holder)
-	mustUnlock(t, holder)
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
@@ -351,15 +369,20 @@ func TestFencing(t *testing.T) {
 	var last uint64
 	for i := range 10 {
 		m := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
-		mustLock(t, m)
-		mustLock(t, m) // a re-entry keeps the token
-		tok := m.Token()
-		if tok <= last {
-			t.Fatalf("hold %d: token %d not above previous %d", i, tok, last)
+		err := m.Do(t.Context(), func(ctx context.Context) error {
+			if err := m.Lock(ctx); err != nil { // a re-entry keeps the token
+				return err
+			}
+			tok := m.Token()
+			if tok <= last {
+				t.Fatalf("hold %d: token %d not above previous %d", i, tok, last)
+			}
+			last = tok
+			return m.Unlock(ctx)
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		last = tok
-		mustUnlock(t, m)
-		mustUnlock(t, m)
 		if m.Token() != 0 {
 			t.Fatal("Token not 0 after release")
 		}

@@ -76,12 +76,14 @@ func (d *described) forceUnlock(ctx context.Context, receipt string) (bool, erro
 // Name returns the name of the lock.
 func (m *Mutex) Name() string { return m.l.Name() }
 
-// Lock locks m. If the lock is held by another handle, Lock waits until it
-// is released or its lease runs out, or until ctx is done. On failure it
+// Lock locks m. If the lock is held (by another process or handle, or by
+// another goroutine on this handle), Lock waits until it is released or
+// its lease runs out, or until ctx is done; with a ctx that carries m's
+// hold (see Do) it re-enters the hold at once, one level deeper. On failure it
 // returns an error wrapping ctx.Err() or the Redis error, and leaves nothing
 // behind: no hold, no queue entry, no subscription.
 func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when
-// another handle holds the lock.
+// the lock is held; with a ctx that carries m's hold it re-enters it.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) { return m.l.TryLock(ctx, hold.Exclusive) }

@@ -15,29 +15,34 @@ import (
 
 func TestReentrancyMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
-	ctx := t.Context()
 	a := rlock.New(rdb, "r")
 	b := rlock.New(rdb, "r")
-	mustLock(t, a)
-	mustLock(t, a)
-	if n, err := a.HoldCount(ctx); err != nil || n != 2 {
-		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
-	}
-	if err := a.Unlock(ctx); err != nil {
+	err := a.Do(t.Context(), func(ctx context.Context) error {
+		mustLockCtx(t, ctx, a)
+		if n, err := a.HoldCount(ctx); err != nil || n != 2 {
+			t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+		}
+		if n, _ := a.HoldCount(t.Context()); n != 0 {
+			t.Fatalf("HoldCount without the hold's ctx = %d, want 0 (no plain hold)", n)
+		}
+		if err := a.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.TryLock(ctx); ok || err != nil {
+			t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
+		}
+		if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+			t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
+		}
+		if n, _ := a.HoldCount(ctx); n != 1 {
+			t.Fatalf("non-holder Unlock changed the hold count to %d", n)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := b.TryLock(ctx); ok || err != nil {
-		t.Fatalf("other handle TryLock = %v, %v while held once", ok, err)
-	}
-	if err := b.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
-		t.Fatalf("Unlock by non-holder = %v, want ErrNotHeld", err)
-	}
-	if n, _ := a.HoldCount(ctx); n != 1 {
-		t.Fatalf("non-holder Unlock changed the hold count to %d", n)
-	}
-	if err := a.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
 	if err := a.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
 		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
 	}
@@ -45,6 +50,13 @@ func TestReentrancyMini(t *testing.T) {
 		t.Fatalf("TryLock after release = %v, %v", ok, err)
 	}
 	mustUnlock(t, b)
+}
+
+func mustLockCtx(t testing.TB, ctx context.Context, m *rlock.Mutex) {
+	t.Helper()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLeaseExpiryMini(t *testing.T) {

@@ -29,26 +29,29 @@
 //
 // # Ownership
 //
-// Ownership belongs to the handle returned by New, not to a goroutine: each
-// handle has a random owner id. RLock on a handle that holds a read lock
-// re-enters it, Lock on the write holder re-enters the write lock, and each
-// RUnlock or Unlock releases one level of its mode. Goroutines or processes
-// that must exclude each other use separate handles. A handle is safe for
-// concurrent use.
+// A handle is shared the way a sync.RWMutex is: goroutines sharing one
+// handle each take a read hold of their own (they overlap), a write hold
+// excludes every other goroutine and process, and in the process a
+// waiting writer holds back later readers of the same handle. Re-entry
+// travels in ctx: Do and RDo run fn with a ctx that carries the hold; Lock
+// with a write hold's ctx re-enters it, RLock with a read hold's ctx
+// re-enters that, and RLock or TryRLock with a write hold's ctx takes a
+// read hold (a downgrade) that outlives the write hold as a plain read
+// hold, released by a plain RUnlock. A Lock whose ctx carries a read hold
+// gets ErrUpgradeNotSupported at once instead of deadlocking on itself; a
+// plain Lock while the handle has plain read holds waits for them, as a
+// sync.RWMutex's would.
 //
-// The write holder may also call RLock (a downgrade): after its last
-// Unlock it stays a reader and the waiting readers join it. The reverse is
-// refused: Lock or TryLock on a handle that holds only read locks returns
-// an error wrapping ErrUpgradeNotSupported at once, instead of waiting
-// forever for its own read lock. Release the read locks first.
+// After a downgrade the waiting readers join the downgraded reader as soon
+// as the write hold ends.
 //
 // # Writer preference
 //
 // A writer that has to wait adds itself to the writers' sorted set, scored
 // with the time (on the Redis server's clock) at which its announcement
 // lapses, WriterPatience ahead. While any announcement is live, new readers
-// wait; readers that already hold the lock may re-enter it, and the write
-// holder may take read holds. Once the current readers leave, the last one
+// wait; a read hold's ctx may re-enter it, and the write hold's ctx may
+// take read holds. Once the current readers leave, the last one
 // wakes a writer.
 //
 // A waiting writer renews its announcement with every attempt, and attempts

@@ -47,8 +47,8 @@ func Example() {
 	// reader got it while the writer writes: false
 }
 
-// A writer may take a read lock and keep it after its write Unlock; a
-// reader cannot become the writer.
+// A writer may take a read lock with its write hold's ctx and keep it
+// after the write Unlock; a read hold's ctx cannot become the writer.
 func ExampleRWMutex_downgrade() {
 	mr, err := miniredis.Run()
 	if err != nil {
@@ -60,19 +60,23 @@ func ExampleRWMutex_downgrade() {
 	ctx := context.Background()
 
 	rw := rwlock.New(rdb, "prices")
-	_ = rw.Lock(ctx)  // write the new prices ...
-	_ = rw.RLock(ctx) // ... then keep reading them
-	_ = rw.Unlock(ctx)
+	_ = rw.Do(ctx, func(ctx context.Context) error {
+		// ... write the new prices, then keep reading them:
+		return rw.RLock(ctx)
+	})
 
 	other := rwlock.New(rdb, "prices")
 	ok, _ := other.TryRLock(ctx)
 	fmt.Println("other readers may join:", ok)
 	_ = other.RUnlock(ctx)
-
-	err = rw.Lock(ctx) // an upgrade would wait for itself
-	fmt.Println(errors.Is(err, rwlock.ErrUpgradeNotSupported))
-	fmt.Println(err)
 	_ = rw.RUnlock(ctx)
+
+	_ = rw.RDo(ctx, func(ctx context.Context) error {
+		err := rw.Lock(ctx) // an upgrade would wait for itself
+		fmt.Println(errors.Is(err, rwlock.ErrUpgradeNotSupported))
+		fmt.Println(err)
+		return nil
+	})
 	// Output:
 	// other readers may join: true
 	// true

@@ -50,8 +50,10 @@ func testWatchdog(t *testing.T, e env) {
 	opt := rwlock.WithWatchdogTimeout(time.Second)
 	reader, writer := rwlock.New(e.client(t), name, opt), rwlock.New(e.client(t), name+"-w", opt)
 	mustRLock(t, reader)
-	mustLock(t, writer)
-	mustRLock(t, writer)
+	wctx, wend := writeHold(t, writer)
+	if err := writer.RLock(wctx); err != nil { // a downgrade
+		t.Fatal(err)
+	}
 	other := rwlock.New(e.client(t), name)
 	for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if ok, _ := other.TryLock(ctx); ok {
@@ -61,7 +63,7 @@ func testWatchdog(t *testing.T, e env) {
 			t.Fatalf("write lock TTL = %v, %v while kept by the watchdog", ttl, err)
 		}
 	}
-	mustUnlock(t, writer) // downgrade: still renewed as a reader
+	wend() // downgrade: still renewed as a reader
 	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if ttl, err := writer.TTL(ctx); err != nil || ttl <= 0 {
 			t.Fatalf("downgraded lock TTL = %v, %v while kept by the watchdog", ttl, err)

@@ -23,14 +23,9 @@ var ErrLost = internal.ErrLost
 var ErrWrongType = internal.ErrWrongType
 
 // RWMutex is a distributed reader/writer mutual exclusion lock: many
-// readers or one writer. An RWMutex is a handle with its own owner id: a
-// handle that holds the lock in one mode re-enters it in that mode, and a
-// write holder may also take read holds. Goroutines that must exclude each
-// other use separate handles. An RWMutex is safe for concurrent use.
-//
-// The handle's hold spans both modes (hold.Exclusive is the write side,
-// hold.Shared the read side): one watchdog entry renews whatever the
-// handle holds, and one Done closes when it holds nothing.
+// readers or one writer. An RWMutex is shared by goroutines the way a
+// sync.RWMutex is (see the package doc, Ownership); re-entry and downgrade
+// go through the ctx Do and RDo hand to fn. It is safe for concurrent use.
 type RWMutex struct {
 	l *hold.Lock
 }

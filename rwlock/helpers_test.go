@@ -1,6 +1,7 @@
 package rwlock_test
 
 import (
+	"context"
 	"sort"
 	"strings"
 	"testing"
@@ -101,5 +102,32 @@ func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
 	}
 	if len(keys) != 0 {
 		t.Fatalf("keys left behind: %v", keys)
+	}
+}
+
+// writeHold write-locks rw through Do and returns the hold's ctx, in which
+// RLock downgrades and Lock re-enters, and end, which releases the write
+// hold and waits for Do to return.
+func writeHold(t testing.TB, rw *rwlock.RWMutex) (context.Context, func()) {
+	t.Helper()
+	held, release, done := make(chan context.Context, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- rw.Do(t.Context(), func(ctx context.Context) error {
+			held <- ctx
+			<-release
+			return nil
+		})
+	}()
+	var ctx context.Context
+	select {
+	case ctx = <-held:
+	case err := <-done:
+		t.Fatalf("write Lock: %v", err)
+	}
+	return ctx, func() {
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("write Unlock: %v", err)
+		}
 	}
 }

@@ -40,13 +40,15 @@ func testDowngrade(t *testing.T, e env) {
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
 	w := rwlock.New(e.client(t), name)
-	mustLock(t, w)
+	wctx, wend := writeHold(t, w)
 	waiting := rwlock.New(e.client(t), name)
 	got := lockAsync(ctx, waiting.RLock)
 	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 1 })
-	mustRLock(t, w)
+	if err := w.RLock(wctx); err != nil { // a downgrade
+		t.Fatal(err)
+	}
 	start := time.Now()
-	mustUnlock(t, w)
+	wend()
 	r := <-got
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -65,7 +67,7 @@ func testDowngrade(t *testing.T, e env) {
 	e.assertNoKeys(t, name)
 }
 
-// TestUpgradeRefused: a reader asking for the write lock gets
+// TestUpgradeRefused: a read hold's ctx asking for the write lock gets
 // ErrUpgradeNotSupported at once, and nothing changes.
 func TestUpgradeRefused(t *testing.T) { onBoth(t, testUpgradeRefused) }
 
@@ -73,23 +75,29 @@ func testUpgradeRefused(t *testing.T, e env) {
 	name := redistest.UniqueName(t)
 	r := rwlock.New(e.client(t), name)
 	other := rwlock.New(e.client(t), name)
-	mustRLock(t, r)
 	mustRLock(t, other)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	tctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	start := time.Now()
-	if err := r.Lock(ctx); !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
-		t.Fatalf("Lock by a reader = %v, want ErrUpgradeNotSupported", err)
+	var newcomer *rwlock.RWMutex
+	err := r.RDo(tctx, func(ctx context.Context) error {
+		start := time.Now()
+		if err := r.Lock(ctx); !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+			t.Fatalf("Lock with a read hold's ctx = %v, want ErrUpgradeNotSupported", err)
+		}
+		within(t, "the upgrade was refused", time.Since(start), 0, 500*time.Millisecond)
+		if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+			t.Fatalf("TryLock with a read hold's ctx = %v, %v; want ErrUpgradeNotSupported", ok, err)
+		}
+		newcomer = rwlock.New(e.client(t), name)
+		if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
+			t.Fatalf("a new reader after the refused upgrade: TryRLock = %v, %v; want no announcement left", ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	within(t, "the upgrade was refused", time.Since(start), 0, 500*time.Millisecond)
-	if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
-		t.Fatalf("TryLock by a reader = %v, %v; want ErrUpgradeNotSupported", ok, err)
-	}
-	newcomer := rwlock.New(e.client(t), name)
-	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
-		t.Fatalf("a new reader after the refused upgrade: TryRLock = %v, %v; want no announcement left", ok, err)
-	}
-	for _, h := range []*rwlock.RWMutex{r, other, newcomer} {
+	for _, h := range []*rwlock.RWMutex{other, newcomer} {
 		mustRUnlock(t, h)
 	}
 	e.assertNoKeys(t, name)

@@ -25,7 +25,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		WriterChannel: n.WriterChannel(),
 	}}
 	return &RWMutex{l: hold.NewLock(hold.Kind{
-		Base: b, Keeping: s.cfg.Keeping, Channel: s.channel, MaxSleep: s.maxSleep,
+		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, MaxSleep: s.maxSleep,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
 }
@@ -113,10 +113,12 @@ func levels(res script.RWHolds) hold.Levels {
 // Name returns the name of the lock.
 func (rw *RWMutex) Name() string { return rw.l.Name() }
 
-// RLock locks rw for reading. It waits while another handle holds the write
-// lock or a writer is waiting (see the package doc), until ctx is done. A
-// handle that already holds a read lock re-enters it at once, as does the
-// write holder. On failure RLock returns an error wrapping ctx.Err() or the
+// RLock locks rw for reading. It waits while the write lock is held
+// (by another process, handle, or goroutine on this handle) or a writer is
+// waiting (see the package doc), until ctx is done. With a ctx that
+// carries a read hold of rw (see RDo) it re-enters it; with a write hold's
+// ctx (see Do) it takes a read hold at once that outlives the write hold
+// (a downgrade). On failure RLock returns an error wrapping ctx.Err() or the
 // Redis error, and leaves nothing behind: no hold, no subscription.
 func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Shared) }
 
@@ -125,11 +127,12 @@ func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold
 // waiting.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.TryLock(ctx, hold.Shared) }
 
-// Lock locks rw for writing. It waits until no other handle holds the lock
-// in either mode, or until ctx is done. While it waits it announces itself,
-// so that new readers wait behind it. A handle that holds the write lock
-// re-enters it; a handle that holds only a read lock gets an error wrapping
-// ErrUpgradeNotSupported at once. On failure Lock returns an error wrapping
+// Lock locks rw for writing. It waits until nobody else (no process,
+// handle, or other goroutine on this handle) holds the lock in either
+// mode, or until ctx is done. While it waits it announces itself, so that
+// new readers wait behind it. With a ctx that carries rw's write hold (see
+// Do) it re-enters it; with a ctx that carries a read hold (see RDo) it
+// gets an error wrapping ErrUpgradeNotSupported at once. On failure Lock returns an error wrapping
 // ctx.Err() or the Redis error, withdraws its announcement (waking the
 // readers it held back) and leaves nothing behind.
 func (rw *RWMutex) Lock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Exclusive) }

@@ -60,13 +60,21 @@ func TestReentrancyMini(t *testing.T) {
 		t.Fatalf("RUnlock after release = %v, want ErrNotHeld", err)
 	}
 
-	mustLock(t, a)
-	mustLock(t, a)
-	mustUnlock(t, a)
-	if ok, _ := b.TryRLock(ctx); ok {
-		t.Fatal("reader got in while the writer holds one level")
+	err := a.Do(ctx, func(ctx context.Context) error {
+		if err := a.Lock(ctx); err != nil { // re-entry through the hold's ctx
+			return err
+		}
+		if err := a.Unlock(ctx); err != nil {
+			return err
+		}
+		if ok, _ := b.TryRLock(ctx); ok {
+			t.Fatal("reader got in while the writer holds one level")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, a)
 	if err := a.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("Unlock after release = %v, want ErrNotHeld", err)
 	}
@@ -77,14 +85,22 @@ func TestDowngradeMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	w, other := rwlock.New(rdb, "down"), rwlock.New(rdb, "down")
-	mustLock(t, w)
-	done := w.Done()
-	mustRLock(t, w)
-	mustRLock(t, w)
-	if ok, _ := other.TryRLock(ctx); ok {
-		t.Fatal("a reader got in beside the writer")
+	var done <-chan struct{}
+	err := w.Do(ctx, func(ctx context.Context) error {
+		done = w.Done()
+		for range 2 {
+			if err := w.RLock(ctx); err != nil { // a downgrade: the write hold's ctx
+				return err
+			}
+		}
+		if ok, _ := other.TryRLock(ctx); ok {
+			t.Fatal("a reader got in beside the writer")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustUnlock(t, w)
 	select {
 	case <-done:
 		t.Fatal("Done closed on a downgrade")
@@ -106,20 +122,31 @@ func TestDowngradeMini(t *testing.T) {
 func TestUpgradeRefusedMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	r := rwlock.New(rdb, "up")
+	err := r.RDo(t.Context(), func(ctx context.Context) error {
+		if err := r.Lock(ctx); !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+			t.Fatalf("Lock with a read hold's ctx = %v, want ErrUpgradeNotSupported", err)
+		}
+		if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
+			t.Fatalf("TryLock with a read hold's ctx = %v, %v, want ErrUpgradeNotSupported", ok, err)
+		}
+		if n, _ := rdb.Exists(ctx, internal.NewNames("up").Writers()).Result(); n != 0 {
+			t.Fatal("the refused upgrade left an announcement")
+		}
+		if got := field(t, rdb, "up", "r:"); got != "1" {
+			t.Fatalf("read holds after the refused upgrade = %q, want 1", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plain Lock while the handle holds a plain read lock waits, as a
+	// sync.RWMutex's would, and leaves nothing behind.
 	mustRLock(t, r)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	if err := r.Lock(ctx); !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
-		t.Fatalf("Lock by a reader = %v, want ErrUpgradeNotSupported", err)
-	}
-	if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
-		t.Fatalf("TryLock by a reader = %v, %v, want ErrUpgradeNotSupported", ok, err)
-	}
-	if n, _ := rdb.Exists(ctx, internal.NewNames("up").Writers()).Result(); n != 0 {
-		t.Fatal("the refused upgrade left an announcement")
-	}
-	if got := field(t, rdb, "up", "r:"); got != "1" {
-		t.Fatalf("read holds after the refused upgrade = %q, want 1", got)
+	if err := r.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("plain Lock beside a plain read hold = %v, want it to wait", err)
 	}
 	mustRUnlock(t, r)
 	mustLock(t, r) // no longer a reader: an ordinary Lock
@@ -176,13 +203,17 @@ func TestForceUnlockMini(t *testing.T) {
 	<-r2.Done() // the refused RUnlock told it the hold was gone
 
 	w := rwlock.New(rdb, "f")
-	mustLock(t, w)
-	mustRLock(t, w)
-	if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
-		t.Fatalf("ForceUnlock of a write lock = %v, %v", ok, err)
-	}
-	assertNoKeysMini(t, rdb, "f")
-	if err := w.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
+	err := w.Do(ctx, func(ctx context.Context) error {
+		if err := w.RLock(ctx); err != nil { // a downgrade
+			return err
+		}
+		if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
+			t.Fatalf("ForceUnlock of a write lock = %v, %v", ok, err)
+		}
+		assertNoKeysMini(t, rdb, "f")
+		return nil
+	})
+	if !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("Unlock after ForceUnlock = %v, want ErrNotHeld", err)
 	}
 	<-w.Done()

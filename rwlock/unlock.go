@@ -58,14 +58,18 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) { return rw.l
 // handle holds nothing it returns a closed channel.
 func (rw *RWMutex) Done() <-chan struct{} { return rw.l.Done() }
 
-// Do write-locks rw, runs fn with a context that is cancelled if the hold
-// is lost, and unlocks. It returns the error of Lock, else that of fn, else
-// that of Unlock.
+// Do write-locks rw (or re-enters the write hold ctx carries), runs fn
+// with a ctx that carries the hold and is cancelled if it is lost, and
+// unlocks. With fn's ctx, Lock re-enters the hold and RLock downgrades
+// (its read hold outlives Do, released by a plain RUnlock). It returns the
+// error of Lock, else that of fn, else that of Unlock.
 func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return rw.l.Do(ctx, hold.Exclusive, fn)
 }
 
-// RDo is Do for a read hold: RLock, fn, RUnlock.
+// RDo is Do for a read hold: RLock, fn with a ctx that carries the read
+// hold (RLock with it re-enters; Lock with it is ErrUpgradeNotSupported),
+// RUnlock.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context) error) error {
 	return rw.l.Do(ctx, hold.Shared, fn)
 }

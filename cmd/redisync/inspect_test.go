@@ -33,13 +33,29 @@ func TestInspectHeldRLock(t *testing.T) {
 		ctx := t.Context()
 		name := redistest.UniqueName(t)
 		holder := rlock.New(b.rdb, name, rlock.WithFencing())
-		for range 2 {
-			if err := holder.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
+		// Held twice: Do, and a re-entry through its ctx, until the test
+		// is done with it.
+		held, release, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- holder.Do(ctx, func(ctx context.Context) error {
+				err := holder.Lock(ctx)
+				held <- err
+				if err != nil {
+					return err
+				}
+				<-release
+				return holder.Unlock(ctx)
+			})
+		}()
+		if err := <-held; err != nil {
+			t.Fatal(err)
 		}
-		defer holder.Unlock(ctx)
-		defer holder.Unlock(ctx)
+		defer func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
 		owners, err := b.rdb.HKeys(ctx, internal.NewNames(name).Lock()).Result()
 		if err != nil || len(owners) != 1 {
 			t.Fatalf("HKEYS = %v, %v", owners, err)

@@ -71,39 +71,33 @@ func TestFixedLeasePartialUnlock(t *testing.T) {
 	rdb := srv.NewClient(t)
 	for _, tc := range []struct {
 		name string
-		new  func(name string) (lock, unlock func(context.Context) error, done func() <-chan struct{})
+		new  func(name string) mutexLike
 	}{
-		{"rlock", func(name string) (func(context.Context) error, func(context.Context) error, func() <-chan struct{}) {
-			m := rlock.New(rdb, name, rlock.WithLeaseTime(lease))
-			return m.Lock, m.Unlock, m.Done
-		}},
-		{"fairlock", func(name string) (func(context.Context) error, func(context.Context) error, func() <-chan struct{}) {
-			m := fairlock.New(rdb, name, fairlock.WithLeaseTime(lease))
-			return m.Lock, m.Unlock, m.Done
-		}},
+		{"rlock", func(name string) mutexLike { return rlock.New(rdb, name, rlock.WithLeaseTime(lease)) }},
+		{"fairlock", func(name string) mutexLike { return fairlock.New(rdb, name, fairlock.WithLeaseTime(lease)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := redistest.UniqueName(t)
-			lock, unlock, done := tc.new(name)
-			ctx := t.Context()
+			m := tc.new(name)
 			start := time.Now()
-			for range 2 {
-				if err := lock(ctx); err != nil {
-					t.Fatal(err)
+			err := m.Do(t.Context(), func(ctx context.Context) error {
+				if err := m.Lock(ctx); err != nil {
+					return err
 				}
-			}
-			time.Sleep(lease * 2 / 3)
-			if err := unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Until(start.Add(lease * 4 / 3)))
-			if redistest.Closed(done()) {
-				t.Fatal("Done closed on the first lease although the Unlock re-armed it")
-			}
-			if rdb.Exists(ctx, mainKey(name)).Val() != 1 {
-				t.Fatal("the lock is gone from Redis")
-			}
-			if err := unlock(ctx); err != nil {
+				time.Sleep(lease * 2 / 3)
+				if err := m.Unlock(ctx); err != nil {
+					return err
+				}
+				time.Sleep(time.Until(start.Add(lease * 4 / 3)))
+				if redistest.Closed(m.(interface{ Done() <-chan struct{} }).Done()) {
+					t.Fatal("Done closed on the first lease although the Unlock re-armed it")
+				}
+				if rdb.Exists(ctx, mainKey(name)).Val() != 1 {
+					t.Fatal("the lock is gone from Redis")
+				}
+				return nil
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -16,24 +16,29 @@ import (
 type newHandle func(rdb redis.UniversalClient, name string, opts ...time.Duration) handle
 
 // lockRow: a Lock whose reply is lost is one level, at the first level
-// and at a re-entry alike; as many Unlocks release them.
+// and at a re-entry through the hold's ctx alike; as many Unlocks release
+// them.
 func lockRow(h newHandle) func(t *testing.T, r resend) {
 	return func(t *testing.T, r resend) {
 		l := h(r.via, r.name)
-		for level := int64(1); level <= 2; level++ {
+		dropped := r.drop()
+		err := l.do(t.Context(), func(ctx context.Context) error {
+			mustDropped(t, dropped)
+			if n := l.levels(ctx, r.direct); n != 1 {
+				t.Fatalf("one Lock left %d levels in Redis", n)
+			}
 			dropped := r.drop()
-			if err := l.lock(t.Context()); err != nil {
-				t.Fatalf("Lock of level %d with a lost reply: %v", level, err)
+			if err := l.lock(ctx); err != nil {
+				t.Fatalf("re-entry with a lost reply: %v", err)
 			}
 			mustDropped(t, dropped)
-			if n := l.levels(t.Context(), r.direct); n != level {
-				t.Fatalf("%d Locks left %d levels in Redis", level, n)
+			if n := l.levels(ctx, r.direct); n != 2 {
+				t.Fatalf("a re-entry left %d levels in Redis, want 2", n)
 			}
-		}
-		for range 2 {
-			if err := l.unlock(t.Context()); err != nil {
-				t.Fatal(err)
-			}
+			return l.unlock(ctx)
+		})
+		if err != nil {
+			t.Fatalf("Lock with a lost reply: %v", err)
 		}
 	}
 }
@@ -43,24 +48,28 @@ func lockRow(h newHandle) func(t *testing.T, r resend) {
 func unlockRow(h newHandle) func(t *testing.T, r resend) {
 	return func(t *testing.T, r resend) {
 		l := h(r.via, r.name)
-		ctx := t.Context()
-		for range 2 {
+		var last <-chan struct{}
+		err := l.do(t.Context(), func(ctx context.Context) error {
 			if err := l.lock(ctx); err != nil {
-				t.Fatal(err)
+				return err
 			}
-		}
-		for left := int64(1); left >= 0; left-- {
 			dropped := r.drop()
 			if err := l.unlock(ctx); err != nil {
-				t.Fatalf("Unlock with a lost reply, %d levels left after it: %v", left, err)
+				t.Fatalf("Unlock with a lost reply above the last level: %v", err)
 			}
 			mustDropped(t, dropped)
-			if n := l.levels(ctx, r.direct); n != left {
-				t.Fatalf("Unlock left %d levels in Redis, want %d", n, left)
+			if n := l.levels(ctx, r.direct); n != 1 {
+				t.Fatalf("Unlock left %d levels in Redis, want 1", n)
 			}
+			last = r.drop() // Do's own Unlock, of the last level
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("last Unlock with a lost reply: %v", err)
 		}
-		if !redistest.Closed(l.done()) {
-			t.Fatal("Done open after the last Unlock")
+		mustDropped(t, last)
+		if n := l.levels(t.Context(), r.direct); n != 0 || !redistest.Closed(l.done()) {
+			t.Fatalf("after the last Unlock: %d levels in Redis, Done closed %v", n, redistest.Closed(l.done()))
 		}
 	}
 }

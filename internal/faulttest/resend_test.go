@@ -148,6 +148,7 @@ func leftovers(t *testing.T, rdb *redis.Client, name string) {
 // mode of a read-write lock.
 type handle struct {
 	lock, unlock func(ctx context.Context) error
+	do           func(ctx context.Context, fn func(ctx context.Context) error) error // re-entry travels in its ctx
 	done         func() <-chan struct{}
 	levels       func(ctx context.Context, rdb *redis.Client) int64 // in Redis
 }
@@ -158,7 +159,7 @@ func newRlock(rdb redis.UniversalClient, name string, opts ...time.Duration) han
 		o = append(o, rlock.WithWatchdogTimeout(opts[0]))
 	}
 	m := rlock.New(rdb, name, o...)
-	return handle{m.Lock, m.Unlock, m.Done, hashLevels(name)}
+	return handle{m.Lock, m.Unlock, m.Do, m.Done, hashLevels(name)}
 }
 
 func newFairlock(rdb redis.UniversalClient, name string, opts ...time.Duration) handle {
@@ -167,17 +168,17 @@ func newFairlock(rdb redis.UniversalClient, name string, opts ...time.Duration) 
 		o = append(o, fairlock.WithWatchdogTimeout(opts[0]))
 	}
 	m := fairlock.New(rdb, name, o...)
-	return handle{m.Lock, m.Unlock, m.Done, hashLevels(name)}
+	return handle{m.Lock, m.Unlock, m.Do, m.Done, hashLevels(name)}
 }
 
 func newWriter(rdb redis.UniversalClient, name string, opts ...time.Duration) handle {
 	rw := newRW(rdb, name, opts)
-	return handle{rw.Lock, rw.Unlock, rw.Done, rwLevels(name, "w:")}
+	return handle{rw.Lock, rw.Unlock, rw.Do, rw.Done, rwLevels(name, "w:")}
 }
 
 func newReader(rdb redis.UniversalClient, name string, opts ...time.Duration) handle {
 	rw := newRW(rdb, name, opts)
-	return handle{rw.RLock, rw.RUnlock, rw.Done, rwLevels(name, "r:")}
+	return handle{rw.RLock, rw.RUnlock, rw.RDo, rw.Done, rwLevels(name, "r:")}
 }
 
 func newRW(rdb redis.UniversalClient, name string, opts []time.Duration) *rwlock.RWMutex {

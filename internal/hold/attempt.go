@@ -110,26 +110,14 @@ func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64) {
 	_, _ = t.cfg.Release(ctx, m, expect)
 }
 
-// Do runs lock, then fn with a context that is cancelled when the hold
-// ends (lost, or force-unlocked), then unlock, which must not be abandoned
-// because ctx ended (see ReleaseContext). It returns the error of lock,
-// else that of fn, else that of unlock.
-func (t *Tracker) Do(ctx context.Context, lock, unlock, fn func(ctx context.Context) error) error {
-	if err := lock(ctx); err != nil {
-		return err
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// onEnd registers cancel to be called when the current hold ends (lost,
+// or force-unlocked, or released); at once if the handle holds nothing.
+func (t *Tracker) onEnd(cancel context.CancelFunc) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if h := t.cur; h != nil {
 		h.ends = append(h.ends, cancel)
-	} else {
-		cancel() // lost already
+		return
 	}
-	t.mu.Unlock()
-	err := fn(fctx)
-	if uerr := unlock(ctx); err == nil {
-		err = uerr
-	}
-	return err
+	cancel() // lost already
 }

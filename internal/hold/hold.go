@@ -94,6 +94,9 @@ type Tracker struct {
 
 	mu  sync.Mutex // protects cur, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
+
+	// onLoss, if set, runs when a hold ends lost (see Lock.reset).
+	onLoss func()
 }
 
 // hold is one continuous hold of the lock by the handle.
@@ -214,6 +217,7 @@ func (t *Tracker) end(h *hold, lost error) {
 		return
 	}
 	t.cur = nil
+	wasLost := lost != nil
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
 	}
@@ -223,6 +227,9 @@ func (t *Tracker) end(h *hold, lost error) {
 	close(h.done)
 	for _, cancel := range h.ends {
 		cancel()
+	}
+	if wasLost && t.onLoss != nil {
+		t.onLoss()
 	}
 	t.report(lost)
 }

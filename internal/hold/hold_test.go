@@ -270,23 +270,6 @@ func TestModesShareOneHold(t *testing.T) {
 	}
 }
 
-func TestDoCancelsOnDrop(t *testing.T) {
-	f := newFake(t)
-	lock := func(ctx context.Context) error {
-		_, err := f.acquire(ctx, hold.Exclusive, fakeFail{})
-		return err
-	}
-	unlock := func(ctx context.Context) error { return f.tracker.Release(ctx, hold.Exclusive) }
-	err := f.tracker.Do(t.Context(), lock, unlock, func(ctx context.Context) error {
-		f.tracker.Drop()
-		<-ctx.Done()
-		return ctx.Err()
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Do = %v, want fn's context.Canceled", err)
-	}
-}
-
 // A grant that arrives after its lease could have run out on the server is
 // given back, not reported: someone else may hold the lock by then.
 func TestLateGrantIsGivenBack(t *testing.T) {

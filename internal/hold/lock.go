@@ -2,8 +2,6 @@ package hold
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +34,9 @@ type Kind struct {
 	// InLine makes the waiters of one client queue behind each other
 	// (see internal.WaitInLine) instead of each asking Redis.
 	InLine bool
+	// Modes is how many modes the lock has: 1 for a mutex, 2 for a
+	// read-write lock (see owners).
+	Modes int
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
 	// when it fails (a place in line, an announcement). It must be
 	// idempotent: it runs without ctx's cancellation, and again when its
@@ -59,12 +60,15 @@ type Asking struct {
 type Lock struct {
 	k Kind
 	t *Tracker
+	owners
 }
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
 	l := &Lock{k: k}
 	l.t = New(k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) }))
+	l.owners.init(k.Modes)
+	l.t.onLoss = l.owners.reset
 	return l
 }
 
@@ -77,8 +81,9 @@ func (l *Lock) Name() string { return l.k.Name }
 // ops names the operations of each mode in errors.
 var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
 
-// Lock takes a level of mode m, waiting until it can or ctx is done.
-func (l *Lock) Lock(ctx context.Context, m Mode) error {
+// wait takes a level of mode m in Redis, waiting until it can or ctx is
+// done; the local line (owners) has let the caller through already.
+func (l *Lock) wait(ctx context.Context, m Mode) error {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
 	a := Asking{Blocking: true}
@@ -103,7 +108,7 @@ func (l *Lock) Lock(ctx context.Context, m Mode) error {
 	if err != nil && l.k.Leave != nil {
 		l.leave(ctx, m)
 	}
-	return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+	return err
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first
@@ -120,12 +125,12 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 	}
 }
 
-// TryLock makes one attempt to take a level of mode m.
-func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
+// try makes one attempt to take a level of mode m in Redis.
+func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
 		return l.k.Acquire(ctx, m, held, Asking{})
 	})
-	return ok, l.Wrap(ops[m][0], err)
+	return ok, err
 }
 
 // ReleaseTimeout bounds a release (Unlock, RUnlock, a permit's Release,
@@ -139,15 +144,11 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
-// Unlock releases one level of mode m. It runs on ReleaseContext(ctx).
-func (l *Lock) Unlock(ctx context.Context, m Mode) error {
+// release releases one level of mode m in Redis, on ReleaseContext(ctx).
+func (l *Lock) release(ctx context.Context, m Mode) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	err := l.t.Release(ctx, m)
-	if m == Exclusive && errors.Is(err, internal.ErrNotHeld) && l.t.Held(Shared) > 0 {
-		err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
-	}
-	return l.Wrap(ops[m][1], err)
+	return l.t.Release(ctx, m)
 }
 
 // ForceUnlock deletes the lock whoever holds it and reports whether there
@@ -169,6 +170,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	// Whoever deleted it, this handle's hold is over.
 	l.t.Drop()
+	l.owners.reset()
 	return deleted, nil
 }
 
@@ -185,16 +187,6 @@ func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 	return ok, l.Wrap("is held", err)
 }
 
-// HoldCount returns the handle's hold count in a lock hash whose fields
-// are owner ids: 0 when it holds none.
-func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	n, err := l.k.RDB.HGet(ctx, l.k.Keys.Lock(), l.k.Owner).Int()
-	if internal.IsNil(err) {
-		return 0, nil
-	}
-	return n, l.Wrap("hold count", err)
-}
-
 // TTL returns the lock's remaining lease, whoever holds it: 0 when free.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	d, err := l.k.RDB.PTTL(ctx, l.k.Keys.Lock()).Result()
@@ -209,13 +201,6 @@ func (l *Lock) Done() <-chan struct{} { return l.t.Done() }
 
 // Token returns the fencing token of the current hold.
 func (l *Lock) Token() uint64 { return l.t.Token() }
-
-// Do takes a level of mode m, runs fn, and releases it (see Tracker.Do).
-func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) error) error {
-	lock := func(ctx context.Context) error { return l.Lock(ctx, m) }
-	unlock := func(ctx context.Context) error { return l.Unlock(ctx, m) }
-	return l.t.Do(ctx, lock, unlock, fn)
-}
 
 // Wrap wraps err with the package, operation and name of the lock.
 func (l *Lock) Wrap(op string, err error) error {

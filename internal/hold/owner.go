@@ -1,0 +1,307 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/redisync/redisync/internal"
+)
+
+// Ownership, the Go way. A handle is shared like a sync.Mutex: while it
+// holds the lock, every other Lock on it waits, whichever goroutine calls
+// it, and only a ctx that carries a hold re-enters it. The handle has one
+// owner id in Redis, whose hold count is the levels of its holds; this
+// file decides, in the process, which calls those levels belong to.
+//
+// Invariants, guarded by owners.mu:
+//
+//   - The local line (gate) lets one exclusive hold or any number of read
+//     holds through at a time, in arrival order; a waiting writer holds
+//     back later readers, as in sync.RWMutex. Only calls through the line
+//     talk to Redis to take a new hold, so goroutines sharing a handle add
+//     no Redis traffic while they wait.
+//   - An exclusive hold has a record (x) with its depth: the levels taken
+//     through it. A plain hold (Lock with a ctx that carries none) has
+//     depth 1 and is released by a plain Unlock from any goroutine; a hold
+//     that Do took belongs to the ctx Do gives fn: Lock, TryLock and Do
+//     with that ctx re-enter it, Unlock with it leaves one level, and a
+//     plain Unlock does not touch it.
+//   - Read holds are counted: plain ones (plainReads), and those of RDo,
+//     which have records of their own like an exclusive hold's. A read
+//     hold taken with a write hold's ctx (a downgrade) is a plain read
+//     hold that borrows one of the write hold's units (x.reads) until the
+//     write hold ends, and then keeps it.
+//   - The line's units follow the holds: an exclusive hold has all of
+//     them, a read hold one; they are given back when the hold's last
+//     level is released, whatever Redis said (a lost hold is over too).
+//   - When the handle's hold ends without its holders (the watchdog
+//     finds it lost, or ForceUnlock), reset gives every unit back and
+//     forgets the holds: a later Unlock of one of them reports ErrNotHeld
+//     and gives back nothing twice (gen tells it).
+
+// allUnits is the line's size for a read-write lock: a write hold takes
+// every unit, a read hold one.
+const allUnits = 1 << 30
+
+// owners is the local side of a handle's holds.
+type owners struct {
+	gate  *semaphore.Weighted
+	units int64 // an exclusive hold's share of gate
+
+	mu         sync.Mutex
+	x          *record              // the exclusive hold, if any
+	plainReads int64                // plain read holds, downgraded ones included
+	rdos       map[*record]struct{} // the read holds of RDo
+	gen        uint64               // bumped by reset: releases of older holds change nothing
+}
+
+func (o *owners) init(modes int) {
+	o.units = 1
+	if modes > 1 {
+		o.units = allUnits
+	}
+	o.gate = semaphore.NewWeighted(o.units)
+	o.rdos = make(map[*record]struct{})
+}
+
+// reset forgets every hold of the handle and gives their units back: the
+// handle's hold ended without them (lost, or force-unlocked).
+func (o *owners) reset() {
+	o.mu.Lock()
+	var units int64
+	if o.x != nil {
+		units += o.units - o.x.reads
+		o.x.depth = 0
+		o.x = nil
+	}
+	units += o.plainReads
+	o.plainReads = 0
+	for r := range o.rdos {
+		units++
+		r.depth = 0
+	}
+	clear(o.rdos)
+	o.gen++
+	o.mu.Unlock()
+	if units > 0 {
+		o.gate.Release(units)
+	}
+}
+
+// record is one hold taken through the local line: an exclusive hold, or
+// a read hold of RDo.
+type record struct {
+	mode  Mode
+	plain bool
+	depth int64 // levels taken through this record; guarded by owners.mu
+	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
+}
+
+type ctxKey struct{ l *Lock }
+
+// carried returns the live hold of l that ctx carries, if any.
+func (l *Lock) carried(ctx context.Context) *record {
+	r, _ := ctx.Value(ctxKey{l}).(*record)
+	if r == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r.depth == 0 {
+		return nil // released: the ctx outlived its hold
+	}
+	return r
+}
+
+func (o *owners) share(m Mode) int64 {
+	if m == Shared {
+		return 1
+	}
+	return o.units
+}
+
+// take takes a level of mode m: through the hold ctx carries (re-entry,
+// or a downgrade), or as a new hold through the local line. It returns
+// the record of the hold taken (nil for a plain read hold), whether it
+// was taken, and the error; blocking waits, else one attempt is made.
+func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record, bool, error) {
+	if c := l.carried(ctx); c != nil {
+		if c.mode == Shared && m == Exclusive {
+			return nil, false, internal.ErrUpgradeNotSupported
+		}
+		ok, err := l.redis(ctx, m, blocking)
+		if !ok || err != nil {
+			return nil, ok, err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if c.mode == m {
+			c.depth++
+			return c, true, nil
+		}
+		c.reads++ // a downgrade: a plain read hold on the write hold's units
+		l.plainReads++
+		return nil, true, nil
+	}
+	n := l.share(m)
+	if !blocking {
+		if !l.gate.TryAcquire(n) {
+			return nil, false, nil // another goroutine of the handle holds it
+		}
+	} else if err := l.gate.Acquire(ctx, n); err != nil {
+		return nil, false, err
+	}
+	ok, err := l.redis(ctx, m, blocking)
+	if !ok || err != nil {
+		l.gate.Release(n)
+		return nil, ok, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m == Shared && plain {
+		l.plainReads++
+		return nil, true, nil
+	}
+	r := &record{mode: m, plain: plain, depth: 1}
+	if m == Exclusive {
+		l.x = r
+	} else {
+		l.rdos[r] = struct{}{}
+	}
+	return r, true, nil
+}
+
+// redis takes a level of mode m in Redis, waiting or in one attempt.
+func (l *Lock) redis(ctx context.Context, m Mode, blocking bool) (bool, error) {
+	if blocking {
+		err := l.wait(ctx, m)
+		return err == nil, err
+	}
+	return l.try(ctx, m)
+}
+
+// Lock takes a level of mode m, waiting until it can or ctx is done.
+func (l *Lock) Lock(ctx context.Context, m Mode) error {
+	_, _, err := l.take(ctx, m, true, true)
+	return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+}
+
+// TryLock makes one attempt to take a level of mode m.
+func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
+	_, ok, err := l.take(ctx, m, false, true)
+	return ok, l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+}
+
+// Unlock releases one level of mode m: of the hold ctx carries, else of a
+// plain hold. It runs on ReleaseContext(ctx).
+func (l *Lock) Unlock(ctx context.Context, m Mode) error {
+	r, gen, ok := l.releasing(ctx, m)
+	if !ok {
+		err := internal.ErrNotHeld
+		if m == Exclusive && l.holdsReads() {
+			err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
+		}
+		return l.Wrap(ops[m][1], err)
+	}
+	err := l.release(ctx, m)
+	l.released(r, m, gen)
+	return l.Wrap(ops[m][1], err)
+}
+
+// releasing finds the hold an Unlock of mode m with ctx releases a level
+// of: the hold ctx carries in that mode, else the plain exclusive hold,
+// else (r nil) a plain read hold.
+func (l *Lock) releasing(ctx context.Context, m Mode) (*record, uint64, bool) {
+	c := l.carried(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case c != nil && c.mode == m:
+		return c, l.gen, true
+	case m == Exclusive:
+		return l.x, l.gen, l.x != nil && l.x.plain
+	}
+	return nil, l.gen, l.plainReads > 0
+}
+
+// released records the release of a level of r (nil: a plain read hold),
+// whatever Redis said: a hold that is lost is over too. A hold whose last
+// level is gone gives its units of the line back.
+func (l *Lock) released(r *record, m Mode, gen uint64) {
+	l.mu.Lock()
+	var units int64
+	switch {
+	case gen != l.gen:
+		// reset forgot the hold meanwhile, and gave its units back.
+	case r == nil:
+		l.plainReads--
+		if l.x != nil && l.x.reads > 0 {
+			l.x.reads-- // a downgraded read, on the write hold's units
+		} else {
+			units = 1
+		}
+	default:
+		r.depth--
+		if r.depth == 0 {
+			units = l.share(m)
+			delete(l.rdos, r)
+			if r == l.x {
+				l.x = nil
+				units -= r.reads // the downgraded reads keep theirs
+			}
+		}
+	}
+	l.mu.Unlock()
+	if units > 0 {
+		l.gate.Release(units)
+	}
+}
+
+func (l *Lock) holdsReads() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.plainReads > 0
+}
+
+// Do takes a level of mode m (re-entering the hold ctx carries, if any),
+// runs fn with a ctx that carries the hold and is cancelled when it ends
+// (lost, or force-unlocked), and releases the level, even when ctx has
+// ended (see ReleaseContext). It returns the error of the take, else that
+// of fn, else that of the release.
+func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) error) error {
+	r, _, err := l.take(ctx, m, true, false)
+	if err != nil {
+		return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+	}
+	fctx := ctx
+	if r != nil {
+		fctx = context.WithValue(ctx, ctxKey{l}, r)
+	}
+	fctx, cancel := context.WithCancel(fctx)
+	defer cancel()
+	l.t.onEnd(cancel)
+	err = fn(fctx)
+	if uerr := l.Unlock(fctx, m); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// HoldCount returns the depth of the hold of mode Exclusive that ctx
+// carries; without one, 1 when the handle has a plain hold, else 0.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	if c := l.carried(ctx); c != nil && c.mode == Exclusive {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return int(c.depth), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.x != nil && l.x.plain {
+		return 1, nil
+	}
+	return 0, nil
+}
