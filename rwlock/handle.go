@@ -10,8 +10,8 @@ import (
 // package.
 var ErrNotHeld = internal.ErrNotHeld
 
-// ErrUpgradeNotSupported is returned by Lock and TryLock on a handle that
-// holds a read lock but not the write lock: waiting for the write lock
+// ErrUpgradeNotSupported is returned by Lock and TryLock with a ctx that
+// carries a read hold of the lock (see RDo): waiting for the write lock
 // would wait for itself.
 var ErrUpgradeNotSupported = internal.ErrUpgradeNotSupported
 

@@ -123,8 +123,8 @@ func (rw *RWMutex) Name() string { return rw.l.Name() }
 func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Shared) }
 
 // TryRLock makes one attempt to lock rw for reading. It reports false and
-// no error when the lock is write-locked by another handle or a writer is
-// waiting.
+// no error when the lock is write-locked (by another process, handle, or
+// goroutine on this handle) or a writer is waiting.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.TryLock(ctx, hold.Shared) }
 
 // Lock locks rw for writing. It waits until nobody else (no process,
@@ -138,9 +138,10 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.Try
 func (rw *RWMutex) Lock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock rw for writing. It reports false and
-// no error when another handle holds the lock in either mode; it does not
-// announce itself. A handle that holds only a read lock gets an error
-// wrapping ErrUpgradeNotSupported.
+// no error when the lock is held in either mode (by another process,
+// handle, or goroutine on this handle); it does not announce itself. With
+// a ctx that carries a read hold (see RDo) it returns an error wrapping
+// ErrUpgradeNotSupported.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	return rw.l.TryLock(ctx, hold.Exclusive)
 }

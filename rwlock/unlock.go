@@ -69,7 +69,9 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(ctx context.Context) error) e
 
 // RDo is Do for a read hold: RLock, fn with a ctx that carries the read
 // hold (RLock with it re-enters; Lock with it is ErrUpgradeNotSupported),
-// RUnlock.
+// RUnlock. With a ctx that carries a write hold, RDo's read hold is a
+// downgrade (see RLock) and fn gets that ctx, which still carries the
+// write hold.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(ctx context.Context) error) error {
 	return rw.l.Do(ctx, hold.Shared, fn)
 }

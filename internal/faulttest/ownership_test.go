@@ -264,3 +264,66 @@ func TestRWMutexHammer(t *testing.T) {
 		})
 	}
 }
+
+// A hold lost during Do (its fixed lease ran out) frees the handle's
+// line; the Unlock with the lost hold's ctx then reports ErrNotHeld and
+// must not release the plain hold another goroutine took since.
+func TestLostDoHoldDoesNotReleaseANewerHold(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(rdb, name, rlock.WithLeaseTime(300*time.Millisecond))
+	var taken chan error
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		<-ctx.Done() // the lease ran out: the hold is lost
+		taken = make(chan error, 1)
+		go func() { taken <- m.Lock(t.Context()) }()
+		return <-taken // another goroutine's plain hold, through the freed line
+	})
+	if !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Do after its hold was lost = %v, want ErrNotHeld from its Unlock", err)
+	}
+	if held, _ := m.IsHeld(t.Context()); !held {
+		t.Fatal("the lost hold's Unlock released the plain hold taken since")
+	}
+	if ok, _ := rlock.New(rdb, name).TryLock(t.Context()); ok {
+		t.Fatal("another handle got the lock while the plain hold is held")
+	}
+	if err := m.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	leftovers(t, rdb, name)
+}
+
+// A re-entry through the ctx of a hold that was force-unlocked elsewhere
+// (Redis grants a first acquisition) gives that level back and fails: the
+// handle's line stays sound, and nothing is left held.
+func TestReentryAfterForceUnlock(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(rdb, name)
+	err := m.Do(t.Context(), func(ctx context.Context) error {
+		if _, err := rlock.New(rdb, name).ForceUnlock(t.Context()); err != nil {
+			return err
+		}
+		if err := m.Lock(ctx); !errors.Is(err, rlock.ErrNotHeld) && !errors.Is(err, context.Canceled) {
+			t.Errorf("re-entry through a force-unlocked hold's ctx = %v, want an error", err)
+		}
+		if locked, _ := m.IsLocked(t.Context()); locked {
+			t.Error("the failed re-entry left a hold in Redis")
+		}
+		return nil
+	})
+	if !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Do = %v, want ErrNotHeld from its Unlock", err)
+	}
+	// The line is free and sound: a plain Lock and Unlock go through.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leftovers(t, rdb, name)
+}

@@ -161,6 +161,10 @@ func (t *Tracker) Drop() {
 	}
 }
 
+// dropIf ends hold h as Drop does if it is still the current hold, and
+// reports whether it was.
+func (t *Tracker) dropIf(h *hold) bool { return t.end(h, nil) }
+
 func (t *Tracker) current() *hold {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -209,12 +213,13 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 // end finishes hold h if it is still current: Done closes, renewals stop,
 // the contexts of Do are cancelled, and for a loss (lost != nil) the Lost
 // hook runs, unless a release of h is in flight: then the loss is kept for
-// the release to report if it does not end the hold itself.
-func (t *Tracker) end(h *hold, lost error) {
+// the release to report if it does not end the hold itself. It reports
+// whether it ended h.
+func (t *Tracker) end(h *hold, lost error) bool {
 	t.mu.Lock()
 	if t.cur != h {
 		t.mu.Unlock()
-		return
+		return false
 	}
 	t.cur = nil
 	wasLost := lost != nil
@@ -232,6 +237,7 @@ func (t *Tracker) end(h *hold, lost error) {
 		t.onLoss()
 	}
 	t.report(lost)
+	return true
 }
 
 // report runs the Lost hook for a loss, if any.

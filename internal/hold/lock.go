@@ -155,6 +155,9 @@ func (l *Lock) release(ctx context.Context, m Mode) error {
 // was one. A repeated run after a lost reply reports what the first did.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewOwnerID())
+	// The hold the script ends, if this handle has one: a hold that one of
+	// its goroutines takes after the script deleted the lock is not it.
+	before := l.t.current()
 	var deleted bool
 	err := Once(ctx, func() (err error) {
 		deleted, err = l.k.ForceUnlock(ctx, receipt)
@@ -168,9 +171,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	// Whoever deleted it, this handle's hold is over.
-	l.t.Drop()
-	l.owners.reset()
+	if before != nil && l.t.dropIf(before) {
+		// Whoever deleted it, this handle's hold is over, and so are
+		// the holds of its goroutines.
+		l.owners.reset()
+	}
 	return deleted, nil
 }
 

@@ -39,8 +39,13 @@ import (
 //     level is released, whatever Redis said (a lost hold is over too).
 //   - When the handle's hold ends without its holders (the watchdog
 //     finds it lost, or ForceUnlock), reset gives every unit back and
-//     forgets the holds: a later Unlock of one of them reports ErrNotHeld
-//     and gives back nothing twice (gen tells it).
+//     forgets the holds (gen tells them apart). A call with the ctx of a
+//     forgotten hold neither re-enters nor releases anything: it reports
+//     ErrNotHeld, and never falls back to a plain hold another goroutine
+//     took since; a re-entry whose hold ended while its script ran gives
+//     the level Redis granted back. Plain holds are anonymous, as a
+//     sync.Mutex's are: a plain Unlock after a reset releases whatever
+//     plain hold the handle has by then.
 
 // allUnits is the line's size for a read-write lock: a write hold takes
 // every unit, a read hold one.
@@ -96,24 +101,32 @@ func (o *owners) reset() {
 type record struct {
 	mode  Mode
 	plain bool
-	depth int64 // levels taken through this record; guarded by owners.mu
-	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
+	gen   uint64 // owners.gen when it was taken: reset ends it
+	depth int64  // levels taken through this record; guarded by owners.mu
+	reads int64  // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
 }
 
 type ctxKey struct{ l *Lock }
 
-// carried returns the live hold of l that ctx carries, if any.
-func (l *Lock) carried(ctx context.Context) *record {
+// ended stands, in releasing's reply, for a hold ctx carries that has
+// ended.
+var ended = &record{}
+
+// errEnded is the error of a call whose ctx carries a hold that has ended
+// (released, lost, or force-unlocked): it neither re-enters nor releases
+// anything, and never falls back to another goroutine's plain hold.
+var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", internal.ErrNotHeld)
+
+// carried returns the hold of l that ctx carries, if any, and whether it
+// is still live: not released, and not forgotten by reset.
+func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	r, _ := ctx.Value(ctxKey{l}).(*record)
 	if r == nil {
-		return nil
+		return nil, false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r.depth == 0 {
-		return nil // released: the ctx outlived its hold
-	}
-	return r
+	return r, r.depth > 0 && r.gen == l.gen
 }
 
 func (o *owners) share(m Mode) int64 {
@@ -128,23 +141,14 @@ func (o *owners) share(m Mode) int64 {
 // the record of the hold taken (nil for a plain read hold), whether it
 // was taken, and the error; blocking waits, else one attempt is made.
 func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record, bool, error) {
-	if c := l.carried(ctx); c != nil {
-		if c.mode == Shared && m == Exclusive {
+	if c, live := l.carried(ctx); c != nil {
+		switch {
+		case !live:
+			return nil, false, errEnded
+		case c.mode == Shared && m == Exclusive:
 			return nil, false, internal.ErrUpgradeNotSupported
 		}
-		ok, err := l.redis(ctx, m, blocking)
-		if !ok || err != nil {
-			return nil, ok, err
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if c.mode == m {
-			c.depth++
-			return c, true, nil
-		}
-		c.reads++ // a downgrade: a plain read hold on the write hold's units
-		l.plainReads++
-		return nil, true, nil
+		return l.reenter(ctx, c, m, blocking)
 	}
 	n := l.share(m)
 	if !blocking {
@@ -165,13 +169,38 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		l.plainReads++
 		return nil, true, nil
 	}
-	r := &record{mode: m, plain: plain, depth: 1}
+	r := &record{mode: m, plain: plain, gen: l.gen, depth: 1}
 	if m == Exclusive {
 		l.x = r
 	} else {
 		l.rdos[r] = struct{}{}
 	}
 	return r, true, nil
+}
+
+// reenter takes a level of mode m through c, the live hold ctx carries: a
+// re-entry, or (a read level through a write hold) a downgrade. When c
+// ended while the script ran (the hold was lost, and Redis granted a new
+// one), the level belongs to no hold of the caller's: it is given back.
+func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
+	ok, err := l.redis(ctx, m, blocking)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	l.mu.Lock()
+	if c.depth == 0 || c.gen != l.gen {
+		l.mu.Unlock()
+		_ = l.release(ctx, m)
+		return nil, false, errEnded
+	}
+	defer l.mu.Unlock()
+	if c.mode == m {
+		c.depth++
+		return c, true, nil
+	}
+	c.reads++ // a downgrade: a plain read hold on the write hold's units
+	l.plainReads++
+	return nil, true, nil
 }
 
 // redis takes a level of mode m in Redis, waiting or in one attempt.
@@ -199,6 +228,9 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 // plain hold. It runs on ReleaseContext(ctx).
 func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	r, gen, ok := l.releasing(ctx, m)
+	if r == ended {
+		return l.Wrap(ops[m][1], errEnded)
+	}
 	if !ok {
 		err := internal.ErrNotHeld
 		if m == Exclusive && l.holdsReads() {
@@ -215,10 +247,12 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 // of: the hold ctx carries in that mode, else the plain exclusive hold,
 // else (r nil) a plain read hold.
 func (l *Lock) releasing(ctx context.Context, m Mode) (*record, uint64, bool) {
-	c := l.carried(ctx)
+	c, live := l.carried(ctx)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case c != nil && c.mode == m && !live:
+		return ended, l.gen, false // never another goroutine's plain hold
 	case c != nil && c.mode == m:
 		return c, l.gen, true
 	case m == Exclusive:
@@ -263,7 +297,7 @@ func (l *Lock) released(r *record, m Mode, gen uint64) {
 func (l *Lock) holdsReads() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.plainReads > 0
+	return l.plainReads > 0 || len(l.rdos) > 0
 }
 
 // Do takes a level of mode m (re-entering the hold ctx carries, if any),
@@ -293,7 +327,10 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 // HoldCount returns the depth of the hold of mode Exclusive that ctx
 // carries; without one, 1 when the handle has a plain hold, else 0.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if c := l.carried(ctx); c != nil && c.mode == Exclusive {
+	if c, live := l.carried(ctx); c != nil && c.mode == Exclusive {
+		if !live {
+			return 0, nil
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return int(c.depth), nil
