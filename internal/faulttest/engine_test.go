@@ -283,6 +283,11 @@ func TestReleaseWithCancelledCtx(t *testing.T) {
 			if err := leave(t.Context()); err != nil {
 				t.Fatal(err)
 			}
+			if p.name == "semaphore" {
+				if n, _ := rdb.Get(t.Context(), mainKey(name)).Int(); n != 1 {
+					t.Fatalf("Available = %d after both released, want its start, 1", n)
+				}
+			}
 		})
 	}
 }
