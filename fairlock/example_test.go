@@ -22,27 +22,30 @@ func Example() {
 	defer rdb.Close()
 	ctx := context.Background()
 
+	// One handle, shared by goroutines the way a sync.Mutex is: they take
+	// turns in the order they asked, and so do other processes.
 	m := fairlock.New(rdb, "jobs")
-	if err := m.Lock(ctx); err != nil {
-		fmt.Println("lock:", err)
-		return
+	done := 0
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if err := m.Lock(ctx); err != nil {
+				return
+			}
+			defer m.Unlock(ctx)
+			done++
+		})
 	}
-	fmt.Println("locked")
+	wg.Wait()
+	fmt.Println("jobs done:", done)
 
-	other := fairlock.New(rdb, "jobs") // another handle: another owner
+	other := fairlock.New(rdb, "jobs") // another owner, as another process would be
 	ok, _ := other.TryLock(ctx)
-	fmt.Println("other handle got it:", ok)
-
-	if err := m.Unlock(ctx); err != nil {
-		fmt.Println("unlock:", err)
-	}
-	ok, _ = other.TryLock(ctx)
-	fmt.Println("after unlock, other handle got it:", ok)
+	fmt.Println("free again:", ok)
 	_ = other.Unlock(ctx)
 	// Output:
-	// locked
-	// other handle got it: false
-	// after unlock, other handle got it: true
+	// jobs done: 3
+	// free again: true
 }
 
 // Waiters get the lock in the order in which they joined the line.
