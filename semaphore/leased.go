@@ -190,9 +190,25 @@ func (l *Leased) tracker(id string) *hold.Tracker {
 		return script.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
 	}
 	k := hold.Keeping{WatchdogTimeout: l.cfg.watchdogTimeout, OnLost: l.cfg.onLost}
-	return hold.New(k.Config(l.rdb, release, renew, func(err error) error {
+	cfg := k.Config(l.rdb, release, renew, func(err error) error {
 		return l.wrap("permit "+id, err)
-	}))
+	})
+	// A lost permit leaves the handle's map, so that an id nobody releases
+	// does not stay in it; the WithOnLost hook runs after.
+	var t *hold.Tracker
+	onLost := cfg.Lost
+	cfg.Lost = func(err error) {
+		l.mu.Lock()
+		if l.kept[id] == t {
+			delete(l.kept, id)
+		}
+		l.mu.Unlock()
+		if onLost != nil {
+			onLost(err)
+		}
+	}
+	t = hold.New(cfg)
+	return t
 }
 
 func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
