@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -96,6 +97,7 @@ func renewRow(h newHandle) func(t *testing.T, r resend) {
 
 type forcer interface {
 	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
 	ForceUnlock(ctx context.Context) (bool, error)
 }
 
@@ -104,7 +106,8 @@ type forcer interface {
 func forceRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *testing.T, r resend) {
 	return func(t *testing.T, r resend) {
 		ctx := t.Context()
-		if err := h(r.direct, r.name).Lock(ctx); err != nil {
+		holder := h(r.direct, r.name)
+		if err := holder.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		dropped := r.drop()
@@ -112,6 +115,11 @@ func forceRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *tes
 		mustDropped(t, dropped)
 		if err != nil || !deleted {
 			t.Fatalf("ForceUnlock with a lost reply = %v, %v; want true, nil", deleted, err)
+		}
+		// The holder learns at once that its hold is gone, rather than at
+		// its next renewal: its watchdog must not outlive the test.
+		if err := holder.Unlock(ctx); !errors.Is(err, internal.ErrNotHeld) {
+			t.Fatalf("the force-unlocked holder's Unlock = %v, want ErrNotHeld", err)
 		}
 	}
 }
