@@ -42,7 +42,3 @@ func (n Names) Timeouts() string { return n.tag + ":timeouts" }
 
 // Sub returns a further key of the primitive, kept in the same slot.
 func (n Names) Sub(suffix string) string { return n.tag + ":" + suffix }
-
-// ReceiptForce is the receipt kind of a force unlock (see Receipt): a
-// retried ForceUnlock reports what the first run did.
-const ReceiptForce = "force"

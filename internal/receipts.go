@@ -15,6 +15,12 @@ const (
 	ReceiptAdd     = "add"     // Leased.AddPermits
 )
 
+// ReceiptForce is the receipt kind of a lock's ForceUnlock: a retried
+// ForceUnlock reports what its first run did. The lock deletes it once the
+// outcome is known, so it is not among ReceiptKinds, which tools read on
+// semaphores.
+const ReceiptForce = "force"
+
 // ReceiptKinds lists every kind of receipt, for tools that read them.
 var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain, ReceiptAdd}
 

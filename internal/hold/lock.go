@@ -159,7 +159,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	// its goroutines takes after the script deleted the lock is not it.
 	before := l.t.current()
 	var deleted bool
-	err := Once(ctx, func() (err error) {
+	err := internal.Once(ctx, receipt, func(receipt string) (err error) {
 		deleted, err = l.k.ForceUnlock(ctx, receipt)
 		return err
 	})
