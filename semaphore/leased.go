@@ -125,10 +125,11 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	id := internal.NewOwnerID()
 	c := internal.Attach(l.rdb)
 	defer c.Detach()
+	t := l.keeper(id, lease)
 	var unset bool // the last attempt found no total at all
 	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
-			return l.attempt(ctx, id, lease, &unset)
+			return l.attempt(ctx, t, id, lease, &unset)
 		})
 	if err != nil && unset {
 		err = fmt.Errorf("%w: %w", err, errUnset)
@@ -147,7 +148,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
-	ok, _, err := l.attempt(ctx, id, lease, new(bool))
+	ok, _, err := l.attempt(ctx, l.keeper(id, lease), id, lease, new(bool))
 	if !ok || err != nil {
 		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
 	}
@@ -157,9 +158,9 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // attempt runs the acquire script once for the permit id, under the
 // engine's rules (see hold.Take): an attempt whose outcome is unknown, or
 // whose grant arrives after ctx ended or too late to trust, gives the
-// permit back. With lease 0 the permit is a hold of its own, which the
-// watchdog keeps alive.
-func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration, unset *bool) (bool, time.Duration, error) {
+// permit back. With lease 0 the permit is a hold of its own, t (see
+// keeper), which the watchdog keeps alive.
+func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
 		res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 		*unset = err == nil && res.Unset
@@ -170,7 +171,6 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration, un
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
-	t := l.tracker(id)
 	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64) (hold.Grant, error) { return try(ctx) })
 	if ok {
 		l.mu.Lock()
@@ -178,6 +178,16 @@ func (l *Leased) attempt(ctx context.Context, id string, lease time.Duration, un
 		l.mu.Unlock()
 	}
 	return ok, wait, err
+}
+
+// keeper returns the tracker of a request for the permit id with the given
+// lease: one for every attempt of the request, nil for a positive lease,
+// which the watchdog does not keep.
+func (l *Leased) keeper(id string, lease time.Duration) *hold.Tracker {
+	if lease > 0 {
+		return nil
+	}
+	return l.tracker(id)
 }
 
 // tracker returns a tracker for the permit id kept alive by the watchdog.
