@@ -17,12 +17,42 @@
 // A channel is subscribed on its first Subscribe and unsubscribed when its
 // last Subscription closes. A Hub runs goroutines only while a
 // Subscription is open (and for a short linger after the last one closes).
+//
+// # Redis Cluster
+//
 // On a *redis.ClusterClient with sharded set, channels are subscribed with
 // SSUBSCRIBE (Redis Cluster 7+) and messages must be sent with SPUBLISH.
+// The hub then keeps one connection per primary that owns the slot of a
+// channel somebody waits on, however many channels and slots: a process
+// waiting on thousands of locks holds three connections on a three-master
+// cluster, not thousands. SSUBSCRIBE is sent once per channel, since Redis
+// refuses one naming channels of two slots.
+//
+// These connections are not go-redis PubSubs. After a broken connection a
+// PubSub subscribes every channel it knew again in one command, which a
+// cluster node refuses as soon as they span two slots, and nothing stops
+// it from doing so. The hub therefore dials each primary itself (with the
+// client's dialer, TLS settings, credentials and client name), speaks the few commands
+// of a subscriber, and owns reconnection: on a broken connection, or one
+// silent past two health-check intervals, it places every channel again,
+// slot map refreshed, on whichever primary owns it by then.
+//
+// Slots move. When a slot of a subscribed channel leaves its node
+// (resharding, failover), Redis tells the subscribers with an unrequested
+// SUNSUBSCRIBE; a client whose slot map is stale is answered MOVED. Either
+// way the hub refreshes the client's slot map (ReloadState), subscribes
+// the channel on the slot's new owner and wakes the channel's waiters, at
+// once and again when the new subscription is confirmed, because a message
+// published in between reached nobody. A Subscribe made meanwhile returns
+// once the channel is confirmed on its new owner.
+//
+// Standalone and Sentinel clients use one go-redis PubSub for the whole
+// client, whose reconnection suits them.
 package pubsub
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -38,6 +68,9 @@ type Hub struct{ h *hub.Hub }
 func New(rdb redis.UniversalClient, sharded bool) *Hub {
 	if rdb == nil {
 		panic("pubsub: New with nil redis client")
+	}
+	if _, ok := rdb.(*redis.ClusterClient); sharded && !ok {
+		panic(fmt.Sprintf("pubsub: New with sharded set needs a *redis.ClusterClient, not %T", rdb))
 	}
 	return &Hub{h: hub.New(rdb, sharded)}
 }

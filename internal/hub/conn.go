@@ -20,7 +20,10 @@ const (
 	retryInterval = 100 * time.Millisecond
 )
 
-// conn is one pub/sub connection of a hub and the goroutine that reads it.
+// conn is the pub/sub connection of an unsharded hub (standalone Redis,
+// Sentinel) and the goroutine that reads it. It is a go-redis PubSub: one
+// connection carries every channel, and go-redis's own reconnection, which
+// subscribes them all again in one command, suits it.
 type conn struct {
 	hub *Hub
 	key int
@@ -55,14 +58,8 @@ func newConn(h *Hub, key int) *conn {
 }
 
 // newPubSub creates the go-redis PubSub without I/O: go-redis dials on the
-// first subscription, and on a cluster picks the node owning the slot of
-// the first channel, which is why the reader starts only after it.
-func (c *conn) newPubSub() *redis.PubSub {
-	if c.hub.sharded {
-		return c.hub.rdb.SSubscribe(c.ctx)
-	}
-	return c.hub.rdb.Subscribe(c.ctx)
-}
+// first subscription, which is why the reader starts only after it.
+func (c *conn) newPubSub() *redis.PubSub { return c.hub.rdb.Subscribe(c.ctx) }
 
 func (c *conn) subscribe(ch *channel) {
 	c.wmu.Lock()
@@ -80,11 +77,7 @@ func (c *conn) subscribe(ch *channel) {
 	// A failed write is not reported: go-redis keeps the channel and
 	// subscribes it again when it reconnects, and the waiter is bounded by
 	// its own timer meanwhile.
-	if h.sharded {
-		_ = c.ps.SSubscribe(c.ctx, ch.name)
-	} else {
-		_ = c.ps.Subscribe(c.ctx, ch.name)
-	}
+	_ = c.ps.Subscribe(c.ctx, ch.name)
 	if !c.started {
 		c.started = true
 		go c.run(c.ps)
@@ -104,11 +97,7 @@ func (c *conn) unsubscribe(ch *channel) {
 	if resubscribed || c.stopped || c.ps == nil {
 		return
 	}
-	if h.sharded {
-		_ = c.ps.SUnsubscribe(c.ctx, ch.name)
-	} else {
-		_ = c.ps.Unsubscribe(c.ctx, ch.name)
-	}
+	_ = c.ps.Unsubscribe(c.ctx, ch.name)
 }
 
 // lingerLocked arms the timer that closes c if it stays idle for Linger.
@@ -155,11 +144,7 @@ func (c *conn) replace() *redis.PubSub {
 	_ = c.ps.Close()
 	c.ps = c.newPubSub()
 	if len(names) > 0 {
-		if h.sharded {
-			_ = c.ps.SSubscribe(c.ctx, names...)
-		} else {
-			_ = c.ps.Subscribe(c.ctx, names...)
-		}
+		_ = c.ps.Subscribe(c.ctx, names...)
 	}
 	return c.ps
 }
@@ -219,14 +204,14 @@ func (c *conn) dispatch(msg any) {
 	switch m := msg.(type) {
 	case *redis.Subscription:
 		switch m.Kind {
-		case "subscribe", "ssubscribe":
+		case "subscribe":
 			if c.pendingUnsub[m.Channel] > 0 {
 				return // the confirmation of a subscription since dropped
 			}
 			if ch := c.channels[m.Channel]; ch != nil {
 				ch.confirm()
 			}
-		case "unsubscribe", "sunsubscribe":
+		case "unsubscribe":
 			if c.pendingUnsub[m.Channel] > 0 {
 				c.pendingUnsub[m.Channel]--
 			}

@@ -1,5 +1,6 @@
 // Package hub multiplexes the wake-up notifications of every redisync
-// waiter of one Redis client over a single pub/sub connection.
+// waiter of one Redis client over one pub/sub connection (on a cluster,
+// one per primary).
 //
 // A Hub subscribes a channel on the first Subscribe and unsubscribes it when
 // the last Subscription on it closes. One goroutine per connection reads
@@ -18,11 +19,13 @@
 // because messages published while it was down are lost.
 //
 // With sharded set (Redis Cluster 7+), channels are subscribed with
-// SSUBSCRIBE on the primary that owns their slot. Redis refuses one
-// SSUBSCRIBE naming channels of different slots, and go-redis re-subscribes
-// all channels of a connection in one command after a reconnect, so the hub
-// keeps one connection per hash slot in use. Without sharding there is one
-// connection for the whole client.
+// SSUBSCRIBE on the primary that owns their slot, over one connection per
+// primary that owns a slot somebody waits on (node.go). When a channel's
+// slot moves (resharding, failover) the hub follows it to its new owner,
+// and wakes the channel's waiters both when the subscription lapses and
+// when it is confirmed again, since a release published in between was
+// heard by nobody. Without sharding there is one connection for the whole
+// client.
 //
 // A Hub runs goroutines only while a Subscription is open, and for a short
 // linger (Linger) after the last one closes: a waiter that comes back
@@ -36,8 +39,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/internal/keyslot"
 )
 
 // Linger is how long an idle connection stays open after its last
@@ -51,8 +52,13 @@ type Hub struct {
 	rdb     redis.UniversalClient
 	sharded bool
 
-	mu    sync.Mutex    // protects conns and every conn's channel table
-	conns map[int]*conn // by slot when sharded, else the single key 0
+	mu    sync.Mutex    // protects everything below and every conn's, node's and channel's tables
+	conns map[int]*conn // unsharded: the single connection, key 0
+
+	// Sharded only.
+	cluster *redis.ClusterClient
+	chans   map[string]*channel // every subscribed channel, placed on a node or being placed
+	nodes   map[string]*node    // by address: the live connection to each primary
 }
 
 // New returns a hub for rdb. It does no I/O. With sharded set, channels are
@@ -62,7 +68,17 @@ func New(rdb redis.UniversalClient, sharded bool) *Hub {
 	if rdb == nil {
 		panic("pubsub: New with nil redis client")
 	}
-	return &Hub{rdb: rdb, sharded: sharded, conns: make(map[int]*conn)}
+	h := &Hub{rdb: rdb, sharded: sharded, conns: make(map[int]*conn)}
+	if sharded {
+		cc, ok := rdb.(*redis.ClusterClient)
+		if !ok {
+			panic(errNotCluster.Error())
+		}
+		h.cluster = cc
+		h.chans = make(map[string]*channel)
+		h.nodes = make(map[string]*node)
+	}
+	return h
 }
 
 // Subscription is one waiter's interest in one channel.
@@ -95,27 +111,36 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 // SubscribeNeeding is Subscribe for a waiter that can proceed only when a
 // message announces at least need free units (need >= 1).
 func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Subscription, error) {
-	key := h.connKey(name)
+	if h.sharded {
+		return h.subscribeSharded(ctx, name, need)
+	}
 	h.mu.Lock()
-	c := h.conns[key]
+	c := h.conns[0]
 	if c == nil {
-		c = newConn(h, key)
-		h.conns[key] = c
+		c = newConn(h, 0)
+		h.conns[0] = c
 	}
 	ch := c.channels[name]
 	fresh := ch == nil
 	if fresh {
-		ch = &channel{name: name, confirmed: make(chan struct{})}
+		ch = newChannel(name)
 		c.channels[name] = ch
 	}
 	s := h.addLocked(c, ch, need)
+	confirmed := ch.confirmed
 	h.mu.Unlock()
 
 	if fresh {
 		c.subscribe(ch)
 	}
+	return s.await(ctx, confirmed)
+}
+
+// await returns s once confirmed is closed, or closes it when ctx ends
+// first.
+func (s *Subscription) await(ctx context.Context, confirmed <-chan struct{}) (*Subscription, error) {
 	select {
-	case <-ch.confirmed:
+	case <-confirmed:
 		return s, nil
 	case <-ctx.Done():
 		s.Close()
@@ -136,33 +161,21 @@ func (h *Hub) Join(name string) *Subscription { return h.JoinNeeding(name, 1) }
 func (h *Hub) JoinNeeding(name string, need int) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := h.conns[h.connKey(name)]
-	if c == nil {
-		return nil
+	var c *conn
+	var ch *channel
+	if h.sharded {
+		ch = h.chans[name]
+	} else if c = h.conns[0]; c != nil {
+		ch = c.channels[name]
 	}
-	ch := c.channels[name]
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ch.confirmed:
-	default:
+	if ch == nil || !ch.isConfirmed {
 		return nil
 	}
 	return h.addLocked(c, ch, need)
 }
 
-// connKey is the key of the connection that carries channel name: its
-// hash slot when sharded, else 0.
-func (h *Hub) connKey(name string) int {
-	if h.sharded {
-		return keyslot.Of(name)
-	}
-	return 0
-}
-
-// addLocked appends a waiter needing need units to ch's line on c. h.mu
-// must be held.
+// addLocked appends a waiter needing need units to ch's line (on c when
+// unsharded, nil when sharded). h.mu must be held.
 func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
@@ -215,6 +228,14 @@ func (s *Subscription) close(consumed bool) {
 			// the waiters passed over for it may fit now.
 			wakeLocked(ch, max(s.units, s.need))
 		}
+		if h.sharded {
+			n, sent := h.dropLocked(ch)
+			h.mu.Unlock()
+			if sent {
+				n.unsubscribe(ch.name)
+			}
+			return
+		}
 		last := len(ch.subs) == 0 && c.channels[ch.name] == ch
 		if last {
 			delete(c.channels, ch.name)
@@ -243,16 +264,52 @@ func (h *Hub) reap(c *conn) {
 	}
 }
 
-// channel is one subscribed channel and its waiters in arrival order.
+// channel is one subscribed channel and its waiters in arrival order. All
+// fields are guarded by the hub's mu.
 type channel struct {
-	name      string
-	subs      []*Subscription
-	until     time.Time     // the lease end a waiter last reported (Expect)
-	confirmed chan struct{} // closed when Redis confirmed the subscription
-	once      sync.Once
+	name  string
+	subs  []*Subscription
+	until time.Time // the lease end a waiter last reported (Expect)
+	// confirmed is closed when Redis confirmed the subscription; a lapsed
+	// subscription (cluster: its slot moved or its node failed) gets a new
+	// one, closed when the subscription is confirmed again.
+	confirmed   chan struct{}
+	isConfirmed bool
+
+	// Sharded only.
+	node      *node // the node it is placed on; nil while being placed
+	sent      bool  // its SSUBSCRIBE was written to node's connection
+	redirects int   // MOVED replies followed since it was last confirmed
+	lapsed    bool  // it lost a confirmed subscription and is not confirmed again yet
 }
 
-func (ch *channel) confirm() { ch.once.Do(func() { close(ch.confirmed) }) }
+func newChannel(name string) *channel {
+	return &channel{name: name, confirmed: make(chan struct{})}
+}
+
+// confirm records Redis's confirmation of the subscription. The waiters of
+// a channel whose subscription had lapsed are woken, since what was
+// published meanwhile reached nobody.
+func (ch *channel) confirm() {
+	if ch.isConfirmed {
+		return
+	}
+	ch.isConfirmed = true
+	close(ch.confirmed)
+	if ch.lapsed {
+		ch.lapsed = false
+		wakeLocked(ch, -1)
+	}
+}
+
+// lapse records that ch is no longer subscribed anywhere.
+func (ch *channel) lapse() {
+	if ch.isConfirmed {
+		ch.isConfirmed = false
+		ch.confirmed = make(chan struct{})
+	}
+	ch.lapsed = true
+}
 
 // wakeLocked wakes, in line order, the waiters of ch that hold no unread
 // wake-up and whose needs fit in n free units, each taking its need from
