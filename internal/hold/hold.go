@@ -1,33 +1,3 @@
-// Package hold is the hold engine behind every redisync lock: one place
-// for what a hold is and how it begins, lives and ends, so that a lock
-// package only describes itself (its keys, scripts, channels, options and
-// docs) in a Kind, and a new lock kind is its Lua and a short file.
-//
-// The pieces, outermost first:
-//
-//   - Lock serves a lock handle's exported methods from a Kind: the wait
-//     loop (internal.Wait), leaving what a failed wait left in Redis,
-//     ForceUnlock under a receipt, the read-only queries, Do.
-//   - Tracker is a handle's hold: how many levels it holds in each mode,
-//     the serialization of its state-changing scripts that keeps that
-//     view true to Redis, Done, the watchdog entry, the contexts of Do,
-//     the loss hook. A leased semaphore keeps one Tracker per permit id.
-//   - Take is one acquisition attempt under the rules every primitive
-//     shares: an unknown outcome is undone, a grant read after ctx ended
-//     is given back (the caller moved on), a grant older than its
-//     validity is given back and retried.
-//   - Release and ReleaseUntracked resend a release whose reply was lost,
-//     reading a retry's "not held" right: at the last level, a run that
-//     went through unseen leaves nothing to compare with.
-//
-// Invariants: a script that takes, gives back or decides once is never
-// resent by go-redis (package script); the engine's resends carry what
-// the caller believes (an expected level, a receipt), so that a resend
-// changes nothing the first run did. Undo and cleanup run without the
-// caller's cancellation, bounded by CleanupTimeout. rlock and fairlock
-// hold in one mode (Exclusive); a read-write lock holds in both, and one
-// hold spans both modes: it begins with the first level taken in either
-// and ends when the handle holds nothing.
 package hold
 
 import (

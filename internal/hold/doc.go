@@ -1,0 +1,107 @@
+// Package hold is the hold engine behind every redisync lock: one place
+// for what a hold is and how it begins, lives and ends, so that a lock
+// package only describes itself (its keys, scripts, channels, options and
+// docs) in a Kind, and a new lock kind is its Lua and a short file.
+//
+// The pieces, outermost first:
+//
+//   - Lock serves a lock handle's exported methods from a Kind: the wait
+//     loop (internal.Wait), leaving what a failed wait left in Redis,
+//     ForceUnlock under a receipt, the read-only queries, Do.
+//   - Tracker is a handle's hold: how many levels it holds in each mode,
+//     the serialization of its state-changing scripts that keeps that
+//     view true to Redis, Done, the watchdog entry, the contexts of Do,
+//     the loss hook. A leased semaphore keeps one Tracker per permit id.
+//   - Take is one acquisition attempt under the rules every primitive
+//     shares: an unknown outcome is undone, a grant read after ctx ended
+//     is given back (the caller moved on), a grant older than its
+//     validity is given back and retried.
+//   - Release and ReleaseUntracked resend a release whose reply was lost,
+//     reading a retry's "not held" right: at the last level, a run that
+//     went through unseen leaves nothing to compare with.
+//
+// Invariants: a script that takes, gives back or decides once is never
+// resent by go-redis (package script); the engine's resends carry what
+// the caller believes (an expected level, a receipt), so that a resend
+// changes nothing the first run did. Undo and cleanup run without the
+// caller's cancellation, bounded by CleanupTimeout. rlock and fairlock
+// hold in one mode (Exclusive); a read-write lock holds in both, and one
+// hold spans both modes: it begins with the first level taken in either
+// and ends when the handle holds nothing.
+//
+// # Grants: the one-hop handoff
+//
+// A mutex (rlock, fairlock) hands itself over: the release that frees it
+// makes the first live waiter in line the holder, in the same script, and
+// tells that waiter so. The waiter's process then completes the hold
+// without another acquire script. What each party does:
+//
+//   - Waiting. Every blocking waiter of a mutex has a place in a line in
+//     Redis: a list of owner ids in arrival order and a zset of their
+//     liveness deadlines (server time). The acquire script of a refused
+//     blocking attempt joins the line, or refreshes the waiter's deadline
+//     if it is there already. A parked waiter keeps its place alive with
+//     that attempt: it sleeps at most GrantLease/3 between attempts
+//     (sleeps stay bounded by the holder's lease too), so a live waiter's
+//     deadline never lapses and its last refused attempt is never older
+//     than a third of the grant lease. Each waiter renews for itself; the
+//     attempts are not batched per client as the watchdog's renewals are,
+//     which costs round trips but no more Redis commands than a batch.
+//   - Releasing. The release of the last level first drops from the line
+//     every waiter whose deadline has passed (its process died or lost
+//     Redis), then, if a waiter is left, pops the first one, makes it the
+//     holder with one level and the grant lease (GrantLease, 3s), takes
+//     the next fencing token if the name has a fencing counter, and
+//     publishes "g<token>" on that waiter's own channel. Every other path
+//     that finds the lock free with a waiter in line (an attempt after a
+//     holder's lease ran out, a waiter leaving, a renewal, ForceUnlock)
+//     grants the same way. A grant goes only to a waiter whose deadline
+//     has not passed, and a grantee that died holds the lock for at most
+//     the grant lease.
+//   - Completing. The hub marks a subscription granted when a "g" message
+//     reaches it on a confirmed subscription (a message read before the
+//     confirmation belongs to an earlier subscription of the channel, a
+//     wait that has ended: it only wakes). The woken waiter hands the
+//     grant to Tracker.Claim, which makes it a hold (levels, Done, the
+//     fencing token, a watchdog entry) without a round trip. Its validity
+//     is counted from when the waiter's last refused attempt was sent:
+//     that script ran before the grant, so the server's grant lease ends
+//     no earlier than that moment plus GrantLease, and the hold's first
+//     renewal is timed on the grant lease, after which the watchdog's
+//     lease applies. A grant that arrives when that validity is nearly
+//     over, or to a handle with a fixed lease (WithLeaseTime: the lease
+//     must be its own, not the grant's), is completed by one acquire
+//     attempt instead: the script finds the owner holding one level it
+//     does not know of, reports it as held, and sets the full lease.
+//   - A lost grant message. The grant is in Redis whether or not its
+//     message arrives. A pub/sub reconnect wakes every waiter (hub), and
+//     any attempt of the waiter, woken or at the end of its bounded sleep,
+//     finds the owner holding the lock and completes as above.
+//   - ctx. A waiter whose ctx ends returns ctx's error; before that, the
+//     engine runs Kind.Leave with giveBack set when the handle holds no
+//     level: one script that takes the waiter out of the line or, if a
+//     grant reached it in Redis meanwhile, releases that level, which
+//     grants the lock to the next waiter. A grant read after ctx ended is
+//     given back the same way (Claim). Nothing is left behind.
+//   - Exactly once. A release names its owner: a resend of a release that
+//     granted finds the owner's field gone (NotHeld, read by Release as
+//     its own success), and neither touches the grantee's field nor
+//     grants again, since the lock is held.
+//
+// Fairness. fairlock is strict: a newcomer never takes a free lock while
+// a live waiter is in line (TryLock reports false), and the lock is never
+// left free while one is. rlock lets a newcomer take a lock it finds
+// free, as Redisson's RLock does, but a release never leaves it free
+// while a live waiter is in line: it grants to the first. So a parked
+// rlock waiter is served in arrival order among the parked ones, and a
+// newcomer wins only when nobody is parked or in the short window after a
+// holder's lease ran out. Goroutines sharing a handle wait in the
+// process's local line behind the one that holds the handle's place.
+//
+// Not granted: rwlock and the semaphores. A read-write lock's release
+// to readers admits all of them at once, and its writers announce
+// themselves without a line; a grant would need a line of writers and
+// readers with modes. Semaphore waiters need n permits each and the
+// counting semaphore has no owners to grant to. Both keep the wake-up
+// and retry of internal.Wait.
+package hold
