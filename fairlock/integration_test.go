@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -69,8 +70,9 @@ func TestOrdering(t *testing.T) {
 	})
 }
 
-// TestNoBarging: while 3 waiters are in line and the lock is free, a
-// TryLock from a fourth handle returns false.
+// TestNoBarging: while 3 waiters are in line, the release grants the
+// lock to the first of them, and a TryLock from a fourth handle returns
+// false even while that waiter has not completed its hold.
 func TestNoBarging(t *testing.T) {
 	backends(t, func(t *testing.T, newClient func() redis.UniversalClient) {
 		ctx := t.Context()
@@ -86,19 +88,21 @@ func TestNoBarging(t *testing.T) {
 			return c
 		}, name)
 		got := queueUp(t, admin, name, waiters)
-		// Hold the waiters back, so that the lock stays free after the
-		// release for as long as the test needs.
+		// Hold the waiters back, so that none of them runs a script
+		// while the test looks.
 		g.shutAndDrain(t)
+		before, _ := line(t, admin, name)
 		mustUnlock(t, holder)
 		other := fairlock.New(newClient(), name)
 		if ok, err := other.TryLock(ctx); ok || err != nil {
 			t.Fatalf("TryLock with 3 waiters in line = %v, %v; want false", ok, err)
 		}
-		if locked, err := other.IsLocked(ctx); locked || err != nil {
-			t.Fatalf("IsLocked = %v, %v: the lock should have been free for TryLock", locked, err)
+		// The release granted the lock to the first waiter in line.
+		if held, err := admin.HExists(ctx, internal.NewNames(name).Lock(), before[0]).Result(); !held || err != nil {
+			t.Fatalf("first waiter holds = %v, %v: the release should have granted it the lock", held, err)
 		}
-		if q, _ := line(t, admin, name); len(q) != 3 {
-			t.Fatalf("TryLock changed the line to %v", q)
+		if q, _ := line(t, admin, name); !slices.Equal(q, before[1:]) {
+			t.Fatalf("line after the grant and TryLock = %v, want %v", q, before[1:])
 		}
 		g.reopen()
 		inTurn(t, got, waiters)
@@ -170,8 +174,10 @@ func TestCancelledWaiter(t *testing.T) {
 }
 
 // TestDeadWaiter: a waiter whose client is closed mid-wait cannot leave the
-// line; it is dropped after its waiter timeout, and the waiter behind it
-// gets the lock within about that time of the release.
+// line; the release grants it the lock all the same (its deadline, 10s by
+// default, has not passed), and the waiter behind it gets the lock when
+// the grant lease has run out: well within 6s of the release, not the
+// waiter timeout.
 func TestDeadWaiter(t *testing.T) {
 	backends(t, func(t *testing.T, newClient func() redis.UniversalClient) {
 		ctx := t.Context()
@@ -181,12 +187,12 @@ func TestDeadWaiter(t *testing.T) {
 		mustLock(t, holder)
 
 		doomed := newClient()
-		dead := fairlock.New(doomed, name, fairlock.WithWaiterTimeout(time.Second))
+		dead := fairlock.New(doomed, name)
 		deadErr := make(chan error, 1)
 		go func() { deadErr <- dead.Lock(ctx) }()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, admin, name) == 1 })
 
-		next := fairlock.New(newClient(), name, fairlock.WithWaiterTimeout(time.Second))
+		next := fairlock.New(newClient(), name)
 		nextAt := make(chan time.Time, 1)
 		go func() {
 			if err := next.Lock(ctx); err != nil {
@@ -205,13 +211,13 @@ func TestDeadWaiter(t *testing.T) {
 		}
 
 		released := time.Now()
-		mustUnlock(t, holder) // wakes the dead waiter, which never comes
+		mustUnlock(t, holder) // grants the lock to the dead waiter, which never comes
 		select {
 		case at := <-nextAt:
-			// The dead waiter last refreshed its place before the
-			// release, so it is dropped within 1s of it.
-			if d := at.Sub(released); d > 1500*time.Millisecond {
-				t.Fatalf("next waiter acquired %v after the release, want about 1s", d)
+			// The grant lease, then at most a third of it until the next
+			// waiter's attempt finds the lock free.
+			if d := at.Sub(released); d > 6*time.Second {
+				t.Fatalf("next waiter acquired %v after the release, want under 6s (grant lease %v)", d, hold.GrantLease)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("next waiter did not acquire: the dead waiter blocks the line")

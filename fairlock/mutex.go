@@ -23,8 +23,9 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	return &Mutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,
 		Acquire: l.acquire, Release: l.release, Renew: l.renew, ForceUnlock: l.forceUnlock, Leave: l.leave,
-		// Each waiter has a channel of its own: a release wakes the head
-		// of the line only.
+		// Each waiter has a channel of its own, on which a release grants
+		// it the lock.
+		Grants: true, Fencing: cfg.fencing,
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
 	})}
@@ -47,12 +48,12 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout
 	}
-	res, err := script.FairAcquire(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded).Result()
+	res, err := script.FairAcquire(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded, hold.GrantLease).Result()
 	return hold.Granted(res), err
 }
 
 func (l *line) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect).Result()
+	n, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease).Result()
 	return hold.Unlocked(n), err
 }
 
@@ -64,9 +65,10 @@ func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
 	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded).Result()
 }
 
-// leave takes the handle out of the line after a failed Lock.
-func (l *line) leave(ctx context.Context, _ hold.Mode) error {
-	_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
+// leave takes the handle out of the line after a failed Lock, giving
+// back a grant that reached it meanwhile when giveBack is set.
+func (l *line) leave(ctx context.Context, _ hold.Mode, giveBack bool) error {
+	_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded, giveBack).Result()
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -47,7 +48,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -58,7 +59,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false).Result()
+	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -67,7 +68,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if n, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1).Result(); n != 0 || err != nil {
+	if n, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease).Result(); n != 0 || err != nil {
 		t.Fatalf("ghost unlock = %d, %v", n, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
@@ -92,7 +93,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false).Result(); err != nil {
+		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +117,7 @@ func TestLeaveWakesNextMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false).Result(); err != nil {
+	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")
@@ -126,10 +127,10 @@ func TestLeaveWakesNextMini(t *testing.T) {
 	q, _ := line(t, rdb, "leave")
 	ch := internal.NewNames("leave").WaiterChannel(q[1])
 	redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.NumSub(t, rdb, ch) == 1 })
-	mustUnlock(t, holder) // wakes the ghost, which never comes
+	mustUnlock(t, holder) // grants the lock to the ghost, which never comes
 	start := time.Now()
-	if ok, err := script.FairLeave(ctx, rdb, k, "ghost", false).Result(); !ok || err != nil {
-		t.Fatalf("ghost leave = %v, %v", ok, err)
+	if n, err := script.FairLeave(ctx, rdb, k, "ghost", false, true).Result(); n != script.GaveBack || err != nil {
+		t.Fatalf("ghost leave = %v, %v; want the grant given back", n, err)
 	}
 	// Without the wake-up the waiter would sleep for a third of the
 	// waiter timeout (3.3s).

@@ -31,13 +31,14 @@ func (n Names) Fence() string { return n.tag + ":fence" }
 // Channel is the unlock notification channel shared by all waiters.
 func (n Names) Channel() string { return n.tag + ":chan" }
 
-// WaiterChannel is the wake-up channel of one fair-lock waiter.
+// WaiterChannel is the channel of one mutex waiter, on which a release
+// grants it the lock.
 func (n Names) WaiterChannel(owner string) string { return n.tag + ":chan:" + owner }
 
-// Queue is the fair lock's waiter list.
+// Queue is a mutex's waiter list.
 func (n Names) Queue() string { return n.tag + ":queue" }
 
-// Timeouts is the fair lock's zset of waiter deadlines.
+// Timeouts is a mutex's zset of waiter deadlines.
 func (n Names) Timeouts() string { return n.tag + ":timeouts" }
 
 // Sub returns a further key of the primitive, kept in the same slot.

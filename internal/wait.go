@@ -61,6 +61,24 @@ func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time
 	return w.wait(ctx)
 }
 
+// Claim completes a hold that a release granted to the waiter (a grant
+// message, carrying a fencing token, reached its subscription), the last
+// attempt having been refused without error and sent at base. It reports
+// whether it did; when not, the waiter makes an attempt instead, which
+// finds the grant in Redis. An error ends the wait.
+type Claim func(ctx context.Context, token uint64, base time.Time) (bool, error)
+
+// WaitGranted is Wait for a waiter with a place in a line in Redis and a
+// channel of its own, to which a release may grant the lock: a grant
+// message is completed by claim rather than by an attempt, unless an
+// attempt has run since the last refusal (its reply lost, say: its undo
+// may have given the grant back). A parked waiter attempts at least every
+// maxSleep, which keeps its place alive.
+func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, claim Claim, try Attempt) error {
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim}
+	return w.wait(ctx)
+}
+
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
 	w.sub = w.hub.JoinNeeding(w.channel, w.need)
@@ -113,11 +131,35 @@ func (w *waiter) wait(ctx context.Context) error {
 		select {
 		case <-notified:
 			w.woken = true
+			if over, err := w.granted(ctx); over {
+				return err
+			}
 		case <-timer.C:
 		case <-ctx.Done():
 			return w.ctxErr(ctx.Err())
 		}
 	}
+}
+
+// granted completes a grant the waiter was woken for, if any, and
+// reports whether the wait is over, and with which error.
+func (w *waiter) granted(ctx context.Context) (bool, error) {
+	if w.claim == nil {
+		return false, nil
+	}
+	token, ok := w.sub.Granted()
+	if !ok {
+		return false, nil
+	}
+	done, err := w.claim(ctx, token, w.refused)
+	switch {
+	case err != nil:
+		return true, w.ctxErr(CtxErr(ctx, err))
+	case done:
+		w.woken = false
+		return true, nil
+	}
+	return false, nil // an attempt completes it
 }
 
 // attempt makes one attempt and records its outcome. It reports whether
@@ -128,6 +170,7 @@ func (w *waiter) wait(ctx context.Context) error {
 func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	ok, wait, err := w.try(ctx)
+	w.refused = time.Time{}
 	switch {
 	case ok:
 		w.woken = false
@@ -146,6 +189,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 		return false, w.backoff, nil
 	default:
 		w.lastErr, w.backoff = nil, 0
+		w.refused = sent
 		if w.inLine != nil && w.sub != nil && wait > 0 {
 			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
 		}
@@ -167,6 +211,8 @@ type waiter struct {
 	try      Attempt
 	need     int         // units of a message it needs to proceed
 	inLine   func() bool // WaitInLine: whether the waiter may queue; it records lease ends for those that do
+	claim    Claim       // WaitGranted: completes a grant
+	refused  time.Time   // when the last attempt was sent, if it was refused without error
 	sub      *hub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed

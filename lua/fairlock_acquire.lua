@@ -20,23 +20,30 @@
 -- ARGV[6]  wake-up channel prefix: a waiter's channel is ARGV[6] .. owner id
 --          (the same name as internal.Names.WaiterChannel, in the same slot)
 -- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[8]  grant lease in milliseconds
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
--- waits before it: a newcomer never barges past the line. If dropping dead
--- waiters gave a free lock a new head, that waiter is woken.
+-- waits before it: a newcomer never barges past the line. A lock found
+-- free with another waiter first in line (its holder's or grantee's lease
+-- ran out) is granted to that waiter as fairlock_unlock grants it. A
+-- waiter with fencing that joins the line makes sure the fencing counter
+-- exists, so that a grant to it takes a token.
+--
+-- An owner that holds the lock although the caller believes it holds
+-- ARGV[4] levels (a lost reply, or a grant the caller has not completed)
+-- is reported as holding, with its lease re-armed to ARGV[2].
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
--- is 0 on re-entry or without fencing; on a repeated first acquisition it is
--- the counter's current value), or {0, wait}: wait is the holder's
--- remaining lease, or, when the lock is free but another waiter is first in
--- line, the time until that waiter's deadline; -1 when unknown.
+-- is 0 on re-entry or without fencing; on a repeated first acquisition, or
+-- a grant, it is the counter's current value), or {0, wait}: wait is the
+-- holder's remaining lease; -1 when unknown.
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local patience, prefix, sharded = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
+local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 
 local state = redis.call('hmget', lock, owner, 'mode')
 if state[2] then
@@ -97,6 +104,9 @@ if patience > 0 then
   -- ZADD counts a waiter new to the line: only then does it join the end.
   if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
+    if fencing then
+      redis.call('incrby', fence, 0)
+    end
   end
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
@@ -108,16 +118,18 @@ end
 if not free then
   return {0, ttl}
 end
--- Free, with another waiter first in line.
-if head ~= first then
-  if sharded then
-    redis.call('spublish', prefix .. head, '1')
-  else
-    redis.call('publish', prefix .. head, '1')
-  end
+-- Free, with another waiter first in line: grant it to that waiter.
+redis.call('lpop', queue)
+redis.call('zrem', timeouts, head)
+local token = 0
+if redis.call('exists', fence) == 1 then
+  token = redis.call('incr', fence)
 end
-local deadline = redis.call('zscore', timeouts, head)
-if not deadline then
-  return {0, -1}
+redis.call('hset', lock, head, 1)
+redis.call('pexpire', lock, grantLease)
+if sharded then
+  redis.call('spublish', prefix .. head, 'g' .. token)
+else
+  redis.call('publish', prefix .. head, 'g' .. token)
 end
-return {0, tonumber(deadline) - now + 1}
+return {0, grantLease}

@@ -1,9 +1,10 @@
 -- fairlock_unlock: release one level of a fair lock; at the last level,
--- wake the waiter first in line.
+-- grant it to the first live waiter in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[4]  fencing counter: a grant takes its next value if it exists
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while holds remain
 -- ARGV[3]  the hold count the caller expects before this unlock, or 0 for
@@ -11,22 +12,26 @@
 --          reply was lost must not release a second level)
 -- ARGV[4]  wake-up channel prefix: a waiter's channel is ARGV[4] .. owner id
 -- ARGV[5]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[6]  grant lease in milliseconds
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
--- the line; if that gives a free lock a new head, the head is woken.
+-- the line. A grant pops the first waiter, makes it the holder with one
+-- level and the grant lease, takes the next fencing token when the
+-- counter exists (0 otherwise) and publishes "g" .. token on the waiter's
+-- channel. A lock found free with waiters in line (its holder's lease ran
+-- out) is granted the same way, whoever calls.
 --
--- Returns the owner's remaining holds (0: the lock is free and the waiter
--- first in line, if any, has been woken on its own channel), -1 when the
--- owner does not hold the lock, -2 when the hold count differs from ARGV[3].
+-- Returns the owner's remaining holds (0: the lock was released, and
+-- granted if anyone waited), -1 when the owner does not hold the lock, -2
+-- when the hold count differs from ARGV[3]. A resent unlock whose first
+-- run went through finds the owner's field gone (-1): it never releases
+-- the grantee's hold nor grants again.
 -- A key of another type raises WRONGTYPE before anything is written.
-
-local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
+local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local prefix, sharded = ARGV[4], ARGV[5] == '1'
+local prefix, sharded, grantLease = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
 
 local holds = redis.call('hget', lock, owner)
-local first = redis.call('lindex', queue, 0)
-
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
@@ -37,18 +42,29 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
-local function wake(head)
+-- grant makes the first waiter in line, if any, the holder of the free lock.
+local function grant()
+  local head = redis.call('lpop', queue)
+  if not head then
+    return
+  end
+  redis.call('zrem', timeouts, head)
+  local token = 0
+  if redis.call('exists', fence) == 1 then
+    token = redis.call('incr', fence)
+  end
+  redis.call('hset', lock, head, 1)
+  redis.call('pexpire', lock, grantLease)
   if sharded then
-    redis.call('spublish', prefix .. head, '1')
+    redis.call('spublish', prefix .. head, 'g' .. token)
   else
-    redis.call('publish', prefix .. head, '1')
+    redis.call('publish', prefix .. head, 'g' .. token)
   end
 end
 
 if not holds then
-  local head = redis.call('lindex', queue, 0)
-  if head and head ~= first and redis.call('exists', lock) == 0 then
-    wake(head)
+  if redis.call('exists', lock) == 0 then
+    grant()
   end
   return -1
 end
@@ -56,16 +72,11 @@ holds = tonumber(holds)
 if expect > 0 and holds ~= expect then
   return -2
 end
-
 if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, lease)
   return holds - 1
 end
-
 redis.call('del', lock)
-local head = redis.call('lindex', queue, 0)
-if head then
-  wake(head)
-end
+grant()
 return 0

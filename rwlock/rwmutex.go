@@ -96,8 +96,9 @@ func (s *sides) maxSleep(m hold.Mode) time.Duration {
 }
 
 // withdraw removes the handle's announcement as a waiting writer, if any,
-// after a failed Lock, waking the readers it held back.
-func (s *sides) withdraw(ctx context.Context, m hold.Mode) error {
+// after a failed Lock, waking the readers it held back. rwlock grants
+// nothing, so there is nothing to give back.
+func (s *sides) withdraw(ctx context.Context, m hold.Mode, _ bool) error {
 	if m != hold.Exclusive {
 		return nil
 	}

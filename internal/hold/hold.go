@@ -158,14 +158,20 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 		// lost before the watchdog noticed.
 		t.end(h, internal.ErrLost)
 	}
-	h = &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB)}
+	t.begin(levels, token, sent, t.cfg.Lease)
+}
+
+// begin makes a new hold of levels current, whose lease, until its first
+// renewal, is lease from sent.
+func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration) {
+	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB)}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
 	// Done would never close.
 	t.mu.Lock()
 	t.cur = h
-	h.wd = h.client.Watchdog.Add(t.entry(h), sent)
+	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 }
 

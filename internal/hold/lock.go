@@ -38,10 +38,23 @@ type Kind struct {
 	// read-write lock (see owners).
 	Modes int
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
-	// when it fails (a place in line, an announcement). It must be
-	// idempotent: it runs without ctx's cancellation, and again when its
-	// reply is lost.
-	Leave func(ctx context.Context, m Mode) error
+	// when it fails (a place in line, an announcement); with giveBack set
+	// (the handle holds no level of m), it also releases a level of m the
+	// handle holds in Redis: a grant that reached it as it gave up. It
+	// must be idempotent: it runs without ctx's cancellation, and again
+	// when its reply is lost.
+	Leave func(ctx context.Context, m Mode, giveBack bool) error
+	// Grants is set for a lock whose releases grant it to the first
+	// waiter in line (see the package doc): its waiters complete a grant
+	// with Tracker.Claim, and refresh their place every GrantLease/3.
+	// Channel is then the waiter's own.
+	Grants bool
+	// Fencing is set when a grant's fencing token is the hold's.
+	Fencing bool
+	// ClaimByAttempt makes the waiters complete a grant by an acquire
+	// attempt rather than Tracker.Claim (rlock's WithReplicaAck: the
+	// attempt waits for the replicas).
+	ClaimByAttempt bool
 }
 
 // Asking is what kind of attempt an Acquire is.
@@ -99,10 +112,22 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		maxSleep = l.k.MaxSleep(m)
 	}
 	var err error
-	if l.k.InLine {
+	switch {
+	case l.k.Grants:
+		claim := func(ctx context.Context, token uint64, base time.Time) (bool, error) {
+			if l.k.ClaimByAttempt {
+				return false, ctx.Err()
+			}
+			if !l.k.Fencing {
+				token = 0
+			}
+			return l.t.Claim(ctx, m, token, base)
+		}
+		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, try)
+	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
-	} else {
+	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
 	if err != nil && l.k.Leave != nil {
@@ -112,14 +137,16 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first
-// failed, all within CleanupTimeout. If both fail (Redis unreachable),
+// failed, all within CleanupTimeout, giving back a grant when the handle
+// holds no level of m. If both fail (Redis unreachable),
 // what the wait left expires by itself on the server (a waiter's
 // deadline, a writer's announcement).
 func (l *Lock) leave(ctx context.Context, m Mode) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
+	giveBack := l.t.Held(m) == 0
 	for range 2 {
-		if err := l.k.Leave(ctx, m); err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+		if err := l.k.Leave(ctx, m, giveBack); err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 			return
 		}
 	}

@@ -218,7 +218,7 @@ func (c *conn) dispatch(msg any) {
 		}
 	case *redis.Message:
 		if ch := c.channels[m.Channel]; ch != nil {
-			wakeLocked(ch, wakeCount(m.Payload))
+			notifyLocked(ch, m.Payload)
 		}
 	}
 }

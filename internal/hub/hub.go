@@ -10,7 +10,8 @@
 // Messages carry how many units are free: "1" wakes one local waiter (a
 // mutex was released), "n" wakes waiters in line whose needs fit in n
 // (permits are available), "-1" wakes all (a write lock was released to
-// readers). A waiter needs one unit unless it subscribed with
+// readers). "g<token>", on a waiter's own channel, is a grant: the
+// publisher made that waiter the holder (see Subscription.Granted). A waiter needs one unit unless it subscribed with
 // SubscribeNeeding or JoinNeeding: a semaphore waiter for 4 permits is
 // skipped by a message announcing 1, which wakes the next waiter that
 // wants 1 instead. Waiters already holding an unread wake-up are skipped,
@@ -35,6 +36,8 @@ package hub
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +96,11 @@ type Subscription struct {
 	// guarded by hub.mu: a waiter that leaves without using the wake-up
 	// passes them on.
 	units int
-	once  sync.Once
+	// granted and token record a grant message (see Granted), guarded by
+	// hub.mu.
+	granted bool
+	token   uint64
+	once    sync.Once
 }
 
 // C returns the channel on which the waiter is woken. Wake-ups coalesce: a
@@ -180,6 +187,17 @@ func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
 	return s
+}
+
+// Granted reports, once, whether a grant message reached the waiter on
+// a confirmed subscription since it last asked, and the fencing token
+// the message carried (0 when none was taken).
+func (s *Subscription) Granted() (uint64, bool) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	tok, ok := s.token, s.granted
+	s.token, s.granted = 0, false
+	return tok, ok
 }
 
 // Expect records that the waiter learned, from a refused attempt, that the
@@ -309,6 +327,43 @@ func (ch *channel) lapse() {
 		ch.confirmed = make(chan struct{})
 	}
 	ch.lapsed = true
+}
+
+// notifyLocked delivers a message published on ch: a grant, or a count
+// of free units. h.mu must be held.
+func notifyLocked(ch *channel, payload string) {
+	token, ok := grantToken(payload)
+	if !ok {
+		wakeLocked(ch, wakeCount(payload))
+		return
+	}
+	if len(ch.subs) == 0 {
+		return
+	}
+	// A waiter's own channel: the grant is its, and it is woken whether
+	// or not a wake-up is pending already. A message read before the
+	// subscription was confirmed was published to an earlier one, a wait
+	// that has ended: it only wakes.
+	s := ch.subs[0]
+	if ch.isConfirmed {
+		s.granted, s.token = true, token
+	}
+	select {
+	case s.c <- struct{}{}:
+		s.units = 1
+	default:
+	}
+}
+
+// grantToken decodes a grant message, "g" and a fencing token: the
+// publisher made the channel's waiter the holder.
+func grantToken(payload string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(payload, "g")
+	if !ok {
+		return 0, false
+	}
+	token, err := strconv.ParseUint(rest, 10, 64)
+	return token, err == nil
 }
 
 // wakeLocked wakes, in line order, the waiters of ch that hold no unread

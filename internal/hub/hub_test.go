@@ -318,3 +318,38 @@ func wokenIndexes(t *testing.T, subs []*hub.Subscription, want int) []int {
 	}
 	return got
 }
+
+// A grant message wakes the waiter on the channel and carries its token,
+// read once; a wake-up already pending does not swallow it.
+func TestGrantMessage(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	rdb := srv.NewClient(t)
+	h := hub.New(rdb, false)
+	ch := redistest.UniqueName(t)
+	s := subscribeN(t, h, ch, 1)[0]
+	if err := rdb.Publish(t.Context(), ch, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, []*hub.Subscription{s}, 1)
+	if _, ok := s.Granted(); ok {
+		t.Fatal("a count message read as a grant")
+	}
+	if err := rdb.Publish(t.Context(), ch, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Publish(t.Context(), ch, "g42").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var tok uint64
+	ok := false
+	redistest.WaitFor(t, 2*time.Second, func() bool { tok, ok = s.Granted(); return ok })
+	if tok != 42 {
+		t.Fatalf("grant token %d, want 42", tok)
+	}
+	if _, again := s.Granted(); again {
+		t.Fatal("a grant read twice")
+	}
+	if woken([]*hub.Subscription{s}) != 1 {
+		t.Fatal("the grant did not wake the waiter")
+	}
+}

@@ -351,7 +351,7 @@ func (n *node) handle(v any) {
 		case "smessage":
 			if ch := n.channels[name]; ch != nil && len(v) >= 3 {
 				payload, _ := v[2].(string)
-				wakeLocked(ch, wakeCount(payload))
+				notifyLocked(ch, payload)
 			}
 		case "pong":
 			n.takeLocked('p', "")

@@ -32,27 +32,27 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // patience is positive, owner joins the line (or keeps its place) with the
 // deadline patience from now on the server's clock; with patience 0 it
 // never joins. holds is the hold count the caller believes it has: a retry
-// of an attempt that already went through changes nothing. When not OK,
-// Wait is how long the holder's lease still runs or, for a free lock with
-// another waiter first in line, how long until that waiter's deadline.
-func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool) AcquireCmd {
+// of an attempt that already went through changes nothing, and a grant the
+// caller has not completed is reported as held, with lease set. A free
+// lock with another waiter first in line is granted to that waiter for
+// grantLease. When not OK, Wait is how long the holder's lease still runs.
+func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration) AcquireCmd {
 	p := int64(0)
 	if patience > 0 {
 		p = ms(patience)
 	}
-	keys := append(k.line(), k.Fence)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded))}
+	return AcquireCmd{fairAcquire.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded), ms(grantLease))}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
-// re-arming lease while holds remain, and wake the waiter first in line
-// when the lock becomes free. expect is the hold count the caller believes
-// it has, or 0 for any. The reply is the remaining hold count,
-// UnlockNotHeld or UnlockMismatch. go-redis never retries it: after a
-// network error the outcome is unknown, and only the caller knows how to
-// retry safely.
-func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{fairUnlock.run(ctx, c, k.line(), owner, ms(lease), expect, k.Waiter, flag(sharded))}
+// re-arming lease while holds remain, and grant the lock to the first
+// live waiter in line, for grantLease, when it becomes free. expect is the
+// hold count the caller believes it has, or 0 for any. The reply is the
+// remaining hold count, UnlockNotHeld or UnlockMismatch. go-redis never
+// retries it: after a network error the outcome is unknown, and only the
+// caller knows how to retry safely.
+func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) IntCmd {
+	return IntCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease))}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
@@ -69,9 +69,10 @@ func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt strin
 	return BoolCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), k.Waiter, flag(sharded), ms(ttl))}
 }
 
-// FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
-// next waiter if owner was first and the lock is free. The reply is false
-// when owner was not in line.
-func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool) BoolCmd {
-	return BoolCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
+// FairLeave runs fairlock_leave.lua: take owner out of the line and, with
+// giveBack set (the caller holds no level), release a level a grant gave
+// owner meanwhile; the waiter first in line is woken when the lock is
+// free afterwards. The reply is LeftNothing, LeftLine or GaveBack.
+func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded, giveBack bool) IntCmd {
+	return IntCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded), flag(giveBack))}
 }

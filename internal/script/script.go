@@ -63,6 +63,13 @@ func (c BoolCmd) Result() (bool, error) {
 	return n == 1, err
 }
 
+// Outcomes of the leave scripts (FairLeave, ReentrantLeave).
+const (
+	LeftNothing = 0 // owner was neither in line nor granted the lock
+	LeftLine    = 1 // owner left the line
+	GaveBack    = 2 // owner gave back a grant (giveBack was set)
+)
+
 // errShortReply reports a script reply with fewer values than its contract.
 var errShortReply = errors.New("lua: short script reply")
 

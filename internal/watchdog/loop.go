@@ -87,7 +87,7 @@ func (w *Watchdog) scan(now time.Time, mayRenew bool) (due, lost []*Hold, next t
 		if h.e.Renew == nil {
 			continue
 		}
-		p := period(h.e.Lease)
+		p := period(h.lease)
 		age := now.Sub(h.lastSent)
 		switch {
 		case now.Before(h.retryAt):
@@ -175,10 +175,10 @@ func (w *Watchdog) apply(rs []result) {
 		switch {
 		case r.err != nil:
 			// Keep trying, paced, until the local validity runs out.
-			r.h.retryAt = time.Now().Add(max(period(r.h.e.Lease)/6, 20*time.Millisecond))
+			r.h.retryAt = time.Now().Add(max(period(r.h.lease)/6, 20*time.Millisecond))
 		case r.held:
 			if r.sent.After(r.h.lastSent) {
-				r.h.setSent(r.sent)
+				r.h.setSent(r.sent, r.h.e.Lease)
 			}
 		default:
 			r.h.removed = true

@@ -72,9 +72,10 @@ type Entry struct {
 type Hold struct {
 	e         Entry
 	w         *Watchdog
-	lastSent  time.Time // when the last successful renewal or acquire was sent
-	validTill time.Time // lastSent + lease - drift
-	retryAt   time.Time // after a failed renewal, not before this
+	lastSent  time.Time     // when the last successful renewal or acquire was sent
+	lease     time.Duration // the lease that command set: e.Lease, or a grant's
+	validTill time.Time     // lastSent + lease - drift
+	retryAt   time.Time     // after a failed renewal, not before this
 	removed   bool
 }
 
@@ -98,10 +99,17 @@ func New(rdb redis.UniversalClient) *Watchdog {
 }
 
 // Add registers a hold whose acquisition was sent at sent.
-func (w *Watchdog) Add(e Entry, sent time.Time) *Hold {
+func (w *Watchdog) Add(e Entry, sent time.Time) *Hold { return w.AddLease(e, sent, e.Lease) }
+
+// AddLease registers a hold whose lease, until its first renewal, is
+// lease from sent rather than e.Lease: a grant, which another client's
+// script made with a short lease, counted from a command of the holder's
+// sent before it. The first renewal comes a third of lease after sent,
+// at once if that has passed.
+func (w *Watchdog) AddLease(e Entry, sent time.Time, lease time.Duration) *Hold {
 	h := &Hold{e: e, w: w}
 	w.mu.Lock()
-	h.setSent(sent)
+	h.setSent(sent, lease)
 	w.holds[h] = struct{}{}
 	if !w.running {
 		w.armLocked(h.needed())
@@ -117,7 +125,7 @@ func (h *Hold) needed() time.Time {
 	if h.e.Renew == nil {
 		return h.validTill
 	}
-	return minTime(h.validTill, h.lastSent.Add(period(h.e.Lease)))
+	return minTime(h.validTill, h.lastSent.Add(period(h.lease)))
 }
 
 // armLocked makes sure the loop starts by at. w.mu must be held.
@@ -156,7 +164,7 @@ func (w *Watchdog) fire() {
 func (h *Hold) Touch(sent time.Time) {
 	h.w.mu.Lock()
 	if !h.removed && sent.After(h.lastSent) {
-		h.setSent(sent)
+		h.setSent(sent, h.e.Lease)
 	}
 	h.w.mu.Unlock()
 }
@@ -178,9 +186,9 @@ func (h *Hold) Remove() {
 	w.poke()
 }
 
-func (h *Hold) setSent(sent time.Time) {
-	h.lastSent = sent
-	h.validTill = ValidUntil(sent, h.e.Lease)
+func (h *Hold) setSent(sent time.Time, lease time.Duration) {
+	h.lastSent, h.lease = sent, lease
+	h.validTill = ValidUntil(sent, lease)
 }
 
 // Len returns the number of holds kept alive, for tests and tools.

@@ -1,0 +1,49 @@
+package hold
+
+import (
+	"context"
+	"time"
+
+	"github.com/redisync/redisync/internal/watchdog"
+)
+
+// GrantLease is the lease of a grant: how long a waiter that a release
+// made the holder keeps the lock before its process completes the hold
+// (see the package doc). A grantee whose process died blocks the waiters
+// behind it for at most this long. Parked waiters refresh their place in
+// line at least every third of it.
+const GrantLease = 3 * time.Second
+
+// Claim completes, without a round trip, a hold of one level of mode m
+// that a release granted to the handle, with fencing token token (0
+// without fencing). base is when the waiter's last attempt, refused
+// without error and not followed by another, was sent: the grant came
+// after that script ran, so the server's grant lease runs at least until
+// base plus GrantLease, and the hold's validity is counted from there
+// until its first renewal.
+//
+// Claim reports false, changing nothing, when the grant must be completed
+// by an acquire attempt instead: the hold has a fixed lease (the grant's
+// lease is not its own), no base is known, less than a quarter of the
+// grant lease is left, or the handle somehow holds a level of m already.
+// When ctx is done it returns ctx's error and claims nothing: the caller
+// gives the level back (Kind.Leave), which passes the lock on.
+func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if t.cfg.Renew == nil || base.IsZero() || time.Until(watchdog.ValidUntil(base, GrantLease)) < GrantLease/4 {
+		return false, nil
+	}
+	if err := t.op.Acquire(ctx, 1); err != nil {
+		return false, err
+	}
+	defer t.op.Release(1)
+	if t.Held(m) != 0 {
+		return false, nil
+	}
+	var levels Levels
+	levels[m] = 1
+	t.begin(levels, token, base, GrantLease)
+	return true, nil
+}
