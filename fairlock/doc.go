@@ -35,13 +35,18 @@
 // Lock takes the lock if it is free and nobody waits; otherwise it joins
 // the end of the line, subscribes to its own channel (one pub/sub
 // connection per Redis client, however many waiters), tries again and
-// sleeps. Unlock wakes only the waiter first in line, on its channel: no
-// herd of waiters races for the lock. When the first waiter gives up or is
-// dropped while the lock is free, the next one is woken.
+// sleeps. Unlock grants the lock to the waiter first in line whose
+// deadline has not passed, in the same script, with a short grant lease
+// (3s), and tells it on its channel: the waiter's process completes the
+// hold without another script, and no herd of waiters races for the lock.
+// A grantee whose process died keeps the lock only until the grant lease
+// runs out; the next waiter's attempt then grants it on. When the first
+// waiter gives up while the lock is free, the next one is woken. See
+// package internal/hold for the whole design.
 //
-// A waiting Lock refreshes its place at least every third of
-// WithWaiterTimeout (10s by default), however long the holder keeps the
-// lock. A waiter that stops refreshing, because its process died or lost
+// A waiting Lock refreshes its place at least every second (a third of
+// the grant lease) and every third of WithWaiterTimeout (10s by default),
+// however long the holder keeps the lock. A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
 // last refresh, and from then on it no longer blocks the waiters behind it.
 // Deadlines are measured on the Redis server's clock, so clients with
@@ -53,9 +58,10 @@
 // is in flight, Lock gives back whatever the script may have taken.
 // TryLock never joins the line, and reports false while anyone waits in it.
 //
-// A lost wake-up costs at most the holder's remaining lease or a third of
-// the waiter timeout, whichever is shorter; after a pub/sub reconnect every
-// waiter retries at once.
+// A lost grant or wake-up costs at most a second: the waiter's next
+// attempt finds the lock granted to it; after a pub/sub reconnect every
+// waiter retries at once. A Lock that gives up after a grant reached it
+// in Redis releases it, and the lock passes on.
 //
 // # Leases, the watchdog and loss
 //

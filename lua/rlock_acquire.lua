@@ -1,37 +1,47 @@
--- rlock_acquire: take a reentrant lock, or re-enter it.
+-- rlock_acquire: take a reentrant lock, re-enter it, or wait in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  fencing counter (touched only when ARGV[3] == "1"; never expires)
+-- KEYS[2]  waiter list, oldest first
+-- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
+--          time in milliseconds after which the waiter counts as dead
+-- KEYS[4]  fencing counter (never expires; touched when ARGV[3] == "1")
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry)
--- ARGV[3]  "1": take the next fencing token on a first acquisition
+-- ARGV[3]  "1": take the next fencing token on a first acquisition, and
+--          make sure the counter exists when joining the line, so that a
+--          grant to this waiter takes one
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
---          attempt whose reply was lost: the script reports the current
---          state and adds no hold, so a retried acquire never adds one; it
+--          attempt whose reply was lost, or a grant (see rlock_unlock) the
+--          caller has not completed: the script reports the current state
+--          and adds no hold, so a retried acquire never adds one; it
 --          re-arms the lease all the same, since the caller counts the
---          hold's validity from this call, not from the lost one
--- ARGV[5]  "1": the caller holds nothing and its previous attempt, in the
---          same wait, was refused without error: a held lock is then
---          refused after PTTL alone, skipping the owner and type check
---          that attempt already made, so a waiter's retry costs one
---          command instead of two (a key without expiry still gets the
---          full check)
+--          hold's validity from this call
+-- ARGV[5]  waiter timeout in milliseconds: when the lock is held by
+--          another owner, the owner joins the end of the line (or keeps
+--          its place) with the deadline now + ARGV[5]; "0" never joins
+--          (TryLock). Every rlock waiter has the same timeout, so the line
+--          keys live as long as the newest deadline.
+--
+-- A free lock goes to the caller, whoever waits: a newcomer may take a
+-- lock it finds free (a release never leaves it free while a live waiter
+-- is in line: it grants it to the first). The caller's own place in line,
+-- if any, is then given up.
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
--- is 0 on re-entry or without fencing; on a repeated first acquisition it is
--- the counter's current value, which is this hold's token because nobody
--- else can have acquired since), or {0, pttl} when another owner holds it
--- (pttl is -1 when the key has no expiry).
+-- is 0 on re-entry or without fencing; on a repeated first acquisition or a
+-- grant it is the counter's current value, which is this hold's token
+-- because nobody else can have acquired since), or {0, pttl} when another
+-- owner holds it (pttl is -1 when the key has no expiry).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
-local lock, fence = KEYS[1], KEYS[2]
+local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local again = ARGV[5] == '1'
+local patience = tonumber(ARGV[5])
 
 -- PTTL first: it tells a free lock (-2) from a held one and is the reply
--- to a waiter, so a failed attempt costs two commands, not three.
+-- to a waiter.
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   local token = 0
@@ -40,16 +50,14 @@ if ttl == -2 then
   end
   redis.call('hset', lock, owner, 1)
   redis.call('pexpire', lock, lease)
+  if patience > 0 and redis.call('zrem', timeouts, owner) == 1 then
+    redis.call('lrem', queue, 1, owner)
+  end
   return {1, 1, token}
-end
--- A lock hash always has a lease: a key without one (PTTL -1) is not a
--- lock, so it gets the full check and its WRONGTYPE.
-if again and ttl ~= -1 then
-  return {0, ttl}
 end
 
 -- One HMGET reads the owner's count and tells a read-write lock (a hash
--- with a mode field) from this kind, so a refused attempt still costs two.
+-- with a mode field) from this kind.
 local state = redis.call('hmget', lock, owner, 'mode')
 if state[2] then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
@@ -70,4 +78,17 @@ if held then
   return {1, holds, 0}
 end
 
+if patience > 0 then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  -- ZADD counts a waiter new to the line: only then does it join the end.
+  if redis.call('zadd', timeouts, now + patience, owner) == 1 then
+    redis.call('rpush', queue, owner)
+    if fencing then
+      redis.call('incrby', fence, 0)
+    end
+  end
+  redis.call('pexpire', queue, patience)
+  redis.call('pexpire', timeouts, patience)
+end
 return {0, ttl}

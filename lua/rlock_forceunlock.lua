@@ -1,20 +1,25 @@
--- rlock_forceunlock: delete a reentrant lock whoever holds it, and wake a
--- waiter.
+-- rlock_forceunlock: delete a reentrant lock whoever holds it, and wake the
+-- waiter first in line.
 --
 -- KEYS[1]  lock hash
--- KEYS[2]  unlock channel
+-- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  receipt of this call, a string that expires: the reply of its
 --          first run, so that a repeated run (a retry after a lost reply)
 --          reports what the first did instead of what it finds
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
+-- ARGV[3]  wake-up channel prefix: a waiter's channel is ARGV[3] .. owner id
+--
+-- The woken waiter's attempt takes the free lock. A dead waiter woken
+-- instead is no worse: every waiter in line attempts at least every
+-- third of the grant lease.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none.
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
-local lock, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
-local ttl = ARGV[2]
+local lock, queue, receipt = KEYS[1], KEYS[2], KEYS[3]
+local sharded, ttl, prefix = ARGV[1] == '1', ARGV[2], ARGV[3]
 
 local seen = redis.call('get', receipt)
 if seen then
@@ -29,10 +34,13 @@ if redis.call('hexists', lock, 'mode') == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 redis.call('del', lock)
-if ARGV[1] == '1' then
-  redis.call('spublish', channel, '1')
-else
-  redis.call('publish', channel, '1')
+local head = redis.call('lindex', queue, 0)
+if head then
+  if sharded then
+    redis.call('spublish', prefix .. head, '1')
+  else
+    redis.call('publish', prefix .. head, '1')
+  end
 end
 redis.call('set', receipt, 1, 'px', ttl)
 return 1

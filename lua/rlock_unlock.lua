@@ -1,20 +1,34 @@
--- rlock_unlock: release one level of a reentrant lock.
+-- rlock_unlock: release one level of a reentrant lock; at the last level,
+-- grant it to the first live waiter in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  unlock channel
+-- KEYS[2]  waiter list, oldest first
+-- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[4]  fencing counter: a grant takes its next value if it exists
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while holds remain
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[4]  the hold count the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
+-- ARGV[5]  wake-up channel prefix: a waiter's channel is ARGV[5] .. owner id
+-- ARGV[6]  grant lease in milliseconds
 --
--- Returns the owner's remaining holds (0: the lock is free and one waiter
--- per subscribed process has been told so), -1 when the owner does not
--- hold the lock, -2 when the hold count differs from ARGV[4].
+-- A grant pops waiters off the line until one whose deadline (server
+-- clock, TIME) has not passed, makes it the holder with one level and the
+-- grant lease, takes the next fencing token when the counter exists (0
+-- otherwise) and publishes "g" .. token on the waiter's channel. Waiters
+-- popped with a passed deadline are dead and dropped.
+--
+-- Returns the owner's remaining holds (0: the lock was released, and
+-- granted if a live waiter was in line), -1 when the owner does not hold
+-- the lock, -2 when the hold count differs from ARGV[4]. A resent unlock
+-- whose first run went through finds the owner's field gone (-1): it
+-- never releases the grantee's hold nor grants again.
 
-local lock, channel = KEYS[1], KEYS[2]
+local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local prefix, grantLease = ARGV[5], tonumber(ARGV[6])
 
 local holds = redis.call('hget', lock, owner)
 if not holds then
@@ -32,9 +46,30 @@ if holds > 1 then
 end
 
 redis.call('del', lock)
-if sharded then
-  redis.call('spublish', channel, '1')
-else
-  redis.call('publish', channel, '1')
+local now
+while true do
+  local head = redis.call('lpop', queue)
+  if not head then
+    return 0
+  end
+  local deadline = redis.call('zscore', timeouts, head)
+  redis.call('zrem', timeouts, head)
+  if not now then
+    local t = redis.call('time')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if deadline and tonumber(deadline) > now then
+    local token = 0
+    if redis.call('exists', fence) == 1 then
+      token = redis.call('incr', fence)
+    end
+    redis.call('hset', lock, head, 1)
+    redis.call('pexpire', lock, grantLease)
+    if sharded then
+      redis.call('spublish', prefix .. head, 'g' .. token)
+    else
+      redis.call('publish', prefix .. head, 'g' .. token)
+    end
+    return 0
+  end
 end
-return 0

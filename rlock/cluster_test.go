@@ -53,13 +53,21 @@ func TestClusterWaiterOnShardChannel(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	for _, name := range namesOnEveryMaster(t, c) {
 		t.Run(name, func(t *testing.T) {
-			ch := internal.NewNames(name).Channel()
-			master := c.MasterFor(ch).NewClient(t)
+			n := internal.NewNames(name)
+			master := c.MasterFor(n.Lock()).NewClient(t)
 			holder := rlock.New(c.NewClient(t), name)
 			mustLock(t, holder)
 			waiter := rlock.New(c.NewClient(t), name)
 			got := make(chan error, 1)
 			go func() { got <- waiter.Lock(t.Context()) }()
+			var ch string // the waiter's own channel, named by its place in line
+			redistest.WaitFor(t, 5*time.Second, func() bool {
+				q := master.LRange(t.Context(), n.Queue(), 0, -1).Val()
+				if len(q) == 1 {
+					ch = n.WaiterChannel(q[0])
+				}
+				return ch != ""
+			})
 			shardSubscribed := func() bool {
 				chans, err := master.PubSubShardChannels(t.Context(), "*").Result()
 				return err == nil && slices.Contains(chans, ch)
@@ -84,7 +92,7 @@ func TestClusterWaiterOnShardChannel(t *testing.T) {
 				t.Fatal("waiter did not acquire after Unlock")
 			}
 			if d := time.Since(start); d > 500*time.Millisecond {
-				t.Fatalf("waiter acquired %v after Unlock, want a notification, not a lease timeout", d)
+				t.Fatalf("waiter acquired %v after Unlock, want a grant, not a lease timeout", d)
 			}
 			mustUnlock(t, waiter)
 		})

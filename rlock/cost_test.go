@@ -1,8 +1,6 @@
 package rlock_test
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"strconv"
 	"strings"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -49,55 +46,63 @@ func TestRefusedAttemptCost(t *testing.T) {
 	}
 }
 
-// TestWokenRetryCost pins what a woken waiter's retry costs when the lock
-// is still held: one script running PTTL alone, because the waiter's
-// previous attempt already checked the owner and the type.
-func TestWokenRetryCost(t *testing.T) {
+// TestGrantCost pins what a handoff costs: the release script grants the
+// lock to the parked waiter, and the waiter's process completes the hold
+// without running a script of its own.
+func TestGrantCost(t *testing.T) {
 	rdb := redistest.Start(t).NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
+	warm := rlock.New(rdb, name+"-warm") // loads the unlock script on the fresh server
+	if err := warm.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	holder := rlock.New(rdb, name)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Unlock(ctx)
 	start := commandCalls(t, rdb)
-	wctx, cancel := context.WithCancel(ctx)
 	waited := make(chan error, 1)
-	go func() { waited <- rlock.New(rdb, name).Lock(wctx) }()
-	// Parked: subscribed, after an attempt before and one after subscribing.
-	channel := internal.NewNames(name).Channel()
+	waiter := rlock.New(rdb, name)
+	go func() { waited <- waiter.Lock(ctx) }()
+	// Parked: in line and subscribed, after an attempt before and one
+	// after subscribing.
 	var before map[string]int64
 	redistest.WaitFor(t, 2*time.Second, func() bool {
 		before = commandCalls(t, rdb)
-		return before["evalsha"]-start["evalsha"] == 2 && redistest.NumSub(t, rdb, channel) == 1
+		return before["evalsha"]-start["evalsha"] == 2 && numSub(t, rdb, name) == 1
 	})
-	if err := rdb.Publish(ctx, channel, "1").Err(); err != nil { // a wake-up with the lock still held
+	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]int64
-	redistest.WaitFor(t, 2*time.Second, func() bool {
-		got = make(map[string]int64)
-		for cmd, n := range commandCalls(t, rdb) {
-			if d := n - before[cmd]; d > 0 && !bookkeeping[cmd] && cmd != "publish" {
-				got[cmd] = d
-			}
-		}
-		return got["evalsha"] >= 1
-	})
-	cancel()
-	if err := <-waited; !errors.Is(err, context.Canceled) {
-		t.Fatalf("waiter's Lock = %v, want context.Canceled", err)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
 	}
-	want := map[string]int64{"evalsha": 1, "pttl": 1}
+	got := make(map[string]int64)
+	for cmd, n := range commandCalls(t, rdb) {
+		if d := n - before[cmd]; d > 0 && !bookkeeping[cmd] && cmd != "lrange" {
+			got[cmd] = d
+		}
+	}
+	// The unlock: its own field, then the grant to the waiter in line.
+	want := map[string]int64{
+		"evalsha": 1, "hget": 1, "del": 1, "lpop": 1, "zscore": 1, "zrem": 1, "time": 1,
+		"exists": 1, "hset": 1, "pexpire": 1, "publish": 1,
+	}
 	if !maps.Equal(got, want) {
-		t.Fatalf("a woken waiter's retry ran %v, want %v", got, want)
+		t.Fatalf("a handoff ran %v, want %v", got, want)
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // bookkeeping are the commands of the tests' own probes and of go-redis
 // dialling a connection, which may fall inside a measured window.
-var bookkeeping = map[string]bool{"info": true, "pubsub|numsub": true, "hello": true, "client|setinfo": true, "ping": true}
+var bookkeeping = map[string]bool{"info": true, "pubsub|numsub": true, "hello": true, "client|setinfo": true, "ping": true, "subscribe": true, "unsubscribe": true}
 
 // commandCalls reads the calls per command from INFO commandstats.
 func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {

@@ -4,11 +4,16 @@
 //
 // A lock called name is one Redis hash, redisync:{name}, with one field: the
 // holder's owner id, whose value is its hold count, and a PEXPIRE lease.
-// Waiters listen on the channel redisync:{name}:chan. With WithFencing, the
-// counter redisync:{name}:fence (which never expires) hands out fencing
-// tokens. Every key and channel shares the hash tag {name}, so on a Redis
-// Cluster each lock lives in one slot and its scripts never fail with
-// CROSSSLOT. Every state change is one Lua script (see package lua).
+// Waiters stand in line in the list redisync:{name}:queue (owner ids,
+// oldest first) with liveness deadlines in the zset
+// redisync:{name}:timeouts (server time in milliseconds), and each listens
+// on a channel of its own, redisync:{name}:chan:<owner id>. With
+// WithFencing, the counter redisync:{name}:fence (which never expires)
+// hands out fencing tokens. Every key and channel shares the hash tag
+// {name}, so on a Redis Cluster each lock lives in one slot and its
+// scripts never fail with CROSSSLOT. Every state change is one Lua script
+// (see package lua). When the lock is free and nobody waits, no key is
+// left but the fencing counter.
 //
 // # Ownership
 //
@@ -34,24 +39,37 @@
 //
 // # Waiting
 //
-// Lock makes one attempt; if the lock is held it subscribes to the lock's
-// channel (one pub/sub connection per Redis client, however many waiters),
-// tries again and sleeps until an unlock notification, the holder's
-// remaining lease, or ctx. An unlock wakes one waiter per process. A lost
-// notification costs at most the holder's remaining lease; after a pub/sub
-// reconnect every waiter retries at once.
+// Lock makes one attempt; if the lock is held it joins the line in Redis
+// with a liveness deadline (WaiterTimeout, 5s), subscribes to its own
+// channel (one pub/sub connection per Redis client, however many
+// waiters), tries again and sleeps. The release of the last level hands
+// the lock over in the same script: it makes the first waiter in line
+// whose deadline has not passed the holder, with a short grant lease
+// (3s), and tells it on its channel; the waiter's process completes the
+// hold (lease, watchdog, Done, token) without another script. A grant
+// whose message is lost is found by the waiter's next attempt: after a
+// pub/sub reconnect every waiter tries at once. A parked waiter tries at
+// least every second, which keeps its place alive; a waiter whose
+// process died is dropped from the line once its deadline passes, and if
+// it was granted the lock first, the lock is free again when the grant
+// lease runs out (the next waiter holds it within about 4s of the
+// release). See package internal/hold for the whole design.
 //
-// Waiters of one process (one Redis client) wait in line: a Lock that
-// finds others of its client already parked on the lock, with the holder's
-// lease end known from their attempts, queues behind them without trying,
-// and an unlock wakes the first in line. A Lock that joins an existing
-// subscription tries once, not twice, and a woken waiter's retry runs one
-// command when the lock is still held. Between processes there is no
-// order: each unlock wakes the first in line of every process, and the
-// fastest wins. A re-entry (a Lock with the hold's ctx) never queues. A Lock that fails leaves nothing
-// behind: no hold, no subscription. If ctx ends while an acquire script is
-// in flight, Lock gives back whatever the script may have taken before it
-// returns.
+// Fairness: a Lock or TryLock that finds the lock free takes it, even
+// when others are in line (as Redisson's RLock lets it), but a release
+// never leaves the lock free while a live waiter is in line: parked
+// waiters are served in the order in which they joined the line, and a
+// newcomer wins only when nobody is parked or in the short window after
+// a holder's lease ran out. Goroutines waiting on one handle wait in line
+// in the process, behind the one that holds the handle's place. A
+// re-entry (a Lock with the hold's ctx) never queues. A Lock that fails
+// leaves nothing behind: no hold, no place in line, no subscription; a
+// grant that reached it as it gave up is released, which passes the lock
+// on. If ctx ends while an acquire script is in flight, Lock gives back
+// whatever the script may have taken before it returns. With
+// WithLeaseTime or WithReplicaAck, a grant is completed by one acquire
+// script instead, which sets the hold's own lease (and waits for the
+// replicas).
 //
 // # Leases, the watchdog and loss
 //

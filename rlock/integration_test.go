@@ -413,7 +413,7 @@ func TestOnePubSubConnection(t *testing.T) {
 	}
 	redistest.WaitFor(t, 10*time.Second, func() bool {
 		for i := range 20 {
-			if numSub(t, admin, base+strconv.Itoa(i)) != 1 {
+			if numSub(t, admin, base+strconv.Itoa(i)) != 10 {
 				return false
 			}
 		}
@@ -449,9 +449,16 @@ func waitSubscribed(t *testing.T, admin redis.UniversalClient, name string, n in
 	redistest.WaitFor(t, 5*time.Second, func() bool { return numSub(t, admin, name) >= n })
 }
 
+// numSub counts the parked waiters of the lock called name: those in
+// line whose own channel is subscribed.
 func numSub(t *testing.T, admin redis.UniversalClient, name string) int64 {
 	t.Helper()
-	return redistest.NumSub(t, admin, internal.NewNames(name).Channel())
+	n := internal.NewNames(name)
+	var parked int64
+	for _, owner := range admin.LRange(t.Context(), n.Queue(), 0, -1).Val() {
+		parked += redistest.NumSub(t, admin, n.WaiterChannel(owner))
+	}
+	return parked
 }
 
 func evalCalls(t *testing.T, rdb *redis.Client) int64 {

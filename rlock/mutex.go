@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,20 +20,34 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	if cfg.ackReplicas > 0 && !internal.CanPin(rdb) {
 		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
-	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{Lock: b.Keys.Lock(), Fence: b.Keys.Fence(), Channel: b.Keys.Channel()}}
+	n := b.Keys
+	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
+		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel(""),
+	}}
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
-		Base: b, Keeping: cfg.Keeping, InLine: true,
+		Base: b, Keeping: cfg.Keeping,
 		Acquire: func(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 			return d.acquire(ctx, m.l.Tracker(), held, a)
 		},
 		Release:     d.release,
 		Renew:       d.renew,
 		ForceUnlock: d.forceUnlock,
-		Channel:     func(hold.Mode) string { return d.keys.Channel },
+		Leave:       d.leave,
+		// Each waiter has a place in line and a channel of its own, on
+		// which a release grants it the lock. With WithReplicaAck a grant
+		// is completed by an acquire attempt, which waits for replicas.
+		Grants: true, Fencing: cfg.fencing, ClaimByAttempt: cfg.ackReplicas > 0,
+		Channel: func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 	})
 	return m
 }
+
+// WaiterTimeout is how long a waiter's place in line outlives its last
+// attempt: a waiter whose process died is dropped from the line (and is no
+// longer granted the lock) this long after. A waiting Lock attempts at
+// least every third of hold.GrantLease, so a live waiter never lapses.
+const WaiterTimeout = 5 * time.Second
 
 // described is the lock as the engine sees it: its keys and scripts.
 type described struct {
@@ -41,28 +56,35 @@ type described struct {
 	cfg  config
 }
 
-// acquire runs the acquire script once. A waiter's retry after a clean
-// refusal, by a handle that holds nothing, runs the script's cheap form:
-// that refusal checked the owner and the type already. The script is
-// never resent by go-redis, so a lost reply is an error the engine undoes,
-// not a second run that would refuse the hold the first one took.
+// acquire runs the acquire script once; a blocking attempt that finds the
+// lock held joins the line or keeps its place there. The script is never
+// resent by go-redis, so a lost reply is an error the engine undoes, not a
+// second run that would refuse the hold the first one took.
 func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a hold.Asking) (hold.Grant, error) {
+	var patience time.Duration
+	if a.Blocking {
+		patience = WaiterTimeout
+	}
 	var res script.Acquired
 	var err error
-	switch {
-	case d.cfg.ackReplicas > 0:
-		res, err = d.acquireAcked(ctx, t, held)
-	case a.Refused && held == 0:
-		res, err = script.ReentrantAcquireAgain(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing).Result()
-	default:
-		res, err = script.ReentrantAcquire(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held).Result()
+	if d.cfg.ackReplicas > 0 {
+		res, err = d.acquireAcked(ctx, t, held, patience)
+	} else {
+		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience).Result()
 	}
 	return hold.Granted(res), err
 }
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect).Result()
+	n, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease).Result()
 	return hold.Unlocked(n), err
+}
+
+// leave takes the handle out of the line after a failed Lock, giving
+// back a grant that reached it meanwhile when giveBack is set.
+func (d *described) leave(ctx context.Context, _ hold.Mode, giveBack bool) error {
+	_, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner, d.Sharded, giveBack).Result()
+	return err
 }
 
 func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {

@@ -9,7 +9,8 @@ import (
 
 // Unlock releases one level of the hold ctx carries (see Do), else the
 // handle's plain hold, whichever goroutine took it. When the last level is
-// released the lock is free and one waiter per process is woken. Unlock by
+// released the lock is granted to the first live waiter in line (or is
+// free when nobody waits). Unlock by
 // a handle that does not hold the lock (never locked, already released, or
 // its lease ran out) returns an error wrapping ErrNotHeld and changes
 // nothing.
@@ -25,7 +26,8 @@ import (
 // so a deferred Unlock after a cancelled request still frees the lock at once.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.l.Unlock(ctx, hold.Exclusive) }
 
-// ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
+// ForceUnlock deletes the lock whoever holds it and wakes the waiter first
+// in line. It
 // reports whether there was a lock to delete, also when its reply was lost
 // and it ran again. A holder on another handle learns of it at its next
 // renewal: its Done closes.

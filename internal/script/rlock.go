@@ -12,14 +12,19 @@ var (
 	rlockUnlock      = load("rlock_unlock.lua")
 	rlockRenew       = load("rlock_renew.lua")
 	rlockForceUnlock = load("rlock_forceunlock.lua")
+	rlockLeave       = load("rlock_leave.lua")
 )
 
-// LockKeys names the keys and channel of one reentrant lock.
+// LockKeys names the keys and channels of one reentrant lock.
 type LockKeys struct {
-	Lock    string // the lock hash
-	Fence   string // the fencing counter
-	Channel string // the unlock channel
+	Lock     string // the lock hash
+	Fence    string // the fencing counter
+	Queue    string // the waiter list
+	Timeouts string // the zset of waiter deadlines
+	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
 }
+
+func (k LockKeys) all() []string { return []string{k.Lock, k.Queue, k.Timeouts, k.Fence} }
 
 // Acquired is the outcome of an acquire attempt.
 type Acquired struct {
@@ -50,20 +55,23 @@ func (c AcquireCmd) Result() (Acquired, error) {
 // ReentrantAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
 // with the given lease, taking a fencing token on a first acquisition when
 // fencing is set. holds is the hold count the caller believes it has: a
-// retry of an attempt that already went through changes nothing.
+// retry of an attempt that already went through changes nothing, and a
+// grant the caller has not completed is reported as held, with lease set.
+// It never joins the line (TryLock).
 func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
-	return AcquireCmd{rlockAcquire.run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), holds, flag(false))}
+	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0)
 }
 
-// ReentrantAcquireAgain is ReentrantAcquire for a waiter that holds nothing and
-// whose previous attempt in the same wait was refused without error: when
-// the lock is held, it is refused after one PTTL, without checking again
-// whether owner holds it or whether the name is used by another kind of
-// lock (the refused attempt checked both, and only an attempt of owner's
-// can have changed the first). A key without expiry, which no lock is,
-// still gets the full check.
-func ReentrantAcquireAgain(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool) AcquireCmd {
-	return AcquireCmd{rlockAcquire.run(ctx, c, []string{k.Lock, k.Fence}, owner, ms(lease), flag(fencing), 0, flag(true))}
+// ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
+// another owner holds the lock, owner joins the line (or keeps its place)
+// with the deadline patience from now on the server's clock. A free lock
+// is taken whoever waits, and owner's place, if any, given up.
+func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration) AcquireCmd {
+	p := int64(0)
+	if patience > 0 {
+		p = ms(patience)
+	}
+	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, p)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
@@ -72,14 +80,15 @@ const (
 	UnlockMismatch = -2 // the hold count was not the expected one
 )
 
-// ReentrantUnlock runs rlock_unlock.lua: release one level for owner, re-arming
-// lease while holds remain, and notify one waiter per process when the lock
-// becomes free. expect is the hold count the caller believes it has, or 0
-// for any. The reply is the remaining hold count, UnlockNotHeld or
-// UnlockMismatch. go-redis never retries it: after a network error the
-// outcome is unknown, and only the caller knows how to retry safely.
-func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64) IntCmd {
-	return IntCmd{rlockUnlock.run(ctx, c, []string{k.Lock, k.Channel}, owner, ms(lease), flag(sharded), expect)}
+// ReentrantUnlock runs rlock_unlock.lua: release one level for owner,
+// re-arming lease while holds remain, and grant the lock to the first live
+// waiter in line, for grantLease, when it becomes free. expect is the hold
+// count the caller believes it has, or 0 for any. The reply is the
+// remaining hold count, UnlockNotHeld or UnlockMismatch. go-redis never
+// retries it: after a network error the outcome is unknown, and only the
+// caller knows how to retry safely.
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) IntCmd {
+	return IntCmd{rlockUnlock.run(ctx, c, k.all(), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the
@@ -89,9 +98,17 @@ func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, l
 }
 
 // ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock whoever
-// holds it and wake a waiter, once for the call whose receipt key, which
-// lives for ttl, is receipt. The reply is false when there was no lock; a
-// repeated call reports what the first did.
+// holds it and wake the waiter first in line, once for the call whose
+// receipt key, which lives for ttl, is receipt. The reply is false when
+// there was no lock; a repeated call reports what the first did.
 func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Channel, receipt}, flag(sharded), ms(ttl))}
+	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt}, flag(sharded), ms(ttl), k.Waiter)}
+}
+
+// ReentrantLeave runs rlock_leave.lua: take owner out of the line and,
+// with giveBack set (the caller holds no level), release a level a grant
+// gave owner meanwhile, waking the waiter first in line. The reply is
+// LeftNothing, LeftLine or GaveBack.
+func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string, sharded, giveBack bool) IntCmd {
+	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Timeouts}, owner, flag(sharded), k.Waiter, flag(giveBack))}
 }

@@ -27,7 +27,7 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 
 func lockKeys(name string) script.LockKeys {
 	n := internal.NewNames(name)
-	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Channel: n.Channel()}
+	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel("")}
 }
 
 func TestRLockScripts(t *testing.T) {
@@ -45,7 +45,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		unlock := func(owner string, expect int64) int64 {
 			t.Helper()
-			n, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect).Result()
+			n, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
 		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0).Result()
-		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0).Result()
+		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
@@ -122,45 +122,44 @@ func TestRLockScriptsWrongType(t *testing.T) {
 	})
 }
 
-// The cheap retry of a refused waiter is refused after PTTL alone, and
-// takes a free lock like a first acquisition.
-func TestRLockAcquireAgain(t *testing.T) {
+// A release grants the lock to the waiter in line, for the grant lease; a
+// resend of that release changes nothing, and the grantee's acquire
+// reports the grant as its hold and sets the full lease.
+func TestRLockGrant(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
-		lease := 10 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
+		const lease, grant = 10 * time.Second, 2 * time.Second
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
-		res, err := script.ReentrantAcquireAgain(ctx, rdb, k, "b", lease, false).Result()
-		if err != nil || res.OK || res.Wait <= 0 || res.Wait > lease {
-			t.Fatalf("b's retry on a held lock = %+v, %v; want refused with the remaining lease", res, err)
+		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute).Result()
+		if err != nil || res.OK {
+			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line", res, err)
 		}
-		if n, _ := rdb.HLen(ctx, k.Lock).Result(); n != 1 {
-			t.Fatalf("a refused retry changed the lock hash: %d fields", n)
+		if n := rdb.LLen(ctx, k.Queue).Val(); n != 1 {
+			t.Fatalf("line length %d, want 1", n)
 		}
-		if n, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1).Result(); err != nil || n != 0 {
-			t.Fatalf("a's unlock = %d, %v", n, err)
+		for range 2 { // the second run is a resend
+			if n, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result(); err != nil || (n != 0 && n != script.UnlockNotHeld) {
+				t.Fatalf("a's unlock = %d, %v", n, err)
+			}
 		}
-		res, err = script.ReentrantAcquireAgain(ctx, rdb, k, "b", lease, true).Result()
-		if err != nil || !res.OK || res.Holds != 1 || res.Token == 0 {
-			t.Fatalf("b's retry on a free lock = %+v, %v; want a first acquisition with a token", res, err)
+		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 1 || v["b"] != "1" {
+			t.Fatalf("lock hash after the grant and its resend = %v, want b alone with one level", v)
 		}
-		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > lease {
-			t.Fatalf("lease after b's retry: %v", pttl)
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
+			t.Fatalf("grant lease %v, want at most %v", pttl, grant)
 		}
-	})
-}
-
-// A name taken over by a key without expiry during a wait is reported by
-// the cheap retry too: only a lock hash with a lease is refused cheaply.
-func TestRLockAcquireAgainWrongType(t *testing.T) {
-	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		k := lockKeys(redistest.UniqueName(t))
-		rdb.Set(t.Context(), k.Lock, "mine", 0)
-		_, err := script.ReentrantAcquireAgain(t.Context(), rdb, k, "b", time.Second, false).Result()
-		if !internal.IsWrongType(err) {
-			t.Fatalf("cheap retry on a string key: %v, want WRONGTYPE", err)
+		if n := rdb.Exists(ctx, k.Queue, k.Timeouts).Val(); n != 0 {
+			t.Fatalf("%d line keys left after the grant", n)
+		}
+		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0).Result()
+		if err != nil || !got.OK || got.Holds != 1 || got.Token != 2 {
+			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and token 2", got, err)
+		}
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= grant {
+			t.Fatalf("lease after b's acquire %v, want the full lease", pttl)
 		}
 	})
 }
