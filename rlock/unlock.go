@@ -10,10 +10,9 @@ import (
 // Unlock releases one level of the hold ctx carries (see Do), else the
 // handle's plain hold, whichever goroutine took it. When the last level is
 // released the lock is granted to the first live waiter in line (or is
-// free when nobody waits). Unlock by
-// a handle that does not hold the lock (never locked, already released, or
-// its lease ran out) returns an error wrapping ErrNotHeld and changes
-// nothing.
+// free when nobody waits). Unlock by a handle that does not hold the lock
+// (never locked, already released, or its lease ran out) returns an error
+// wrapping ErrNotHeld and changes nothing.
 //
 // When the reply of an unlock is lost, Unlock retries it, knowing that the
 // first may have gone through: the retry releases nothing more and reports

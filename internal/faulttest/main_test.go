@@ -10,5 +10,6 @@ func TestMain(m *testing.M) {
 	redistest.HelperMain(m, map[string]redistest.HelperFunc{
 		"hold":  helperHold,
 		"churn": helperChurn,
+		"wait":  helperWait,
 	})
 }

@@ -40,6 +40,9 @@ type primitive struct {
 	notHeld func(err error) bool
 	// reentrant: Lock on a handle that holds the lock takes another level.
 	reentrant bool
+	// grants: its waiters stand in a line in Redis, and a release grants
+	// the lock to the first live one (see internal/hold).
+	grants bool
 	// leased: a hold has a lease, renewed by the watchdog, and is lost
 	// (Done closes) when it runs out. The faults that take a holder away
 	// (killed, stalled, paused, a restart that loses the data) are only
@@ -76,6 +79,7 @@ var rlockPrimitive = primitive{
 	held:      exists,
 	notHeld:   func(err error) bool { return errors.Is(err, rlock.ErrNotHeld) },
 	reentrant: true,
+	grants:    true,
 	leased:    true,
 	costly:    true,
 	newAcked: func(rdb redis.UniversalClient, name string, lease time.Duration, replicas int, timeout time.Duration) locker {
@@ -93,6 +97,7 @@ var fairlockPrimitive = primitive{
 	held:      exists,
 	notHeld:   func(err error) bool { return errors.Is(err, fairlock.ErrNotHeld) },
 	reentrant: true,
+	grants:    true,
 	leased:    true,
 }
 
@@ -139,6 +144,17 @@ func forEach(t *testing.T, f func(t *testing.T, p primitive)) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) { f(t, p) })
 	}
+}
+
+// forEachGranting runs f as a subtest for every primitive whose releases
+// grant the lock to a waiter, and skips the others.
+func forEachGranting(t *testing.T, f func(t *testing.T, p primitive)) {
+	forEach(t, func(t *testing.T, p primitive) {
+		if !p.grants {
+			t.Skip("releases wake waiters; they grant nothing")
+		}
+		f(t, p)
+	})
 }
 
 // forEachLeased runs f as a subtest for every primitive whose holds have

@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
@@ -126,24 +125,68 @@ func forceRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *tes
 
 // leaveRow: a waiter that gives up leaves the line even when the reply of
 // its leave is lost.
-func leaveRow(t *testing.T, r resend) {
-	ctx := t.Context()
-	holder := fairlock.New(r.direct, r.name)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
+func leaveRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		ctx := t.Context()
+		holder := h(r.direct, r.name)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dropped := r.drop()
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if err := h(r.via, r.name).Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("waiter's Lock = %v", err)
+		}
+		mustDropped(t, dropped)
+		if n := r.direct.LLen(ctx, "redisync:{"+r.name+"}:queue").Val(); n != 0 {
+			t.Fatalf("%d waiters left in line", n)
+		}
+		if err := holder.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
-	dropped := r.drop()
-	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
-	if err := fairlock.New(r.via, r.name).Lock(wctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("waiter's Lock = %v", err)
-	}
-	mustDropped(t, dropped)
-	if n := r.direct.LLen(ctx, "redisync:{"+r.name+"}:queue").Val(); n != 0 {
-		t.Fatalf("%d waiters left in line", n)
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
+}
+
+// grantingUnlockRow is unlockRow, then a release of the last level that
+// grants the lock to a waiter in line and whose reply is lost: the resend
+// neither grants again nor releases the grantee's hold, the holder's hold
+// ends, and the grantee alone holds one level.
+func grantingUnlockRow(h newHandle) func(t *testing.T, r resend) {
+	return func(t *testing.T, r resend) {
+		unlockRow(h)(t, r)
+		ctx := t.Context()
+		holder := h(r.via, r.name)
+		if err := holder.lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waiter := h(r.direct, r.name)
+		got := make(chan error, 1)
+		go func() { got <- waiter.lock(ctx) }()
+		parked(t, r.direct, r.name, 1)
+		dropped := r.drop()
+		if err := holder.unlock(ctx); err != nil {
+			t.Fatalf("Unlock that grants, with a lost reply: %v", err)
+		}
+		mustDropped(t, dropped)
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter never held the lock granted to it")
+		}
+		if v := r.direct.HGetAll(ctx, mainKey(r.name)).Val(); len(v) != 1 {
+			t.Fatalf("lock hash after a resent granting unlock = %v, want the grantee alone", v)
+		}
+		if n := waiter.levels(ctx, r.direct); n != 1 || !redistest.Closed(holder.done()) || redistest.Closed(waiter.done()) {
+			t.Fatalf("grantee's levels %d (want 1), holder's Done closed %v (want true), grantee's %v (want false)",
+				n, redistest.Closed(holder.done()), redistest.Closed(waiter.done()))
+		}
+		if err := waiter.unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

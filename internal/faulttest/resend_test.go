@@ -40,18 +40,23 @@ type resend struct {
 // otherwise, so a new script cannot be added without one.
 var lostReplyRows = map[string]func(t *testing.T, r resend){
 	"rlock_acquire.lua": lockRow(newRlock),
-	"rlock_unlock.lua":  unlockRow(newRlock),
+	"rlock_unlock.lua":  grantingUnlockRow(newRlock),
 	"rlock_renew.lua":   renewRow(newRlock),
 	"rlock_forceunlock.lua": forceRow(func(rdb redis.UniversalClient, name string) forcer {
 		return rlock.New(rdb, name)
 	}),
 	"fairlock_acquire.lua": lockRow(newFairlock),
-	"fairlock_unlock.lua":  unlockRow(newFairlock),
+	"fairlock_unlock.lua":  grantingUnlockRow(newFairlock),
 	"fairlock_renew.lua":   renewRow(newFairlock),
 	"fairlock_forceunlock.lua": forceRow(func(rdb redis.UniversalClient, name string) forcer {
 		return fairlock.New(rdb, name)
 	}),
-	"fairlock_leave.lua":     leaveRow,
+	"fairlock_leave.lua": leaveRow(func(rdb redis.UniversalClient, name string) forcer {
+		return fairlock.New(rdb, name)
+	}),
+	"rlock_leave.lua": leaveRow(func(rdb redis.UniversalClient, name string) forcer {
+		return rlock.New(rdb, name)
+	}),
 	"rwlock_writelock.lua":   lockRow(newWriter),
 	"rwlock_writeunlock.lua": unlockRow(newWriter),
 	"rwlock_readlock.lua":    lockRow(newReader),

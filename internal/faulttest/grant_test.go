@@ -1,0 +1,295 @@
+package faulttest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// The faults of a grant (internal/hold): its message lost, its waiter's
+// process killed at the head of the line, its waiter's ctx ending while
+// it is in flight. A lost reply of a release that grants is a row of the
+// lost-reply table (grantingUnlockRow).
+
+// parked waits until want waiters of the lock called name stand in line
+// with their own channels subscribed, and returns the line.
+func parked(t *testing.T, rdb redis.UniversalClient, name string, want int) []string {
+	t.Helper()
+	n := internal.NewNames(name)
+	var line []string
+	redistest.WaitFor(t, 10*time.Second, func() bool {
+		line = rdb.LRange(t.Context(), n.Queue(), 0, -1).Val()
+		if len(line) != want {
+			return false
+		}
+		for _, owner := range line {
+			if redistest.NumSub(t, rdb, n.WaiterChannel(owner)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return line
+}
+
+// lockAsync runs l.Lock(ctx) and reports its error and when it returned.
+func lockAsync(ctx context.Context, l locker) <-chan lockResult {
+	got := make(chan lockResult, 1)
+	go func() {
+		err := l.Lock(ctx)
+		got <- lockResult{err, time.Now()}
+	}()
+	return got
+}
+
+type lockResult struct {
+	err error
+	at  time.Time
+}
+
+// A grant whose message is lost (every pub/sub connection killed just
+// before the release) still reaches its waiter within a second: the
+// hub's reconnect wakes it, and its attempt finds the lock granted.
+func TestGrantMessageLost(t *testing.T) {
+	forEachGranting(t, func(t *testing.T, p primitive) {
+		srv := redistest.Start(t) // its own server: the kill hits nobody else
+		admin := srv.NewClient(t)
+		name := redistest.UniqueName(t)
+		holder := p.new(srv.NewClient(t), name, 30*time.Second)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waiter := p.new(srv.NewClient(t), name, 30*time.Second)
+		got := lockAsync(t.Context(), waiter)
+		line := parked(t, admin, name, 1)
+		if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		subs := redistest.NumSub(t, admin, internal.NewNames(name).WaiterChannel(line[0]))
+		released := time.Now()
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			took := r.at.Sub(released)
+			t.Logf("waiter held %v after the release (its channel had %d subscribers then)", took.Round(time.Millisecond), subs)
+			if took > time.Second {
+				t.Errorf("waiter held %v after the release, want within 1s", took)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter never held the lock granted to it")
+		}
+		if err := waiter.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// helperWait waits for the lock, writes "held" if it gets it and then
+// waits for its input to end. Tests SIGKILL it while it waits.
+func helperWait(ctx context.Context, args []string, in <-chan string) error {
+	p, rdb, name, lease, err := parseHelperArgs(args)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if err := p.new(rdb, name, lease).Lock(ctx); err != nil {
+		return err
+	}
+	fmt.Println("held")
+	for range in {
+	}
+	return nil
+}
+
+// A parked waiter whose process is SIGKILLed at the head of the line is
+// granted the lock by the release all the same (its deadline has not
+// passed), and holds it only for the grant lease: the next live waiter
+// holds it within 6s of the release, not after the holder's lease nor
+// the waiter timeout.
+func TestKilledWaiterAtHeadOfLine(t *testing.T) {
+	forEachGranting(t, func(t *testing.T, p primitive) {
+		srv := redistest.SharedServer(t)
+		admin := srv.NewClient(t)
+		name := redistest.UniqueName(t)
+		const lease = 30 * time.Second // the default watchdog timeout
+		holder := p.new(srv.NewClient(t), name, lease)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		h := redistest.StartHelper(t, "wait", helperArgs(p, srv.Addr(), name, lease)...)
+		parked(t, admin, name, 1)
+		next := p.new(srv.NewClient(t), name, lease)
+		got := lockAsync(t.Context(), next)
+		parked(t, admin, name, 2)
+		h.Kill()
+		<-h.Done()
+		released := time.Now()
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			took := r.at.Sub(released)
+			t.Logf("next live waiter held %v after the release (grant lease %v)", took.Round(time.Millisecond), hold.GrantLease)
+			if took > 6*time.Second {
+				t.Errorf("next live waiter held %v after the release, want within 6s", took)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the next live waiter never held the lock")
+		}
+		if err := next.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A waiter whose ctx ends while its grant is in flight gives the lock
+// back, which passes it on: the waiter behind it holds it at once, and
+// nobody holds it twice. The cancellation races the release, so rounds
+// end either way: the waiter completed the grant first (it then unlocks),
+// or it gave up (before the grant, or with the grant in flight).
+func TestGrantToCancelledWaiter(t *testing.T) {
+	forEachGranting(t, func(t *testing.T, p primitive) {
+		srv := redistest.SharedServer(t)
+		admin := srv.NewClient(t)
+		name := redistest.UniqueName(t)
+		const lease = 30 * time.Second
+		holder := p.new(srv.NewClient(t), name, lease)
+		var held, gaveUp int
+		for range 15 {
+			if err := holder.Lock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(t.Context())
+			waiter := p.new(srv.NewClient(t), name, lease)
+			w := lockAsync(wctx, waiter)
+			parked(t, admin, name, 1)
+			next := p.new(srv.NewClient(t), name, lease)
+			x := lockAsync(t.Context(), next)
+			parked(t, admin, name, 2)
+			go cancel()
+			if err := holder.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			r := <-w
+			switch {
+			case r.err == nil:
+				held++
+				if err := waiter.Unlock(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			case errors.Is(r.err, context.Canceled):
+				gaveUp++
+			default:
+				t.Fatalf("cancelled waiter's Lock = %v", r.err)
+			}
+			select {
+			case r := <-x:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("the waiter behind the cancelled one did not get the lock within 2s")
+			}
+			if v := admin.HGetAll(t.Context(), mainKey(name)).Val(); len(v) != 1 {
+				t.Fatalf("lock hash while the next waiter holds = %v, want it alone", v)
+			}
+			if err := next.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("cancelled waiter held first %d times, gave up %d times", held, gaveUp)
+	})
+}
+
+// A grant in flight when its waiter's ctx ends, made certain: the
+// waiter's pub/sub connection is killed just before the release, so the
+// grant is in Redis but its message is lost, and the waiter's ctx ends
+// before the hub reconnects. The waiter returns ctx's error and gives
+// the grant back, which passes the lock to the waiter behind it at once.
+func TestGrantInFlightWhenCtxEnds(t *testing.T) {
+	forEachGranting(t, func(t *testing.T, p primitive) {
+		srv := redistest.Start(t) // its own server: the kill hits nobody else
+		admin := srv.NewClient(t)
+		name := redistest.UniqueName(t)
+		const lease = 30 * time.Second
+		holder := p.new(srv.NewClient(t), name, lease)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		waiterName := "grant-waiter-" + name
+		w := lockAsync(wctx, p.new(srv.NewClient(t, func(o *redis.Options) { o.ClientName = waiterName }), name, lease))
+		line := parked(t, admin, name, 1)
+		x := lockAsync(t.Context(), p.new(srv.NewClient(t), name, lease))
+		parked(t, admin, name, 2)
+		// Kill only the first waiter's pub/sub connection.
+		killPubSub(t, admin, waiterName)
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		granted := admin.HGet(t.Context(), mainKey(name), line[0]).Val()
+		cancel()
+		released := time.Now()
+		if r := <-w; !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("the cancelled waiter's Lock = %v, want context.Canceled", r.err)
+		}
+		if granted != "1" {
+			t.Fatalf("the release did not grant the lock to the first waiter (its level %q)", granted)
+		}
+		select {
+		case r := <-x:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if d := r.at.Sub(released); d > time.Second {
+				t.Errorf("the next waiter held %v after the grant was given back, want within 1s", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the grant given back never reached the next waiter")
+		}
+		if v := admin.HGetAll(t.Context(), mainKey(name)).Val(); len(v) != 1 || v[line[0]] != "" {
+			t.Fatalf("lock hash = %v, want the next waiter alone", v)
+		}
+	})
+}
+
+// killPubSub kills the pub/sub connection of the client called name.
+func killPubSub(t *testing.T, admin *redis.Client, name string) {
+	t.Helper()
+	list, err := admin.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(list) {
+		fields := strings.Fields(line)
+		if !slices.Contains(fields, "name="+name) || slices.Contains(fields, "sub=0") {
+			continue
+		}
+		id, _ := strings.CutPrefix(fields[0], "id=")
+		if err := admin.ClientKillByFilter(t.Context(), "ID", id).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("no pub/sub connection named %q in %s", name, list)
+}
