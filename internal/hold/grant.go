@@ -19,20 +19,31 @@ const GrantLease = 3 * time.Second
 // without fencing). base is when the waiter's last attempt, refused
 // without error and not followed by another, was sent: the grant came
 // after that script ran, so the server's grant lease runs at least until
-// base plus GrantLease, and the hold's validity is counted from there
-// until its first renewal.
+// base plus GrantLease. The hold's validity is counted from base with the
+// shorter of the grant lease and the hold's own lease until its first
+// renewal: a renewal sets the hold's own lease, and one whose reply is
+// lost must not leave the local validity beyond what it set.
 //
 // Claim reports false, changing nothing, when the grant must be completed
 // by an acquire attempt instead: the hold has a fixed lease (the grant's
-// lease is not its own), no base is known, less than a quarter of the
-// grant lease is left, or the handle somehow holds a level of m already.
-// When ctx is done it returns ctx's error and claims nothing: the caller
-// gives the level back (Kind.Leave), which passes the lock on.
+// lease is not its own), no base is known, less than a quarter of that
+// validity is left, or the handle somehow holds a level of m already.
+// When ctx is done the grant is given back, as Take gives back a grant
+// read after ctx ended: the release script releases the level, which
+// grants the lock to the next waiter; Claim returns ctx's error. (A
+// grant whose message never reached a waiter that gave up is not given
+// back: Kind.Leave must not release holds. It lapses with its grant
+// lease.)
 func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time) (bool, error) {
 	if err := ctx.Err(); err != nil {
+		t.Undo(ctx, m, 1)
 		return false, err
 	}
-	if t.cfg.Renew == nil || base.IsZero() || time.Until(watchdog.ValidUntil(base, GrantLease)) < GrantLease/4 {
+	// The hold's first validity is the shorter of the grant lease and its
+	// own: a renewal sets its own lease, and one whose reply is lost must
+	// not leave the local validity beyond what it set on the server.
+	lease := min(GrantLease, t.cfg.Lease)
+	if t.cfg.Renew == nil || base.IsZero() || time.Until(watchdog.ValidUntil(base, lease)) < lease/4 {
 		return false, nil
 	}
 	if err := t.op.Acquire(ctx, 1); err != nil {
@@ -44,6 +55,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	t.begin(levels, token, base, GrantLease)
+	t.begin(levels, token, base, lease)
 	return true, nil
 }
