@@ -65,11 +65,11 @@ func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
 	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded).Result()
 }
 
-// leave takes the handle out of the line after a failed Lock, giving
-// back a grant that reached it meanwhile when giveBack is set.
-func (l *line) leave(ctx context.Context, _ hold.Mode, giveBack bool) error {
-	_, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded, giveBack).Result()
-	return err
+// leave takes the handle out of the line after a failed Lock, and
+// reports whether a release granted it the lock meanwhile.
+func (l *line) leave(ctx context.Context, _ hold.Mode) (bool, error) {
+	n, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
+	return n == script.LeftGranted, err
 }
 
 // Name returns the name of the lock.

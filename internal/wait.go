@@ -136,6 +136,7 @@ func (w *waiter) wait(ctx context.Context) error {
 			}
 		case <-timer.C:
 		case <-ctx.Done():
+			_, _ = w.granted(ctx) // a grant that came with the end of ctx is given back
 			return w.ctxErr(ctx.Err())
 		}
 	}
@@ -144,7 +145,7 @@ func (w *waiter) wait(ctx context.Context) error {
 // granted completes a grant the waiter was woken for, if any, and
 // reports whether the wait is over, and with which error.
 func (w *waiter) granted(ctx context.Context) (bool, error) {
-	if w.claim == nil {
+	if w.claim == nil || w.sub == nil {
 		return false, nil
 	}
 	token, ok := w.sub.Granted()

@@ -80,11 +80,11 @@ func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hol
 	return hold.Unlocked(n), err
 }
 
-// leave takes the handle out of the line after a failed Lock, giving
-// back a grant that reached it meanwhile when giveBack is set.
-func (d *described) leave(ctx context.Context, _ hold.Mode, giveBack bool) error {
-	_, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner, d.Sharded, giveBack).Result()
-	return err
+// leave takes the handle out of the line after a failed Lock, and
+// reports whether a release granted it the lock meanwhile.
+func (d *described) leave(ctx context.Context, _ hold.Mode) (bool, error) {
+	n, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner).Result()
+	return n == script.LeftGranted, err
 }
 
 func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {

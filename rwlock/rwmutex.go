@@ -96,14 +96,13 @@ func (s *sides) maxSleep(m hold.Mode) time.Duration {
 }
 
 // withdraw removes the handle's announcement as a waiting writer, if any,
-// after a failed Lock, waking the readers it held back. rwlock grants
-// nothing, so there is nothing to give back.
-func (s *sides) withdraw(ctx context.Context, m hold.Mode, _ bool) error {
+// after a failed Lock, waking the readers it held back.
+func (s *sides) withdraw(ctx context.Context, m hold.Mode) (bool, error) {
 	if m != hold.Exclusive {
-		return nil
+		return false, nil
 	}
 	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, s.Sharded).Result()
-	return err
+	return false, err
 }
 
 // levels are the handle's hold levels a script reported.

@@ -77,12 +77,18 @@
 //     message arrives. A pub/sub reconnect wakes every waiter (hub), and
 //     any attempt of the waiter, woken or at the end of its bounded sleep,
 //     finds the owner holding the lock and completes as above.
-//   - ctx. A waiter whose ctx ends returns ctx's error; before that, the
-//     engine runs Kind.Leave with giveBack set when the handle holds no
-//     level: one script that takes the waiter out of the line or, if a
-//     grant reached it in Redis meanwhile, releases that level, which
-//     grants the lock to the next waiter. A grant read after ctx ended is
-//     given back the same way (Claim). Nothing is left behind.
+//   - ctx. A waiter whose ctx ends returns ctx's error, and gives back a
+//     grant that reached it: one whose message it read with the end of
+//     ctx or after (Claim, as Take gives back a grant read after ctx
+//     ended), and one its Leave finds in Redis. The release script
+//     releases the level, which grants the lock to the next waiter. Leave
+//     itself only reports the grant and never releases a hold: it may run
+//     late (sent into a stalled connection, run after it resumes), when a
+//     later Lock of the same handle holds the lock, and releasing then
+//     would break mutual exclusion (the fault suite's chaos soak found
+//     exactly that). Once Leave's reply is read, no later Lock has begun,
+//     so the level it reports is this wait's grant. A grant nobody gives
+//     back (the waiter's process died) lapses with its grant lease.
 //   - Exactly once. A release names its owner: a resend of a release that
 //     granted finds the owner's field gone (NotHeld, read by Release as
 //     its own success), and neither touches the grantee's field nor

@@ -38,12 +38,14 @@ type Kind struct {
 	// read-write lock (see owners).
 	Modes int
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
-	// when it fails (a place in line, an announcement); with giveBack set
-	// (the handle holds no level of m), it also releases a level of m the
-	// handle holds in Redis: a grant that reached it as it gave up. It
-	// must be idempotent: it runs without ctx's cancellation, and again
-	// when its reply is lost.
-	Leave func(ctx context.Context, m Mode, giveBack bool) error
+	// when it fails (a place in line, an announcement), and reports
+	// whether the handle holds one level of m in Redis that it was not in
+	// line for: a grant that reached it as it gave up, which the engine
+	// then gives back. It must be idempotent: it runs without ctx's
+	// cancellation, and again when its reply is lost. It must not release
+	// a hold itself: it may run late (sent before a stall, run after it),
+	// when a later wait of the handle holds the lock.
+	Leave func(ctx context.Context, m Mode) (granted bool, err error)
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
 	// with Tracker.Claim, and refresh their place every GrantLease/3.
@@ -115,8 +117,8 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	switch {
 	case l.k.Grants:
 		claim := func(ctx context.Context, token uint64, base time.Time) (bool, error) {
-			if l.k.ClaimByAttempt {
-				return false, ctx.Err()
+			if l.k.ClaimByAttempt && ctx.Err() == nil {
+				return false, nil
 			}
 			if !l.k.Fencing {
 				token = 0
@@ -137,16 +139,20 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first
-// failed, all within CleanupTimeout, giving back a grant when the handle
-// holds no level of m. If both fail (Redis unreachable),
+// failed, all within CleanupTimeout, and gives back a grant it reports. If both fail (Redis unreachable),
 // what the wait left expires by itself on the server (a waiter's
 // deadline, a writer's announcement).
 func (l *Lock) leave(ctx context.Context, m Mode) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
-	giveBack := l.t.Held(m) == 0
 	for range 2 {
-		if err := l.k.Leave(ctx, m, giveBack); err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+		granted, err := l.k.Leave(ctx, m)
+		if granted && l.t.Held(m) == 0 {
+			// Its reply read, the script has run: no later wait of the
+			// handle has begun, so the level is this wait's grant.
+			l.t.Undo(ctx, m, 1)
+		}
+		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 			return
 		}
 	}

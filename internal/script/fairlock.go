@@ -69,10 +69,10 @@ func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt strin
 	return BoolCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), k.Waiter, flag(sharded), ms(ttl))}
 }
 
-// FairLeave runs fairlock_leave.lua: take owner out of the line and, with
-// giveBack set (the caller holds no level), release a level a grant gave
-// owner meanwhile; the waiter first in line is woken when the lock is
-// free afterwards. The reply is LeftNothing, LeftLine or GaveBack.
-func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded, giveBack bool) IntCmd {
-	return IntCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded), flag(giveBack))}
+// FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
+// next waiter if owner was first and the lock is free. The reply is
+// LeftLine, LeftGranted (owner was not in line and holds one level) or
+// LeftNothing; a hold is never released.
+func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool) IntCmd {
+	return IntCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
 }

@@ -105,10 +105,9 @@ func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt 
 	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt}, flag(sharded), ms(ttl), k.Waiter)}
 }
 
-// ReentrantLeave runs rlock_leave.lua: take owner out of the line and,
-// with giveBack set (the caller holds no level), release a level a grant
-// gave owner meanwhile, waking the waiter first in line. The reply is
-// LeftNothing, LeftLine or GaveBack.
-func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string, sharded, giveBack bool) IntCmd {
-	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Timeouts}, owner, flag(sharded), k.Waiter, flag(giveBack))}
+// ReentrantLeave runs rlock_leave.lua: take owner out of the line. The
+// reply is LeftLine, LeftGranted (owner was not in line and holds one
+// level) or LeftNothing; a hold is never released.
+func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string) IntCmd {
+	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Timeouts}, owner)}
 }

@@ -65,9 +65,9 @@ func (c BoolCmd) Result() (bool, error) {
 
 // Outcomes of the leave scripts (FairLeave, ReentrantLeave).
 const (
-	LeftNothing = 0 // owner was neither in line nor granted the lock
+	LeftNothing = 0 // owner was not in line
 	LeftLine    = 1 // owner left the line
-	GaveBack    = 2 // owner gave back a grant (giveBack was set)
+	LeftGranted = 2 // owner was not in line and holds one level: a grant, if the caller holds none
 )
 
 // errShortReply reports a script reply with fewer values than its contract.
