@@ -29,8 +29,8 @@ which walks that node's whole keyspace.`
 // has the same layout as a reentrant mutex, so it reads as kindMutex.
 const (
 	kindFree      = "free"      // no keys: not locked
-	kindMutex     = "mutex"     // rlock, or a fairlock with an empty queue
-	kindFairlock  = "fairlock"  // a fair lock with waiters queued
+	kindMutex     = "mutex"     // rlock or fairlock, with an empty queue
+	kindFairlock  = "fairlock"  // a fair lock with waiters queued, or an rlock with waiters in line
 	kindRWLock    = "rwlock"    // a read-write lock
 	kindSemaphore = "semaphore" // a semaphore's permit count
 	kindUnknown   = "unknown"   // keys of a layout inspect does not know

@@ -6,7 +6,8 @@ import (
 	"github.com/redisync/redisync/internal"
 )
 
-// decodeFairlock recognises a fair lock with waiters: the lock hash (owner
+// decodeFairlock recognises a lock with waiters in line, a fairlock or an
+// rlock (they share the layout): the lock hash (owner
 // id -> hold count, absent while the lock passes to the head waiter), the
 // waiter list redisync:{name}:queue in arrival order, and the zset
 // redisync:{name}:timeouts of waiter deadlines (Unix ms, server clock).
@@ -18,7 +19,7 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 	if (queue == nil || queue.Type != "list") && (timeouts == nil || timeouts.Type != "zset") {
 		return false
 	}
-	r.Kind = kindFairlock
+	r.Kind, r.note = kindFairlock, "a fairlock, or an rlock with waiters in line"
 	if lock != nil {
 		h, _ := lock.Value.(map[string]string)
 		r.Holders = holdersOf(h)

@@ -23,7 +23,11 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 		waiter := rlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(ctx) }()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).Channel()) == 1 })
+		n := internal.NewNames(name)
+		redistest.WaitFor(t, 5*time.Second, func() bool { // in line, its own channel subscribed
+			q := b.rdb.LRange(ctx, n.Queue(), 0, -1).Val()
+			return len(q) == 1 && b.numSub(n.WaiterChannel(q[0])) == 1
+		})
 
 		_, stderr := mustRun(t, exitUsage, b.args("unlock", name)...)
 		if !strings.Contains(stderr, "--force") {
