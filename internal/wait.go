@@ -74,8 +74,13 @@ type Claim func(ctx context.Context, token uint64, base time.Time) (bool, error)
 // attempt has run since the last refusal (its reply lost, say: its undo
 // may have given the grant back). A parked waiter attempts at least every
 // maxSleep, which keeps its place alive.
-func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, claim Claim, try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim}
+//
+// Once subscribed after a refused attempt, the waiter does not attempt
+// again but asks recheck whether it holds the lock now (a release granted
+// it between the attempt and the subscription): a command instead of a
+// script, under contention once per Lock.
+func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
+	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck}
 	return w.wait(ctx)
 }
 
@@ -104,11 +109,13 @@ func (w *waiter) wait(ctx context.Context) error {
 			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
 				return w.ctxErr(err)
 			}
-			over, d, err := w.attempt(ctx)
-			if over {
-				return err
+			if w.holds(ctx) {
+				over, d, err := w.attempt(ctx)
+				if over {
+					return err
+				}
+				wait = d
 			}
-			wait = d
 			if w.sub == nil && w.lastErr == nil {
 				// The subscription timed out, which took as long as a
 				// sleep, and the attempt above was the retry: subscribe
@@ -141,6 +148,23 @@ func (w *waiter) wait(ctx context.Context) error {
 		}
 	}
 }
+
+// holds reports whether the waiter, just subscribed, must try again:
+// always, except for a waiter in a line (WaitGranted) whose recheck says
+// that no release has granted it the lock since its attempt. A release
+// from now on grants it and tells it; one in between would have made it
+// the holder. A recheck that fails is answered by an attempt.
+func (w *waiter) holds(ctx context.Context) bool {
+	if w.recheck == nil || w.sub == nil || !w.refusedNow() {
+		return true
+	}
+	granted, err := w.recheck(ctx)
+	return err != nil || granted
+}
+
+// refusedNow reports whether the waiter's last attempt was refused
+// without error.
+func (w *waiter) refusedNow() bool { return !w.refused.IsZero() }
 
 // granted completes a grant the waiter was woken for, if any, and
 // reports whether the wait is over, and with which error.
@@ -210,10 +234,11 @@ type waiter struct {
 	channel  string
 	maxSleep time.Duration
 	try      Attempt
-	need     int         // units of a message it needs to proceed
-	inLine   func() bool // WaitInLine: whether the waiter may queue; it records lease ends for those that do
-	claim    Claim       // WaitGranted: completes a grant
-	refused  time.Time   // when the last attempt was sent, if it was refused without error
+	need     int                                     // units of a message it needs to proceed
+	inLine   func() bool                             // WaitInLine: whether the waiter may queue; it records lease ends for those that do
+	claim    Claim                                   // WaitGranted: completes a grant
+	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter holds the lock
+	refused  time.Time                               // when the last attempt was sent, if it was refused without error
 	sub      *hub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed

@@ -68,13 +68,16 @@ func TestGrantCost(t *testing.T) {
 	waited := make(chan error, 1)
 	waiter := rlock.New(rdb, name)
 	go func() { waited <- waiter.Lock(ctx) }()
-	// Parked: in line and subscribed, after an attempt before and one
-	// after subscribing.
+	// Parked: in line and subscribed, after one attempt and, once
+	// subscribed, a check that no grant came in between.
 	var before map[string]int64
-	redistest.WaitFor(t, 2*time.Second, func() bool {
+	redistest.WaitFor(t, 900*time.Millisecond, func() bool { // before its next attempt, a second on
 		before = commandCalls(t, rdb)
-		return before["evalsha"]-start["evalsha"] == 2 && numSub(t, rdb, name) == 1
+		return before["hexists"]-start["hexists"] == 1 && numSub(t, rdb, name) == 1
 	})
+	if n := before["evalsha"] - start["evalsha"]; n != 1 {
+		t.Fatalf("the waiter parked after %d scripts, want 1", n)
+	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			}
 			return l.t.Claim(ctx, m, token, base)
 		}
-		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, try)
+		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, l.IsHeld, try)
 	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
