@@ -39,7 +39,7 @@ func fairHandoff(ctx context.Context, e *env) (*table, error) {
 		"library", "handoff p50", "handoff p99", "in arrival order", "Redis commands/handoff", "round trips/handoff")
 	for _, q := range []queuer{
 		{"redisync fairlock", func(rdb *redis.Client, key string) locker { return fairlock.New(rdb, key) }, fairQueued},
-		{"redisync rlock", newRedisync, parked},
+		{"redisync rlock", newRedisync, fairQueued}, // rlock's waiters stand in a line too
 	} {
 		var (
 			lat         []time.Duration
@@ -175,10 +175,4 @@ func handoffTimes(start time.Time, all []acquisition) (lat []time.Duration, inOr
 func fairQueued(ctx context.Context, e *env, key string, n int) error {
 	queue := "redisync:{" + key + "}:queue"
 	return poll(ctx, 10*time.Second, func() bool { return e.ctl.LLen(ctx, queue).Val() >= int64(n) })
-}
-
-// parked gives a waiter of a lock without a queue time to park.
-func parked(ctx context.Context, _ *env, _ string, _ int) error {
-	sleepCtx(ctx, parkDelay)
-	return ctx.Err()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 )
@@ -34,9 +35,9 @@ type contender struct {
 	waits bool
 	// bare marks the baseline the uncontended times are compared with.
 	bare bool
-	// channel is the pub/sub channel a waiter on key subscribes to, for a
-	// library that waits on pub/sub; empty for pollers.
-	channel func(key string) string
+	// parked, for a library that waits on pub/sub, waits until a waiter
+	// on key is parked; nil for pollers.
+	parked func(ctx context.Context, ctl *redis.Client, key string) error
 }
 
 // leaseTTL is the lease given to the libraries without a watchdog. It is
@@ -44,7 +45,8 @@ type contender struct {
 const leaseTTL = 10 * time.Second
 
 var contenders = []contender{
-	{name: "redisync rlock", newLocker: newRedisync, waits: true, channel: redisyncChannel},
+	{name: "redisync rlock", newLocker: newRedisync, waits: true, parked: redisyncParked},
+	{name: "redisync fairlock", newLocker: newFairlock, waits: true, parked: redisyncParked},
 	{name: "redsync", newLocker: newRedsync, waits: true},
 	{name: "redislock 10ms", newLocker: newRedislock(10 * time.Millisecond), waits: true},
 	{name: "redislock 1ms", newLocker: newRedislock(time.Millisecond), waits: true},
@@ -54,9 +56,22 @@ var contenders = []contender{
 
 func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
 
-// redisyncChannel is the unlock channel of an rlock, as built by the
-// library's internal naming (redisync:{name}:chan).
-func redisyncChannel(key string) string { return "redisync:{" + key + "}:chan" }
+func newFairlock(rdb *redis.Client, key string) locker { return fairlock.New(rdb, key) }
+
+// redisyncParked waits until a waiter of the rlock or fairlock called key
+// stands in line with its own channel subscribed, as the library names
+// them (redisync:{name}:queue, redisync:{name}:chan:<owner id>).
+func redisyncParked(ctx context.Context, ctl *redis.Client, key string) error {
+	tag := "redisync:{" + key + "}"
+	return poll(ctx, 10*time.Second, func() bool {
+		line := ctl.LRange(ctx, tag+":queue", 0, 0).Val()
+		if len(line) == 0 {
+			return false
+		}
+		ch := tag + ":chan:" + line[0]
+		return ctl.PubSubNumSub(ctx, ch).Val()[ch] > 0
+	})
+}
 
 // redsyncLocker is a redsync mutex with default options, except that it
 // retries until ctx is done instead of giving up after 32 tries.
@@ -154,7 +169,7 @@ type scriptsOnly struct {
 
 func newScriptsOnly(rdb *redis.Client, key string) locker {
 	tag := "redisync:{" + key + "}" // as the library names its keys
-	keys := script.LockKeys{Lock: tag, Fence: tag + ":fence", Channel: tag + ":chan"}
+	keys := script.LockKeys{Lock: tag, Fence: tag + ":fence", Queue: tag + ":queue", Timeouts: tag + ":timeouts"}
 	return &scriptsOnly{rdb: rdb, keys: keys, owner: rand.Text()}
 }
 
@@ -167,7 +182,7 @@ func (l *scriptsOnly) Lock(ctx context.Context) error {
 }
 
 func (l *scriptsOnly) Unlock(ctx context.Context) error {
-	n, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1).Result()
+	n, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1, time.Second).Result()
 	if err == nil && n != 0 {
 		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, n)
 	}

@@ -12,6 +12,9 @@ const (
 	rl10   = "redislock 10ms"
 	rl1    = "redislock 1ms"
 	bareLk = "bare SET NX"
+	usFair = "redisync fairlock"
+	// bareGrant is the handoff floor the handoff scenario measures.
+	bareGrant = "bare grant"
 )
 
 // target is one performance goal of redisync, checked against the run.
@@ -30,6 +33,29 @@ var goals = []target{
 	{"handoff p50 under 1 ms", func(e *env) (string, bool, bool) {
 		v, ok := e.get("handoff", us, "p50")
 		return dur(time.Duration(v)), v < float64(time.Millisecond), ok
+	}},
+	{"handoff p50 (rlock) at most 1.5x the bare grant", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "handoff", "p50", us, bareGrant)
+		return fmt.Sprintf("%.2fx", r), r <= 1.5, ok
+	}},
+	{"handoff p50 (fairlock) at most 1.5x the bare grant", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "handoff", "p50", usFair, bareGrant)
+		return fmt.Sprintf("%.2fx", r), r <= 1.5, ok
+	}},
+	{"workers (rlock): at least 90% of the serial limit", func(e *env) (string, bool, bool) {
+		v, ok := e.get("workers", us, "cs/s")
+		limit, _ := e.get("workers", "serial", "cs/s")
+		return fmt.Sprintf("%.0f%%", 100*v/limit), v >= 0.9*limit, ok && limit > 0
+	}},
+	{"workers (fairlock): at least 90% of the serial limit", func(e *env) (string, bool, bool) {
+		v, ok := e.get("workers", usFair, "cs/s")
+		limit, _ := e.get("workers", "serial", "cs/s")
+		return fmt.Sprintf("%.0f%%", 100*v/limit), v >= 0.9*limit, ok && limit > 0
+	}},
+	{"workers: p99 wait at most 40 ms (rlock, fairlock)", func(e *env) (string, bool, bool) {
+		a, oka := e.get("workers", us, "p99")
+		b, okb := e.get("workers", usFair, "p99")
+		return dur(time.Duration(a)) + ", " + dur(time.Duration(b)), max(a, b) <= float64(40*time.Millisecond), oka && okb
 	}},
 	{"handoff p50 at least 5x faster than redislock 10ms", func(e *env) (string, bool, bool) {
 		r, ok := ratioOf(e, "handoff", "p50", rl10, us)
