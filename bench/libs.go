@@ -182,9 +182,9 @@ func (l *scriptsOnly) Lock(ctx context.Context) error {
 }
 
 func (l *scriptsOnly) Unlock(ctx context.Context) error {
-	n, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1, time.Second).Result()
-	if err == nil && n != 0 {
-		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, n)
+	u, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1, time.Second).Result()
+	if err == nil && u.Holds != 0 {
+		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, u.Holds)
 	}
 	return err
 }

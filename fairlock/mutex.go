@@ -53,8 +53,8 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 }
 
 func (l *line) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease).Result()
-	return hold.Unlocked(n), err
+	u, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease).Result()
+	return hold.UnlockedGrant(u), err
 }
 
 func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {

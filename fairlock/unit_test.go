@@ -68,8 +68,8 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if n, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease).Result(); n != 0 || err != nil {
-		t.Fatalf("ghost unlock = %d, %v", n, err)
+	if u, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
+		t.Fatalf("ghost unlock = %+v, %v; want released and granted to ghost-2", u, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
 	if ok, err := holder.TryLock(ctx); ok || err != nil {

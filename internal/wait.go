@@ -109,6 +109,7 @@ func (w *waiter) wait(ctx context.Context) error {
 			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
 				return w.ctxErr(err)
 			}
+			w.park()
 			if w.holds(ctx) {
 				over, d, err := w.attempt(ctx)
 				if over {
@@ -162,6 +163,14 @@ func (w *waiter) holds(ctx context.Context) bool {
 	return err != nil || granted
 }
 
+// park tells the subscription, for a waiter in a line, when its last
+// attempt was refused (see hub.Subscription.Parked).
+func (w *waiter) park() {
+	if w.claim != nil && w.sub != nil {
+		w.sub.Parked(w.refused)
+	}
+}
+
 // refusedNow reports whether the waiter's last attempt was refused
 // without error.
 func (w *waiter) refusedNow() bool { return !w.refused.IsZero() }
@@ -196,6 +205,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	ok, wait, err := w.try(ctx)
 	w.refused = time.Time{}
+	defer w.park()
 	switch {
 	case ok:
 		w.woken = false

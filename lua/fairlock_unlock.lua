@@ -21,11 +21,13 @@
 -- channel. A lock found free with waiters in line (its holder's lease ran
 -- out) is granted the same way, whoever calls.
 --
--- Returns the owner's remaining holds (0: the lock was released, and
--- granted if anyone waited), -1 when the owner does not hold the lock, -2
--- when the hold count differs from ARGV[3]. A resent unlock whose first
--- run went through finds the owner's field gone (-1): it never releases
--- the grantee's hold nor grants again.
+-- Returns {holds}: the owner's remaining holds (0: the lock was released
+-- and nobody waited), -1 when the owner does not hold the lock, -2 when
+-- the hold count differs from ARGV[3]; or {0, grantee, token} when this
+-- release granted the lock, so that a grantee in the releasing process
+-- can complete its hold without waiting for the message. A resent unlock
+-- whose first run went through finds the owner's field gone ({-1}): it
+-- never releases the grantee's hold nor grants again.
 -- A key of another type raises WRONGTYPE before anything is written.
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -42,11 +44,12 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
--- grant makes the first waiter in line, if any, the holder of the free lock.
+-- grant makes the first waiter in line, if any, the holder of the free
+-- lock, and returns it and its token.
 local function grant()
   local head = redis.call('lpop', queue)
   if not head then
-    return
+    return nil, 0
   end
   redis.call('zrem', timeouts, head)
   local token = 0
@@ -60,23 +63,27 @@ local function grant()
   else
     redis.call('publish', prefix .. head, 'g' .. token)
   end
+  return head, token
 end
 
 if not holds then
   if redis.call('exists', lock) == 0 then
     grant()
   end
-  return -1
+  return {-1}
 end
 holds = tonumber(holds)
 if expect > 0 and holds ~= expect then
-  return -2
+  return {-2}
 end
 if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, lease)
-  return holds - 1
+  return {holds - 1}
 end
 redis.call('del', lock)
-grant()
-return 0
+local head, token = grant()
+if head then
+  return {0, head, token}
+end
+return {0}

@@ -20,11 +20,13 @@
 -- otherwise) and publishes "g" .. token on the waiter's channel. Waiters
 -- popped with a passed deadline are dead and dropped.
 --
--- Returns the owner's remaining holds (0: the lock was released, and
--- granted if a live waiter was in line), -1 when the owner does not hold
--- the lock, -2 when the hold count differs from ARGV[4]. A resent unlock
--- whose first run went through finds the owner's field gone (-1): it
--- never releases the grantee's hold nor grants again.
+-- Returns {holds}: the owner's remaining holds (0: the lock was released
+-- and nobody live was in line), -1 when the owner does not hold the lock,
+-- -2 when the hold count differs from ARGV[4]; or {0, grantee, token}
+-- when the release granted the lock, so that a grantee in the releasing
+-- process can complete its hold without waiting for the message. A
+-- resent unlock whose first run went through finds the owner's field gone
+-- ({-1}): it never releases the grantee's hold nor grants again.
 
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
@@ -32,17 +34,17 @@ local prefix, grantLease = ARGV[5], tonumber(ARGV[6])
 
 local holds = redis.call('hget', lock, owner)
 if not holds then
-  return -1
+  return {-1}
 end
 holds = tonumber(holds)
 if expect > 0 and holds ~= expect then
-  return -2
+  return {-2}
 end
 
 if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, lease)
-  return holds - 1
+  return {holds - 1}
 end
 
 redis.call('del', lock)
@@ -50,7 +52,7 @@ local now
 while true do
   local head = redis.call('lpop', queue)
   if not head then
-    return 0
+    return {0}
   end
   local deadline = redis.call('zscore', timeouts, head)
   redis.call('zrem', timeouts, head)
@@ -70,6 +72,6 @@ while true do
     else
       redis.call('publish', prefix .. head, 'g' .. token)
     end
-    return 0
+    return {0, head, token}
   end
 end

@@ -76,8 +76,8 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 }
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	n, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease).Result()
-	return hold.Unlocked(n), err
+	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease).Result()
+	return hold.UnlockedGrant(u), err
 }
 
 // leave takes the handle out of the line after a failed Lock, and

@@ -296,3 +296,45 @@ func killPubSub(t *testing.T, admin *redis.Client, name string) {
 	}
 	t.Fatalf("no pub/sub connection named %q in %s", name, list)
 }
+
+// When the grantee is a handle of the releasing process's client, the
+// release's reply hands it the lock (the in-process handoff): it holds
+// at once even when the grant's message is lost, before the hub has
+// reconnected.
+func TestInProcessHandoff(t *testing.T) {
+	forEachGranting(t, func(t *testing.T, p primitive) {
+		srv := redistest.Start(t) // its own server: the kill hits nobody else
+		admin := srv.NewClient(t)
+		name := redistest.UniqueName(t)
+		clientName := "in-process-" + name
+		rdb := srv.NewClient(t, func(o *redis.Options) { o.ClientName = clientName })
+		holder := p.new(rdb, name, 30*time.Second)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waiter := p.new(rdb, name, 30*time.Second)
+		got := lockAsync(t.Context(), waiter)
+		parked(t, admin, name, 1)
+		killPubSub(t, admin, clientName) // the message would come only after a reconnect
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		released := time.Now()
+		select {
+		case r := <-got:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			d := r.at.Sub(released)
+			t.Logf("waiter held %v after the release returned", d.Round(time.Microsecond))
+			if d > 60*time.Millisecond { // a reconnect takes about 100ms
+				t.Errorf("waiter held %v after the release returned: not handed over in process", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiter never held the lock")
+		}
+		if err := waiter.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

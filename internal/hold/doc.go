@@ -104,6 +104,21 @@
 // holder's lease ran out. Goroutines sharing a handle wait in the
 // process's local line behind the one that holds the handle's place.
 //
+// In-process handoff. When the grantee is a handle of the releasing
+// process on the same client, the release's reply names it and its token
+// (Config.Granted), and the hub hands the grant to its wait at once
+// (hub.Hub.Deliver), without waiting for the pub/sub message. The message
+// has an ordering guarantee that the reply lacks (it is read before the
+// confirmation of any later subscription of the channel): delivered late,
+// a reply could reach a later wait of the same handle. So the delivery
+// carries the release's send time and is accepted only by a wait whose
+// last attempt, refused without error, was sent before it: a later wait
+// sends all its attempts after the grant was made, hence after the
+// release was sent. Goroutines sharing one handle do not hand over among
+// themselves without Redis: the handle's place in line is its own, and
+// the next goroutine joins the line like any other waiter (handing over
+// locally would pass over the waiters of other processes).
+//
 // Not granted: rwlock and the semaphores. A read-write lock's release
 // to readers admits all of them at once, and its writers announce
 // themselves without a line; a grant would need a line of writers and

@@ -51,6 +51,10 @@ type Config struct {
 	// released, with an error wrapping internal.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
 	Lost func(err error)
+	// Granted, if set, is told of a release, sent at sent, that granted
+	// the lock to grantee with token: a waiter of the same process
+	// completes its hold without waiting for the grant's message.
+	Granted func(grantee string, token uint64, sent time.Time)
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.

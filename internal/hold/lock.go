@@ -81,7 +81,11 @@ type Lock struct {
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
 	l := &Lock{k: k}
-	l.t = New(k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) }))
+	cfg := k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) })
+	if k.Grants {
+		cfg.Granted = l.deliver
+	}
+	l.t = New(cfg)
 	l.owners.init(k.Modes)
 	l.t.onLoss = l.owners.reset
 	return l
@@ -136,6 +140,17 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		l.leave(ctx, m)
 	}
 	return err
+}
+
+// deliver hands a grant that a release of the handle, sent at sent, made
+// to grantee, to grantee's wait if it is one of this client's: the
+// in-process handoff. The hub accepts it only for a wait parked before
+// sent (see hub.Hub.Deliver), so a reply read late never reaches a later
+// wait of the grantee.
+func (l *Lock) deliver(grantee string, token uint64, sent time.Time) {
+	c := internal.Attach(l.k.RDB)
+	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), token, sent)
+	c.Detach()
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first

@@ -13,6 +13,16 @@ type Released struct {
 	Levels   Levels // the handle's levels afterwards
 	NotHeld  bool   // the handle held no level of the mode: nothing changed
 	Mismatch bool   // the handle's level was not the expected one: nothing changed
+	Grantee  string // the owner the release granted the lock to, if any
+	Token    uint64 // the grant's fencing token
+}
+
+// UnlockedGrant converts the reply of a mutex release script that may
+// grant the lock (see Unlocked).
+func UnlockedGrant(u script.Unlocked) Released {
+	r := Unlocked(u.Holds)
+	r.Grantee, r.Token = u.Grantee, u.Token
+	return r
 }
 
 // Unlocked converts the reply of a one-mode release script: the remaining
@@ -84,6 +94,9 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		return internal.ErrNotHeld
 	default:
 		levels = out.Levels
+	}
+	if out.Grantee != "" && t.cfg.Granted != nil {
+		t.cfg.Granted(out.Grantee, out.Token, sent)
 	}
 	t.settle(h, levels, m, sent)
 	if levels.Total() > 0 {

@@ -100,6 +100,7 @@ type Subscription struct {
 	// hub.mu.
 	granted bool
 	token   uint64
+	parked  time.Time // see Parked; guarded by hub.mu
 	once    sync.Once
 }
 
@@ -198,6 +199,38 @@ func (s *Subscription) Granted() (uint64, bool) {
 	tok, ok := s.token, s.granted
 	s.token, s.granted = 0, false
 	return tok, ok
+}
+
+// Parked records when the waiter's last attempt, refused without error
+// and followed by no other, was sent; the zero time when its last attempt
+// was not such. Deliver reads it.
+func (s *Subscription) Parked(at time.Time) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.parked = at
+}
+
+// Deliver gives the waiter on channel name, if this hub has one, a grant
+// that a release sent at sent made to it, as a grant message would: the
+// in-process handoff, without waiting for the message. It is accepted
+// only by a waiter on a confirmed subscription that parked (see Parked)
+// before sent: a later wait of the same waiter sent all its attempts
+// after the grant was made, so a late delivery never reaches it.
+func (h *Hub) Deliver(name string, token uint64, sent time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ch *channel
+	if h.sharded {
+		ch = h.chans[name]
+	} else if c := h.conns[0]; c != nil {
+		ch = c.channels[name]
+	}
+	if ch == nil || !ch.isConfirmed || len(ch.subs) == 0 {
+		return
+	}
+	if s := ch.subs[0]; !s.parked.IsZero() && s.parked.Before(sent) {
+		grantLocked(ch, token)
+	}
 }
 
 // Expect records that the waiter learned, from a refused attempt, that the
@@ -337,6 +370,12 @@ func notifyLocked(ch *channel, payload string) {
 		wakeLocked(ch, wakeCount(payload))
 		return
 	}
+	grantLocked(ch, token)
+}
+
+// grantLocked gives the waiter on ch a grant with token. h.mu must be
+// held.
+func grantLocked(ch *channel, token uint64) {
 	if len(ch.subs) == 0 {
 		return
 	}

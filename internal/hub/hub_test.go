@@ -353,3 +353,30 @@ func TestGrantMessage(t *testing.T) {
 		t.Fatal("the grant did not wake the waiter")
 	}
 }
+
+// Deliver, the in-process handoff, reaches only a waiter that parked
+// before the release was sent: a later wait never takes an old grant.
+func TestDeliver(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	h := hub.New(srv.NewClient(t), false)
+	ch := redistest.UniqueName(t)
+	s := subscribeN(t, h, ch, 1)[0]
+	h.Deliver(ch, 7, time.Now())
+	if _, ok := s.Granted(); ok {
+		t.Fatal("a waiter that never parked took a delivered grant")
+	}
+	parked := time.Now()
+	s.Parked(parked)
+	h.Deliver(ch, 7, parked.Add(-time.Millisecond)) // a release sent before it parked
+	if _, ok := s.Granted(); ok {
+		t.Fatal("a grant sent before the waiter parked was delivered to it")
+	}
+	h.Deliver(ch, 7, parked.Add(time.Millisecond))
+	if tok, ok := s.Granted(); !ok || tok != 7 {
+		t.Fatalf("delivered grant = %d, %v; want 7, true", tok, ok)
+	}
+	if woken([]*hub.Subscription{s}) != 1 {
+		t.Fatal("the delivered grant did not wake the waiter")
+	}
+	h.Deliver("no-such-channel", 1, time.Now()) // nobody waits: nothing happens
+}

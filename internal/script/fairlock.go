@@ -47,12 +47,13 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
 // re-arming lease while holds remain, and grant the lock to the first
 // live waiter in line, for grantLease, when it becomes free. expect is the
-// hold count the caller believes it has, or 0 for any. The reply is the
-// remaining hold count, UnlockNotHeld or UnlockMismatch. go-redis never
-// retries it: after a network error the outcome is unknown, and only the
-// caller knows how to retry safely.
-func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) IntCmd {
-	return IntCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease))}
+// hold count the caller believes it has, or 0 for any. The reply's Holds
+// is the remaining hold count, UnlockNotHeld or UnlockMismatch, and names
+// the grantee of a grant. go-redis never retries it: after a network
+// error the outcome is unknown, and only the caller knows how to retry
+// safely.
+func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease))}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

@@ -83,12 +83,12 @@ const (
 // ReentrantUnlock runs rlock_unlock.lua: release one level for owner,
 // re-arming lease while holds remain, and grant the lock to the first live
 // waiter in line, for grantLease, when it becomes free. expect is the hold
-// count the caller believes it has, or 0 for any. The reply is the
-// remaining hold count, UnlockNotHeld or UnlockMismatch. go-redis never
-// retries it: after a network error the outcome is unknown, and only the
-// caller knows how to retry safely.
-func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) IntCmd {
-	return IntCmd{rlockUnlock.run(ctx, c, k.all(), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
+// count the caller believes it has, or 0 for any. The reply's Holds is the
+// remaining hold count, UnlockNotHeld or UnlockMismatch, and names the
+// grantee of a grant. go-redis never retries it: after a network error
+// the outcome is unknown, and only the caller knows how to retry safely.
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
+	return UnlockCmd{rlockUnlock.run(ctx, c, k.all(), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

@@ -45,11 +45,11 @@ func TestRLockScripts(t *testing.T) {
 		}
 		unlock := func(owner string, expect int64) int64 {
 			t.Helper()
-			n, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second).Result()
+			u, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			return n
+			return u.Holds
 		}
 
 		first := acquire("a", 0)
@@ -140,10 +140,13 @@ func TestRLockGrant(t *testing.T) {
 		if n := rdb.LLen(ctx, k.Queue).Val(); n != 1 {
 			t.Fatalf("line length %d, want 1", n)
 		}
-		for range 2 { // the second run is a resend
-			if n, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result(); err != nil || (n != 0 && n != script.UnlockNotHeld) {
-				t.Fatalf("a's unlock = %d, %v", n, err)
-			}
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result()
+		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token != 2 {
+			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with token 2", u, err)
+		}
+		u, err = script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result() // a resend
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
 		}
 		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 1 || v["b"] != "1" {
 			t.Fatalf("lock hash after the grant and its resend = %v, want b alone with one level", v)

@@ -70,6 +70,39 @@ const (
 	LeftGranted = 2 // owner was not in line and holds one level: a grant, if the caller holds none
 )
 
+// Unlocked is the outcome of a mutex release script.
+type Unlocked struct {
+	Holds   int64  // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
+	Grantee string // when the release granted the lock: the waiter it went to
+	Token   uint64 // the grant's fencing token (0 when none was taken)
+}
+
+// UnlockCmd is the reply of a mutex release script: {holds}, or {0,
+// grantee, token} for a release that granted the lock.
+type UnlockCmd struct{ cmd *redis.Cmd }
+
+// Result decodes the reply.
+func (c UnlockCmd) Result() (Unlocked, error) {
+	v, err := c.cmd.Slice()
+	if err != nil {
+		return Unlocked{}, err
+	}
+	if len(v) == 0 {
+		return Unlocked{}, errShortReply
+	}
+	holds, ok := v[0].(int64)
+	if !ok {
+		return Unlocked{}, errShortReply
+	}
+	u := Unlocked{Holds: holds}
+	if len(v) == 3 {
+		u.Grantee, _ = v[1].(string)
+		token, _ := v[2].(int64)
+		u.Token = uint64(token)
+	}
+	return u, nil
+}
+
 // errShortReply reports a script reply with fewer values than its contract.
 var errShortReply = errors.New("lua: short script reply")
 
