@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -491,4 +492,48 @@ func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 			t.Fatalf("key %q left behind", k)
 		}
 	}
+}
+
+// grantTo parks waiter behind holder, which holds the lock, and returns
+// once the holder's release has granted waiter the lock and waiter holds.
+func grantTo(t *testing.T, holder, waiter *rlock.Mutex) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- waiter.Lock(t.Context()) }()
+	waitSubscribed(t, redistest.SharedServer(t).NewClient(t), waiter.Name(), 1)
+	mustUnlock(t, holder)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A waiter with a fixed lease completes a grant with an acquire script,
+// which sets its own lease: the grant's is not its own.
+func TestGrantToFixedLeaseWaiter(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name)
+	mustLock(t, holder)
+	const lease = 20 * time.Second
+	waiter := rlock.New(srv.NewClient(t), name, rlock.WithLeaseTime(lease))
+	grantTo(t, holder, waiter)
+	if ttl, err := waiter.TTL(t.Context()); err != nil || ttl <= hold.GrantLease {
+		t.Fatalf("TTL after the grant = %v, %v; want the waiter's own lease %v", ttl, err, lease)
+	}
+	mustUnlock(t, waiter)
+}
+
+// A grant takes the next fencing token, and the grantee's Token is it.
+func TestGrantTakesFencingToken(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
+	mustLock(t, holder)
+	first := holder.Token()
+	waiter := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
+	grantTo(t, holder, waiter)
+	if tok := waiter.Token(); tok != first+1 {
+		t.Fatalf("grantee's token %d, want %d", tok, first+1)
+	}
+	mustUnlock(t, waiter)
 }
