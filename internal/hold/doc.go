@@ -47,6 +47,9 @@
 //     than a third of the grant lease. Each waiter renews for itself; the
 //     attempts are not batched per client as the watchdog's renewals are,
 //     which costs round trips but no more Redis commands than a batch.
+//     Once subscribed after its first refused attempt, a waiter does not
+//     attempt again but checks with one command (HEXISTS) whether a
+//     release granted it the lock in between (internal.WaitGranted).
 //   - Releasing. The release of the last level first drops from the line
 //     every waiter whose deadline has passed (its process died or lost
 //     Redis), then, if a waiter is left, pops the first one, makes it the
@@ -66,9 +69,11 @@
 //     fencing token, a watchdog entry) without a round trip. Its validity
 //     is counted from when the waiter's last refused attempt was sent:
 //     that script ran before the grant, so the server's grant lease ends
-//     no earlier than that moment plus GrantLease, and the hold's first
-//     renewal is timed on the grant lease, after which the watchdog's
-//     lease applies. A grant that arrives when that validity is nearly
+//     no earlier than that moment plus GrantLease. Until its first
+//     renewal the hold is valid for the shorter of the grant lease and its
+//     own lease from that moment (a renewal sets the hold's own lease on
+//     the server, and one whose reply is lost must not leave the local
+//     validity beyond it); then the watchdog's lease applies. A grant that arrives when that validity is nearly
 //     over, or to a handle with a fixed lease (WithLeaseTime: the lease
 //     must be its own, not the grant's), is completed by one acquire
 //     attempt instead: the script finds the owner holding one level it
