@@ -82,6 +82,12 @@ func runBench(ctx context.Context, out *output, args []string) error {
 	fmt.Fprintf(out.stdout, "redisync bench on %s: %d goroutines on %d clients, %d lock(s), hold %v, %v per primitive\n\n",
 		t.desc, f.goroutines, f.instances, f.locks, f.hold, f.duration)
 	prefix := runPrefix("bench")
+	// The yardstick of the handoff column, measured on the same target.
+	floor, err := bareGrant(ctx, instances[0], instances[len(instances)-1], prefix)
+	if err != nil {
+		fmt.Fprintf(out.stderr, "bare grant not measured: %v\n", err)
+		floor = 0
+	}
 	var results []benchResult
 	var runErr error
 	for _, p := range kinds {
@@ -92,7 +98,7 @@ func runBench(ctx context.Context, out *output, args []string) error {
 			break
 		}
 	}
-	writeBenchTable(out, results)
+	writeBenchTable(out, results, floor)
 	if err := cleanupRun(ctx, instances[0], prefix); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
@@ -234,17 +240,26 @@ func benchCycle(ctx context.Context, m mutex, l *benchLock, hold time.Duration) 
 	return handoff, err
 }
 
-func writeBenchTable(out *output, results []benchResult) {
-	tab := newTable("primitive", "ops", "ops/s", "p50 handoff", "p99 handoff", "cmds/op", "scripts/op")
+// writeBenchTable prints the results; floor is the bare grant's median
+// (0: not measured), the yardstick of the p50 handoff.
+func writeBenchTable(out *output, results []benchResult, floor time.Duration) {
+	tab := newTable("primitive", "ops", "ops/s", "p50 handoff", "p99 handoff", "p50 vs bare grant", "cmds/op", "scripts/op")
 	for _, r := range results {
 		cmds, scripts := "n/a", "n/a"
 		if r.callsKnown && r.ops > 0 {
 			cmds = fmt.Sprintf("%.1f", float64(r.calls.all)/float64(r.ops))
 			scripts = fmt.Sprintf("%.1f", float64(r.calls.scripts)/float64(r.ops))
 		}
-		tab.add(r.kind, fmt.Sprint(r.ops), perSecond(r.ops, r.elapsed), quantile(r.handoffs, 0.50), quantile(r.handoffs, 0.99), cmds, scripts)
+		vs := "n/a"
+		if floor > 0 && len(r.handoffs) > 0 {
+			vs = fmt.Sprintf("%.2fx", float64(r.handoffs[min(len(r.handoffs)/2, len(r.handoffs)-1)])/float64(floor))
+		}
+		tab.add(r.kind, fmt.Sprint(r.ops), perSecond(r.ops, r.elapsed), quantile(r.handoffs, 0.50), quantile(r.handoffs, 0.99), vs, cmds, scripts)
 	}
 	tab.write(out.stdout)
+	if floor > 0 {
+		fmt.Fprintf(out.stdout, "\nbare grant p50 %s: one script gives a key to a parked subscriber on this target (the floor of a handoff)\n", fmtDuration(floor))
+	}
 }
 
 // quantile prints the q-quantile of sorted durations.
