@@ -38,6 +38,9 @@ type transport struct {
 // with the standalone server: N waiters on one client, each on its own lock
 // held by another client, for each N of -cluster-n.
 func clusterTransport(ctx context.Context, e *env) (*table, error) {
+	if e.cfg.clusterRuns < 1 {
+		return nil, fmt.Errorf("-cluster-runs %d: want at least 1", e.cfg.clusterRuns)
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.clusterTimeout)
 	defer cancel()
 	c, err := redistest.LaunchCluster(false)
@@ -85,10 +88,14 @@ func clusterTransport(ctx context.Context, e *env) (*table, error) {
 		"release to acquire: p50", "release to acquire: all")
 	for _, tr := range []*transport{standalone, cluster} {
 		for _, n := range e.cfg.clusterN {
-			r, err := parkOnLocks(ctx, tr, n)
-			if err != nil {
-				return nil, fmt.Errorf("%s, N=%d: %w", tr.name, n, err)
+			runs := make([]parkResult, e.cfg.clusterRuns)
+			for i := range runs {
+				var err error
+				if runs[i], err = parkOnLocks(ctx, tr, n); err != nil {
+					return nil, fmt.Errorf("%s, N=%d: %w", tr.name, n, err)
+				}
 			}
+			r := medianResult(runs)
 			slots := "-"
 			if tr.sharded {
 				slots = fmt.Sprint(r.slots)
@@ -98,6 +105,7 @@ func clusterTransport(ctx context.Context, e *env) (*table, error) {
 				dur(r.p50), dur(r.all))
 		}
 	}
+	tb.note("Each cell is the median of %d runs, each with a new client and new locks.", e.cfg.clusterRuns)
 	tb.note("Slots: the distinct hash slots of the N locks (CLUSTER KEYSLOT of their names).")
 	tb.note("Time to park: from starting the waiters until the client's last round trip before it went quiet with every waiter's channel subscribed on the servers.")
 	tb.note("Pub/sub connections: CLIENT LIST TYPE pubsub, summed over the nodes, while the waiters are parked. Client heap: MemStats.HeapAlloc after runtime.GC(), parked minus before the waiters started (handles, goroutines' heap and the hub's connections).")
@@ -112,6 +120,29 @@ type parkResult struct {
 	conns    int
 	heap     float64 // bytes, all waiters
 	p50, all time.Duration
+}
+
+// medianResult takes the median of every measure over the runs on its own.
+func medianResult(runs []parkResult) parkResult {
+	mid := func(v func(parkResult) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = v(r)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	d := func(v func(parkResult) time.Duration) time.Duration {
+		return time.Duration(mid(func(r parkResult) float64 { return float64(v(r)) }))
+	}
+	return parkResult{
+		slots: runs[0].slots,
+		park:  d(func(r parkResult) time.Duration { return r.park }),
+		conns: int(mid(func(r parkResult) float64 { return float64(r.conns) })),
+		heap:  mid(func(r parkResult) float64 { return r.heap }),
+		p50:   d(func(r parkResult) time.Duration { return r.p50 }),
+		all:   d(func(r parkResult) time.Duration { return r.all }),
+	}
 }
 
 // parkOnLocks parks n waiters of one client on n locks held by another and

@@ -45,6 +45,7 @@ type config struct {
 	waitLocks      int
 	clusterN       []int
 	clusterTimeout time.Duration
+	clusterRuns    int
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -66,6 +67,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 		c.clusterN = n
 		return err
 	})
+	fs.IntVar(&c.clusterRuns, "cluster-runs", 3, "cluster: runs per row; the table shows the median of each measure")
 	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
 }
 
