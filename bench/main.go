@@ -7,7 +7,8 @@
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
-// fairlock, rwlock and semaphore.
+// fairlock, rwlock, semaphore, and the wake-up transport on a three-master
+// cluster it starts (with redis-cli --cluster create) against standalone.
 // Flags bound the run; see -help.
 package main
 
@@ -30,18 +31,21 @@ import (
 
 // config holds the flags.
 type config struct {
-	run         string
-	verbose     bool
-	uncontended time.Duration
-	handoff     time.Duration
-	handoffN    int
-	window      time.Duration
-	warmup      time.Duration
-	holds       int
-	wdTimeout   time.Duration
-	periods     int
-	waiters     int
-	waitLocks   int
+	run            string
+	verbose        bool
+	uncontended    time.Duration
+	handoff        time.Duration
+	handoffN       int
+	window         time.Duration
+	warmup         time.Duration
+	holds          int
+	wdTimeout      time.Duration
+	periods        int
+	waiters        int
+	waitLocks      int
+	clusterN       []int
+	clusterTimeout time.Duration
+	clusterRuns    int
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -57,6 +61,14 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.periods, "periods", 4, "watchdog: renewal periods measured")
 	fs.IntVar(&c.waiters, "waiters", 10000, "waiters: parked goroutines")
 	fs.IntVar(&c.waitLocks, "waiter-locks", 1000, "waiters: locks they wait on")
+	c.clusterN = []int{100, 1000, 3000}
+	fs.Func("cluster-n", "cluster: comma-separated numbers of waiters, each on a lock of its own (default 100,1000,3000)", func(s string) error {
+		n, err := parseSizes(s)
+		c.clusterN = n
+		return err
+	})
+	fs.IntVar(&c.clusterRuns, "cluster-runs", 3, "cluster: runs per row; the table shows the median of each measure")
+	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
 }
 
 // scenario is one named benchmark producing one table.
