@@ -1,8 +1,10 @@
 package rlock_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,5 +90,72 @@ func TestClusterWaiterOnShardChannel(t *testing.T) {
 			}
 			mustUnlock(t, waiter)
 		})
+	}
+}
+
+// 600 locks in about as many slots, one waiter each, all on one client:
+// the client listens with one pub/sub connection per master, and every
+// waiter acquires once the holder releases, woken by the release (the
+// holder's 30s lease is far past the bound).
+func TestClusterManyLocksOneConnectionPerPrimary(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	clientName := "many-locks-" + redistest.UniqueName(t)
+	waiters := c.NewClient(t, func(o *redis.ClusterOptions) { o.ClientName = clientName })
+	holderRDB := c.NewClient(t)
+	base := redistest.UniqueName(t)
+	const n = 600
+	holders := make([]*rlock.Mutex, n)
+	for i := range holders {
+		holders[i] = rlock.New(holderRDB, fmt.Sprintf("%s-%d", base, i))
+		mustLock(t, holders[i])
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	acquired := make(chan time.Time, n)
+	for i := range n {
+		wg.Go(func() {
+			m := rlock.New(waiters, fmt.Sprintf("%s-%d", base, i))
+			if err := m.Lock(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			acquired <- time.Now()
+			if err := m.Unlock(context.Background()); err != nil {
+				t.Errorf("waiter %d: Unlock: %v", i, err)
+			}
+		})
+	}
+	// Parked: every lock's channel is subscribed on its master.
+	redistest.WaitFor(t, 15*time.Second, func() bool {
+		total := 0
+		for _, s := range c.Nodes() {
+			for _, ch := range redistest.ShardChannels(t, s) {
+				if strings.HasPrefix(ch, internal.Prefix+"{"+base+"-") {
+					total++
+				}
+			}
+		}
+		return total == n
+	})
+	for _, s := range c.Nodes() {
+		if k := redistest.PubSubClientsNamed(t, s, clientName); k != 1 {
+			t.Errorf("%d pub/sub connections on %s for %d waiters, want 1", k, s.Addr(), n)
+		}
+	}
+	released := time.Now()
+	for _, h := range holders {
+		mustUnlock(t, h)
+	}
+	wg.Wait()
+	close(acquired)
+	last := released
+	for at := range acquired {
+		if at.After(last) {
+			last = at
+		}
+	}
+	if d := last.Sub(released); d > 5*time.Second {
+		t.Errorf("the last of %d waiters acquired %v after the releases began", n, d)
 	}
 }

@@ -29,13 +29,7 @@ func pubsubConns(t *testing.T, c *redistest.Cluster, name string) map[string]int
 	t.Helper()
 	out := make(map[string]int)
 	for _, s := range c.Nodes() {
-		admin := s.NewClient(t)
-		list, err := admin.Do(t.Context(), "CLIENT", "LIST", "TYPE", "pubsub").Text()
-		if err != nil {
-			t.Fatalf("CLIENT LIST on %s: %v", s.Addr(), err)
-		}
-		out[s.Addr()] = strings.Count(list, " name="+name+" ")
-		_ = admin.Close()
+		out[s.Addr()] = redistest.PubSubClientsNamed(t, s, name)
 	}
 	return out
 }
@@ -46,13 +40,11 @@ func shardChannels(t *testing.T, c *redistest.Cluster, prefix string) int {
 	t.Helper()
 	n := 0
 	for _, s := range c.Nodes() {
-		admin := s.NewClient(t)
-		chs, err := admin.PubSubShardChannels(t.Context(), prefix+"*").Result()
-		if err != nil {
-			t.Fatalf("PUBSUB SHARDCHANNELS on %s: %v", s.Addr(), err)
+		for _, ch := range redistest.ShardChannels(t, s) {
+			if strings.HasPrefix(ch, prefix) {
+				n++
+			}
 		}
-		n += len(chs)
-		_ = admin.Close()
 	}
 	return n
 }

@@ -59,6 +59,9 @@ type Hub struct {
 	cluster *redis.ClusterClient
 	chans   map[string]*channel // every subscribed channel, placed on a node or being placed
 	nodes   map[string]*node    // by address: the live connection to each primary
+	// slotsCheckedAt is when followSlots last compared the channels'
+	// nodes with the cluster's slot map.
+	slotsCheckedAt time.Time
 }
 
 // New returns a hub for rdb. It does no I/O. With sharded set, channels are

@@ -214,6 +214,7 @@ func (n *node) read(nc net.Conn, br *bufio.Reader) error {
 				if err := n.ping(); err != nil {
 					return err
 				}
+				n.hub.followSlots(n.ctx)
 				continue
 			}
 			return err

@@ -453,6 +453,24 @@ func PubSubClients(t testing.TB, s *Server) int {
 	return s.ClientCount(t, "pubsub")
 }
 
+// PubSubClientsNamed is PubSubClients counting only the connections named
+// name (CLIENT SETNAME, go-redis's ClientName option), so that a test on a
+// shared cluster counts its own client's connections.
+func PubSubClientsNamed(t testing.TB, s *Server, name string) int {
+	t.Helper()
+	list, err := commandString(s.Addr(), opTimeout, "CLIENT", "LIST", "TYPE", "pubsub")
+	if err != nil {
+		t.Fatalf("redistest: CLIENT LIST TYPE pubsub on %s: %v", s.Addr(), err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(list, "\n") {
+		if strings.Contains(line, " name="+name+" ") {
+			n++
+		}
+	}
+	return n
+}
+
 // ShardChannels returns the shard channels s has subscribers for (PUBSUB
 // SHARDCHANNELS), sorted.
 func ShardChannels(t testing.TB, s *Server) []string {
