@@ -7,7 +7,7 @@
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
-// fairlock, rwlock and semaphore.
+// fairlock, rwlock, semaphore and latch.
 // Flags bound the run; see -help.
 package main
 
@@ -30,18 +30,20 @@ import (
 
 // config holds the flags.
 type config struct {
-	run         string
-	verbose     bool
-	uncontended time.Duration
-	handoff     time.Duration
-	handoffN    int
-	window      time.Duration
-	warmup      time.Duration
-	holds       int
-	wdTimeout   time.Duration
-	periods     int
-	waiters     int
-	waitLocks   int
+	run          string
+	verbose      bool
+	uncontended  time.Duration
+	handoff      time.Duration
+	handoffN     int
+	window       time.Duration
+	warmup       time.Duration
+	holds        int
+	wdTimeout    time.Duration
+	periods      int
+	waiters      int
+	waitLocks    int
+	latchWaiters int
+	latchRounds  int
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -57,6 +59,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.periods, "periods", 4, "watchdog: renewal periods measured")
 	fs.IntVar(&c.waiters, "waiters", 10000, "waiters: parked goroutines")
 	fs.IntVar(&c.waitLocks, "waiter-locks", 1000, "waiters: locks they wait on")
+	fs.IntVar(&c.latchWaiters, "latch-waiters", 1000, "latch: waiters woken by the last CountDown")
+	fs.IntVar(&c.latchRounds, "latch-rounds", 5, "latch: rounds measured")
 }
 
 // scenario is one named benchmark producing one table.

@@ -18,6 +18,7 @@ func TestSmoke(t *testing.T) {
 		window: 200 * time.Millisecond, warmup: 50 * time.Millisecond,
 		holds: 200, wdTimeout: 300 * time.Millisecond, periods: 1,
 		waiters: 200, waitLocks: 20,
+		latchWaiters: 100, latchRounds: 2,
 	}
 	var out bytes.Buffer
 	err := run(t.Context(), cfg, &out)
