@@ -70,6 +70,12 @@
 // remove an abandoned latch with Delete, or with DEL of its key
 // (redisync inspect shows it).
 //
+// A waiter returns when it reads the count at zero. A latch set again at
+// once after reaching zero (TrySetCount for the next batch) can therefore
+// keep a waiter that had not read the count in between waiting for the
+// new batch too: give each batch a name of its own (the batch id), or set
+// the latch again only once its waiters have returned.
+//
 // # Redis deployments
 //
 // Works with *redis.Client, *redis.FailoverClient (Sentinel) and
