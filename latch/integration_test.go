@@ -173,3 +173,57 @@ func TestDeleteWakes(t *testing.T) {
 		}
 	})
 }
+
+// TestConcurrent: of 8 concurrent TrySetCounts one sets the count; then
+// 100 concurrent CountDowns over 4 clients on a count of 60 leave the
+// latch at zero, with no key, and never below it.
+func TestConcurrent(t *testing.T) {
+	eachDeployment(t, func(t *testing.T, d deployment) {
+		ctx := t.Context()
+		name := redistest.UniqueName(t)
+		rdbs := make([]redis.UniversalClient, 4)
+		for i := range rdbs {
+			rdbs[i] = d.newClient(t)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		set := 0
+		for i := range 8 {
+			l := latch.New(rdbs[i%len(rdbs)], name)
+			wg.Go(func() {
+				ok, err := l.TrySetCount(ctx, 60)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					set++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if set != 1 {
+			t.Fatalf("%d of 8 concurrent TrySetCounts set the count, want 1", set)
+		}
+		waited := startWaiters(ctx, rdbs, name, 8, time.Minute)
+		for i := range 100 {
+			l := latch.New(rdbs[i%len(rdbs)], name)
+			wg.Go(func() { mustCountDown(t, l) })
+		}
+		wg.Wait()
+		for range 8 {
+			if err := <-waited; err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantNoCount(t, d.admin, name)
+		if ok, err := latch.New(d.admin, name).TrySetCount(ctx, 1); !ok || err != nil {
+			t.Fatalf("TrySetCount after zero = %v, %v (the count went below zero?)", ok, err)
+		}
+		wantCount(t, latch.New(d.admin, name), 1)
+		if _, err := latch.New(d.admin, name).Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
