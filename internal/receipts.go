@@ -21,7 +21,8 @@ const (
 // semaphores.
 const ReceiptForce = "force"
 
-// ReceiptKinds lists every kind of receipt, for tools that read them.
+// ReceiptKinds lists every kind of a semaphore's receipts, for tools that
+// read them (a latch's are LatchReceiptKinds).
 var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain, ReceiptAdd}
 
 // The receipt kinds of a count-down latch (package latch): a retried
