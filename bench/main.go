@@ -7,8 +7,9 @@
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
-// fairlock, rwlock, semaphore, and the wake-up transport on a three-master
-// cluster it starts (with redis-cli --cluster create) against standalone.
+// fairlock, rwlock, semaphore, latch, and the wake-up transport on a
+// three-master cluster it starts (with redis-cli --cluster create) against
+// standalone.
 // Flags bound the run; see -help.
 package main
 
@@ -46,6 +47,8 @@ type config struct {
 	clusterN       []int
 	clusterTimeout time.Duration
 	clusterRuns    int
+	latchWaiters   int
+	latchRounds    int
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -69,6 +72,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&c.clusterRuns, "cluster-runs", 3, "cluster: runs per row; the table shows the median of each measure")
 	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
+	fs.IntVar(&c.latchWaiters, "latch-waiters", 1000, "latch: waiters woken by the last CountDown")
+	fs.IntVar(&c.latchRounds, "latch-rounds", 5, "latch: rounds measured")
 }
 
 // scenario is one named benchmark producing one table.

@@ -19,6 +19,7 @@ func TestSmoke(t *testing.T) {
 		holds: 200, wdTimeout: 300 * time.Millisecond, periods: 1,
 		waiters: 200, waitLocks: 20,
 		clusterN: []int{20}, clusterRuns: 1, clusterTimeout: time.Minute,
+		latchWaiters: 100, latchRounds: 2,
 	}
 	var out bytes.Buffer
 	err := run(t.Context(), cfg, &out)

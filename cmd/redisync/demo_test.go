@@ -87,3 +87,23 @@ func TestDemoFailsWhenALockDoesNotExclude(t *testing.T) {
 	}
 	assertNoRunKeys(t, rdb, "demo")
 }
+
+// TestDemoBatch: no coordinator goes on before the batch is done, and the
+// latch's coordinators go on soon after the last job, on every backend.
+func TestDemoBatch(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		stdout, _ := mustRun(t, exitOK, append(b.args("demo", "batch"), "--jobs", "24", "--instances", "3", "--work", "5ms")...)
+		if strings.Contains(stdout, "== oversell ==") || !strings.Contains(stdout, "== batch ==") {
+			t.Fatalf("demo batch ran other scenarios or not this one:\n%s", stdout)
+		}
+		for _, v := range batchVariants() {
+			if early := tableRow(t, stdout, v.name)[0]; early != "0" {
+				t.Errorf("%s: %s coordinator(s) went on early:\n%s", v.name, early, stdout)
+			}
+		}
+		if !strings.Contains(stdout, "no coordinator went on before the last job was done: checked") {
+			t.Errorf("the check is not reported:\n%s", stdout)
+		}
+		assertNoRunKeys(t, b.rdb, "demo")
+	})
+}

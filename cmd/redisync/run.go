@@ -31,7 +31,7 @@ type output struct {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"demo", "the seeds' story: overselling and a cache stampede, with and without locks", runDemo},
+		{"demo", "the seeds' story: overselling and a cache stampede, with and without locks; a batch waited for with a latch", runDemo},
 		{"inspect", "show the state of locks and semaphores: kind, holders, TTL, queue, permits", runInspect},
 		{"unlock", "delete a lock whoever holds it and wake its waiters (needs --force)", runUnlock},
 		{"bench", "contention benchmark: ops/s, handoff latency, Redis commands per op", runBench},

@@ -395,6 +395,27 @@ func (c *Cluster) ownerOf(slot int) (*Server, error) {
 	return nil, errors.Join(errs...)
 }
 
+// ShardNumSub returns how many subscribers shard channel has on the master
+// that serves its slot (PUBSUB SHARDNUMSUB there), for tests that check
+// that waiters subscribed or left.
+func (c *Cluster) ShardNumSub(t testing.TB, channel string) int64 {
+	t.Helper()
+	s, err := c.masterFor(channel)
+	if err == nil {
+		var v any
+		if v, err = command(s.Addr(), opTimeout, "PUBSUB", "SHARDNUMSUB", channel); err == nil {
+			if r, ok := v.([]any); ok && len(r) == 2 {
+				if n, ok := r[1].(int64); ok {
+					return n
+				}
+			}
+			err = fmt.Errorf("unexpected reply %v", v)
+		}
+	}
+	t.Fatalf("redistest: PUBSUB SHARDNUMSUB %s: %v", channel, err)
+	return 0
+}
+
 // Flush runs FLUSHALL on every node whose ROLE is master. It fails t when a
 // node does not answer.
 func (c *Cluster) Flush(t testing.TB) {
