@@ -41,7 +41,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## This run", "### Summary", "handoff to a parked waiter", "### 2. Handoff"} {
+	for _, want := range []string{"## This run", "## Summary", "handoff to a parked waiter", "### 2. Handoff"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
 		}
