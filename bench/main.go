@@ -4,6 +4,11 @@
 //
 //	cd bench && go run .
 //
+// With -page it also writes the results as a Markdown page that says when,
+// where and how they were measured (the repository's docs/benchmarks.md):
+//
+//	cd bench && go run . -page ../docs/benchmarks.md
+//
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
@@ -22,7 +27,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +53,9 @@ type config struct {
 	clusterRuns    int
 	latchWaiters   int
 	latchRounds    int
+	page           string   // -page: write the Markdown page here
+	note           string   // -note: a remark printed on the page
+	args           []string // the command-line arguments, for the page
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -74,6 +81,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
 	fs.IntVar(&c.latchWaiters, "latch-waiters", 1000, "latch: waiters woken by the last CountDown")
 	fs.IntVar(&c.latchRounds, "latch-rounds", 5, "latch: rounds measured")
+	fs.StringVar(&c.page, "page", "", "also write the results as a Markdown page to this `file` (e.g. ../docs/benchmarks.md), with the machine, server, commit, date and command")
+	fs.StringVar(&c.note, "note", "", "a remark about the circumstances of the run, printed on the page")
 }
 
 // scenario is one named benchmark producing one table.
@@ -145,6 +154,7 @@ func main() {
 	cfg.flags(flag.CommandLine)
 	flag.Usage = usage
 	flag.Parse()
+	cfg.args = os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, cfg, os.Stdout)
 	stop()
@@ -181,9 +191,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	e := &env{cfg: cfg, addr: srv.addr, out: out, results: make(map[string]float64)}
 	e.ctl = redis.NewClient(&redis.Options{Addr: srv.addr})
 	defer e.ctl.Close()
-	if err := header(ctx, e); err != nil {
+	m, err := header(ctx, e)
+	if err != nil {
 		return err
 	}
+	var tables []*table
 	for _, s := range scenarios {
 		if !match.MatchString(s.name) {
 			continue
@@ -196,6 +208,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 		t.note("(%s: %.1f s)", s.name, time.Since(start).Seconds())
 		t.print(out)
+		tables = append(tables, t)
 		// Start every scenario from an empty server.
 		if err := e.ctl.FlushAll(ctx).Err(); err != nil {
 			return err
@@ -204,22 +217,33 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if t := targets(e); len(t.rows) > 0 {
 		t.print(out)
 	}
+	if cfg.page == "" {
+		return nil
+	}
+	p := pageData{
+		when: time.Now(), commit: repoCommit(ctx, ".", cfg.page), command: commandLine(cfg.args),
+		note: cfg.note, machine: m, summary: summary(e), tables: tables,
+	}
+	if err := writePage(cfg.page, p); err != nil {
+		return fmt.Errorf("-page: %w", err)
+	}
+	fmt.Fprintf(out, "\nwrote %s\n", cfg.page)
 	return nil
 }
 
-// header prints what the numbers were measured on.
-func header(ctx context.Context, e *env) error {
+// header prints what the numbers were measured on, and returns it.
+func header(ctx context.Context, e *env) (machine, error) {
 	info, err := e.ctl.Info(ctx, "server").Result()
 	if err != nil {
-		return err
+		return machine{}, err
 	}
-	version := serverVersion(info)
+	m := newMachine(ctx, e, serverVersion(info))
 	fmt.Fprintf(e.out, "## redisync benchmarks\n\n")
-	fmt.Fprintf(e.out, "- machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(e.out, "- machine: %s\n", m.describe())
 	fmt.Fprintf(e.out, "- %s; %s on loopback %s, persistence off; median PING round trip %s\n",
-		runtime.Version(), version, e.addr, dur(pingRTT(ctx, e.ctl)))
-	fmt.Fprintf(e.out, "- command: go run . %s\n", strings.Join(os.Args[1:], " "))
-	return nil
+		m.goVersion, m.server, m.addr, dur(m.rtt))
+	fmt.Fprintf(e.out, "- command: %s\n", commandLine(e.cfg.args))
+	return m, nil
 }
 
 // pingRTT is the median of 200 PINGs on rdb.

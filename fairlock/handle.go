@@ -9,7 +9,7 @@ import (
 // It is the same value in every redisync package.
 var ErrNotHeld = internal.ErrNotHeld
 
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
+// ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a

@@ -11,11 +11,11 @@ import (
 var ErrNotHeld = internal.ErrNotHeld
 
 // ErrUpgradeNotSupported is returned by Lock and TryLock with a ctx that
-// carries a read hold of the lock (see RDo): waiting for the write lock
-// would wait for itself.
+// carries a read hold of the lock (see [RWMutex.RDo]): waiting for the write
+// lock would wait for itself.
 var ErrUpgradeNotSupported = internal.ErrUpgradeNotSupported
 
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
+// ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a

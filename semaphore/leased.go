@@ -227,7 +227,7 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 
 // Release gives back the permit id, whichever handle or process acquired
 // it, and wakes waiters. For an id that holds no permit (unknown, expired
-// or already released) it returns an error wrapping ErrNotHeld and changes
+// or already released) it returns an error wrapping [ErrNotHeld] and changes
 // nothing.
 //
 // When the reply of a release is lost, Release retries it, knowing that
@@ -237,9 +237,10 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 // when its lease runs out, if not before; a later Release still gives it
 // back if it can.
 //
-// Release runs even when ctx is done or its deadline has passed: it uses ctx's
-// values without its cancellation, bounded by a timeout of its own (5s),
-// so a deferred Release after a cancelled request still gives the permit back at once.
+// Release runs even when ctx is done or its deadline has passed: it uses
+// ctx's values without its cancellation, bounded by a timeout of its own
+// (5s), so a deferred Release after a cancelled request still gives the
+// permit back at once.
 func (l *Leased) Release(ctx context.Context, id string) error {
 	ctx, cancel := hold.ReleaseContext(ctx) // not abandoned because ctx ended
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 var ErrNotHeld = internal.ErrNotHeld
 
 // ErrLost is the reason a permit kept alive by the watchdog was lost,
-// passed to the WithOnLost hook.
+// passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
@@ -120,9 +120,10 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // second Release from a release of permits acquired elsewhere. An error
 // from a network fault leaves unknown whether the permits were added.
 //
-// Release runs even when ctx is done or its deadline has passed: it uses ctx's
-// values without its cancellation, bounded by a timeout of its own (5s),
-// so a deferred Release after a cancelled request still gives the permits back at once.
+// Release runs even when ctx is done or its deadline has passed: it uses
+// ctx's values without its cancellation, bounded by a timeout of its own
+// (5s), so a deferred Release after a cancelled request still gives the
+// permits back at once.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("release", negative("permits", n))

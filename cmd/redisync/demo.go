@@ -16,24 +16,26 @@ import (
 const cleanupTimeout = 10 * time.Second
 
 const demoAbout = `
-Tells the story redisync exists for, on an embedded miniredis unless --redis
-or --cluster points it at a real deployment. Scenarios (default: all):
+Shows, in numbers, what a distributed lock is for. It simulates a service
+running as several instances, each with its own Redis client, on an embedded
+miniredis unless --redis or --cluster points it at a real deployment.
+Scenarios (default: all):
 
-  oversell  a stock of items, buyers spread over several service instances,
-            each instance with its own Redis client. Buyers read the stock,
-            think, and write it back one lower: with a lock per instance or no
-            lock they sell items that do not exist; with each distributed
-            primitive they sell exactly the stock. Exits 1 if one does not.
-  stampede  requests for a cold cache entry, each loading it from the
-            database on a miss, without a lock and with a double-checked
-            distributed lock (one database load). Exits 1 if a lock loads twice.
-  batch     a batch of jobs on several instances, and a coordinator in each
-            instance that must go on only once every job is done: polling a
+  oversell  buyers read a stock counter, think, and write it back one lower.
+            Without a lock, or with a sync.Mutex in each instance, they sell
+            items that do not exist; with each redisync primitive they sell
+            exactly the stock. Exits 1 if one does not.
+  stampede  many requests find a cache entry missing at once and each loads
+            it from a slow database. With a double-checked lock (check, lock,
+            check again, load) exactly one loads. Exits 1 if a lock loads
+            twice.
+  batch     a batch of jobs runs on several instances, and a coordinator in
+            each instance must go on only once every job is done: polling a
             counter, and waiting on a count-down latch. Exits 1 if a
             coordinator goes on early.
 
-The demo names every key under a prefix of its own and deletes them at the
-end: nothing is left in Redis.`
+The demo keeps its keys under a random prefix of its own and deletes them at
+the end, so it can run against a shared server.`
 
 // demoFlags are the flags of the demo command.
 type demoFlags struct {
