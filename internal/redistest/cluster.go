@@ -82,8 +82,8 @@ func LaunchCluster(replicas bool) (*Cluster, error) {
 // cleanup; Close must not be called on them.
 func (c *Cluster) Close() { c.close() }
 
-func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (c *Cluster, err error) {
-	c = &Cluster{replicas: replicas}
+func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (_ *Cluster, err error) {
+	c := &Cluster{replicas: replicas}
 	defer func() {
 		if err != nil {
 			c.close()
