@@ -82,8 +82,8 @@ func LaunchCluster(replicas bool) (*Cluster, error) {
 // cleanup; Close must not be called on them.
 func (c *Cluster) Close() { c.close() }
 
-func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (c *Cluster, err error) {
-	c = &Cluster{replicas: replicas}
+func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (_ *Cluster, err error) {
+	c := &Cluster{replicas: replicas}
 	defer func() {
 		if err != nil {
 			c.close()
@@ -91,9 +91,15 @@ func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (c *C
 	}()
 	var extra []string
 	if replicas > 0 {
-		// A replica's first full sync would otherwise wait five seconds
-		// for more replicas to join the diskless transfer.
-		extra = []string{"--repl-diskless-sync-delay", "0"}
+		extra = []string{
+			// A replica's first full sync would otherwise wait five
+			// seconds for more replicas to join the diskless transfer.
+			"--repl-diskless-sync-delay", "0",
+			// CLUSTER SLOTS lists a replica only once its replication
+			// offset is above zero, which on an idle master takes its
+			// first replication PING: ten seconds by default.
+			"--repl-ping-replica-period", "1",
+		}
 	}
 	for range clusterMasters * (1 + replicas) {
 		dir, err := mkdir()

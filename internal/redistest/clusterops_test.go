@@ -98,8 +98,11 @@ func TestClusterWithReplicas(t *testing.T) {
 	if got, err := dst.NewClient(t).Get(ctx(t), tag+"k7").Result(); err != nil || got != "7" {
 		t.Fatalf("GET %sk7 on the target = %q, %v", tag, got, err)
 	}
-	// Losing the slot, the source unsubscribed its shard channel.
-	redistest.WaitFor(t, 5*time.Second, func() bool { return len(redistest.ShardChannels(t, src)) == 0 })
+	// Losing the slot, the source unsubscribed its shard channel, and the
+	// connection, still open, is no longer of type pubsub.
+	redistest.WaitFor(t, 5*time.Second, func() bool {
+		return len(redistest.ShardChannels(t, src)) == 0 && redistest.PubSubClients(t, src) == 0
+	})
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)
 	}
