@@ -87,6 +87,7 @@ func (c *conn) subscribe(ch *channel) {
 	}
 	if !c.started {
 		c.started = true
+		c.hub.opened()
 		go c.run(c.ps)
 	}
 }
@@ -133,6 +134,7 @@ func (c *conn) stop() {
 	c.wmu.Unlock()
 	if started {
 		<-c.done
+		c.hub.closed()
 	}
 }
 
@@ -206,6 +208,7 @@ func (c *conn) run(ps *redis.PubSub) {
 			// Messages published while we were away are lost: every waiter
 			// retries at once.
 			broken = false
+			c.hub.reconnected()
 			c.wakeAll()
 		}
 		c.dispatch(msg)
