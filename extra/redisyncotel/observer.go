@@ -33,6 +33,7 @@ type primitive struct {
 	outcomes [4]metric.MeasurementOption // and redisync.outcome, by observe.Outcome
 	kv       attribute.KeyValue          // redisync.primitive, for spans
 	span     string                      // redisync.<primitive>.acquire
+	start    []trace.SpanStartOption     // the span's options, without the name
 }
 
 // Span event names and attributes.
@@ -92,7 +93,10 @@ func (o *observer) primitive(name string) *primitive {
 		return p
 	}
 	kv := attribute.String(AttrPrimitive, name)
-	p = &primitive{attrs: metric.WithAttributeSet(attribute.NewSet(kv)), kv: kv, span: "redisync." + name + ".acquire"}
+	p = &primitive{
+		attrs: metric.WithAttributeSet(attribute.NewSet(kv)), kv: kv, span: "redisync." + name + ".acquire",
+		start: []trace.SpanStartOption{trace.WithAttributes(kv), trace.WithSpanKind(trace.SpanKindInternal)},
+	}
 	for i, out := range outcomeKVs {
 		p.outcomes[i] = metric.WithAttributeSet(attribute.NewSet(kv, out))
 	}
@@ -119,16 +123,20 @@ func (o *observer) withOutcome(op observe.Op, out observe.Outcome) metric.Measur
 	return metric.WithAttributes(p.kv, outcomeKVs[out], attribute.String(AttrName, op.Name))
 }
 
+// Acquire begins the report of an acquire. Its measurements are recorded
+// with the caller's ctx, not with the acquire's span: an SDK that samples
+// exemplars links them to the caller's trace when that is sampled, and a
+// span of every acquire would double what the metrics cost with
+// exemplars on.
 func (o *observer) Acquire(ctx context.Context, op observe.Op, blocking bool) (context.Context, observe.Acquire) {
 	a := &acquire{o: o, op: op, ctx: ctx}
 	if blocking {
 		p := o.primitive(op.Primitive)
-		attrs := []attribute.KeyValue{p.kv}
+		start := p.start
 		if o.names {
-			attrs = append(attrs, attribute.String(AttrName, op.Name))
+			start = append(start[:len(start):len(start)], trace.WithAttributes(attribute.String(AttrName, op.Name)))
 		}
-		ctx, a.span = o.tracer.Start(ctx, p.span, trace.WithAttributes(attrs...), trace.WithSpanKind(trace.SpanKindInternal))
-		a.ctx = ctx // measurements carry the span: exemplars point to it
+		ctx, a.span = o.tracer.Start(ctx, p.span, start...)
 	}
 	return ctx, a
 }
@@ -164,18 +172,42 @@ func (o *observer) PubSub(e observe.Event) {
 }
 
 // acquire is the report of one acquire; its span is nil unless it blocks.
+//
+// The span's first attempt event is held back until the acquire turns out
+// not to be a plain success: an acquire whose first attempt succeeds (the
+// uncontended Lock, the common case) has a span without events, which
+// spares it most of what a span costs beyond its start and end.
 type acquire struct {
 	o      *observer
 	op     observe.Op
-	ctx    context.Context
+	ctx    context.Context // the caller's
 	span   trace.Span
 	parked bool
+
+	attempts int
+	first    observe.Outcome // of the first attempt, while held back
+	firstAt  time.Time
 }
 
 func (a *acquire) Attempt(out observe.Outcome, _ error) {
 	a.o.ins.attempts.Add(a.ctx, 1, a.o.withOutcome(a.op, out))
-	if a.span != nil {
-		a.span.AddEvent(eventAttempt, attemptEvents[out])
+	if a.span == nil {
+		return
+	}
+	a.attempts++
+	if a.attempts == 1 {
+		a.first, a.firstAt = out, time.Now()
+		return
+	}
+	a.flush()
+	a.span.AddEvent(eventAttempt, attemptEvents[out])
+}
+
+// flush adds the first attempt's event, if it was held back.
+func (a *acquire) flush() {
+	if a.attempts == 1 {
+		a.span.AddEvent(eventAttempt, attemptEvents[a.first], trace.WithTimestamp(a.firstAt))
+		a.attempts++ // added: no second time
 	}
 }
 
@@ -183,6 +215,7 @@ func (a *acquire) Park() {
 	a.parked = true
 	a.o.ins.waiters.Add(a.ctx, 1, a.o.attrs(a.op))
 	if a.span != nil {
+		a.flush()
 		a.span.AddEvent(eventPark)
 	}
 }
@@ -206,8 +239,10 @@ func (a *acquire) End(out observe.Outcome, d time.Duration, err error) {
 	if a.span == nil {
 		return
 	}
-	a.span.SetAttributes(outcomeKVs[out])
 	if out != observe.Acquired {
+		// A success is the span's normal end; a failure says which.
+		a.flush()
+		a.span.SetAttributes(outcomeKVs[out])
 		if err != nil {
 			a.span.RecordError(err)
 			a.span.SetStatus(codes.Error, err.Error())
