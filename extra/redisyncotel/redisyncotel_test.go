@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	rso "github.com/redisync/redisync/extra/redisyncotel"
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -204,6 +205,29 @@ func TestRWLock(t *testing.T) {
 	}
 	if len(r.ended("redisync.rwlock.read.acquire")) != 1 || len(r.ended("redisync.rwlock.write.acquire")) != 1 {
 		t.Error("want one span per blocking acquire of each side")
+	}
+}
+
+// A fair lock reports as fairlock, through the same engine.
+func TestFairlock(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	m := fairlock.New(r.rdb, redistest.UniqueName(t))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.count(t, rso.MetricAcquireDuration, kv{rso.AttrPrimitive: "fairlock", rso.AttrOutcome: "acquired"}); n != 1 {
+		t.Errorf("fairlock acquires: %d, want 1", n)
+	}
+	if n := r.count(t, rso.MetricHoldDuration, kv{rso.AttrPrimitive: "fairlock"}); n != 1 {
+		t.Errorf("fairlock holds: %d, want 1", n)
+	}
+	spans := r.ended("redisync.fairlock.acquire")
+	if len(spans) != 1 || len(spans[0].Events()) != 0 {
+		t.Errorf("want one span without events for an uncontended Lock, got %d", len(spans))
 	}
 }
 
