@@ -14,10 +14,13 @@
 // API, and anyone may write an Observer of their own (for another metrics
 // library, for logs, for tests) without depending on OpenTelemetry.
 //
-// The hook belongs to the client: Attach does no I/O, and the reports go
-// out from the engine that every primitive uses, so a primitive is
-// observed without doing anything for it. When no Observer is attached
-// anywhere, a report costs one atomic load and allocates nothing.
+// The hook belongs to the client: Attach does no I/O, and affects the
+// handles made before it too. The reports go out from the machinery every
+// primitive shares (the hold engine, the wait loop, the watchdog, the
+// pub/sub hub), so a lock built on the engine is observed without doing
+// anything for it. When no Observer is attached anywhere, a report costs
+// one atomic load and allocates nothing; on a client without one, when
+// others have one, a map lookup under a read lock.
 //
 // Lifetime: the registry refers to a client weakly. Attaching an Observer
 // does not keep the client reachable; once the client is garbage, its
