@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/observe"
 )
@@ -42,4 +45,24 @@ func TestNilReport(t *testing.T) {
 	var h *HoldReport
 	h.End()
 	h.Lost()
+}
+
+// On a client without an observer, the reports of an acquire and a hold
+// allocate nothing: the hot path costs what it did before the hook.
+func TestUnobservedAllocatesNothing(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer rdb.Close()
+	p := NewProbe(rdb, "rlock", "x")
+	ctx := context.Background()
+	n := testing.AllocsPerRun(100, func() {
+		actx, r := p.Begin(ctx, true)
+		ReportOf(actx).Attempt(actx, true, nil)
+		r.Park()
+		r.End(ctx, true, nil)
+		h := p.Hold(time.Now())
+		h.End()
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per unobserved acquire and hold", n)
+	}
 }
