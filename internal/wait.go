@@ -63,6 +63,7 @@ func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time
 
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
+	w.report = ReportOf(ctx)
 	w.sub = w.hub.JoinNeeding(w.channel, w.need)
 	var wait time.Duration
 	queued := false
@@ -110,13 +111,16 @@ func (w *waiter) wait(ctx context.Context) error {
 		if w.sub != nil {
 			notified = w.sub.C()
 		}
+		w.report.Park()
+		woke := false // by a notification, not the timer
 		select {
 		case <-notified:
-			w.woken = true
+			w.woken, woke = true, true
 		case <-timer.C:
 		case <-ctx.Done():
 			return w.ctxErr(ctx.Err())
 		}
+		w.report.Wake(woke)
 	}
 }
 
@@ -128,6 +132,7 @@ func (w *waiter) wait(ctx context.Context) error {
 func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	ok, wait, err := w.try(ctx)
+	w.report.Attempt(ctx, ok, err)
 	switch {
 	case ok:
 		w.woken = false
@@ -171,6 +176,7 @@ type waiter struct {
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
 	backoff  time.Duration
+	report   *Report // the acquire's report (see Probe.Begin); nil: none
 }
 
 // ctxErr is the error for a wait ended by ctx: it wraps ctx's error and

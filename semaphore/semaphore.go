@@ -40,7 +40,8 @@ type Semaphore struct {
 	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
-	settled settledQueue // acquire receipts to delete (see settled.go)
+	settled settledQueue   // acquire receipts to delete (see settled.go)
+	probe   internal.Probe // what its acquires report as (package observe)
 }
 
 // New returns a handle on the counting semaphore called name. It does no
@@ -60,6 +61,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
+		probe:   internal.NewProbe(rdb, "semaphore", name),
 	}
 }
 

@@ -12,13 +12,6 @@ import (
 // repoRoot is the repository's root, seen from this package's directory.
 const repoRoot = "../.."
 
-// pendingDocs are pages the README and docs/ link to that other work
-// writes. Until they exist, a link to one of them is accepted (without an
-// anchor); once they exist they are checked like any other page.
-var pendingDocs = map[string]bool{
-	"docs/instrumentation.md": true,
-}
-
 // TestDocLinks checks that every relative link in README.md and docs/*.md
 // names a file of the repository and, when it has a #fragment into a
 // Markdown page, a heading of that page.
@@ -58,9 +51,6 @@ func checkLink(page, link string) string {
 	}
 	rel = filepath.ToSlash(rel)
 	if _, err := os.Stat(target); err != nil {
-		if pendingDocs[rel] && frag == "" {
-			return ""
-		}
 		return "no such file " + rel
 	}
 	if frag == "" || !strings.HasSuffix(target, ".md") {

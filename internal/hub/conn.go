@@ -80,6 +80,7 @@ func (c *conn) subscribe(ch *channel) {
 	_ = c.ps.Subscribe(c.ctx, ch.name)
 	if !c.started {
 		c.started = true
+		c.hub.opened()
 		go c.run(c.ps)
 	}
 }
@@ -122,6 +123,7 @@ func (c *conn) stop() {
 	c.wmu.Unlock()
 	if started {
 		<-c.done
+		c.hub.closed()
 	}
 }
 
@@ -191,6 +193,7 @@ func (c *conn) run(ps *redis.PubSub) {
 			// Messages published while we were away are lost: every waiter
 			// retries at once.
 			broken = false
+			c.hub.reconnected()
 			c.wakeAll()
 		}
 		c.dispatch(msg)

@@ -89,6 +89,7 @@ func (n *node) run() {
 			_ = nc.Close()
 		} else {
 			n.nc = nc
+			n.hub.opened()
 			n.hub.mu.Lock()
 			chs := make([]*channel, 0, len(n.channels))
 			for _, ch := range n.channels {
@@ -99,12 +100,15 @@ func (n *node) run() {
 		}
 		n.wmu.Unlock()
 	}
-	if err == nil {
+	opened := err == nil
+	if opened {
 		// read returns only when the connection failed or was closed.
 		_ = n.read(nc, br)
+		n.closeConn()
+		n.hub.closed()
 	}
 	if n.ctx.Err() == nil {
-		n.fail()
+		n.fail(opened)
 	}
 }
 
@@ -426,8 +430,9 @@ func (n *node) unplaceLocked(ch *channel) {
 }
 
 // fail hands the channels of a broken node back to the hub, which places
-// them again after a pause.
-func (n *node) fail() {
+// them again after a pause. A connection that had opened and carried
+// channels counts as a reconnection.
+func (n *node) fail(opened bool) {
 	h := n.hub
 	h.mu.Lock()
 	n.dead = true
@@ -446,6 +451,9 @@ func (n *node) fail() {
 	h.mu.Unlock()
 	n.closeConn()
 	if len(chs) > 0 {
+		if opened {
+			h.reconnected()
+		}
 		h.reloadSlots()
 		go h.placeAll(chs, retryInterval)
 	}
