@@ -38,6 +38,7 @@ type Latch struct {
 	keys    script.LatchKeys
 	sharded bool
 	cfg     config
+	probe   internal.Probe // what Wait reports to the client's Observer
 }
 
 // New returns a handle on the count-down latch called name. It does no
@@ -57,6 +58,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Latch {
 		keys:    script.LatchKeys{Count: n.Latch(), Channel: n.LatchChannel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
+		probe:   internal.NewProbe(rdb, "latch", name),
 	}
 }
 
@@ -118,11 +120,15 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 func (l *Latch) Wait(ctx context.Context) error {
 	c := internal.Attach(l.rdb)
 	defer c.Detach()
-	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	// A wait reports as a blocking acquire of the latch (instrumentation):
+	// how long it waited, its wake-ups, and whether it ended at zero.
+	rctx, r := l.probe.Begin(ctx, true)
+	err := internal.Wait(rctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			n, err := l.count(ctx)
 			return err == nil && n == 0, 0, err // no lease bounds the wait: the poll interval does
 		})
+	r.End(ctx, err == nil, err)
 	return l.wrap("wait", err)
 }
 

@@ -13,6 +13,7 @@ import (
 	rso "github.com/redisync/redisync/extra/redisyncotel"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
@@ -160,6 +161,37 @@ func TestSemaphoreWait(t *testing.T) {
 	}
 	if n := r.count(t, rso.MetricHoldDuration, kv{rso.AttrPrimitive: "leased"}); n != 1 {
 		t.Errorf("leased holds: %d, want 1", n)
+	}
+}
+
+// A latch waiter reports its wait as a blocking acquire of the latch: it
+// parks until the count reaches zero, then counts as acquired.
+func TestLatchWait(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	l := latch.New(r.rdb, name)
+	if ok, err := l.TrySetCount(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetCount = %v, %v", ok, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx) }()
+	latchKV := kv{rso.AttrPrimitive: "latch"}
+	r.waitCount(t, rso.MetricWaiters, latchKV, 1)
+	if err := latch.New(r.rdb, name).CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := r.count(t, rso.MetricAcquireDuration, kv{rso.AttrPrimitive: "latch", rso.AttrOutcome: "acquired"}); n != 1 {
+		t.Errorf("latch waits recorded acquired: %d, want 1", n)
+	}
+	if n := r.count(t, rso.MetricWaiters, latchKV); n != 0 {
+		t.Errorf("waiters = %d after the wait, want 0", n)
+	}
+	if n := len(r.ended("redisync.latch.acquire")); n != 1 {
+		t.Errorf("%d latch wait spans, want 1", n)
 	}
 }
 
