@@ -1,0 +1,64 @@
+package multilock
+
+import (
+	"time"
+
+	"github.com/redisync/redisync/internal/hold"
+)
+
+// DefaultWatchdogTimeout is the watchdog timeout a quorum assumes for a
+// member of another library that does not say how long its holds last
+// (see Leaser): the default of redisync's locks.
+const DefaultWatchdogTimeout = 30 * time.Second
+
+// A quorum round counts only if it finished within the group's budget,
+// the least of its members' budgets:
+//
+//   - a member with a fixed lease L keeps a hold that the servers expire
+//     L after they granted it; the round must leave more than half of L,
+//     after a drift margin for the clocks of the servers and the client
+//     running at different rates: elapsed < L/2 - drift(L);
+//   - a member kept alive by a watchdog of timeout T is renewed every
+//     T/3; the round must finish before the first renewal is due, so that
+//     no member granted early in the round can have expired before the
+//     group starts keeping it: elapsed < T/3.
+//
+// The budget also bounds each member's attempt in a round: a server that
+// has not answered by then could not have counted.
+
+// drift is the margin for clock rates: 1% of the lease, plus 2ms for
+// timer granularity on the servers and the client.
+func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
+
+// budget returns the time a quorum round over members may take.
+func budget(members []Locker, watch []*hold.Watcher) time.Duration {
+	var b time.Duration
+	for i, m := range members {
+		d, fixed := lease(m, watch[i])
+		mb := d / 3
+		if fixed {
+			mb = d/2 - drift(d)
+		}
+		if i == 0 || mb < b {
+			b = mb
+		}
+	}
+	// A lease too short for any round leaves a budget that no round meets:
+	// such a quorum never holds, which its Lock reports at ctx's end.
+	return max(b, 0)
+}
+
+// lease returns how long member m's holds last and whether that is fixed.
+func lease(m Locker, w *hold.Watcher) (time.Duration, bool) {
+	if l, ok := m.(Leaser); ok {
+		return l.Lease()
+	}
+	if w != nil {
+		k := w.Keeping()
+		if k.LeaseTime > 0 {
+			return k.LeaseTime, true
+		}
+		return k.WatchdogTimeout, false
+	}
+	return DefaultWatchdogTimeout, false
+}
