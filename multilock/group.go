@@ -48,7 +48,8 @@ type Group struct {
 	need    int             // members a hold needs: all, or a majority
 	quorum  bool
 	label   string        // the members' names, for errors: ["a" "b"]
-	budget  time.Duration // quorum: the time a round may take (see validity.go)
+	budget  time.Duration // quorum: the time a round may take to a majority (see validity.go)
+	fixed   time.Duration // quorum: the shortest fixed lease of a member; 0: none
 
 	mu     sync.Mutex // protects levels and cur
 	levels [][]int    // per level held, the members it took; innermost last
@@ -87,7 +88,7 @@ func NewQuorum(locks ...Locker) *Group {
 	g.quorum = true
 	g.need = len(locks)/2 + 1
 	g.watch = watchers(g.members)
-	g.budget = budget(g.members, g.watch)
+	g.budget, g.fixed = budget(g.members, g.watch)
 	return g.labelled()
 }
 

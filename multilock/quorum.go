@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,43 +16,105 @@ type round struct {
 	taken     []int   // members locked in this round
 	errs      []error // members' errors
 	permanent int     // errors that trying again will not cure
-	elapsed   time.Duration
+	// majority is when the grant that made a majority arrived, counted
+	// from the round's start; total is when the last attempt returned (an
+	// attempt cut short by the budget may first undo what it sent).
+	majority, total time.Duration
 }
 
-// won reports whether the round reached a majority within the budget.
+// won reports whether the round reached a majority within the budget, and
+// every fixed lease it took still has time left (see validity.go).
 func (g *Group) won(r round) bool {
-	return len(r.taken) >= g.need && r.elapsed <= g.budget
+	return len(r.taken) >= g.need && r.majority <= g.budget &&
+		(g.fixed == 0 || r.total+drift(g.fixed) < g.fixed)
 }
 
 // round tries every member at once, each attempt bounded by the budget: a
-// server that has not answered by then could not count, and the member
-// gives back what a late grant took (the engine's rule for an attempt cut
-// short by ctx).
+// server that has not answered by then could not count. The round does
+// not wait for such a straggler (a redisync member on a silent network
+// returns only when its client's read timeout fires): the attempt is left
+// to finish on its own goroutine, which ends with it, and the member gives
+// back a grant read after its ctx ended (the engine's rule); should a
+// Locker of another library report one nonetheless, the goroutine
+// releases it.
 func (g *Group) round(ctx context.Context) round {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, g.budget)
 	defer cancel()
-	oks := make([]bool, len(g.members))
-	errs := make([]error, len(g.members))
-	var wg sync.WaitGroup
+	answers := make(chan answer, len(g.members))
+	var mu sync.Mutex // guards late
+	late := false     // the round has stopped listening
 	for i, m := range g.members {
-		wg.Go(func() { oks[i], errs[i] = m.TryLock(rctx) })
+		go func() {
+			ok, err := m.TryLock(rctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if late {
+				if ok {
+					_ = g.release(ctx, []int{i})
+				}
+				return
+			}
+			answers <- answer{i: i, ok: ok, err: err, at: time.Since(start)}
+		}()
 	}
-	wg.Wait()
-	r := round{elapsed: time.Since(start)}
-	for i, err := range errs {
+	var got []answer
+	for len(got) < len(g.members) {
+		select {
+		case a := <-answers:
+			got = append(got, a)
+			continue
+		case <-rctx.Done():
+		}
+		mu.Lock()
+		late = true
+		mu.Unlock()
+		for len(answers) > 0 {
+			got = append(got, <-answers)
+		}
+		break
+	}
+	r := g.tally(ctx, got)
+	r.total = time.Since(start)
+	return r
+}
+
+// answer is one member's answer in a round.
+type answer struct {
+	i   int
+	ok  bool
+	err error
+	at  time.Duration // since the round began
+}
+
+// tally sums up a round's answers; members that did not answer count as
+// failed for want of time.
+func (g *Group) tally(ctx context.Context, got []answer) round {
+	var r round
+	var granted []time.Duration
+	answered := make([]bool, len(g.members))
+	for _, a := range got {
+		answered[a.i] = true
 		switch {
-		case err == nil && oks[i]:
-			r.taken = append(r.taken, i)
-		case err == nil:
-		case ctx.Err() == nil && rctx.Err() != nil:
-			r.errs = append(r.errs, fmt.Errorf("no answer within %v: %w", g.budget, err))
+		case a.err == nil && a.ok:
+			r.taken = append(r.taken, a.i)
+			granted = append(granted, a.at)
+		case a.err == nil:
 		default:
-			r.errs = append(r.errs, err)
-			if ctx.Err() == nil && !internal.Transient(err) {
+			r.errs = append(r.errs, a.err)
+			if ctx.Err() == nil && !internal.Transient(a.err) && !errors.Is(a.err, context.DeadlineExceeded) {
 				r.permanent++
 			}
 		}
+	}
+	for i, ok := range answered {
+		if !ok {
+			r.errs = append(r.errs, fmt.Errorf("%s %q: no answer within %v", "lock", g.members[i].Name(), g.budget))
+		}
+	}
+	if len(granted) >= g.need {
+		slices.Sort(granted)
+		r.majority = granted[g.need-1]
 	}
 	return r
 }
@@ -81,7 +144,7 @@ func (g *Group) tryQuorum(ctx context.Context) (bool, error) {
 	case errs != nil && len(r.taken)+len(r.errs) >= g.need:
 		return false, errs // the failed members would have made a majority
 	case len(r.taken) >= g.need:
-		return false, fmt.Errorf("a majority took %v, more than the %v a hold may spend acquiring", r.elapsed.Round(time.Millisecond), g.budget)
+		return false, fmt.Errorf("a majority took %v (the round %v), more than a hold may spend acquiring", r.majority.Round(time.Millisecond), r.total.Round(time.Millisecond))
 	}
 	return false, nil
 }
