@@ -46,23 +46,25 @@
 //
 // # Validity
 //
-// A round counts only if it finished well inside the time its members'
-// holds are sure to last; its budget is the least over its members:
+// A round counts only if the grant that made its majority arrived well
+// inside the time its members' holds are sure to last. Its budget is the
+// least over its members:
 //
 //   - a fixed lease L (rlock.WithLeaseTime, or a Leaser reporting a fixed
-//     lease): the round must leave more than half of L after a drift
-//     margin of L/100 + 2ms: elapsed < L/2 - L/100 - 2ms;
+//     lease): more than half of L must be left after a drift margin of
+//     L/100 + 2ms: majority reached in under L/2 - L/100 - 2ms; and when
+//     the round ends, the shortest lease must still have time left;
 //   - a watchdog of timeout T (the default of redisync's locks, T = 30s;
 //     a Leaser reporting a renewed lease; DefaultWatchdogTimeout for a
-//     Locker that says nothing): the round must finish before the first
-//     renewal is due, elapsed < T/3, so that no member granted early in
-//     the round can expire before the group keeps it.
+//     Locker that says nothing): the majority must be reached before the
+//     first renewal is due, in under T/3, so that no member granted early
+//     in the round can expire before the group keeps it.
 //
 // The budget also bounds each member's attempt: a server that has not
-// answered by then is counted as failed, and the member gives back a
-// grant that arrives later. With fixed leases, the time left for the
-// caller's work is the lease minus the round and the drift, not the
-// lease; the group does not renew anything itself.
+// answered by then counts as failed, and the round goes on without it;
+// the member gives back a grant that arrives later. With fixed leases the
+// time left for the caller's work is the lease minus the round and the
+// drift, not the lease: the group renews nothing itself.
 //
 // # Re-entry and sharing
 //

@@ -203,7 +203,8 @@ func (g *Group) Unlock(ctx context.Context) error {
 // Done returns a channel that is closed when the group's current hold
 // ends: the final Unlock, or a loss: for New, any member's hold ending;
 // for NewQuorum, fewer than a majority of members still held. When the
-// group holds nothing it returns a closed channel.
+// group holds nothing it returns a closed channel. After a loss the
+// members still held stay held until Unlock releases them.
 func (g *Group) Done() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
