@@ -17,7 +17,7 @@ const cleanupTimeout = 10 * time.Second
 
 const demoAbout = `
 Tells the story redisync exists for, on an embedded miniredis unless --redis
-or --cluster points it at a real deployment. Scenarios (default: both):
+or --cluster points it at a real deployment. Scenarios (default: all):
 
   oversell  a stock of items, buyers spread over several service instances,
             each instance with its own Redis client. Buyers read the stock,
@@ -27,6 +27,10 @@ or --cluster points it at a real deployment. Scenarios (default: both):
   stampede  requests for a cold cache entry, each loading it from the
             database on a miss, without a lock and with a double-checked
             distributed lock (one database load). Exits 1 if a lock loads twice.
+  transfer  transfers between two accounts in both directions at once: with
+            no lock balances go wrong, with a lock per account taken payer
+            first crossed transfers deadlock, with a multilock every transfer
+            goes through. Exits 1 if the multilock does not.
 
 The demo names every key under a prefix of its own and deletes them at the
 end: nothing is left in Redis.`
@@ -39,18 +43,20 @@ type demoFlags struct {
 	instances int
 	think     time.Duration
 	requests  int
+	transfers int
 	load      time.Duration
 }
 
 func runDemo(ctx context.Context, out *output, args []string) error {
-	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede]", demoAbout)
+	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede] [transfer]", demoAbout)
 	f := &demoFlags{conn: addConnFlags(fs, true)}
 	fs.IntVar(&f.stock, "stock", 100, "oversell: items in stock")
 	fs.IntVar(&f.buyers, "buyers", 400, "oversell: buyers, one purchase attempt each")
 	fs.IntVar(&f.instances, "instances", 4, "simulated service instances, each with its own Redis client")
-	fs.DurationVar(&f.think, "think", 2*time.Millisecond, "oversell: time a buyer takes between reading and writing the stock")
+	fs.DurationVar(&f.think, "think", 2*time.Millisecond, "oversell, transfer: time between reading a value and writing it back")
 	fs.IntVar(&f.requests, "requests", 200, "stampede: concurrent requests for the cold cache entry")
 	fs.DurationVar(&f.load, "load", 50*time.Millisecond, "stampede: time one database load takes")
+	fs.IntVar(&f.transfers, "transfers", 40, "transfer: concurrent transfers, half each way")
 	scenarios, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -84,6 +90,8 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 			err = demoOversell(ctx, w, &oversellConfig{stock: f.stock, buyers: f.buyers, think: f.think, instances: instances, prefix: prefix})
 		case "stampede":
 			err = demoStampede(ctx, w, &stampedeConfig{requests: f.requests, load: f.load, instances: instances, prefix: prefix})
+		case "transfer":
+			err = demoTransfer(ctx, w, &transferConfig{transfers: f.transfers, think: f.think, instances: instances, prefix: prefix})
 		}
 		if err != nil && !errors.Is(err, errCheckFailed) {
 			return err
@@ -96,12 +104,12 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 // check checks the flags and scenarios, and returns the scenarios to run.
 func (f *demoFlags) check(scenarios []string) ([]string, error) {
 	for _, s := range scenarios {
-		if s != "oversell" && s != "stampede" {
-			return nil, usagef("unknown scenario %q (want oversell or stampede)", s)
+		if !slices.Contains(demoScenarios, s) {
+			return nil, usagef("unknown scenario %q (want one of %s)", s, strings.Join(demoScenarios, ", "))
 		}
 	}
 	if len(scenarios) == 0 {
-		scenarios = []string{"oversell", "stampede"}
+		scenarios = demoScenarios
 	}
 	switch {
 	case f.stock < 1:
@@ -112,11 +120,17 @@ func (f *demoFlags) check(scenarios []string) ([]string, error) {
 		return nil, usagef("--instances %d: want 1 to 64", f.instances)
 	case f.requests < 1:
 		return nil, usagef("--requests %d: want at least 1", f.requests)
+	case f.transfers < 1:
+		return nil, usagef("--transfers %d: want at least 1", f.transfers)
 	case f.think < 0 || f.load < 0:
 		return nil, usagef("--think and --load must not be negative")
 	}
 	return scenarios, nil
 }
+
+// demoScenarios are the demo's scenarios, in the order a plain demo runs
+// them.
+var demoScenarios = []string{"oversell", "stampede", "transfer"}
 
 // errCheckFailed reports that a distributed variant did not do its job.
 var errCheckFailed = errors.New("check failed")
