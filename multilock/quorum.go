@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hold"
 )
 
 // round is the outcome of one attempt on every member of a quorum.
@@ -30,53 +31,96 @@ func (g *Group) won(r round) bool {
 }
 
 // round tries every member at once, each attempt bounded by the budget: a
-// server that has not answered by then could not count. The round does
-// not wait for such a straggler (a redisync member on a silent network
-// returns only when its client's read timeout fires): the attempt is left
-// to finish on its own goroutine, which ends with it, and the member gives
-// back a grant read after its ctx ended (the engine's rule); should a
-// Locker of another library report one nonetheless, the goroutine
-// releases it.
+// server that has not answered by then could not count. It listens until
+// every member has answered, or a majority granted and the rest had as
+// long again (at least minGrace) to join it (a hold on more members than
+// the majority survives more failures), or the budget is spent. Once a
+// majority is out of reach it cuts the other attempts short and listens
+// on, so that what they took is given back before the round ends.
+//
+// It does not wait for a straggler (a redisync member on a silent network
+// returns only when its client's read timeout fires): the attempt
+// finishes on its own goroutine, which ends with it; its ctx is done by
+// then, so the member gives back a late grant (the engine's rule), and
+// should a Locker of another library report one nonetheless, the
+// goroutine releases it.
 func (g *Group) round(ctx context.Context) round {
 	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, g.budget)
+	actx, cancel := context.WithTimeout(ctx, g.budget)
 	defer cancel()
 	answers := make(chan answer, len(g.members))
 	var mu sync.Mutex // guards late
 	late := false     // the round has stopped listening
 	for i, m := range g.members {
 		go func() {
-			ok, err := m.TryLock(rctx)
+			ok, err := m.TryLock(actx)
 			mu.Lock()
-			defer mu.Unlock()
-			if late {
-				if ok {
-					_ = g.release(ctx, []int{i})
-				}
-				return
+			unheard := late
+			if !unheard {
+				answers <- answer{i: i, ok: ok, err: err, at: time.Since(start)}
 			}
-			answers <- answer{i: i, ok: ok, err: err, at: time.Since(start)}
+			mu.Unlock()
+			if unheard && ok {
+				_ = g.release(ctx, []int{i})
+			}
 		}()
 	}
-	var got []answer
-	for len(got) < len(g.members) {
-		select {
-		case a := <-answers:
-			got = append(got, a)
-			continue
-		case <-rctx.Done():
-		}
-		mu.Lock()
-		late = true
-		mu.Unlock()
-		for len(answers) > 0 {
-			got = append(got, <-answers)
-		}
-		break
+	got := g.listen(ctx, start, answers, cancel)
+	mu.Lock()
+	late = true
+	mu.Unlock()
+	for len(answers) > 0 {
+		got = append(got, <-answers)
 	}
 	r := g.tally(ctx, got)
 	r.total = time.Since(start)
 	return r
+}
+
+// minGrace is the least a round waits for the rest of the members once a
+// majority has granted.
+const minGrace = 20 * time.Millisecond
+
+// listen collects a round's answers until the round is over (see round);
+// giveUp cuts the attempts short. When ctx ends it listens on for at most
+// hold.CleanupTimeout, so that a cancelled Lock returns once its attempts
+// have given back what they took, or a silent server has had that long.
+func (g *Group) listen(ctx context.Context, start time.Time, answers <-chan answer, giveUp func()) []answer {
+	budget := time.NewTimer(g.budget - time.Since(start))
+	defer budget.Stop()
+	var got []answer
+	var granted, failed int
+	var grace <-chan time.Time
+	done := ctx.Done()
+	for len(got) < len(g.members) {
+		select {
+		case a := <-answers:
+			got = append(got, a)
+			if a.ok && a.err == nil {
+				granted++
+			} else {
+				failed++
+			}
+			if failed > len(g.members)-g.need {
+				giveUp()
+			}
+			if granted == g.need && grace == nil {
+				t := time.NewTimer(max(time.Since(start), minGrace))
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			return got
+		case <-budget.C:
+			return got
+		case <-done:
+			// The attempts end now, giving back what they took: wait for
+			// that as the engine waits for its own cleanup.
+			done = nil
+			budget.Reset(min(g.budget-time.Since(start), hold.CleanupTimeout))
+		}
+	}
+	return got
 }
 
 // answer is one member's answer in a round.
@@ -100,16 +144,19 @@ func (g *Group) tally(ctx context.Context, got []answer) round {
 			r.taken = append(r.taken, a.i)
 			granted = append(granted, a.at)
 		case a.err == nil:
+		case internal.CtxDone(ctx) == nil && errors.Is(a.err, context.DeadlineExceeded):
+			// The round's budget ran out, not the caller's ctx.
+			r.errs = append(r.errs, fmt.Errorf("no answer within %v: %w", g.budget, a.err))
 		default:
 			r.errs = append(r.errs, a.err)
-			if ctx.Err() == nil && !internal.Transient(a.err) && !errors.Is(a.err, context.DeadlineExceeded) {
+			if internal.CtxDone(ctx) == nil && !internal.Transient(a.err) {
 				r.permanent++
 			}
 		}
 	}
 	for i, ok := range answered {
 		if !ok {
-			r.errs = append(r.errs, fmt.Errorf("%s %q: no answer within %v", "lock", g.members[i].Name(), g.budget))
+			r.errs = append(r.errs, fmt.Errorf("%q: no answer within %v", g.members[i].Name(), g.budget))
 		}
 	}
 	if len(granted) >= g.need {
