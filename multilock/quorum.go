@@ -15,6 +15,7 @@ import (
 // round is the outcome of one attempt on every member of a quorum.
 type round struct {
 	taken     []int   // members locked in this round
+	refused   []int   // members held by someone else
 	errs      []error // members' errors
 	permanent int     // errors that trying again will not cure
 	// majority is when the grant that made a majority arrived, counted
@@ -144,6 +145,7 @@ func (g *Group) tally(ctx context.Context, got []answer) round {
 			r.taken = append(r.taken, a.i)
 			granted = append(granted, a.at)
 		case a.err == nil:
+			r.refused = append(r.refused, a.i)
 		case internal.CtxDone(ctx) == nil && errors.Is(a.err, context.DeadlineExceeded):
 			// The round's budget ran out, not the caller's ctx.
 			r.errs = append(r.errs, fmt.Errorf("no answer within %v: %w", g.budget, a.err))
@@ -206,15 +208,19 @@ func (g *Group) tryQuorum(ctx context.Context) (bool, error) {
 func (g *Group) lockQuorum(ctx context.Context) error {
 	var w *waking
 	defer func() { w.close() }()
+	var errs error // of the last round that ctx did not cut short, if any
 	for {
 		r := g.round(ctx)
 		if g.settle(ctx, r) {
 			return nil
 		}
-		errs := errors.Join(r.errs...)
 		if err := internal.CtxDone(ctx); err != nil {
+			if errs == nil {
+				errs = errors.Join(r.errs...) // the first round: what it saw
+			}
 			return lastAttempt(err, errs)
 		}
+		errs = errors.Join(r.errs...)
 		if r.permanent > len(g.members)-g.need {
 			return errs
 		}
@@ -222,7 +228,7 @@ func (g *Group) lockQuorum(ctx context.Context) error {
 			w = g.subscribe(ctx)
 			continue
 		}
-		if err := w.sleep(ctx); err != nil {
+		if err := w.sleep(ctx, r.refused); err != nil {
 			return lastAttempt(err, errs)
 		}
 	}

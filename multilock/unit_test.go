@@ -369,3 +369,28 @@ func served(t *testing.T, got <-chan error, g *multilock.Group) {
 		t.Fatal(err)
 	}
 }
+
+// A quorum that takes the free member and gives it back, round after
+// round, is not woken by its own releases: while the majority stays held
+// elsewhere it retries at the randomized delay, not in a busy loop.
+func TestQuorumWaitDoesNotSpinMini(t *testing.T) {
+	_, rdbs := minis(t, 3)
+	a, b := rlock.New(rdbs[0], "spin"), rlock.New(rdbs[1], "spin")
+	mustLock(t, a)
+	mustLock(t, b)
+	traffic := redistest.CountTraffic(rdbs[2])
+	g := quorum(rdbs, "spin")
+	const wait = time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	if err := g.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock against a majority held elsewhere = %v, want the deadline", err)
+	}
+	// A round costs the free member an acquire and a release; rounds come
+	// at least RetryDelay/2 apart.
+	if limit := 2 * (2*int64(wait/multilock.RetryDelay) + 2); traffic.RoundTrips() > limit {
+		t.Fatalf("%d round trips to the free member in %v, want at most %d", traffic.RoundTrips(), wait, limit)
+	}
+	mustUnlock(t, a)
+	mustUnlock(t, b)
+}

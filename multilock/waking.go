@@ -27,8 +27,7 @@ const wakeJitter = 10 * time.Millisecond
 // waking is what a waiting quorum sleeps on: its members' release
 // announcements, a randomized timer and ctx.
 type waking struct {
-	watches []*hold.Watch
-	cases   []reflect.SelectCase // ctx, the timer, then the watches
+	watches []*hold.Watch // per member; nil where it cannot be watched
 	timer   *time.Timer
 }
 
@@ -38,35 +37,36 @@ type waking struct {
 func (g *Group) subscribe(ctx context.Context) *waking {
 	sctx, cancel := context.WithTimeout(ctx, RetryDelay)
 	defer cancel()
-	ws := make([]*hold.Watch, len(g.members))
+	k := &waking{watches: make([]*hold.Watch, len(g.members)), timer: time.NewTimer(RetryDelay)}
+	k.timer.Stop() // armed by each sleep
 	var wg sync.WaitGroup
 	for i, w := range g.watch {
 		if w != nil && w.Announced() {
-			wg.Go(func() { ws[i], _ = w.Watch(sctx) })
+			wg.Go(func() { k.watches[i], _ = w.Watch(sctx) })
 		}
 	}
 	wg.Wait()
-	k := &waking{timer: time.NewTimer(RetryDelay)}
-	k.timer.Stop() // armed by each sleep
-	k.cases = []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.timer.C)},
-	}
-	for _, w := range ws {
-		if w != nil {
-			k.watches = append(k.watches, w)
-			k.cases = append(k.cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
-		}
-	}
 	return k
 }
 
-// sleep waits until a member's release, the randomized retry delay, or
-// ctx's end, which it returns. After a release it waits a random
-// wakeJitter more.
-func (k *waking) sleep(ctx context.Context) error {
+// sleep waits until the release of a member in refused (those the last
+// round found held by someone else), the randomized retry delay, or ctx's
+// end, which it returns. After a release it waits a random wakeJitter
+// more. The members the round took and gave back are not waited on: that
+// release was the group's own, and would wake it at once, round after
+// round, while the members it lacks stay held.
+func (k *waking) sleep(ctx context.Context, refused []int) error {
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(k.timer.C)},
+	}
+	for _, i := range refused {
+		if w := k.watches[i]; w != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
+		}
+	}
 	k.timer.Reset(RetryDelay/2 + rand.N(RetryDelay))
-	i, _, _ := reflect.Select(k.cases)
+	i, _, _ := reflect.Select(cases)
 	switch {
 	case i == 0:
 		k.stopTimer()
@@ -96,6 +96,8 @@ func (k *waking) close() {
 	}
 	k.timer.Stop()
 	for _, w := range k.watches {
-		w.Close()
+		if w != nil {
+			w.Close()
+		}
 	}
 }
