@@ -27,19 +27,31 @@ func three(t *testing.T) ([]*redistest.Server, []*redis.Client) {
 
 func TestQuorumAvailability(t *testing.T) {
 	srvs, rdbs := three(t)
-	ctx := t.Context()
 	g := quorum(rdbs, "avail")
 	for down := range 3 {
-		ok, err := g.TryLock(ctx)
-		if want := down < 2; ok != want {
-			t.Fatalf("%d of 3 servers up: TryLock = %v, %v; want %v", 3-down, ok, err, want)
+		up := 3 - down
+		ok, err := g.TryLock(t.Context())
+		if want := up >= 2; ok != want || (!ok && err == nil) {
+			t.Fatalf("%d of 3 servers up: TryLock = %v, %v; want %v (and the servers' errors when false)", up, ok, err, want)
 		}
 		if ok {
-			if err := g.Unlock(ctx); err != nil {
+			if err := g.Unlock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-		} else if err == nil {
-			t.Fatal("TryLock missed the majority through failed servers without an error")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		err = g.Lock(ctx)
+		cancel()
+		if (err == nil) != (up >= 2) {
+			t.Fatalf("%d of 3 servers up: Lock = %v", up, err)
+		}
+		if err == nil {
+			if redistest.Closed(g.Done()) {
+				t.Fatalf("%d of 3 servers up: Done closed while held", up)
+			}
+			if err := g.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		srvs[down].Kill()
 	}

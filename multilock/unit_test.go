@@ -270,24 +270,37 @@ func TestQuorumMini(t *testing.T) {
 }
 
 func TestQuorumLockWokenByReleaseMini(t *testing.T) {
-	_, rdbs := minis(t, 3)
-	ctx := t.Context()
-	holder := quorum(rdbs, "w")
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
+	for kind, newLock := range map[string]func(rdb *redis.Client, name string) multilock.Locker{
+		"rlock":  func(rdb *redis.Client, name string) multilock.Locker { return rlock.New(rdb, name) },
+		"rwlock": func(rdb *redis.Client, name string) multilock.Locker { return rwlock.New(rdb, name) },
+	} {
+		t.Run(kind, func(t *testing.T) {
+			_, rdbs := minis(t, 3)
+			ctx := t.Context()
+			group := func() *multilock.Group {
+				var ls []multilock.Locker
+				for _, rdb := range rdbs {
+					ls = append(ls, newLock(rdb, "w"))
+				}
+				return multilock.NewQuorum(ls...)
+			}
+			holder, g := group(), group()
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() { got <- g.Lock(ctx) }()
+			select {
+			case err := <-got:
+				t.Fatalf("Lock returned %v while another group holds every member", err)
+			case <-time.After(3 * multilock.RetryDelay):
+			}
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			served(t, got, g)
+		})
 	}
-	g := quorum(rdbs, "w")
-	got := make(chan error, 1)
-	go func() { got <- g.Lock(ctx) }()
-	select {
-	case err := <-got:
-		t.Fatalf("Lock returned %v while another group holds every member", err)
-	case <-time.After(3 * multilock.RetryDelay):
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	served(t, got, g)
 }
 
 func TestQuorumServersDownMini(t *testing.T) {
