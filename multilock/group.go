@@ -44,7 +44,7 @@ type Leaser interface {
 // while one holds it, another's Lock waits. It is safe for concurrent use.
 type Group struct {
 	members []Locker        // all-of: in canonical order (by name)
-	watch   []*hold.Watcher // per member: its engine, if it is a redisync lock
+	watch   []*hold.Watcher // quorum, per member: its engine, if it is a redisync lock
 	need    int             // members a hold needs: all, or a majority
 	quorum  bool
 	label   string        // the members' names, for errors: ["a" "b"]
@@ -71,9 +71,8 @@ func New(locks ...Locker) *Group {
 		}
 		names[l.Name()] = true
 	}
-	slices.SortStableFunc(g.members, func(a, b Locker) int { return cmp.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(g.members, func(a, b Locker) int { return cmp.Compare(a.Name(), b.Name()) })
 	g.need = len(g.members)
-	g.watch = watchers(g.members)
 	return g.labelled()
 }
 
