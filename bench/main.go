@@ -116,8 +116,11 @@ type env struct {
 // client returns a new client of the server with a counting hook. The
 // pool timeout is generous: some scenarios queue thousands of goroutines
 // on one pool.
-func (e *env) client() (*redis.Client, *counter) {
-	rdb := redis.NewClient(&redis.Options{Addr: e.addr, PoolTimeout: time.Minute})
+func (e *env) client() (*redis.Client, *counter) { return e.clientAt(e.addr) }
+
+// clientAt is client for the server at addr (a scenario may start more).
+func (e *env) clientAt(addr string) (*redis.Client, *counter) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolTimeout: time.Minute})
 	c := &counter{}
 	rdb.AddHook(c)
 	e.mu.Lock()

@@ -22,4 +22,9 @@ var ErrWrongType = internal.ErrWrongType
 // concurrent use.
 type Mutex struct {
 	l *hold.Lock
+	// engine lets package multilock watch the lock's releases and read
+	// its lease without adding to the API (see hold.Handle).
+	engine
 }
+
+type engine = hold.Handle

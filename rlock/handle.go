@@ -21,4 +21,9 @@ var ErrWrongType = internal.ErrWrongType
 // (see the package doc). It is safe for concurrent use.
 type Mutex struct {
 	l *hold.Lock
+	// engine lets package multilock watch the lock's releases and read
+	// its lease without adding to the API (see hold.Handle).
+	engine
 }
+
+type engine = hold.Handle

@@ -31,6 +31,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		ForceUnlock: d.forceUnlock,
 		Channel:     func(hold.Mode) string { return d.keys.Channel },
 	})
+	m.engine = m.l.Handle(true)
 	return m
 }
 

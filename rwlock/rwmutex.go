@@ -24,10 +24,13 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		ReadChannel:   n.Channel(),
 		WriterChannel: n.WriterChannel(),
 	}}
-	return &RWMutex{l: hold.NewLock(hold.Kind{
+	rw := &RWMutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, MaxSleep: s.maxSleep,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
+	// A release that frees the lock wakes a writer on its channel.
+	rw.engine = rw.l.Handle(true)
+	return rw
 }
 
 // sides is the lock as the engine sees it: a read side and a write side

@@ -31,7 +31,7 @@ type output struct {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch", runDemo},
+		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
 		{"bench", "measure throughput and handoff latency of the primitives on your Redis", runBench},
