@@ -9,6 +9,10 @@
 // Locker) with their own keys, leases, watchdog and Done. What an
 // operator sees with `redisync inspect` is the members.
 //
+// A group's Lock and TryLock report to the Observer (package observe) of
+// the client of its first redisync member, as primitive "multilock"; each
+// member reports its own acquires too.
+//
 // # All of them: New
 //
 // Lock takes the members one at a time in the order of their names, each

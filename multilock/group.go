@@ -47,9 +47,10 @@ type Group struct {
 	watch   []*hold.Watcher // quorum, per member: its engine, if it is a redisync lock
 	need    int             // members a hold needs: all, or a majority
 	quorum  bool
-	label   string        // the members' names, for errors: ["a" "b"]
-	budget  time.Duration // quorum: the time a round may take to a majority (see validity.go)
-	fixed   time.Duration // quorum: the shortest fixed lease of a member; 0: none
+	label   string         // the members' names, for errors: ["a" "b"]
+	probe   internal.Probe // what Lock and TryLock report (see labelled)
+	budget  time.Duration  // quorum: the time a round may take to a majority (see validity.go)
+	fixed   time.Duration  // quorum: the shortest fixed lease of a member; 0: none
 
 	mu     sync.Mutex // protects levels and cur
 	levels [][]int    // per level held, the members it took; innermost last
@@ -135,6 +136,16 @@ func (g *Group) labelled() *Group {
 		names[i] = l.Name()
 	}
 	g.label = fmt.Sprintf("%q", names)
+	// A group reports its acquisitions, as primitive "multilock", to the
+	// Observer of its first redisync member's client (package observe):
+	// a group may span several clients, and reporting on each would count
+	// it several times. Its members report as themselves besides.
+	for _, l := range g.members {
+		if w := hold.WatcherOf(l); w != nil {
+			g.probe = internal.NewProbe(w.Client(), "multilock", g.label)
+			break
+		}
+	}
 	return g
 }
 
@@ -144,12 +155,14 @@ func (g *Group) labelled() *Group {
 // own. On failure it returns an error wrapping ctx.Err() or the members'
 // errors, and leaves nothing held.
 func (g *Group) Lock(ctx context.Context) error {
+	rctx, r := g.probe.Begin(ctx, true)
 	var err error
 	if g.quorum {
-		err = g.lockQuorum(ctx)
+		err = g.lockQuorum(rctx)
 	} else {
-		_, err = g.lockAll(ctx, false)
+		_, err = g.lockAll(rctx, false)
 	}
+	r.End(ctx, err == nil, err)
 	return g.wrap("lock", err)
 }
 
@@ -159,13 +172,16 @@ func (g *Group) Lock(ctx context.Context) error {
 // because members failed returns their errors joined. Either way nothing
 // stays held.
 func (g *Group) TryLock(ctx context.Context) (bool, error) {
+	rctx, r := g.probe.Begin(ctx, false)
 	var ok bool
 	var err error
 	if g.quorum {
-		ok, err = g.tryQuorum(ctx)
+		ok, err = g.tryQuorum(rctx)
 	} else {
-		ok, err = g.lockAll(ctx, true)
+		ok, err = g.lockAll(rctx, true)
 	}
+	r.Attempt(ctx, ok, err)
+	r.End(ctx, ok, err)
 	return ok, g.wrap("lock", err)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
@@ -192,6 +193,39 @@ func TestLatchWait(t *testing.T) {
 	}
 	if n := len(r.ended("redisync.latch.acquire")); n != 1 {
 		t.Errorf("%d latch wait spans, want 1", n)
+	}
+}
+
+// A group reports its acquisitions as multilock, on the client of its
+// first member; its members report as themselves.
+func TestMultilock(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	a, b := redistest.UniqueName(t)+"-a", redistest.UniqueName(t)+"-b"
+	g := multilock.New(rlock.New(r.rdb, a), rlock.New(r.rdb, b))
+	if err := g.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := multilock.New(rlock.New(r.rdb, b), rlock.New(r.rdb, a))
+	if ok, err := other.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock of a held group = %v, %v", ok, err)
+	}
+	if err := g.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		outcome string
+		want    int64
+	}{{"acquired", 1}, {"contended", 1}} {
+		if n := r.count(t, rso.MetricAcquireDuration, kv{rso.AttrPrimitive: "multilock", rso.AttrOutcome: c.outcome}); n != c.want {
+			t.Errorf("multilock acquires %s: %d, want %d", c.outcome, n, c.want)
+		}
+	}
+	if n := r.count(t, rso.MetricAcquireDuration, kv{rso.AttrPrimitive: "rlock", rso.AttrOutcome: "acquired"}); n < 2 {
+		t.Errorf("member acquires: %d, want at least 2", n)
+	}
+	if n := len(r.ended("redisync.multilock.acquire")); n != 1 {
+		t.Errorf("%d multilock acquire spans, want 1 (TryLock has none)", n)
 	}
 }
 

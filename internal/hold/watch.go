@@ -3,6 +3,8 @@ package hold
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hub"
 )
@@ -53,6 +55,9 @@ func WatcherOf(x any) *Watcher {
 // Keeping returns how the lock keeps its holds: a fixed lease, or the
 // watchdog and its timeout.
 func (w *Watcher) Keeping() Keeping { return w.h.l.k.Keeping }
+
+// Client returns the Redis client of the lock.
+func (w *Watcher) Client() redis.UniversalClient { return w.h.l.k.RDB }
 
 // Announced reports whether Watch can wake on the lock's releases.
 func (w *Watcher) Announced() bool { return w.h.announced }
