@@ -3,7 +3,6 @@ package multilock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -125,7 +124,7 @@ func TestTryLockAndCancelLeaveNothing(t *testing.T) {
 
 func TestClusterMembersInDifferentSlots(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	names := namesOnEveryMaster(t, c)
+	names := c.NamesOnEveryMaster(t, func(n string) string { return internal.NewNames(n).Lock() })
 	var clients []redis.UniversalClient
 	for range 2 {
 		clients = append(clients, c.NewClient(t))
@@ -147,24 +146,4 @@ func TestClusterMembersInDifferentSlots(t *testing.T) {
 			t.Fatalf("%s still locked (%v)", n, err)
 		}
 	}
-}
-
-// namesOnEveryMaster returns one lock name per master of c.
-func namesOnEveryMaster(t *testing.T, c *redistest.Cluster) []string {
-	t.Helper()
-	base := redistest.UniqueName(t)
-	seen := map[string]bool{}
-	var names []string
-	for i := 0; len(names) < len(c.Nodes()) && i < 1000; i++ {
-		name := fmt.Sprintf("%s-%d", base, i)
-		addr := c.MasterFor(internal.NewNames(name).Lock()).Addr()
-		if !seen[addr] {
-			seen[addr] = true
-			names = append(names, name)
-		}
-	}
-	if len(names) < len(c.Nodes()) {
-		t.Fatalf("found names on only %d masters", len(names))
-	}
-	return names
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,25 +17,8 @@ import (
 
 // Cluster tier: a real 3-master Redis Cluster.
 
-// namesOnEveryMaster returns one lock name per master of c.
-func namesOnEveryMaster(t *testing.T, c *redistest.Cluster) []string {
-	t.Helper()
-	base := redistest.UniqueName(t)
-	seen := map[string]bool{}
-	var names []string
-	for i := 0; len(names) < len(c.Nodes()) && i < 1000; i++ {
-		name := fmt.Sprintf("%s-%d", base, i)
-		addr := c.MasterFor(internal.NewNames(name).Lock()).Addr()
-		if !seen[addr] {
-			seen[addr] = true
-			names = append(names, name)
-		}
-	}
-	if len(names) < len(c.Nodes()) {
-		t.Fatalf("found names on only %d masters", len(names))
-	}
-	return names
-}
+// lockKey is the main key of the lock called name, whose slot is the lock's.
+func lockKey(name string) string { return internal.NewNames(name).Lock() }
 
 func TestClusterMutualExclusion(t *testing.T) {
 	c := redistest.SharedCluster(t)
@@ -45,7 +27,7 @@ func TestClusterMutualExclusion(t *testing.T) {
 		clients = append(clients, c.NewClient(t))
 	}
 	var wg sync.WaitGroup
-	for _, name := range namesOnEveryMaster(t, c) {
+	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
 		wg.Go(func() { counterRun(t, clients, name, 4, 25) })
 	}
 	wg.Wait()
@@ -53,7 +35,7 @@ func TestClusterMutualExclusion(t *testing.T) {
 
 func TestClusterWaiterOnShardChannel(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	for _, name := range namesOnEveryMaster(t, c) {
+	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
 		t.Run(name, func(t *testing.T) {
 			ch := internal.NewNames(name).Channel()
 			master := c.MasterFor(ch).NewClient(t)
@@ -128,15 +110,7 @@ func TestClusterManyLocksOneConnectionPerPrimary(t *testing.T) {
 	}
 	// Parked: every lock's channel is subscribed on its master.
 	redistest.WaitFor(t, 15*time.Second, func() bool {
-		total := 0
-		for _, s := range c.Nodes() {
-			for _, ch := range redistest.ShardChannels(t, s) {
-				if strings.HasPrefix(ch, internal.Prefix+"{"+base+"-") {
-					total++
-				}
-			}
-		}
-		return total == n
+		return len(c.ShardChannelsWithPrefix(t, internal.Prefix+"{"+base+"-")) == n
 	})
 	for _, s := range c.Nodes() {
 		if k := redistest.PubSubClientsNamed(t, s, clientName); k != 1 {

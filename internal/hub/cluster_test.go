@@ -34,21 +34,6 @@ func pubsubConns(t *testing.T, c *redistest.Cluster, name string) map[string]int
 	return out
 }
 
-// shardChannels counts, over every node, the shard channels starting with
-// prefix.
-func shardChannels(t *testing.T, c *redistest.Cluster, prefix string) int {
-	t.Helper()
-	n := 0
-	for _, s := range c.Nodes() {
-		for _, ch := range redistest.ShardChannels(t, s) {
-			if strings.HasPrefix(ch, prefix) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // Channels in hundreds of slots share one connection per primary, each
 // message wakes its own waiter, and nothing is left once they leave.
 func TestClusterOneConnectionPerPrimary(t *testing.T) {
@@ -106,7 +91,7 @@ func TestClusterOneConnectionPerPrimary(t *testing.T) {
 	for _, s := range subs {
 		s.Close()
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return shardChannels(t, c, prefix) == 0 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return len(c.ShardChannelsWithPrefix(t, prefix)) == 0 })
 	redistest.WaitFor(t, 5*time.Second, func() bool {
 		for _, k := range pubsubConns(t, c, name) {
 			if k != 0 {
@@ -148,7 +133,7 @@ func TestClusterReconnectResubscribesEverySlot(t *testing.T) {
 			t.Fatalf("waiter %d not woken by the reconnection", i)
 		}
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return shardChannels(t, c, prefix) == n })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return len(c.ShardChannelsWithPrefix(t, prefix)) == n })
 	for addr, k := range pubsubConns(t, c, name) {
 		if k != 1 {
 			t.Errorf("%d pub/sub connections on %s after the reconnection, want 1", k, addr)

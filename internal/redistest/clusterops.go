@@ -453,6 +453,46 @@ func PubSubClients(t testing.TB, s *Server) int {
 	return s.ClientCount(t, "pubsub")
 }
 
+// NamesOnEveryMaster returns one name per master of c, each of the form
+// "<UniqueName(t)>-<i>", chosen so that key(name) is served by a different
+// master: for tests that must touch every master. key maps a name to the
+// key whose slot decides (the primitive's main key).
+func (c *Cluster) NamesOnEveryMaster(t testing.TB, key func(name string) string) []string {
+	t.Helper()
+	masters := len(c.Masters(t))
+	base := UniqueName(t)
+	seen := map[string]bool{}
+	var names []string
+	for i := 0; len(names) < masters && i < 1000; i++ {
+		name := fmt.Sprintf("%s-%d", base, i)
+		addr := c.MasterFor(key(name)).Addr()
+		if !seen[addr] {
+			seen[addr] = true
+			names = append(names, name)
+		}
+	}
+	if len(names) < masters {
+		t.Fatalf("redistest: found names on only %d of %d masters", len(names), masters)
+	}
+	return names
+}
+
+// ShardChannelsWithPrefix returns the shard channels starting with prefix
+// that some node of c has subscribers for (PUBSUB SHARDCHANNELS on every
+// node), once per node that lists it.
+func (c *Cluster) ShardChannelsWithPrefix(t testing.TB, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, s := range c.Nodes() {
+		for _, ch := range ShardChannels(t, s) {
+			if strings.HasPrefix(ch, prefix) {
+				out = append(out, ch)
+			}
+		}
+	}
+	return out
+}
+
 // PubSubClientsNamed is PubSubClients counting only the connections named
 // name (CLIENT SETNAME, go-redis's ClientName option), so that a test on a
 // shared cluster counts its own client's connections.
