@@ -82,13 +82,13 @@ func newNode(h *Hub, addr string, opt *redis.Options) *node {
 func (n *node) run() {
 	defer close(n.done)
 	nc, br, err := n.dial()
+	opened := false
 	if err == nil {
 		n.wmu.Lock()
 		if n.ctx.Err() != nil {
-			err = n.ctx.Err()
 			_ = nc.Close()
 		} else {
-			n.nc = nc
+			n.nc, opened = nc, true
 			n.hub.opened()
 			n.hub.mu.Lock()
 			chs := make([]*channel, 0, len(n.channels))
@@ -100,10 +100,11 @@ func (n *node) run() {
 		}
 		n.wmu.Unlock()
 	}
-	opened := err == nil
 	if opened {
-		// read returns only when the connection failed or was closed.
-		_ = n.read(nc, br)
+		if err == nil {
+			// read returns only when the connection failed or was closed.
+			_ = n.read(nc, br)
+		}
 		n.closeConn()
 		n.hub.closed()
 	}
