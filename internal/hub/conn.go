@@ -26,7 +26,6 @@ const (
 // subscribes them all again in one command, suits it.
 type conn struct {
 	hub *Hub
-	key int
 
 	// Guarded by hub.mu.
 	channels     map[string]*channel
@@ -44,11 +43,10 @@ type conn struct {
 	done   chan struct{} // closed when run returns
 }
 
-func newConn(h *Hub, key int) *conn {
+func newConn(h *Hub) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
 		hub:          h,
-		key:          key,
 		channels:     make(map[string]*channel),
 		pendingUnsub: make(map[string]int),
 		ctx:          ctx,
