@@ -15,6 +15,22 @@ import (
 
 // Checks shared by the unit, integration and cluster tiers.
 
+// wantReturned waits for n waiters started by startWaiters to return nil,
+// each within the bound; what names what should have woken them.
+func wantReturned(t *testing.T, waited <-chan error, n int, within time.Duration, what string) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(within):
+			t.Fatalf("a waiter was not woken by %s", what)
+		}
+	}
+}
+
 // semantics walks a latch through its life: set, TrySetCount refused
 // while set, count down to zero (the key goes), CountDown at zero does
 // nothing, Delete.
