@@ -4,10 +4,17 @@
 //
 //	cd bench && go run .
 //
+// With -page it also writes the results as a Markdown page that says when,
+// where and how they were measured (the repository's docs/benchmarks.md):
+//
+//	cd bench && go run . -page ../docs/benchmarks.md
+//
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
-// fairlock, rwlock and semaphore.
+// fairlock, rwlock, semaphore, latch, and the wake-up transport on a
+// three-master cluster it starts (with redis-cli --cluster create) against
+// standalone.
 // Flags bound the run; see -help.
 package main
 
@@ -20,7 +27,6 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -30,18 +36,26 @@ import (
 
 // config holds the flags.
 type config struct {
-	run         string
-	verbose     bool
-	uncontended time.Duration
-	handoff     time.Duration
-	handoffN    int
-	window      time.Duration
-	warmup      time.Duration
-	holds       int
-	wdTimeout   time.Duration
-	periods     int
-	waiters     int
-	waitLocks   int
+	run            string
+	verbose        bool
+	uncontended    time.Duration
+	handoff        time.Duration
+	handoffN       int
+	window         time.Duration
+	warmup         time.Duration
+	holds          int
+	wdTimeout      time.Duration
+	periods        int
+	waiters        int
+	waitLocks      int
+	clusterN       []int
+	clusterTimeout time.Duration
+	clusterRuns    int
+	latchWaiters   int
+	latchRounds    int
+	page           string   // -page: write the Markdown page here
+	note           string   // -note: a remark printed on the page
+	args           []string // the command-line arguments, for the page
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -57,6 +71,18 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.periods, "periods", 4, "watchdog: renewal periods measured")
 	fs.IntVar(&c.waiters, "waiters", 10000, "waiters: parked goroutines")
 	fs.IntVar(&c.waitLocks, "waiter-locks", 1000, "waiters: locks they wait on")
+	c.clusterN = []int{100, 1000, 3000}
+	fs.Func("cluster-n", "cluster: comma-separated numbers of waiters, each on a lock of its own (default 100,1000,3000)", func(s string) error {
+		n, err := parseSizes(s)
+		c.clusterN = n
+		return err
+	})
+	fs.IntVar(&c.clusterRuns, "cluster-runs", 3, "cluster: runs per row; the table shows the median of each measure")
+	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
+	fs.IntVar(&c.latchWaiters, "latch-waiters", 1000, "latch: waiters woken by the last CountDown")
+	fs.IntVar(&c.latchRounds, "latch-rounds", 5, "latch: rounds measured")
+	fs.StringVar(&c.page, "page", "", "also write the results as a Markdown page to this `file` (e.g. ../docs/benchmarks.md), with the machine, server, commit, date and command")
+	fs.StringVar(&c.note, "note", "", "a remark about the circumstances of the run, printed on the page")
 }
 
 // scenario is one named benchmark producing one table.
@@ -90,8 +116,11 @@ type env struct {
 // client returns a new client of the server with a counting hook. The
 // pool timeout is generous: some scenarios queue thousands of goroutines
 // on one pool.
-func (e *env) client() (*redis.Client, *counter) {
-	rdb := redis.NewClient(&redis.Options{Addr: e.addr, PoolTimeout: time.Minute})
+func (e *env) client() (*redis.Client, *counter) { return e.clientAt(e.addr) }
+
+// clientAt is client for the server at addr (a scenario may start more).
+func (e *env) clientAt(addr string) (*redis.Client, *counter) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolTimeout: time.Minute})
 	c := &counter{}
 	rdb.AddHook(c)
 	e.mu.Lock()
@@ -128,6 +157,7 @@ func main() {
 	cfg.flags(flag.CommandLine)
 	flag.Usage = usage
 	flag.Parse()
+	cfg.args = os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, cfg, os.Stdout)
 	stop()
@@ -164,9 +194,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	e := &env{cfg: cfg, addr: srv.addr, out: out, results: make(map[string]float64)}
 	e.ctl = redis.NewClient(&redis.Options{Addr: srv.addr})
 	defer e.ctl.Close()
-	if err := header(ctx, e); err != nil {
+	m, err := header(ctx, e)
+	if err != nil {
 		return err
 	}
+	var tables []*table
 	for _, s := range scenarios {
 		if !match.MatchString(s.name) {
 			continue
@@ -179,6 +211,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		}
 		t.note("(%s: %.1f s)", s.name, time.Since(start).Seconds())
 		t.print(out)
+		tables = append(tables, t)
 		// Start every scenario from an empty server.
 		if err := e.ctl.FlushAll(ctx).Err(); err != nil {
 			return err
@@ -187,22 +220,33 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if t := targets(e); len(t.rows) > 0 {
 		t.print(out)
 	}
+	if cfg.page == "" {
+		return nil
+	}
+	p := pageData{
+		when: time.Now(), commit: repoCommit(ctx, ".", cfg.page), command: commandLine(cfg.args),
+		note: cfg.note, machine: m, summary: summary(e), tables: tables,
+	}
+	if err := writePage(cfg.page, p); err != nil {
+		return fmt.Errorf("-page: %w", err)
+	}
+	fmt.Fprintf(out, "\nwrote %s\n", cfg.page)
 	return nil
 }
 
-// header prints what the numbers were measured on.
-func header(ctx context.Context, e *env) error {
+// header prints what the numbers were measured on, and returns it.
+func header(ctx context.Context, e *env) (machine, error) {
 	info, err := e.ctl.Info(ctx, "server").Result()
 	if err != nil {
-		return err
+		return machine{}, err
 	}
-	version := serverVersion(info)
+	m := newMachine(ctx, e, serverVersion(info))
 	fmt.Fprintf(e.out, "## redisync benchmarks\n\n")
-	fmt.Fprintf(e.out, "- machine: %s, %d CPUs (GOMAXPROCS %d), %s/%s\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(e.out, "- machine: %s\n", m.describe())
 	fmt.Fprintf(e.out, "- %s; %s on loopback %s, persistence off; median PING round trip %s\n",
-		runtime.Version(), version, e.addr, dur(pingRTT(ctx, e.ctl)))
-	fmt.Fprintf(e.out, "- command: go run . %s\n", strings.Join(os.Args[1:], " "))
-	return nil
+		m.goVersion, m.server, m.addr, dur(m.rtt))
+	fmt.Fprintf(e.out, "- command: %s\n", commandLine(e.cfg.args))
+	return m, nil
 }
 
 // pingRTT is the median of 200 PINGs on rdb.

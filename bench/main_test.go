@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ func TestSmoke(t *testing.T) {
 		window: 200 * time.Millisecond, warmup: 50 * time.Millisecond,
 		holds: 200, wdTimeout: 300 * time.Millisecond, periods: 1,
 		waiters: 200, waitLocks: 20,
+		clusterN: []int{20}, clusterRuns: 1, clusterTimeout: time.Minute,
+		latchWaiters: 100, latchRounds: 2,
+		page: filepath.Join(t.TempDir(), "benchmarks.md"),
 	}
 	var out bytes.Buffer
 	err := run(t.Context(), cfg, &out)
@@ -34,6 +38,15 @@ func TestSmoke(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "### Targets") {
 		t.Error("no targets table")
+	}
+	page, err := os.ReadFile(cfg.page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## This run", "## Summary", "handoff to a parked waiter", "### 2. Handoff"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("page lacks %q:\n%s", want, page)
+		}
 	}
 	t.Log(out.String())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 // table is one scenario's result, printed as a Markdown table so that it
 // reads in a terminal and pastes into the README.
 type table struct {
+	level int // heading level of the title: 3 (###) unless set
 	title string
 	head  []string
 	rows  [][]string
@@ -45,7 +47,7 @@ func (t *table) print(w io.Writer) {
 		}
 		fmt.Fprintln(w, b.String())
 	}
-	fmt.Fprintf(w, "\n### %s\n\n", t.title)
+	fmt.Fprintf(w, "\n%s %s\n\n", strings.Repeat("#", cmp.Or(t.level, 3)), t.title)
 	line(t.head)
 	sep := make([]string, len(t.head))
 	for i := range sep {

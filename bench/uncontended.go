@@ -37,18 +37,8 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 			return nil, err
 		}
 	}
-	deadline := time.Now().Add(e.cfg.uncontended * time.Duration(len(contenders)))
-	for turn := 0; time.Now().Before(deadline); turn++ {
-		for j := range lockers {
-			i := (turn + j) % len(lockers) // who goes first rotates
-			start := time.Now()
-			n, err := lockUnlock(ctx, lockers[i], burst)
-			if err != nil {
-				return nil, err
-			}
-			totals[i].elapsed += time.Since(start)
-			totals[i].ops += n
-		}
+	if err := takeTurns(ctx, lockers, totals, e.cfg.uncontended); err != nil {
+		return nil, err
 	}
 
 	tb := newTable("1. Uncontended Lock+Unlock",
@@ -67,6 +57,25 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	tb.note("About %v per library, in turns of %d Lock+Unlock. Redis commands from INFO commandstats, counting those run inside scripts. \"rlock scripts alone\" runs rlock's two scripts straight from go-redis: the difference to redisync rlock is what the library costs in Go.",
 		e.cfg.uncontended, burst)
 	return tb, nil
+}
+
+// takeTurns runs Lock+Unlock on each of lockers for about d each, in
+// bursts, adding to totals.
+func takeTurns(ctx context.Context, lockers []locker, totals []uncontendedTotal, d time.Duration) error {
+	deadline := time.Now().Add(d * time.Duration(len(lockers)))
+	for turn := 0; time.Now().Before(deadline); turn++ {
+		for j := range lockers {
+			i := (turn + j) % len(lockers) // who goes first rotates
+			start := time.Now()
+			n, err := lockUnlock(ctx, lockers[i], burst)
+			if err != nil {
+				return err
+			}
+			totals[i].elapsed += time.Since(start)
+			totals[i].ops += n
+		}
+	}
+	return nil
 }
 
 // count measures the round trips and Redis commands of a Lock+Unlock of l.

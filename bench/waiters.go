@@ -84,9 +84,14 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 
 // parking is a crowd of goroutines, each locking and unlocking once.
 type parking struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	cnt *counter
 	key func(i int) string
+	// Optional: held is called by waiter i once it holds its lock;
+	// subscribed is a further condition for park to count them parked
+	// (evaluated only once the client has gone quiet).
+	held       func(i int)
+	subscribed func() bool
 
 	started atomic.Int64 // waiters that have called Lock
 	wg      sync.WaitGroup
@@ -116,7 +121,9 @@ func (p *parking) park(ctx context.Context, n int) error {
 	// (How many attempts a waiter makes depends on whether it found others
 	// of the client parked on its lock, so counting them cannot tell.)
 	quiet, lastTrip := settled(p.cnt)
-	parked := func() bool { return p.started.Load() == int64(n) && quiet() }
+	parked := func() bool {
+		return p.started.Load() == int64(n) && quiet() && (p.subscribed == nil || p.subscribed())
+	}
 	if err := poll(wctx, parkTimeout, parked); err != nil {
 		return fmt.Errorf("waiters did not park: %w", err)
 	}
@@ -134,6 +141,9 @@ func (p *parking) waiter(ctx context.Context, i int) {
 	m := rlock.New(p.rdb, p.key(i))
 	p.started.Add(1)
 	err := m.Lock(ctx)
+	if err == nil && p.held != nil {
+		p.held(i)
+	}
 	if err == nil {
 		err = m.Unlock(context.WithoutCancel(ctx))
 	} else if ctx.Err() != nil {

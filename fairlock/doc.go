@@ -15,7 +15,7 @@
 // redisync:{name}:timeouts (owner id, scored by the Redis server time in
 // milliseconds after which that waiter counts as dead). Each waiter listens
 // on a channel of its own, redisync:{name}:chan:<owner id>. With
-// WithFencing, the counter redisync:{name}:fence (which never expires)
+// [WithFencing], the counter redisync:{name}:fence (which never expires)
 // hands out fencing tokens. Everything shares the hash tag {name}, so on a
 // Redis Cluster each lock lives in one slot. Every state change is one Lua
 // script (see package lua), and every script first drops the waiters whose
@@ -24,11 +24,12 @@
 //
 // # Ownership
 //
-// Ownership is rlock's: a handle is shared like a sync.Mutex, goroutines
+// Ownership is rlock's: a handle is shared like a [sync.Mutex], goroutines
 // waiting on one handle wait in line in the process in arrival order (only
 // the first of them holds a place in the Redis line), and re-entry travels
-// in ctx: Lock, TryLock and Do with the ctx Do hands fn go one level
-// deeper (HoldCount(ctx) reports the depth), Unlock with it leaves one.
+// in ctx: [Mutex.Lock], [Mutex.TryLock] and [Mutex.Do] with the ctx Do hands
+// fn go one level deeper ([Mutex.HoldCount] reports the depth),
+// [Mutex.Unlock] with it leaves one.
 //
 // # Waiting in line
 //
@@ -45,7 +46,7 @@
 // package internal/hold for the whole design.
 //
 // A waiting Lock refreshes its place at least every second (a third of
-// the grant lease) and every third of WithWaiterTimeout (10s by default),
+// the grant lease) and every third of [WithWaiterTimeout] ([DefaultWaiterTimeout], 10s),
 // however long the holder keeps the lock. A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
 // last refresh, and from then on it no longer blocks the waiters behind it.
@@ -65,11 +66,11 @@
 //
 // # Leases, the watchdog and loss
 //
-// As in rlock: without WithLeaseTime, a hold has the lease
-// WithWatchdogTimeout (30s by default) and the client's shared watchdog
-// renews it every third of that. When a renewal finds the lock gone or
-// owned by someone else, or renewals keep failing until the lease has run
-// out, the hold is lost: Done closes and the WithOnLost hook runs. With
+// As in rlock: without [WithLeaseTime], a hold has the lease
+// [WithWatchdogTimeout] (30s by default) and the client's shared watchdog
+// renews it every third of that. When a renewal finds the lock gone or owned
+// by someone else, or renewals keep failing until the lease has run out, the
+// hold is lost: [Mutex.Done] closes and the [WithOnLost] hook runs. With
 // WithLeaseTime the lock simply expires d after the last Lock; the first
 // waiter then takes it when its bounded sleep ends.
 //
@@ -85,9 +86,10 @@
 // order in which callers invoked Lock. A waiter that cannot reach Redis for
 // longer than the waiter timeout loses its place and joins the end of the
 // line again. A handle has one place in the Redis line: the goroutines
-// waiting on it queue behind one another in the process. The lease limits of rlock apply unchanged: mutual
-// exclusion holds only while the lease is valid and only on one primary that
-// has not lost the write; use fencing tokens where that matters.
+// waiting on it queue behind one another in the process. The lease limits of
+// rlock apply unchanged: mutual exclusion holds only while the lease is
+// valid and only on one primary that has not lost the write; use fencing
+// tokens where that matters.
 //
 // fairlock has no WithReplicaAck (rlock has): acknowledging the grant alone
 // would keep mutual exclusion across a failover but not the line, whose

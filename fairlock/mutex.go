@@ -20,7 +20,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	l := &line{Base: b, cfg: cfg, keys: script.FairKeys{
 		Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""),
 	}}
-	return &Mutex{l: hold.NewLock(hold.Kind{
+	m := &Mutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,
 		Acquire: l.acquire, Release: l.release, Renew: l.renew, ForceUnlock: l.forceUnlock, Leave: l.leave,
 		// Each waiter has a channel of its own, on which a release grants
@@ -29,6 +29,9 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
 	})}
+	// Not announced: a group of locks cannot sleep on the head's channel.
+	m.engine = m.l.Handle(false)
+	return m
 }
 
 // line is the lock as the engine sees it: a hash of holders and a line of

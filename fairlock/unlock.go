@@ -7,12 +7,12 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// Unlock releases one level of the hold ctx carries (see Do), else the
+// Unlock releases one level of the hold ctx carries (see [Mutex.Do]), else the
 // handle's plain hold, whichever goroutine took it. When the last level is
 // released the lock is free and the waiter first in line, and only that
 // waiter, is woken to take it. Unlock by a handle that does not hold the
 // lock (never locked, already released, or its lease ran out) returns an
-// error wrapping ErrNotHeld and changes nothing.
+// error wrapping [ErrNotHeld] and changes nothing.
 //
 // When the reply of an unlock is lost, Unlock retries it, knowing that the
 // first may have gone through: the retry releases nothing more and reports
@@ -46,17 +46,17 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.l.Forc
 // closed channel.
 func (m *Mutex) Done() <-chan struct{} { return m.l.Done() }
 
-// Token returns the fencing token of the current hold (see WithFencing): 0
+// Token returns the fencing token of the current hold (see [WithFencing]): 0
 // without fencing or when the handle holds nothing.
 func (m *Mutex) Token() uint64 { return m.l.Token() }
 
 // IsHeld reports whether this handle holds the lock.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) { return m.l.IsHeld(ctx) }
 
-// HoldCount returns the depth of the hold ctx carries (see Do): how many
-// levels Lock and Do took through it. Without one it returns 1 when the
-// handle has a plain hold (taken by Lock with a ctx that carries none),
-// else 0. It does no I/O.
+// HoldCount returns the depth of the hold ctx carries (see [Mutex.Do]): how
+// many levels Lock and Do took through it. Without one it returns 1 when the
+// handle has a plain hold (taken by Lock with a ctx that carries none), else
+// 0. It does no I/O.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.l.HoldCount(ctx) }
 
 // IsLocked reports whether any handle holds the lock.

@@ -1,8 +1,9 @@
 // Package internal holds what every redisync primitive shares and no user
 // should depend on: key and channel naming (one hash tag per primitive
 // name), owner ids, the shared sentinel errors and their wrapping, the
-// per-client registry of pub/sub hub and watchdog, and the one wait loop
-// every blocking acquire goes through.
+// per-client registry of pub/sub hub and watchdog, the one wait loop
+// every blocking acquire goes through, and the reports to a client's
+// Observer (package observe; see report.go).
 //
 // Subpackages: watchdog (batched lease renewal and loss detection), hold
 // (one lock handle's hold: levels, Done, undo and release retries, shared

@@ -40,10 +40,19 @@ func Wrap(pkg, op, name string, err error) error {
 		// not something callers should have to know about.
 		err = errors.New("unexpected nil reply from redis")
 	}
-	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
-		err = wrongType{key: NewNames(name).Lock(), reply: err}
-	}
+	err = WrongTypeAt(NewNames(name).Lock(), err)
 	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
+}
+
+// WrongTypeAt turns a WRONGTYPE reply into the error Wrap makes of it,
+// naming key: for a primitive whose data is not under the name's main key
+// (a latch), so that the error names the key that holds the wrong kind of
+// value. Any other error is returned as it is.
+func WrongTypeAt(key string, err error) error {
+	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
+		return wrongType{key: key, reply: err}
+	}
+	return err
 }
 
 // wrongType is a WRONGTYPE reply as a user reads it: it names the key of

@@ -21,8 +21,22 @@ const (
 // semaphores.
 const ReceiptForce = "force"
 
-// ReceiptKinds lists every kind of receipt, for tools that read them.
+// ReceiptKinds lists every kind of a semaphore's receipts, for tools that
+// read them (a latch's are LatchReceiptKinds).
 var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain, ReceiptAdd}
+
+// The receipt kinds of a count-down latch (package latch): a retried
+// CountDown, TrySetCount or Delete reports what its first run did. They
+// start with "latch:", so every key of a latch starts with Names.Latch.
+const (
+	ReceiptCountDown = "latch:countdown" // Latch.CountDown
+	ReceiptSetCount  = "latch:set"       // Latch.TrySetCount
+	ReceiptDelete    = "latch:delete"    // Latch.Delete
+)
+
+// LatchReceiptKinds lists the receipt kinds of a latch, for tools that
+// read them.
+var LatchReceiptKinds = []string{ReceiptCountDown, ReceiptSetCount, ReceiptDelete}
 
 // ReceiptTTL is how long the receipt of a request run by Once lives:
 // longer than any resend of its request, since Once sends none after half

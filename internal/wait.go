@@ -86,6 +86,7 @@ func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep tim
 
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
+	w.report = ReportOf(ctx)
 	w.sub = w.hub.JoinNeeding(w.channel, w.need)
 	var wait time.Duration
 	queued := false
@@ -136,10 +137,13 @@ func (w *waiter) wait(ctx context.Context) error {
 		if w.sub != nil {
 			notified = w.sub.C()
 		}
+		w.report.Park()
+		woke := false // by a notification, not the timer
 		select {
 		case <-notified:
-			w.woken = true
+			w.woken, woke = true, true
 			if over, err := w.granted(ctx); over {
+				w.report.Wake(woke)
 				return err
 			}
 		case <-timer.C:
@@ -147,6 +151,7 @@ func (w *waiter) wait(ctx context.Context) error {
 			_, _ = w.granted(ctx) // a grant that came with the end of ctx is given back
 			return w.ctxErr(ctx.Err())
 		}
+		w.report.Wake(woke)
 	}
 }
 
@@ -204,6 +209,7 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	sent := time.Now()
 	ok, wait, err := w.try(ctx)
+	w.report.Attempt(ctx, ok, err)
 	w.refused = time.Time{}
 	defer w.park()
 	switch {
@@ -253,6 +259,7 @@ type waiter struct {
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
 	backoff  time.Duration
+	report   *Report // the acquire's report (see Probe.Begin); nil: none
 }
 
 // ctxErr is the error for a wait ended by ctx: it wraps ctx's error and

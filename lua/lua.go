@@ -10,6 +10,7 @@
 // exception; their headers say so).
 //
 // The library runs them itself; nothing here needs to be called to use it.
+// [Source] returns one script's text, and [Scripts] holds them all.
 package lua
 
 import "embed"

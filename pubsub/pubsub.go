@@ -3,12 +3,12 @@
 // waiters sleep on, for code of your own that waits on Redis channels the
 // same way.
 //
-// Subscribe returns once Redis has confirmed the subscription, so a message
-// published after it returns is not missed. A message's payload says how
-// many waiters it may wake: "1" (or anything that is not a number) wakes
-// the waiter that subscribed first among those not yet woken, "n" wakes n
-// of them in subscription order, "-1" wakes every waiter. Wake-ups of a
-// waiter that has not run yet coalesce into one. When the connection is
+// [Hub.Subscribe] returns once Redis has confirmed the subscription, so a
+// message published after it returns is not missed. A message's payload says
+// how many waiters it may wake: "1" (or anything that is not a number) wakes
+// the waiter that subscribed first among those not yet woken, "n" wakes n of
+// them in subscription order, "-1" wakes every waiter. Wake-ups of a waiter
+// that has not run yet coalesce into one. When the connection is
 // re-established after a fault, every waiter is woken, since messages
 // published meanwhile are lost; a waiter should therefore re-check its
 // condition after every wake-up, and bound its sleep with a timer of its
@@ -30,12 +30,12 @@
 //
 // These connections are not go-redis PubSubs. After a broken connection a
 // PubSub subscribes every channel it knew again in one command, which a
-// cluster node refuses as soon as they span two slots, and nothing stops
-// it from doing so. The hub therefore dials each primary itself (with the
-// client's dialer, TLS settings, credentials and client name), speaks the few commands
-// of a subscriber, and owns reconnection: on a broken connection, or one
-// silent past two health-check intervals, it places every channel again,
-// slot map refreshed, on whichever primary owns it by then.
+// cluster node refuses as soon as they span two slots, and nothing stops it
+// from doing so. The hub therefore dials each primary itself (with the
+// client's dialer, TLS settings, credentials and client name), speaks the
+// few commands of a subscriber, and owns reconnection: on a broken
+// connection, or one silent past two health-check intervals, it places every
+// channel again, slot map refreshed, on whichever primary owns it by then.
 //
 // Slots move. When a slot of a subscribed channel leaves its node
 // (resharding, failover), Redis tells the subscribers with an unrequested

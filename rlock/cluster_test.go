@@ -1,6 +1,7 @@
 package rlock_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -16,25 +17,8 @@ import (
 
 // Cluster tier: a real 3-master Redis Cluster.
 
-// namesOnEveryMaster returns one lock name per master of c.
-func namesOnEveryMaster(t *testing.T, c *redistest.Cluster) []string {
-	t.Helper()
-	base := redistest.UniqueName(t)
-	seen := map[string]bool{}
-	var names []string
-	for i := 0; len(names) < len(c.Nodes()) && i < 1000; i++ {
-		name := fmt.Sprintf("%s-%d", base, i)
-		addr := c.MasterFor(internal.NewNames(name).Lock()).Addr()
-		if !seen[addr] {
-			seen[addr] = true
-			names = append(names, name)
-		}
-	}
-	if len(names) < len(c.Nodes()) {
-		t.Fatalf("found names on only %d masters", len(names))
-	}
-	return names
-}
+// lockKey is the main key of the lock called name, whose slot is the lock's.
+func lockKey(name string) string { return internal.NewNames(name).Lock() }
 
 func TestClusterMutualExclusion(t *testing.T) {
 	c := redistest.SharedCluster(t)
@@ -43,7 +27,7 @@ func TestClusterMutualExclusion(t *testing.T) {
 		clients = append(clients, c.NewClient(t))
 	}
 	var wg sync.WaitGroup
-	for _, name := range namesOnEveryMaster(t, c) {
+	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
 		wg.Go(func() { counterRun(t, clients, name, 4, 25) })
 	}
 	wg.Wait()
@@ -51,7 +35,7 @@ func TestClusterMutualExclusion(t *testing.T) {
 
 func TestClusterWaiterOnShardChannel(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	for _, name := range namesOnEveryMaster(t, c) {
+	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
 		t.Run(name, func(t *testing.T) {
 			n := internal.NewNames(name)
 			master := c.MasterFor(n.Lock()).NewClient(t)
@@ -96,5 +80,64 @@ func TestClusterWaiterOnShardChannel(t *testing.T) {
 			}
 			mustUnlock(t, waiter)
 		})
+	}
+}
+
+// 600 locks in about as many slots, one waiter each, all on one client:
+// the client listens with one pub/sub connection per master, and every
+// waiter acquires once the holder releases, woken by the release (the
+// holder's 30s lease is far past the bound).
+func TestClusterManyLocksOneConnectionPerPrimary(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	clientName := "many-locks-" + redistest.UniqueName(t)
+	waiters := c.NewClient(t, func(o *redis.ClusterOptions) { o.ClientName = clientName })
+	holderRDB := c.NewClient(t)
+	base := redistest.UniqueName(t)
+	const n = 600
+	holders := make([]*rlock.Mutex, n)
+	for i := range holders {
+		holders[i] = rlock.New(holderRDB, fmt.Sprintf("%s-%d", base, i))
+		mustLock(t, holders[i])
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	acquired := make(chan time.Time, n)
+	for i := range n {
+		wg.Go(func() {
+			m := rlock.New(waiters, fmt.Sprintf("%s-%d", base, i))
+			if err := m.Lock(ctx); err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			acquired <- time.Now()
+			if err := m.Unlock(context.Background()); err != nil {
+				t.Errorf("waiter %d: Unlock: %v", i, err)
+			}
+		})
+	}
+	// Parked: every lock's channel is subscribed on its master.
+	redistest.WaitFor(t, 15*time.Second, func() bool {
+		return len(c.ShardChannelsWithPrefix(t, internal.Prefix+"{"+base+"-")) == n
+	})
+	for _, s := range c.Nodes() {
+		if k := redistest.PubSubClientsNamed(t, s, clientName); k != 1 {
+			t.Errorf("%d pub/sub connections on %s for %d waiters, want 1", k, s.Addr(), n)
+		}
+	}
+	released := time.Now()
+	for _, h := range holders {
+		mustUnlock(t, h)
+	}
+	wg.Wait()
+	close(acquired)
+	last := released
+	for at := range acquired {
+		if at.After(last) {
+			last = at
+		}
+	}
+	if d := last.Sub(released); d > 5*time.Second {
+		t.Errorf("the last of %d waiters acquired %v after the releases began", n, d)
 	}
 }

@@ -8,7 +8,7 @@
 // oldest first) with liveness deadlines in the zset
 // redisync:{name}:timeouts (server time in milliseconds), and each listens
 // on a channel of its own, redisync:{name}:chan:<owner id>. With
-// WithFencing, the counter redisync:{name}:fence (which never expires)
+// [WithFencing], the counter redisync:{name}:fence (which never expires)
 // hands out fencing tokens. Every key and channel shares the hash tag
 // {name}, so on a Redis Cluster each lock lives in one slot and its
 // scripts never fail with CROSSSLOT. Every state change is one Lua script
@@ -17,25 +17,26 @@
 //
 // # Ownership
 //
-// A handle is shared the way a sync.Mutex is: while it holds the lock,
-// every other Lock waits, from another process, another handle, or another
-// goroutine using the same handle. Goroutines waiting on one handle wait
-// in line in the process (in arrival order) and only the first of them
-// asks Redis, so sharing a handle adds no Redis traffic. A plain hold
-// (taken by Lock with a ctx that carries no hold) is released by a plain
-// Unlock from any goroutine.
+// A handle is shared the way a [sync.Mutex] is: while it holds the lock,
+// every other [Mutex.Lock] waits, from another process, another handle, or
+// another goroutine using the same handle. Goroutines waiting on one handle
+// wait in line in the process (in arrival order) and only the first of them
+// asks Redis, so sharing a handle adds no Redis traffic. A plain hold (taken
+// by Lock with a ctx that carries no hold) is released by a plain
+// [Mutex.Unlock] from any goroutine.
 //
-// Re-entry is explicit and travels in ctx: Do runs fn with a ctx that
-// carries the hold (and is cancelled when the hold is lost); Lock, TryLock
-// and Do called with that ctx, or one derived from it, re-enter (the hash's
-// count goes up; HoldCount(ctx) reports the depth) and Unlock with it
-// leaves one level. A call whose ctx carries no hold never re-enters by
-// accident: it waits as a second sync.Mutex.Lock would. A hold that Do
-// took belongs to fn's ctx: a plain Unlock during it returns ErrNotHeld.
-// Each handle has a random owner id in Redis; one handle per name per
-// process is the normal use. When the hold is lost (Done closes) or
-// force-unlocked, the handle forgets it: the next Lock on it proceeds, and
-// the late Unlock of the lost hold returns ErrNotHeld.
+// Re-entry is explicit and travels in ctx: [Mutex.Do] runs fn with a ctx
+// that carries the hold (and is cancelled when the hold is lost); Lock,
+// [Mutex.TryLock] and Do called with that ctx, or one derived from it,
+// re-enter (the hash's count goes up; [Mutex.HoldCount] reports the depth)
+// and Unlock with it leaves one level. A call whose ctx carries no hold
+// never re-enters by accident: it waits as a second sync.Mutex.Lock would. A
+// hold that Do took belongs to fn's ctx: a plain Unlock during it returns
+// [ErrNotHeld]. Each handle has a random owner id in Redis; one handle per
+// name per process is the normal use. When the hold is lost ([Mutex.Done]
+// closes) or force-unlocked ([Mutex.ForceUnlock]), the handle forgets it:
+// the next Lock on it proceeds, and the late Unlock of the lost hold returns
+// ErrNotHeld.
 //
 // # Waiting
 //
@@ -67,24 +68,24 @@
 // grant that reached it as it gave up is released, which passes the lock
 // on. If ctx ends while an acquire script is in flight, Lock gives back
 // whatever the script may have taken before it returns. With
-// WithLeaseTime or WithReplicaAck, a grant is completed by one acquire
+// [WithLeaseTime] or [WithReplicaAck], a grant is completed by one acquire
 // script instead, which sets the hold's own lease (and waits for the
 // replicas).
 //
 // # Leases, the watchdog and loss
 //
-// Without WithLeaseTime, a hold has the lease WithWatchdogTimeout (30s by
-// default) and the client's shared watchdog renews it every third of that,
-// batching the renewals of all holds of the client. When a renewal finds
-// the lock gone or owned by someone else, or when renewals keep failing
-// until the lease has run out, the hold is lost: Done closes and the
-// WithOnLost hook runs. Validity is timed locally from when the last
-// successful renewal was sent, minus a drift margin, so a holder cut off
-// from Redis learns of the loss before Redis can give the lock to someone
-// else. With WithLeaseTime the lock simply expires d after the last Lock;
-// Done closes then, but a ForceUnlock is not noticed until then.
-// When the handle holds nothing, no goroutine of the library is running
-// for it.
+// Without [WithLeaseTime], a hold has the lease [WithWatchdogTimeout]
+// ([DefaultWatchdogTimeout], 30s) and the client's shared watchdog renews it
+// every third of that, batching the renewals of all holds of the client.
+// When a renewal finds the lock gone or owned by someone else, or when
+// renewals keep failing until the lease has run out, the hold is lost: Done
+// closes and the [WithOnLost] hook runs (with an error wrapping [ErrLost]).
+// Validity is timed locally from when the last successful renewal was sent,
+// minus a drift margin, so a holder cut off from Redis learns of the loss
+// before Redis can give the lock to someone else. With WithLeaseTime the
+// lock simply expires d after the last Lock; Done closes then, but a
+// ForceUnlock is not noticed until then. When the handle holds nothing, no
+// goroutine of the library is running for it.
 //
 // # Redis deployments
 //
@@ -98,8 +99,10 @@
 // only on one primary that has not lost the write. Replication is
 // asynchronous: a failover can lose a lock. A paused process (GC, a stopped
 // VM) can outlive its lease without noticing until it runs again. Where that
-// matters, use fencing tokens and have the protected resource reject stale
-// ones.
+// matters, use fencing tokens ([WithFencing], [Mutex.Token]) and have the
+// protected resource reject stale ones. [WithReplicaAck] makes an
+// acquisition wait until replicas have it, which narrows the failover window
+// without closing it (renewals and releases are not acknowledged).
 //
 // # Testing with miniredis
 //

@@ -9,7 +9,7 @@ import (
 // It is the same value in every redisync package.
 var ErrNotHeld = internal.ErrNotHeld
 
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
+// ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
@@ -21,4 +21,9 @@ var ErrWrongType = internal.ErrWrongType
 // (see the package doc). It is safe for concurrent use.
 type Mutex struct {
 	l *hold.Lock
+	// engine lets package multilock watch the lock's releases and read
+	// its lease without adding to the API (see hold.Handle).
+	engine
 }
+
+type engine = hold.Handle

@@ -40,6 +40,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Grants: true, Fencing: cfg.fencing, ClaimByAttempt: cfg.ackReplicas > 0,
 		Channel: func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 	})
+	m.engine = m.l.Handle(true)
 	return m
 }
 
@@ -99,11 +100,11 @@ func (d *described) forceUnlock(ctx context.Context, receipt string) (bool, erro
 func (m *Mutex) Name() string { return m.l.Name() }
 
 // Lock locks m. If the lock is held (by another process or handle, or by
-// another goroutine on this handle), Lock waits until it is released or
-// its lease runs out, or until ctx is done; with a ctx that carries m's
-// hold (see Do) it re-enters the hold at once, one level deeper. On failure it
-// returns an error wrapping ctx.Err() or the Redis error, and leaves nothing
-// behind: no hold, no queue entry, no subscription.
+// another goroutine on this handle), Lock waits until it is released or its
+// lease runs out, or until ctx is done; with a ctx that carries m's hold
+// (see [Mutex.Do]) it re-enters the hold at once, one level deeper. On
+// failure it returns an error wrapping ctx.Err() or the Redis error, and
+// leaves nothing behind: no hold, no queue entry, no subscription.
 func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when

@@ -20,7 +20,7 @@ var ErrNotReplicated = internal.ErrNotReplicated
 // replicas have acknowledged it, for up to timeout: the acquire script and
 // a WAIT run on one connection to the primary, so WAIT covers exactly that
 // write. If fewer acknowledge in time, the acquisition is undone and Lock
-// and TryLock return an error wrapping ErrNotReplicated (Lock does not
+// and TryLock return an error wrapping [ErrNotReplicated] (Lock does not
 // retry). It needs a *redis.Client (a Sentinel FailoverClient is one) or a
 // *redis.ClusterClient; New panics on another client, and on replicas < 1
 // or timeout <= 0. The default is no acknowledgement.

@@ -7,12 +7,12 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// Unlock releases one level of the hold ctx carries (see Do), else the
+// Unlock releases one level of the hold ctx carries (see [Mutex.Do]), else the
 // handle's plain hold, whichever goroutine took it. When the last level is
 // released the lock is granted to the first live waiter in line (or is
 // free when nobody waits). Unlock by a handle that does not hold the lock
 // (never locked, already released, or its lease ran out) returns an error
-// wrapping ErrNotHeld and changes nothing.
+// wrapping [ErrNotHeld] and changes nothing.
 //
 // When the reply of an unlock is lost, Unlock retries it, knowing that the
 // first may have gone through: the retry releases nothing more and reports
@@ -38,10 +38,10 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.l.IsLocke
 // IsHeld reports whether this handle holds the lock.
 func (m *Mutex) IsHeld(ctx context.Context) (bool, error) { return m.l.IsHeld(ctx) }
 
-// HoldCount returns the depth of the hold ctx carries (see Do): how many
-// levels Lock and Do took through it. Without one it returns 1 when the
-// handle has a plain hold (taken by Lock with a ctx that carries none),
-// else 0. It does no I/O.
+// HoldCount returns the depth of the hold ctx carries (see [Mutex.Do]): how
+// many levels Lock and Do took through it. Without one it returns 1 when the
+// handle has a plain hold (taken by Lock with a ctx that carries none), else
+// 0. It does no I/O.
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.l.HoldCount(ctx) }
 
 // TTL returns the remaining lease of the lock, whoever holds it: 0 when it
@@ -54,7 +54,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) { return m.l.TTL
 // closed channel.
 func (m *Mutex) Done() <-chan struct{} { return m.l.Done() }
 
-// Token returns the fencing token of the current hold (see WithFencing): 0
+// Token returns the fencing token of the current hold (see [WithFencing]): 0
 // without fencing or when the handle holds nothing.
 func (m *Mutex) Token() uint64 { return m.l.Token() }
 

@@ -29,18 +29,18 @@
 //
 // # Ownership
 //
-// A handle is shared the way a sync.RWMutex is: goroutines sharing one
+// A handle is shared the way a [sync.RWMutex] is: goroutines sharing one
 // handle each take a read hold of their own (they overlap), a write hold
-// excludes every other goroutine and process, and in the process a
-// waiting writer holds back later readers of the same handle. Re-entry
-// travels in ctx: Do and RDo run fn with a ctx that carries the hold; Lock
-// with a write hold's ctx re-enters it, RLock with a read hold's ctx
-// re-enters that, and RLock or TryRLock with a write hold's ctx takes a
-// read hold (a downgrade) that outlives the write hold as a plain read
-// hold, released by a plain RUnlock. A Lock whose ctx carries a read hold
-// gets ErrUpgradeNotSupported at once instead of deadlocking on itself; a
-// plain Lock while the handle has plain read holds waits for them, as a
-// sync.RWMutex's would.
+// excludes every other goroutine and process, and in the process a waiting
+// writer holds back later readers of the same handle. Re-entry travels in
+// ctx: [RWMutex.Do] and [RWMutex.RDo] run fn with a ctx that carries the
+// hold; [RWMutex.Lock] with a write hold's ctx re-enters it, [RWMutex.RLock]
+// with a read hold's ctx re-enters that, and RLock or TryRLock with a write
+// hold's ctx takes a read hold (a downgrade) that outlives the write hold as
+// a plain read hold, released by a plain [RWMutex.RUnlock]. A Lock whose ctx
+// carries a read hold gets [ErrUpgradeNotSupported] at once instead of
+// deadlocking on itself; a plain Lock while the handle has plain read holds
+// waits for them, as a sync.RWMutex's would.
 //
 // After a downgrade the waiting readers join the downgraded reader as soon
 // as the write hold ends.
@@ -49,7 +49,7 @@
 //
 // A writer that has to wait adds itself to the writers' sorted set, scored
 // with the time (on the Redis server's clock) at which its announcement
-// lapses, WriterPatience ahead. While any announcement is live, new readers
+// lapses, [WriterPatience] ahead. While any announcement is live, new readers
 // wait; a read hold's ctx may re-enter it, and the write hold's ctx may
 // take read holds. Once the current readers leave, the last one
 // wakes a writer.
@@ -82,11 +82,11 @@
 //
 // # Leases, the watchdog and loss
 //
-// Without WithLeaseTime, holds have the lease WithWatchdogTimeout (30s by
+// Without [WithLeaseTime], holds have the lease [WithWatchdogTimeout] (30s by
 // default) and the client's shared watchdog renews them, both modes in one
 // script, every third of that. When a renewal finds that the handle holds
 // nothing any more, or renewals keep failing until the lease has run out,
-// the hold is lost: Done closes and the WithOnLost hook runs. With
+// the hold is lost: [RWMutex.Done] closes and the [WithOnLost] hook runs. With
 // WithLeaseTime each hold simply expires d after the handle's last RLock or
 // Lock. A handle's hold runs from its first acquisition, in either mode, to
 // the moment it holds nothing; Done belongs to that hold.
@@ -94,15 +94,15 @@
 // # Faults
 //
 // A release whose reply is lost (the connection broke after Redis ran the
-// script) is retried by RUnlock or Unlock itself, never by go-redis, and
-// the retry knows that the first may have gone through: it releases
-// nothing more and reports success. When the release of the handle's last
-// level fails nonetheless, the hold ends all the same: renewals stop and
-// Done closes, so the lock frees itself when its lease runs out instead of
-// being kept alive for a holder that wanted it released. An acquisition
-// whose outcome is unknown (a lost reply, or ctx ending while the script
-// was in flight) is given back before the error is returned, and an error
-// caused by a done ctx matches ctx.Err() with errors.Is.
+// script) is retried by RUnlock or [RWMutex.Unlock] itself, never by
+// go-redis, and the retry knows that the first may have gone through: it
+// releases nothing more and reports success. When the release of the
+// handle's last level fails nonetheless, the hold ends all the same:
+// renewals stop and Done closes, so the lock frees itself when its lease
+// runs out instead of being kept alive for a holder that wanted it released.
+// An acquisition whose outcome is unknown (a lost reply, or ctx ending while
+// the script was in flight) is given back before the error is returned, and
+// an error caused by a done ctx matches ctx.Err() with errors.Is.
 //
 // # Redis deployments
 //
@@ -122,13 +122,13 @@
 //
 // # What rlock has and RWMutex has not
 //
-// RWMutex has no fencing token (Token, WithFencing), no IsHeld or
-// HoldCount, and no WithReplicaAck. A token orders exclusive holders;
-// readers share the lock, so one token per read hold would not tell a
-// stale reader from a live one, and a token for writers alone is not
-// built yet. Guard a resource that must refuse stale writers with an
-// rlock.Mutex and WithFencing around the write. IsLocked and TTL report
-// the lock in either mode; Done reports this handle's hold.
+// RWMutex has no fencing token (Token, WithFencing), no IsHeld or HoldCount,
+// and no WithReplicaAck. A token orders exclusive holders; readers share the
+// lock, so one token per read hold would not tell a stale reader from a live
+// one, and a token for writers alone is not built yet. Guard a resource that
+// must refuse stale writers with an rlock.Mutex and its WithFencing around
+// the write. [RWMutex.IsLocked] and [RWMutex.TTL] report the lock in either
+// mode; Done reports this handle's hold.
 //
 // # Testing with miniredis
 //

@@ -11,11 +11,11 @@ import (
 var ErrNotHeld = internal.ErrNotHeld
 
 // ErrUpgradeNotSupported is returned by Lock and TryLock with a ctx that
-// carries a read hold of the lock (see RDo): waiting for the write lock
-// would wait for itself.
+// carries a read hold of the lock (see [RWMutex.RDo]): waiting for the write
+// lock would wait for itself.
 var ErrUpgradeNotSupported = internal.ErrUpgradeNotSupported
 
-// ErrLost is the reason a hold was lost, passed to the WithOnLost hook.
+// ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
@@ -28,4 +28,9 @@ var ErrWrongType = internal.ErrWrongType
 // go through the ctx Do and RDo hand to fn. It is safe for concurrent use.
 type RWMutex struct {
 	l *hold.Lock
+	// engine lets package multilock watch the lock's releases and read
+	// its lease without adding to the API (see hold.Handle).
+	engine
 }
+
+type engine = hold.Handle

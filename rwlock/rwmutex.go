@@ -24,10 +24,13 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		ReadChannel:   n.Channel(),
 		WriterChannel: n.WriterChannel(),
 	}}
-	return &RWMutex{l: hold.NewLock(hold.Kind{
+	rw := &RWMutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, MaxSleep: s.maxSleep,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
+	// A release that frees the lock wakes a writer on its channel.
+	rw.engine = rw.l.Handle(true)
+	return rw
 }
 
 // sides is the lock as the engine sees it: a read side and a write side
@@ -113,13 +116,14 @@ func levels(res script.RWHolds) hold.Levels {
 // Name returns the name of the lock.
 func (rw *RWMutex) Name() string { return rw.l.Name() }
 
-// RLock locks rw for reading. It waits while the write lock is held
-// (by another process, handle, or goroutine on this handle) or a writer is
-// waiting (see the package doc), until ctx is done. With a ctx that
-// carries a read hold of rw (see RDo) it re-enters it; with a write hold's
-// ctx (see Do) it takes a read hold at once that outlives the write hold
-// (a downgrade). On failure RLock returns an error wrapping ctx.Err() or the
-// Redis error, and leaves nothing behind: no hold, no subscription.
+// RLock locks rw for reading. It waits while the write lock is held (by
+// another process, handle, or goroutine on this handle) or a writer is
+// waiting (see the package doc), until ctx is done. With a ctx that carries
+// a read hold of rw (see [RWMutex.RDo]) it re-enters it; with a write hold's
+// ctx (see [RWMutex.Do]) it takes a read hold at once that outlives the
+// write hold (a downgrade). On failure RLock returns an error wrapping
+// ctx.Err() or the Redis error, and leaves nothing behind: no hold, no
+// subscription.
 func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Shared) }
 
 // TryRLock makes one attempt to lock rw for reading. It reports false and
@@ -127,20 +131,20 @@ func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold
 // goroutine on this handle) or a writer is waiting.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.TryLock(ctx, hold.Shared) }
 
-// Lock locks rw for writing. It waits until nobody else (no process,
-// handle, or other goroutine on this handle) holds the lock in either
-// mode, or until ctx is done. While it waits it announces itself, so that
-// new readers wait behind it. With a ctx that carries rw's write hold (see
-// Do) it re-enters it; with a ctx that carries a read hold (see RDo) it
-// gets an error wrapping ErrUpgradeNotSupported at once. On failure Lock returns an error wrapping
-// ctx.Err() or the Redis error, withdraws its announcement (waking the
-// readers it held back) and leaves nothing behind.
+// Lock locks rw for writing. It waits until nobody else (no process, handle,
+// or other goroutine on this handle) holds the lock in either mode, or until
+// ctx is done. While it waits it announces itself, so that new readers wait
+// behind it. With a ctx that carries rw's write hold (see Do) it re-enters
+// it; with a ctx that carries a read hold (see [RWMutex.RDo]) it gets an
+// error wrapping [ErrUpgradeNotSupported] at once. On failure Lock returns
+// an error wrapping ctx.Err() or the Redis error, withdraws its announcement
+// (waking the readers it held back) and leaves nothing behind.
 func (rw *RWMutex) Lock(ctx context.Context) error { return rw.l.Lock(ctx, hold.Exclusive) }
 
-// TryLock makes one attempt to lock rw for writing. It reports false and
-// no error when the lock is held in either mode (by another process,
-// handle, or goroutine on this handle); it does not announce itself. With
-// a ctx that carries a read hold (see RDo) it returns an error wrapping
+// TryLock makes one attempt to lock rw for writing. It reports false and no
+// error when the lock is held in either mode (by another process, handle, or
+// goroutine on this handle); it does not announce itself. With a ctx that
+// carries a read hold (see [RWMutex.RDo]) it returns an error wrapping
 // ErrUpgradeNotSupported.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	return rw.l.TryLock(ctx, hold.Exclusive)

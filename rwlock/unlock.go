@@ -12,7 +12,7 @@ import (
 // other readers remain, the lock lives as long as the longest of their
 // leases. RUnlock by a handle that holds no read lock (never locked,
 // already released, only write-locked, or its lease ran out) returns an
-// error wrapping ErrNotHeld and changes nothing.
+// error wrapping [ErrNotHeld] and changes nothing.
 //
 // When the reply of a release is lost, RUnlock and Unlock retry it,
 // knowing that the first may have gone through: the retry releases
@@ -21,9 +21,10 @@ import (
 // closes: Redis frees the lock when the lease runs out, if not before. A
 // later RUnlock or Unlock still releases it if it can.
 //
-// RUnlock, like Unlock, runs even when ctx is done or its deadline has passed: it uses ctx's
-// values without its cancellation, bounded by a timeout of its own (5s),
-// so a deferred RUnlock after a cancelled request still frees the lock at once.
+// RUnlock, like Unlock, runs even when ctx is done or its deadline has
+// passed: it uses ctx's values without its cancellation, bounded by a
+// timeout of its own (5s), so a deferred RUnlock after a cancelled request
+// still frees the lock at once.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	return rw.l.Unlock(ctx, hold.Shared)
 }

@@ -27,14 +27,16 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	r := &request{n: n, receipt: s.receipt()}
 	c := internal.Attach(s.rdb)
 	defer c.Detach()
+	actx, report := s.probe.Begin(ctx, true)
 	// A release that frees fewer than n permits wakes a local waiter that
 	// needs no more than that, not this one.
 	need := int(min(n, maxAnnounced))
-	err := internal.WaitNeeding(ctx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
+	err := internal.WaitNeeding(actx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			ok, err := s.attempt(ctx, r)
 			return ok, 0, err // no lease bounds the wait: the poll interval does
 		})
+	report.End(ctx, err == nil, err)
 	if err != nil && r.unsure {
 		// A script of the request had an unknown outcome, and no
 		// cancellation of it went through: try once more, or a take
@@ -60,8 +62,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
 	if n == 0 {
 		return true, nil
 	}
-	ok, err := s.attempt(ctx, &request{n: n, receipt: s.receipt()})
-	return ok, s.wrap("acquire", internal.CtxErr(ctx, err))
+	actx, report := s.probe.Begin(ctx, false)
+	ok, err := s.attempt(actx, &request{n: n, receipt: s.receipt()})
+	err = internal.CtxErr(ctx, err)
+	report.Attempt(ctx, ok, err)
+	report.End(ctx, ok, err)
+	return ok, s.wrap("acquire", err)
 }
 
 // errUnset tells a waiter why it waited in vain on a semaphore that never

@@ -5,20 +5,21 @@
 // # Counting semaphore
 //
 // A Semaphore called name is one Redis string, redisync:{name}, holding the
-// number of available permits. Acquire(ctx, n) takes n permits at once,
-// waiting until that many are available; Release(ctx, n) adds n back.
-// TrySetPermits sets the count only if it was never set, SetPermits sets it
-// whatever it was, AddPermits adds or (negative) takes away permits and may
-// leave the count below zero, and Drain takes every available permit.
-// Acquiring or releasing 0 permits does nothing; a negative count is an
-// error wrapping ErrNegative and changes nothing.
+// number of available permits. [Semaphore.Acquire] takes n permits at once,
+// waiting until that many are available; [Semaphore.Release] adds n back.
+// [Semaphore.TrySetPermits] sets the count only if it was never set,
+// [Semaphore.SetPermits] sets it whatever it was, [Semaphore.AddPermits]
+// adds or (negative) takes away permits and may leave the count below zero,
+// and [Semaphore.Drain] takes every available permit. Acquiring or releasing
+// 0 permits does nothing; a negative count is an error wrapping
+// [ErrNegative] and changes nothing.
 //
 // It follows Redisson's RSemaphore, and has its two sharp edges:
 //
 //   - Permits are not owned. Release adds permits whoever calls it, whether
 //     or not it acquired them, and on a semaphore that was never set it
 //     creates them. A process that crashes while holding permits never gives
-//     them back: use Leased when that matters.
+//     them back: use [Leased] when that matters.
 //   - Waiters are not served in arrival order. Whoever tries first after a
 //     release gets the permits, so a waiter asking for many permits can be
 //     overtaken again and again by waiters asking for few.
@@ -70,23 +71,23 @@
 // counting semaphore's do: each call changes the total at most once, and a
 // retry after a lost reply reports what the first run did.
 //
-// Acquire(ctx, lease) returns the id of the permit it took. A permit
-// acquired with a positive lease expires lease later unless Renew extends
-// it or Release gives it back. With lease 0 the permit has the lease
-// WithWatchdogTimeout (30s by default) and the client's shared watchdog
+// [Leased.Acquire] returns the id of the permit it took. A permit acquired
+// with a positive lease expires lease later unless [Leased.Renew] extends it
+// or [Leased.Release] gives it back. With lease 0 the permit has the lease
+// [WithWatchdogTimeout] (30s by default) and the client's shared watchdog
 // renews it every third of that, batched with every other hold of the
 // client, until Release: a process that crashes leaks such a permit for at
 // most the watchdog timeout. When a renewal finds the permit gone, or
 // renewals keep failing until its lease has run out, the watchdog gives it
-// up: Done(id) closes, and its Release returns ErrNotHeld. Release of an id
-// that holds no permit (unknown, expired or already released) returns an
-// error wrapping ErrNotHeld and changes nothing; Renew of such an id
-// reports false. A Release whose reply is lost is retried knowing that the
-// first may have gone through, so it reports success, not ErrNotHeld; a
-// Release that fails all the same stops the renewals of the permit, which
-// then returns to the pool when its lease runs out.
-// Permit ids are capabilities: any handle, in any process, may release or
-// renew a permit whose id it knows.
+// up: [Leased.Done] closes for its id, the [WithOnLost] hook runs, and its
+// Release returns [ErrNotHeld]. Release of an id that holds no permit
+// (unknown, expired or already released) returns an error wrapping
+// ErrNotHeld and changes nothing; Renew of such an id reports false. A
+// Release whose reply is lost is retried knowing that the first may have
+// gone through, so it reports success, not ErrNotHeld; a Release that fails
+// all the same stops the renewals of the permit, which then returns to the
+// pool when its lease runs out. Permit ids are capabilities: any handle, in
+// any process, may release or renew a permit whose id it knows.
 //
 // # Waiting
 //
@@ -94,12 +95,13 @@
 // redisync:{name}:chan (one pub/sub connection per Redis client, however
 // many waiters), tries again and sleeps until a notification, a timer or
 // ctx; a waiter that finds the channel already subscribed by other waiters
-// of its client joins them first and needs one attempt. Every release of permits publishes how many are available, and each
-// process wakes, in arrival order, the waiters whose requests fit in that
-// many, not all of them: with 1 permit free, a waiter for 4 is passed over
-// and the next waiter for 1 is woken. The timer is the safety net behind
-// the notifications: a waiter never sleeps longer than WithPollInterval
-// (DefaultPollInterval, one second), nor, on a Leased, past the expiry of
+// of its client joins them first and needs one attempt. Every release of
+// permits publishes how many are available, and each process wakes, in
+// arrival order, the waiters whose requests fit in that many, not all of
+// them: with 1 permit free, a waiter for 4 is passed over and the next
+// waiter for 1 is woken. The timer is the safety net behind the
+// notifications: a waiter never sleeps longer than [WithPollInterval]
+// ([DefaultPollInterval], one second), nor, on a Leased, past the expiry of
 // the earliest acquired permit. So a lost notification, or permits that
 // another process took first, cost a waiter at most that interval.
 //
@@ -116,7 +118,7 @@
 // hash tag {name}, so it lives in one slot of a cluster; notifications use
 // sharded pub/sub there (SPUBLISH/SSUBSCRIBE), which needs Redis 7.0 or
 // later. A name already used by a key of another type, or by a string that
-// is not a permit count, is an error wrapping ErrWrongType, and the key is
+// is not a permit count, is an error wrapping [ErrWrongType], and the key is
 // left untouched.
 //
 // # Limits

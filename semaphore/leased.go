@@ -26,6 +26,8 @@ type Leased struct {
 
 	mu   sync.Mutex               // protects kept
 	kept map[string]*hold.Tracker // permits the watchdog keeps alive, by id: one hold each
+
+	probe internal.Probe // what its acquires and holds report as (package observe)
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -45,6 +47,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
 		kept:    make(map[string]*hold.Tracker),
+		probe:   internal.NewProbe(rdb, "leased", name),
 	}
 }
 
@@ -127,10 +130,12 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	defer c.Detach()
 	t := l.keeper(id, lease)
 	var unset bool // the last attempt found no total at all
-	err := internal.Wait(ctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	actx, report := l.probe.Begin(ctx, true)
+	err := internal.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			return l.attempt(ctx, t, id, lease, &unset)
 		})
+	report.End(ctx, err == nil, err)
 	if err != nil && unset {
 		err = fmt.Errorf("%w: %w", err, errUnset)
 	}
@@ -148,7 +153,10 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
 	id := internal.NewOwnerID()
-	ok, _, err := l.attempt(ctx, l.keeper(id, lease), id, lease, new(bool))
+	actx, report := l.probe.Begin(ctx, false)
+	ok, _, err := l.attempt(actx, l.keeper(id, lease), id, lease, new(bool))
+	report.Attempt(ctx, ok, err)
+	report.End(ctx, ok, err)
 	if !ok || err != nil {
 		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
 	}
@@ -203,6 +211,7 @@ func (l *Leased) tracker(id string) *hold.Tracker {
 	cfg := k.Config(l.rdb, release, renew, func(err error) error {
 		return l.wrap("permit "+id, err)
 	})
+	cfg.Probes[hold.Exclusive] = l.probe
 	// A lost permit leaves the handle's map, so that an id nobody releases
 	// does not stay in it; the WithOnLost hook runs after.
 	var t *hold.Tracker
@@ -227,7 +236,7 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 
 // Release gives back the permit id, whichever handle or process acquired
 // it, and wakes waiters. For an id that holds no permit (unknown, expired
-// or already released) it returns an error wrapping ErrNotHeld and changes
+// or already released) it returns an error wrapping [ErrNotHeld] and changes
 // nothing.
 //
 // When the reply of a release is lost, Release retries it, knowing that
@@ -237,9 +246,10 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 // when its lease runs out, if not before; a later Release still gives it
 // back if it can.
 //
-// Release runs even when ctx is done or its deadline has passed: it uses ctx's
-// values without its cancellation, bounded by a timeout of its own (5s),
-// so a deferred Release after a cancelled request still gives the permit back at once.
+// Release runs even when ctx is done or its deadline has passed: it uses
+// ctx's values without its cancellation, bounded by a timeout of its own
+// (5s), so a deferred Release after a cancelled request still gives the
+// permit back at once.
 func (l *Leased) Release(ctx context.Context, id string) error {
 	ctx, cancel := hold.ReleaseContext(ctx) // not abandoned because ctx ended
 	defer cancel()

@@ -18,7 +18,7 @@ import (
 var ErrNotHeld = internal.ErrNotHeld
 
 // ErrLost is the reason a permit kept alive by the watchdog was lost,
-// passed to the WithOnLost hook.
+// passed to the [WithOnLost] hook.
 var ErrLost = internal.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
@@ -40,7 +40,8 @@ type Semaphore struct {
 	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
-	settled settledQueue // acquire receipts to delete (see settled.go)
+	settled settledQueue   // acquire receipts to delete (see settled.go)
+	probe   internal.Probe // what its acquires report as (package observe)
 }
 
 // New returns a handle on the counting semaphore called name. It does no
@@ -60,6 +61,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
 		cfg:     newConfig(opts),
+		probe:   internal.NewProbe(rdb, "semaphore", name),
 	}
 }
 
@@ -120,9 +122,10 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // second Release from a release of permits acquired elsewhere. An error
 // from a network fault leaves unknown whether the permits were added.
 //
-// Release runs even when ctx is done or its deadline has passed: it uses ctx's
-// values without its cancellation, bounded by a timeout of its own (5s),
-// so a deferred Release after a cancelled request still gives the permits back at once.
+// Release runs even when ctx is done or its deadline has passed: it uses
+// ctx's values without its cancellation, bounded by a timeout of its own
+// (5s), so a deferred Release after a cancelled request still gives the
+// permits back at once.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("release", negative("permits", n))

@@ -17,15 +17,15 @@ import (
 )
 
 const benchAbout = `
-A contention benchmark: --goroutines workers spread over --instances clients
-lock one of --locks locks, hold it for --hold, and unlock, for --duration per
-primitive. It checks that no two workers ever hold the same lock at once, and
-prints a table: operations (lock+unlock) per second, the handoff latency (from
-a holder starting Unlock to the next holder's Lock returning, p50 and p99) and
-the Redis commands per operation from INFO commandstats: all commands the
-server ran, those inside scripts included, and the script calls among them
-(n/a on miniredis, which does not count them; on a busy server other
-clients' commands count too).
+Measures what the locks cost on the deployment it points at. --goroutines
+workers spread over --instances clients lock one of --locks locks, hold it
+for --hold, and unlock, for --duration per primitive. It checks that no two
+workers ever hold the same lock at once, and prints one row per primitive:
+lock+unlock cycles per second, the handoff latency (from a holder starting
+Unlock to the next holder's Lock returning, p50 and p99) and the Redis
+commands per cycle from INFO commandstats, those run inside scripts included,
+with the script calls among them (n/a on miniredis, which does not count
+them; on a busy server other clients' commands count too).
 
 Progress goes to stderr: one line rewritten in place on a terminal, a line a
 second otherwise. Every key is deleted at the end.`

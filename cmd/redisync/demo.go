@@ -16,20 +16,30 @@ import (
 const cleanupTimeout = 10 * time.Second
 
 const demoAbout = `
-Tells the story redisync exists for, on an embedded miniredis unless --redis
-or --cluster points it at a real deployment. Scenarios (default: both):
+Shows, in numbers, what a distributed lock is for. It simulates a service
+running as several instances, each with its own Redis client, on an embedded
+miniredis unless --redis or --cluster points it at a real deployment.
+Scenarios (default: all):
 
-  oversell  a stock of items, buyers spread over several service instances,
-            each instance with its own Redis client. Buyers read the stock,
-            think, and write it back one lower: with a lock per instance or no
-            lock they sell items that do not exist; with each distributed
-            primitive they sell exactly the stock. Exits 1 if one does not.
-  stampede  requests for a cold cache entry, each loading it from the
-            database on a miss, without a lock and with a double-checked
-            distributed lock (one database load). Exits 1 if a lock loads twice.
+  oversell  buyers read a stock counter, think, and write it back one lower.
+            Without a lock, or with a sync.Mutex in each instance, they sell
+            items that do not exist; with each redisync primitive they sell
+            exactly the stock. Exits 1 if one does not.
+  stampede  many requests find a cache entry missing at once and each loads
+            it from a slow database. With a double-checked lock (check, lock,
+            check again, load) exactly one loads. Exits 1 if a lock loads
+            twice.
+  batch     a batch of jobs runs on several instances, and a coordinator in
+            each instance must go on only once every job is done: polling a
+            counter, and waiting on a count-down latch. Exits 1 if a
+            coordinator goes on early.
+  transfer  transfers between two accounts in both directions at once: with
+            no lock balances go wrong, with a lock per account taken payer
+            first crossed transfers deadlock, with a multilock every transfer
+            goes through. Exits 1 if the multilock does not.
 
-The demo names every key under a prefix of its own and deletes them at the
-end: nothing is left in Redis.`
+The demo keeps its keys under a random prefix of its own and deletes them at
+the end, so it can run against a shared server.`
 
 // demoFlags are the flags of the demo command.
 type demoFlags struct {
@@ -39,18 +49,24 @@ type demoFlags struct {
 	instances int
 	think     time.Duration
 	requests  int
+	transfers int
 	load      time.Duration
+	jobs      int
+	work      time.Duration
 }
 
 func runDemo(ctx context.Context, out *output, args []string) error {
-	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede]", demoAbout)
+	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede] [batch] [transfer]", demoAbout)
 	f := &demoFlags{conn: addConnFlags(fs, true)}
 	fs.IntVar(&f.stock, "stock", 100, "oversell: items in stock")
 	fs.IntVar(&f.buyers, "buyers", 400, "oversell: buyers, one purchase attempt each")
 	fs.IntVar(&f.instances, "instances", 4, "simulated service instances, each with its own Redis client")
-	fs.DurationVar(&f.think, "think", 2*time.Millisecond, "oversell: time a buyer takes between reading and writing the stock")
+	fs.DurationVar(&f.think, "think", 2*time.Millisecond, "oversell, transfer: time between reading a value and writing it back")
 	fs.IntVar(&f.requests, "requests", 200, "stampede: concurrent requests for the cold cache entry")
 	fs.DurationVar(&f.load, "load", 50*time.Millisecond, "stampede: time one database load takes")
+	fs.IntVar(&f.jobs, "jobs", 40, "batch: jobs in the batch")
+	fs.DurationVar(&f.work, "work", 20*time.Millisecond, "batch: time a job takes, on average")
+	fs.IntVar(&f.transfers, "transfers", 40, "transfer: concurrent transfers, half each way")
 	scenarios, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -84,6 +100,10 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 			err = demoOversell(ctx, w, &oversellConfig{stock: f.stock, buyers: f.buyers, think: f.think, instances: instances, prefix: prefix})
 		case "stampede":
 			err = demoStampede(ctx, w, &stampedeConfig{requests: f.requests, load: f.load, instances: instances, prefix: prefix})
+		case "batch":
+			err = demoBatch(ctx, w, &batchConfig{jobs: f.jobs, work: f.work, instances: instances, prefix: prefix})
+		case "transfer":
+			err = demoTransfer(ctx, w, &transferConfig{transfers: f.transfers, think: f.think, instances: instances, prefix: prefix})
 		}
 		if err != nil && !errors.Is(err, errCheckFailed) {
 			return err
@@ -93,15 +113,18 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 	return errors.Join(failures...)
 }
 
+// demoScenarios are the scenarios, in the order they run by default.
+var demoScenarios = []string{"oversell", "stampede", "batch", "transfer"}
+
 // check checks the flags and scenarios, and returns the scenarios to run.
 func (f *demoFlags) check(scenarios []string) ([]string, error) {
 	for _, s := range scenarios {
-		if s != "oversell" && s != "stampede" {
-			return nil, usagef("unknown scenario %q (want oversell or stampede)", s)
+		if !slices.Contains(demoScenarios, s) {
+			return nil, usagef("unknown scenario %q (want one of %s)", s, strings.Join(demoScenarios, ", "))
 		}
 	}
 	if len(scenarios) == 0 {
-		scenarios = []string{"oversell", "stampede"}
+		scenarios = demoScenarios
 	}
 	switch {
 	case f.stock < 1:
@@ -112,8 +135,12 @@ func (f *demoFlags) check(scenarios []string) ([]string, error) {
 		return nil, usagef("--instances %d: want 1 to 64", f.instances)
 	case f.requests < 1:
 		return nil, usagef("--requests %d: want at least 1", f.requests)
-	case f.think < 0 || f.load < 0:
-		return nil, usagef("--think and --load must not be negative")
+	case f.jobs < 1:
+		return nil, usagef("--jobs %d: want at least 1", f.jobs)
+	case f.transfers < 1:
+		return nil, usagef("--transfers %d: want at least 1", f.transfers)
+	case f.think < 0 || f.load < 0 || f.work < 0:
+		return nil, usagef("--think, --load and --work must not be negative")
 	}
 	return scenarios, nil
 }

@@ -16,10 +16,11 @@ import (
 )
 
 const inspectAbout = `
-Shows what each named lock or semaphore is in Redis: its kind, holders and
-hold counts, TTL, the fair lock's queue with deadlines, the read-write lock's
-mode and readers, the semaphore's permits, the fencing counter, and how many
-clients are subscribed waiting for it. Keys it cannot explain are listed raw.
+Shows what each named lock, semaphore or latch is in Redis: its kind,
+holders and hold counts, TTL, the fair lock's queue with deadlines, the
+read-write lock's mode and readers, the semaphore's permits, the latch's
+count, the fencing counter, and how many clients are subscribed waiting for
+it. Keys it cannot explain are listed raw.
 NAME is the name given to New in the code ("orders:42"), not a Redis key.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
@@ -33,6 +34,7 @@ const (
 	kindFairlock  = "fairlock"  // a fair lock with waiters queued, or an rlock with waiters in line
 	kindRWLock    = "rwlock"    // a read-write lock
 	kindSemaphore = "semaphore" // a semaphore's permit count
+	kindLatch     = "latch"     // a count-down latch
 	kindUnknown   = "unknown"   // keys of a layout inspect does not know
 )
 
@@ -45,6 +47,7 @@ type report struct {
 	Holders     []holder `json:"holders,omitempty"`
 	Queue       []queued `json:"queue,omitempty"`
 	Permits     *int64   `json:"permits,omitempty"`
+	Count       *int64   `json:"count,omitempty"` // a latch's count
 	Fence       *int64   `json:"fence,omitempty"`
 	Subscribers int64    `json:"subscribers"` // clients subscribed to the unlock channel
 	Keys        []*key   `json:"keys"`
@@ -156,7 +159,11 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 			}
 		}
 	}
-	if r.Subscribers, err = subscribers(ctx, rdb, node, n.Channel()); err != nil {
+	channel := n.Channel()
+	if r.Kind == kindLatch {
+		channel = n.LatchChannel()
+	}
+	if r.Subscribers, err = subscribers(ctx, rdb, node, channel); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -170,6 +177,7 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 	decodeMutex,
 	decodeSemaphore,
 	decodeLeased,
+	decodeLatch,
 }
 
 // readKeys returns the name's keys with their types, TTLs and contents.
@@ -333,7 +341,12 @@ func (r *report) writeText(w io.Writer) {
 	if r.Permits != nil {
 		line("permits", "%d available", *r.Permits)
 	}
-	if r.Subscribers > 0 {
+	if r.Count != nil {
+		line("count", "%d to go (waiters return at 0)", *r.Count)
+	}
+	if r.Subscribers > 0 && r.Kind == kindLatch {
+		line("waiting", "%d client(s) subscribed to the latch's channel", r.Subscribers)
+	} else if r.Subscribers > 0 {
 		line("waiting", "%d client(s) subscribed to the unlock channel", r.Subscribers)
 	}
 	if r.Fence != nil {

@@ -22,18 +22,20 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
-	r.note = explainReceipts(keys, n)
+	r.note = explainReceipts(keys, n, internal.ReceiptKinds...)
 	return true
 }
 
-// explainReceipts marks the receipt keys of a semaphore's recent requests
-// (redisync:{name}:acquire:<id>, :release:<id>, :set:<id>, :drain:<id>,
-// :add:<id>), which make a retried request exact and expire by
-// themselves, and returns a note saying how many there are, or "".
-func explainReceipts(keys map[string]*key, n internal.Names) string {
+// explainReceipts marks the receipt keys of the given kinds: a
+// semaphore's recent requests (redisync:{name}:acquire:<id>,
+// :release:<id>, :set:<id>, :drain:<id>, :add:<id>) or a latch's
+// (:latch:countdown:<id>, ...), which make a retried request exact and
+// expire by themselves, and returns a note saying how many there are, or
+// "".
+func explainReceipts(keys map[string]*key, n internal.Names, kinds ...string) string {
 	count, lifetime := 0, internal.ReceiptTTL
 	for name, k := range keys {
-		for _, kind := range internal.ReceiptKinds {
+		for _, kind := range kinds {
 			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
 				count++
@@ -86,7 +88,7 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		leases.explained = true
 	}
 	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
-	if note := explainReceipts(keys, n); note != "" {
+	if note := explainReceipts(keys, n, internal.ReceiptKinds...); note != "" {
 		r.note += ", " + note
 	}
 	total.explained = true

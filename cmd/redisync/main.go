@@ -1,14 +1,3 @@
-// Command redisync shows what redisync's distributed synchronizers are for,
-// and helps operate them.
-//
-//	redisync demo                  the story, on an embedded Redis: no setup
-//	redisync inspect NAME...       what a lock or semaphore looks like in Redis
-//	redisync unlock --force NAME   delete a stuck lock and wake its waiters
-//	redisync bench                 a contention benchmark of the primitives
-//
-// Every subcommand takes --redis URL or --cluster host:port,... to talk to a
-// real deployment; demo and bench default to an embedded miniredis.
-// Run "redisync help" or "redisync COMMAND --help" for the flags.
 package main
 
 import (

@@ -31,10 +31,10 @@ type output struct {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"demo", "the seeds' story: overselling and a cache stampede, with and without locks", runDemo},
-		{"inspect", "show the state of locks and semaphores: kind, holders, TTL, queue, permits", runInspect},
-		{"unlock", "delete a lock whoever holds it and wake its waiters (needs --force)", runUnlock},
-		{"bench", "contention benchmark: ops/s, handoff latency, Redis commands per op", runBench},
+		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers", runDemo},
+		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
+		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
+		{"bench", "measure throughput and handoff latency of the primitives on your Redis", runBench},
 	}
 }
 
@@ -88,13 +88,20 @@ func exitCode(out *output, cmd string, err error) int {
 
 func printHelp(w io.Writer) {
 	var b strings.Builder
-	b.WriteString("redisync: distributed locks and semaphores on Redis, shown and operated.\n\n")
+	b.WriteString("redisync: look at, repair and measure redisync's locks and semaphores in Redis.\n\n")
 	b.WriteString("Usage:\n  redisync COMMAND [flags] [args]\n\nCommands:\n")
 	for _, c := range commands() {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nEvery command takes --redis URL (redis://, rediss://, with user and password)\n")
-	b.WriteString("or --cluster host:port,... ; demo and bench default to an embedded miniredis.\n")
+	b.WriteString("\nEvery command takes --redis URL (redis://[user:password@]host:port, or rediss://\n")
+	b.WriteString("for TLS) or --cluster host:port,... . inspect and unlock default to\n")
+	b.WriteString("redis://localhost:6379; demo and bench run on an embedded miniredis unless told.\n")
+	b.WriteString("NAME is the name the code gave New (\"orders:42\"), not a Redis key.\n\n")
+	b.WriteString("Examples:\n")
+	b.WriteString("  redisync demo\n")
+	b.WriteString("  redisync inspect --redis redis://10.0.0.5:6379 orders:42\n")
+	b.WriteString("  redisync unlock --force --redis redis://10.0.0.5:6379 orders:42\n")
+	b.WriteString("  redisync bench --redis redis://10.0.0.5:6379 --duration 10s\n\n")
 	b.WriteString("Run 'redisync COMMAND --help' for its flags.\n")
 	fmt.Fprint(w, b.String())
 }

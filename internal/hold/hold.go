@@ -55,6 +55,9 @@ type Config struct {
 	// the lock to grantee with token: a waiter of the same process
 	// completes its hold without waiting for the grant's message.
 	Granted func(grantee string, token uint64, sent time.Time)
+	// Probes is what a hold reports as (package observe), by the mode
+	// of the level that began it; the zero Probe reports nothing.
+	Probes [2]internal.Probe
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.
@@ -79,6 +82,7 @@ type hold struct {
 	token  uint64
 	done   chan struct{}
 	client *internal.Client
+	report *internal.HoldReport // nil: not observed
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
 	unsure Levels               // per mode, the level of a release whose reply was lost; guarded by op
@@ -168,7 +172,8 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 // begin makes a new hold of levels current, whose lease, until its first
 // renewal, is lease from sent.
 func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration) {
-	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB)}
+	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
+		report: t.cfg.Probes[levels.began()].Hold(sent)}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -216,15 +221,28 @@ func (t *Tracker) end(h *hold, lost error) bool {
 	if wasLost && t.onLoss != nil {
 		t.onLoss()
 	}
-	t.report(lost)
+	h.report.End()
+	t.report(h, lost)
 	return true
 }
 
-// report runs the Lost hook for a loss, if any.
-func (t *Tracker) report(lost error) {
-	if lost != nil && t.cfg.Lost != nil {
+// report runs the Lost hook for a loss of hold h, if any.
+func (t *Tracker) report(h *hold, lost error) {
+	if lost == nil {
+		return
+	}
+	h.report.Lost()
+	if t.cfg.Lost != nil {
 		t.cfg.Lost(lost)
 	}
+}
+
+// began is the mode of a first acquisition's levels.
+func (l Levels) began() Mode {
+	if l[Exclusive] > 0 {
+		return Exclusive
+	}
+	return Shared
 }
 
 var closed = func() chan struct{} {

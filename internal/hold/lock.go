@@ -73,15 +73,17 @@ type Asking struct {
 // Lock is the engine behind a lock handle: every method a lock package
 // exports, given its Kind. It is safe for concurrent use.
 type Lock struct {
-	k Kind
-	t *Tracker
+	k      Kind
+	t      *Tracker
+	probes [2]internal.Probe // what each mode reports as (package observe)
 	owners
 }
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
-	l := &Lock{k: k}
+	l := &Lock{k: k, probes: Probes(k.Base, k.Modes)}
 	cfg := k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) })
+	cfg.Probes = l.probes
 	if k.Grants {
 		cfg.Granted = l.deliver
 	}
@@ -178,7 +180,38 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
 		return l.k.Acquire(ctx, m, held, Asking{})
 	})
+	internal.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
+}
+
+// Probes returns what the modes of a lock of base b with the given number
+// of modes report as: the package name for a one-mode lock (rlock), its
+// ".write" and ".read" sides for a read-write lock (rwlock.write).
+func Probes(b Base, modes int) [2]internal.Probe {
+	if modes < 2 {
+		p := internal.NewProbe(b.RDB, b.Pkg, b.Name)
+		return [2]internal.Probe{p, p}
+	}
+	return [2]internal.Probe{
+		Exclusive: internal.NewProbe(b.RDB, b.Pkg+".write", b.Name),
+		Shared:    internal.NewProbe(b.RDB, b.Pkg+".read", b.Name),
+	}
+}
+
+// enter waits for n units of the local line (see owners). An acquire that
+// cannot have them at once is reported as parked: it waits behind other
+// goroutines of the handle, which is where most waiting happens when a
+// handle is shared.
+func (l *Lock) enter(ctx context.Context, n int64) error {
+	r := internal.ReportOf(ctx)
+	if r == nil || ctx.Err() != nil {
+		return l.gate.Acquire(ctx, n)
+	}
+	if l.gate.TryAcquire(n) {
+		return nil
+	}
+	r.Park()
+	return l.gate.Acquire(ctx, n)
 }
 
 // ReleaseTimeout bounds a release (Unlock, RUnlock, a permit's Release,

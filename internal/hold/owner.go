@@ -155,7 +155,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		if !l.gate.TryAcquire(n) {
 			return nil, false, nil // another goroutine of the handle holds it
 		}
-	} else if err := l.gate.Acquire(ctx, n); err != nil {
+	} else if err := l.enter(ctx, n); err != nil {
 		return nil, false, err
 	}
 	ok, err := l.redis(ctx, m, blocking)
@@ -214,14 +214,20 @@ func (l *Lock) redis(ctx context.Context, m Mode, blocking bool) (bool, error) {
 
 // Lock takes a level of mode m, waiting until it can or ctx is done.
 func (l *Lock) Lock(ctx context.Context, m Mode) error {
-	_, _, err := l.take(ctx, m, true, true)
-	return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+	actx, r := l.probes[m].Begin(ctx, true)
+	_, _, err := l.take(actx, m, true, true)
+	err = internal.CtxErr(ctx, err)
+	r.End(ctx, err == nil, err)
+	return l.Wrap(ops[m][0], err)
 }
 
 // TryLock makes one attempt to take a level of mode m.
 func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
-	_, ok, err := l.take(ctx, m, false, true)
-	return ok, l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+	actx, r := l.probes[m].Begin(ctx, false)
+	_, ok, err := l.take(actx, m, false, true)
+	err = internal.CtxErr(ctx, err)
+	r.End(ctx, ok, err)
+	return ok, l.Wrap(ops[m][0], err)
 }
 
 // Unlock releases one level of mode m: of the hold ctx carries, else of a
@@ -306,9 +312,13 @@ func (l *Lock) holdsReads() bool {
 // ended (see ReleaseContext). It returns the error of the take, else that
 // of fn, else that of the release.
 func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) error) error {
-	r, _, err := l.take(ctx, m, true, false)
+	// fn runs on ctx, not actx: its spans are not the acquire's.
+	actx, report := l.probes[m].Begin(ctx, true)
+	r, _, err := l.take(actx, m, true, false)
+	err = internal.CtxErr(ctx, err)
+	report.End(ctx, err == nil, err)
 	if err != nil {
-		return l.Wrap(ops[m][0], internal.CtxErr(ctx, err))
+		return l.Wrap(ops[m][0], err)
 	}
 	fctx := ctx
 	if r != nil {

@@ -74,7 +74,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	lost := t.released(h)
 	if err != nil {
 		t.abandon(h, m)
-		t.report(lost)
+		t.report(h, lost)
 		return internal.CtxErr(ctx, err)
 	}
 	switch {
@@ -90,7 +90,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		if h != nil && levels[m] > 0 {
 			t.end(h, internal.ErrLost)
 		}
-		t.report(lost)
+		t.report(h, lost)
 		return internal.ErrNotHeld
 	default:
 		levels = out.Levels
@@ -100,7 +100,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	}
 	t.settle(h, levels, m, sent)
 	if levels.Total() > 0 {
-		t.report(lost)
+		t.report(h, lost)
 	}
 	return nil
 }

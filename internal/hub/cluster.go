@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keyslot"
 )
 
 // lookupTimeout bounds asking the client which primary owns a slot, which
@@ -126,6 +128,75 @@ func (h *Hub) attach(addr string, opt *redis.Options, chs []*channel) {
 		return
 	}
 	n.send(placed)
+}
+
+// followSlots moves every channel whose slot is owned by another primary
+// than the one it is subscribed on. It catches what Redis does not tell a
+// subscriber: after a failover, the demoted primary keeps its shard
+// subscribers as a replica (messages still reach them through the shard's
+// replication, but the hub follows the primary, as it would any slot
+// move). It runs on the idle health checks of node connections, at most
+// once per healthInterval for the hub: one CLUSTER SLOTS.
+func (h *Hub) followSlots(ctx context.Context) {
+	h.mu.Lock()
+	due := time.Since(h.slotsCheckedAt) >= healthInterval
+	if due {
+		h.slotsCheckedAt = time.Now()
+	}
+	h.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	// CLUSTER SLOTS, deprecated for CLUSTER SHARDS, is what go-redis builds
+	// its own slot map from: its addresses are the ones the hub dials.
+	//lint:ignore SA1019 the client's slot map is made from this reply
+	ranges, err := h.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return
+	}
+	owner := func(slot int) string {
+		for _, r := range ranges {
+			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
+				return r.Nodes[0].Addr
+			}
+		}
+		return ""
+	}
+	type move struct {
+		from *node
+		to   string
+		ch   *channel
+		sent bool
+	}
+	var moves []move
+	h.mu.Lock()
+	for addr, n := range h.nodes {
+		for _, ch := range n.channels {
+			if to := owner(keyslot.Of(ch.name)); to != "" && to != addr {
+				moves = append(moves, move{from: n, to: to, ch: ch, sent: ch.sent})
+			}
+		}
+	}
+	for _, m := range moves {
+		m.from.unplaceLocked(m.ch)
+	}
+	h.mu.Unlock()
+	if len(moves) == 0 {
+		return
+	}
+	h.reloadSlots()
+	byAddr := make(map[string][]*channel)
+	for _, m := range moves {
+		if m.sent {
+			m.from.unsubscribe(m.ch.name)
+		}
+		byAddr[m.to] = append(byAddr[m.to], m.ch)
+	}
+	for addr, chs := range byAddr {
+		h.attach(addr, moves[0].from.opt, chs)
+	}
 }
 
 // reloadSlots asks the client to refresh its slot map, in the background,

@@ -29,32 +29,9 @@ func pubsubConns(t *testing.T, c *redistest.Cluster, name string) map[string]int
 	t.Helper()
 	out := make(map[string]int)
 	for _, s := range c.Nodes() {
-		admin := s.NewClient(t)
-		list, err := admin.Do(t.Context(), "CLIENT", "LIST", "TYPE", "pubsub").Text()
-		if err != nil {
-			t.Fatalf("CLIENT LIST on %s: %v", s.Addr(), err)
-		}
-		out[s.Addr()] = strings.Count(list, " name="+name+" ")
-		_ = admin.Close()
+		out[s.Addr()] = redistest.PubSubClientsNamed(t, s, name)
 	}
 	return out
-}
-
-// shardChannels counts, over every node, the shard channels starting with
-// prefix.
-func shardChannels(t *testing.T, c *redistest.Cluster, prefix string) int {
-	t.Helper()
-	n := 0
-	for _, s := range c.Nodes() {
-		admin := s.NewClient(t)
-		chs, err := admin.PubSubShardChannels(t.Context(), prefix+"*").Result()
-		if err != nil {
-			t.Fatalf("PUBSUB SHARDCHANNELS on %s: %v", s.Addr(), err)
-		}
-		n += len(chs)
-		_ = admin.Close()
-	}
-	return n
 }
 
 // Channels in hundreds of slots share one connection per primary, each
@@ -114,7 +91,7 @@ func TestClusterOneConnectionPerPrimary(t *testing.T) {
 	for _, s := range subs {
 		s.Close()
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return shardChannels(t, c, prefix) == 0 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return len(c.ShardChannelsWithPrefix(t, prefix)) == 0 })
 	redistest.WaitFor(t, 5*time.Second, func() bool {
 		for _, k := range pubsubConns(t, c, name) {
 			if k != 0 {
@@ -156,7 +133,7 @@ func TestClusterReconnectResubscribesEverySlot(t *testing.T) {
 			t.Fatalf("waiter %d not woken by the reconnection", i)
 		}
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return shardChannels(t, c, prefix) == n })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return len(c.ShardChannelsWithPrefix(t, prefix)) == n })
 	for addr, k := range pubsubConns(t, c, name) {
 		if k != 1 {
 			t.Errorf("%d pub/sub connections on %s after the reconnection, want 1", k, addr)

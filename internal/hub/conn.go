@@ -26,7 +26,6 @@ const (
 // subscribes them all again in one command, suits it.
 type conn struct {
 	hub *Hub
-	key int
 
 	// Guarded by hub.mu.
 	channels     map[string]*channel
@@ -44,11 +43,10 @@ type conn struct {
 	done   chan struct{} // closed when run returns
 }
 
-func newConn(h *Hub, key int) *conn {
+func newConn(h *Hub) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
 		hub:          h,
-		key:          key,
 		channels:     make(map[string]*channel),
 		pendingUnsub: make(map[string]int),
 		ctx:          ctx,
@@ -80,6 +78,7 @@ func (c *conn) subscribe(ch *channel) {
 	_ = c.ps.Subscribe(c.ctx, ch.name)
 	if !c.started {
 		c.started = true
+		c.hub.opened()
 		go c.run(c.ps)
 	}
 }
@@ -122,6 +121,7 @@ func (c *conn) stop() {
 	c.wmu.Unlock()
 	if started {
 		<-c.done
+		c.hub.closed()
 	}
 }
 
@@ -191,6 +191,7 @@ func (c *conn) run(ps *redis.PubSub) {
 			// Messages published while we were away are lost: every waiter
 			// retries at once.
 			broken = false
+			c.hub.reconnected()
 			c.wakeAll()
 		}
 		c.dispatch(msg)

@@ -55,13 +55,16 @@ type Hub struct {
 	rdb     redis.UniversalClient
 	sharded bool
 
-	mu    sync.Mutex    // protects everything below and every conn's, node's and channel's tables
-	conns map[int]*conn // unsharded: the single connection, key 0
+	mu   sync.Mutex // protects everything below and every conn's, node's and channel's tables
+	conn *conn      // unsharded: the connection, while open or lingering
 
 	// Sharded only.
 	cluster *redis.ClusterClient
 	chans   map[string]*channel // every subscribed channel, placed on a node or being placed
 	nodes   map[string]*node    // by address: the live connection to each primary
+	// slotsCheckedAt is when followSlots last compared the channels'
+	// nodes with the cluster's slot map.
+	slotsCheckedAt time.Time
 }
 
 // New returns a hub for rdb. It does no I/O. With sharded set, channels are
@@ -71,7 +74,7 @@ func New(rdb redis.UniversalClient, sharded bool) *Hub {
 	if rdb == nil {
 		panic("pubsub: New with nil redis client")
 	}
-	h := &Hub{rdb: rdb, sharded: sharded, conns: make(map[int]*conn)}
+	h := &Hub{rdb: rdb, sharded: sharded}
 	if sharded {
 		cc, ok := rdb.(*redis.ClusterClient)
 		if !ok {
@@ -123,10 +126,10 @@ func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Sub
 		return h.subscribeSharded(ctx, name, need)
 	}
 	h.mu.Lock()
-	c := h.conns[0]
+	c := h.conn
 	if c == nil {
-		c = newConn(h, 0)
-		h.conns[0] = c
+		c = newConn(h)
+		h.conn = c
 	}
 	ch := c.channels[name]
 	fresh := ch == nil
@@ -173,7 +176,7 @@ func (h *Hub) JoinNeeding(name string, need int) *Subscription {
 	var ch *channel
 	if h.sharded {
 		ch = h.chans[name]
-	} else if c = h.conns[0]; c != nil {
+	} else if c = h.conn; c != nil {
 		ch = c.channels[name]
 	}
 	if ch == nil || !ch.isConfirmed {
@@ -222,7 +225,7 @@ func (h *Hub) Deliver(name string, token uint64, sent time.Time) {
 	var ch *channel
 	if h.sharded {
 		ch = h.chans[name]
-	} else if c := h.conns[0]; c != nil {
+	} else if c := h.conn; c != nil {
 		ch = c.channels[name]
 	}
 	if ch == nil || !ch.isConfirmed || len(ch.subs) == 0 {
@@ -291,7 +294,7 @@ func (s *Subscription) close(consumed bool) {
 		if last {
 			delete(c.channels, ch.name)
 		}
-		if len(c.channels) == 0 && h.conns[c.key] == c {
+		if len(c.channels) == 0 && h.conn == c {
 			c.lingerLocked()
 		}
 		h.mu.Unlock()
@@ -305,9 +308,9 @@ func (s *Subscription) close(consumed bool) {
 // linger timer's goroutine, which waits for the reader to return.
 func (h *Hub) reap(c *conn) {
 	h.mu.Lock()
-	idle := len(c.channels) == 0 && h.conns[c.key] == c
+	idle := len(c.channels) == 0 && h.conn == c
 	if idle {
-		delete(h.conns, c.key)
+		h.conn = nil
 	}
 	h.mu.Unlock()
 	if idle {

@@ -82,13 +82,14 @@ func newNode(h *Hub, addr string, opt *redis.Options) *node {
 func (n *node) run() {
 	defer close(n.done)
 	nc, br, err := n.dial()
+	opened := false
 	if err == nil {
 		n.wmu.Lock()
 		if n.ctx.Err() != nil {
-			err = n.ctx.Err()
 			_ = nc.Close()
 		} else {
-			n.nc = nc
+			n.nc, opened = nc, true
+			n.hub.opened()
 			n.hub.mu.Lock()
 			chs := make([]*channel, 0, len(n.channels))
 			for _, ch := range n.channels {
@@ -99,12 +100,16 @@ func (n *node) run() {
 		}
 		n.wmu.Unlock()
 	}
-	if err == nil {
-		// read returns only when the connection failed or was closed.
-		_ = n.read(nc, br)
+	if opened {
+		if err == nil {
+			// read returns only when the connection failed or was closed.
+			_ = n.read(nc, br)
+		}
+		n.closeConn()
+		n.hub.closed()
 	}
 	if n.ctx.Err() == nil {
-		n.fail()
+		n.fail(opened)
 	}
 }
 
@@ -214,6 +219,7 @@ func (n *node) read(nc net.Conn, br *bufio.Reader) error {
 				if err := n.ping(); err != nil {
 					return err
 				}
+				n.hub.followSlots(n.ctx)
 				continue
 			}
 			return err
@@ -299,12 +305,17 @@ func (n *node) writeLocked(b []byte) error {
 	return nil
 }
 
-// handle acts on one reply or push.
+// handle acts on one reply or push. At most one channel leaves the node
+// per reply: it is placed again, at the address a MOVED named, or as the
+// slot map has it (at once after an unrequested SUNSUBSCRIBE, after a
+// pause after any other error).
 func (n *node) handle(v any) {
 	h := n.hub
-	var redirect map[string][]*channel // by the address MOVED named
-	var moved []*channel               // to place again at once
-	var later []*channel               // to place again after a pause
+	var (
+		follow *channel      // to place again, if any
+		to     string        // where MOVED sent it; "" for the slot map's owner
+		pause  time.Duration // before placing it by the slot map
+	)
 	h.mu.Lock()
 	switch v := v.(type) {
 	case errorReply:
@@ -315,16 +326,14 @@ func (n *node) handle(v any) {
 			break
 		}
 		n.unplaceLocked(p.ch)
+		follow = p.ch
 		if addr, ok := movedTo(string(v)); ok && p.ch.redirects < maxRedirects {
 			p.ch.redirects++
-			if redirect == nil {
-				redirect = make(map[string][]*channel)
-			}
-			redirect[addr] = append(redirect[addr], p.ch)
+			to = addr
 		} else {
 			// ASK (a migration in progress), CLUSTERDOWN, or anything
 			// else: try again once the cluster has had a moment.
-			later = append(later, p.ch)
+			pause = retryInterval
 		}
 	case []any:
 		if len(v) < 2 {
@@ -343,10 +352,12 @@ func (n *node) handle(v any) {
 				break
 			}
 			// Unrequested: the slot left this node (resharding, or the
-			// node turned replica). Follow it.
+			// node turned replica). Follow it: the client's map may not
+			// know the new owner yet, in which case the old owner answers
+			// MOVED with its address.
 			if ch := n.channels[name]; ch != nil {
 				n.unplaceLocked(ch)
-				moved = append(moved, ch)
+				follow = ch
 			}
 		case "smessage":
 			if ch := n.channels[name]; ch != nil && len(v) >= 3 {
@@ -358,21 +369,15 @@ func (n *node) handle(v any) {
 		}
 	}
 	h.mu.Unlock()
-	if len(redirect) == 0 && len(moved) == 0 && len(later) == 0 {
+	if follow == nil {
 		return
 	}
 	h.reloadSlots()
-	for addr, chs := range redirect {
-		h.attach(addr, n.opt, chs)
+	if to != "" {
+		h.attach(to, n.opt, []*channel{follow})
+		return
 	}
-	if len(moved) > 0 {
-		// The slot's new owner: the client's map may not know it yet, in
-		// which case the old owner answers MOVED with the new address.
-		go h.placeAll(moved, 0)
-	}
-	if len(later) > 0 {
-		go h.placeAll(later, retryInterval)
-	}
+	go h.placeAll([]*channel{follow}, pause)
 }
 
 // movedTo returns the address of a MOVED error ("MOVED 3999 host:port").
@@ -425,8 +430,9 @@ func (n *node) unplaceLocked(ch *channel) {
 }
 
 // fail hands the channels of a broken node back to the hub, which places
-// them again after a pause.
-func (n *node) fail() {
+// them again after a pause. A connection that had opened and carried
+// channels counts as a reconnection.
+func (n *node) fail(opened bool) {
 	h := n.hub
 	h.mu.Lock()
 	n.dead = true
@@ -445,6 +451,9 @@ func (n *node) fail() {
 	h.mu.Unlock()
 	n.closeConn()
 	if len(chs) > 0 {
+		if opened {
+			h.reconnected()
+		}
 		h.reloadSlots()
 		go h.placeAll(chs, retryInterval)
 	}

@@ -100,3 +100,27 @@ func TestRequireNamesEnv(t *testing.T) {
 		t.Fatalf("with %s=1: skipped=%v msg=%q", redistest.RequireEnv, ft.skipped, ft.msg)
 	}
 }
+
+// TestClusterCreateFailureReported checks that a cluster whose creation
+// fails fails the test with the client's output, and that LaunchCluster
+// reports a missing client, instead of either panicking.
+func TestClusterCreateFailureReported(t *testing.T) {
+	redistest.RequireCluster(t)
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "failing-cli")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\necho cluster create refused >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(redistest.CLIEnv, cli)
+	ft := (&fakeTB{TB: t}).run(func(tb testing.TB) { redistest.StartCluster(tb) })
+	if !strings.Contains(ft.msg, "cluster create refused") {
+		t.Fatalf("StartCluster with a failing %s: %q", redistest.CLIEnv, ft.msg)
+	}
+	t.Setenv(redistest.CLIEnv, "no-such-cli")
+	if c, err := redistest.LaunchCluster(false); err == nil || !strings.Contains(err.Error(), "no-such-cli") {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("LaunchCluster with %s=no-such-cli: %v", redistest.CLIEnv, err)
+	}
+}

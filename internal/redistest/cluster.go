@@ -15,8 +15,9 @@ import (
 )
 
 const (
-	clusterNodes = 3
-	clusterSlots = 16384
+	// clusterMasters is how many masters every cluster has.
+	clusterMasters = 3
+	clusterSlots   = 16384
 	// clusterReadyTimeout bounds the wait for a freshly created cluster to
 	// agree on its slot map.
 	clusterReadyTimeout = 20 * time.Second
@@ -24,10 +25,13 @@ const (
 	clusterCreateTimeout = 30 * time.Second
 )
 
-// Cluster is a real Redis (or Valkey) Cluster of three masters (no replicas), each a
-// Server started with --cluster-enabled yes in its own directory.
+// Cluster is a real Redis (or Valkey) Cluster of three masters, without
+// replicas (StartCluster) or with one replica each
+// (StartClusterWithReplicas), each node a Server started with
+// --cluster-enabled yes in its own directory.
 type Cluster struct {
-	nodes []*Server
+	nodes    []*Server
+	replicas int // per master
 }
 
 // StartCluster starts a new three-master cluster, creates it with
@@ -36,8 +40,22 @@ type Cluster struct {
 // nodes are killed when t ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startClusterT(t, 0)
+}
+
+// StartClusterWithReplicas is StartCluster for a cluster of three masters
+// with one replica each (six nodes, --cluster-replicas 1). It also waits
+// until every node's CLUSTER SLOTS names each master's replica and each
+// replica's replication link is up, so that Failover can be used at once.
+func StartClusterWithReplicas(t testing.TB) *Cluster {
+	t.Helper()
+	return startClusterT(t, 1)
+}
+
+func startClusterT(t testing.TB, replicas int) *Cluster {
+	t.Helper()
 	RequireCluster(t)
-	c, err := startCluster(func() (string, error) { return t.TempDir(), nil }, false)
+	c, err := startCluster(func() (string, error) { return t.TempDir(), nil }, false, replicas)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
@@ -45,19 +63,50 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-func startCluster(mkdir func() (string, error), ownDir bool) (c *Cluster, err error) {
-	c = &Cluster{}
+// LaunchCluster starts a cluster as StartCluster does (with one replica per
+// master when replicas is set, as StartClusterWithReplicas does) for a
+// program rather than a test, such as the benchmarks: the nodes live in
+// temporary directories of their own, and the caller must Close the
+// cluster. Unlike the test helpers it does not look for the binaries
+// first: a missing one is an error.
+func LaunchCluster(replicas bool) (*Cluster, error) {
+	n := 0
+	if replicas {
+		n = 1
+	}
+	return startCluster(func() (string, error) { return os.MkdirTemp("", "redistest-cluster-") }, true, n)
+}
+
+// Close kills every node of a cluster from LaunchCluster and removes its
+// directories. Clusters of the test helpers are closed by their test's
+// cleanup; Close must not be called on them.
+func (c *Cluster) Close() { c.close() }
+
+func startCluster(mkdir func() (string, error), ownDir bool, replicas int) (_ *Cluster, err error) {
+	c := &Cluster{replicas: replicas}
 	defer func() {
 		if err != nil {
 			c.close()
 		}
 	}()
-	for range clusterNodes {
+	var extra []string
+	if replicas > 0 {
+		extra = []string{
+			// A replica's first full sync would otherwise wait five
+			// seconds for more replicas to join the diskless transfer.
+			"--repl-diskless-sync-delay", "0",
+			// CLUSTER SLOTS lists a replica only once its replication
+			// offset is above zero, which on an idle master takes its
+			// first replication PING: ten seconds by default.
+			"--repl-ping-replica-period", "1",
+		}
+	}
+	for range clusterMasters * (1 + replicas) {
 		dir, err := mkdir()
 		if err != nil {
 			return nil, err
 		}
-		s, err := startServer(dir, ownDir, true, nil)
+		s, err := startServer(dir, ownDir, true, extra)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +130,7 @@ func (c *Cluster) create() error {
 	}
 	args := []string{"--cluster", "create"}
 	args = append(args, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(c.replicas), "--cluster-yes")
 	// The timeout context belongs to this call only, never to a test.
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
 	defer cancel()
@@ -101,20 +150,25 @@ func (c *Cluster) create() error {
 
 // waitReady polls every node until it reports a healthy, complete view.
 func (c *Cluster) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.checkReady()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster %v not ready after %v: %v\n%s", c.Addrs(), timeout, err, c.allLogs())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := c.waitUntil(timeout, c.checkReady); err != nil {
+		return fmt.Errorf("cluster %v not ready: %w", c.Addrs(), err)
 	}
+	return nil
 }
 
+// checkReady reports what keeps the cluster from being ready, or nil: every
+// node reports cluster_state:ok, all slots assigned and all nodes known; its
+// CLUSTER SLOTS covers every slot, names a master (by ROLE) for each range
+// and, with replicas, exactly that master's replicas; every master has its
+// replicas online and every replica its link to its master up.
 func (c *Cluster) checkReady() error {
+	roles := map[*Server]nodeRole{}
+	if c.replicas > 0 {
+		var err error
+		if roles, err = c.roles(); err != nil {
+			return err
+		}
+	}
 	for _, s := range c.nodes {
 		info, err := commandString(s.Addr(), opTimeout, "CLUSTER", "INFO")
 		if err != nil {
@@ -130,54 +184,125 @@ func (c *Cluster) checkReady() error {
 				return fmt.Errorf("%s: %s is %q, want %q", s.Addr(), name, got, value)
 			}
 		}
-		slots, err := c.slotMap(s)
+		ranges, err := c.slotRanges(s)
 		if err != nil {
 			return err
 		}
+		slots := rangesToSlots(ranges)
 		for slot, owner := range slots {
 			if owner == nil {
 				return fmt.Errorf("%s: CLUSTER SLOTS does not cover slot %d", s.Addr(), slot)
 			}
 		}
+		if c.replicas == 0 {
+			continue
+		}
+		for _, r := range ranges {
+			if !roles[r.master].master {
+				return fmt.Errorf("%s: CLUSTER SLOTS: slots %d-%d served by %s, whose ROLE is not master", s.Addr(), r.start, r.end, r.master.Addr())
+			}
+			if want := roles[r.master].replicas; !sameServers(r.replicas, want) {
+				return fmt.Errorf("%s: CLUSTER SLOTS: slots %d-%d have replicas %v, but ROLE of %s names %v",
+					s.Addr(), r.start, r.end, addrs(r.replicas), r.master.Addr(), addrs(want))
+			}
+		}
+	}
+	if c.replicas == 0 {
+		return nil
+	}
+	masters := 0
+	for _, s := range c.nodes {
+		r := roles[s]
+		switch {
+		case r.master:
+			masters++
+			if len(r.replicas) != c.replicas {
+				return fmt.Errorf("%s: ROLE lists %d online replicas %v, want %d", s.Addr(), len(r.replicas), addrs(r.replicas), c.replicas)
+			}
+		case r.of == nil || !roles[r.of].master:
+			return fmt.Errorf("%s: a replica of %s, which is no master of the cluster", s.Addr(), r.ofAddr)
+		case !r.linkUp:
+			return fmt.Errorf("%s: replication link to %s is %q, not connected", s.Addr(), r.ofAddr, r.state)
+		}
+	}
+	if masters != clusterMasters {
+		return fmt.Errorf("%d nodes have ROLE master, want %d", masters, clusterMasters)
 	}
 	return nil
 }
 
-// slotMap asks s for CLUSTER SLOTS and maps every slot to its master among
-// c.nodes (nil when uncovered). Masters that are not cluster nodes of c, or
-// whose address is not yet known, are reported as errors.
-func (c *Cluster) slotMap(s *Server) ([]*Server, error) {
+// slotRange is one entry of a CLUSTER SLOTS reply.
+type slotRange struct {
+	start, end int
+	master     *Server
+	replicas   []*Server
+}
+
+// slotRanges asks s for CLUSTER SLOTS and resolves every node it names to
+// one of c.nodes. Nodes that are not nodes of c, or whose address is not yet
+// known, are reported as errors.
+func (c *Cluster) slotRanges(s *Server) ([]slotRange, error) {
 	v, err := command(s.Addr(), opTimeout, "CLUSTER", "SLOTS")
 	if err != nil {
 		return nil, fmt.Errorf("%s: CLUSTER SLOTS: %w", s.Addr(), err)
 	}
-	ranges, ok := v.([]any)
+	entries, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("%s: CLUSTER SLOTS: unexpected reply %T", s.Addr(), v)
 	}
-	slots := make([]*Server, clusterSlots)
-	for _, r := range ranges {
-		e, ok := r.([]any)
+	ranges := make([]slotRange, 0, len(entries))
+	for _, entry := range entries {
+		e, ok := entry.([]any)
 		if !ok || len(e) < 3 {
-			return nil, fmt.Errorf("%s: CLUSTER SLOTS: bad entry %v", s.Addr(), r)
+			return nil, fmt.Errorf("%s: CLUSTER SLOTS: bad entry %v", s.Addr(), entry)
 		}
 		start, ok1 := e[0].(int64)
 		end, ok2 := e[1].(int64)
-		master, ok3 := e[2].([]any)
-		if !ok1 || !ok2 || !ok3 || len(master) < 2 || start < 0 || end >= clusterSlots || start > end {
-			return nil, fmt.Errorf("%s: CLUSTER SLOTS: bad entry %v", s.Addr(), r)
+		if !ok1 || !ok2 || start < 0 || end >= clusterSlots || start > end {
+			return nil, fmt.Errorf("%s: CLUSTER SLOTS: bad entry %v", s.Addr(), entry)
 		}
-		ip, _ := master[0].(string)
-		port, _ := master[1].(int64)
-		owner := c.nodeByAddr(ip, int(port))
-		if owner == nil {
-			return nil, fmt.Errorf("%s: CLUSTER SLOTS: slots %d-%d served by unknown %q:%d", s.Addr(), start, end, ip, port)
+		r := slotRange{start: int(start), end: int(end)}
+		for i, n := range e[2:] {
+			node, ok := n.([]any)
+			if !ok || len(node) < 2 {
+				return nil, fmt.Errorf("%s: CLUSTER SLOTS: bad entry %v", s.Addr(), entry)
+			}
+			ip, _ := node[0].(string)
+			port, _ := node[1].(int64)
+			srv := c.nodeByAddr(ip, int(port))
+			if srv == nil {
+				return nil, fmt.Errorf("%s: CLUSTER SLOTS: slots %d-%d served by unknown %q:%d", s.Addr(), start, end, ip, port)
+			}
+			if i == 0 {
+				r.master = srv
+			} else {
+				r.replicas = append(r.replicas, srv)
+			}
 		}
-		for slot := start; slot <= end; slot++ {
-			slots[slot] = owner
+		ranges = append(ranges, r)
+	}
+	return ranges, nil
+}
+
+// rangesToSlots maps every slot to its master (nil when uncovered).
+func rangesToSlots(ranges []slotRange) []*Server {
+	slots := make([]*Server, clusterSlots)
+	for _, r := range ranges {
+		for slot := r.start; slot <= r.end; slot++ {
+			slots[slot] = r.master
 		}
 	}
-	return slots, nil
+	return slots
+}
+
+// slotMap asks s for CLUSTER SLOTS and maps every slot to its master among
+// c.nodes (nil when uncovered).
+func (c *Cluster) slotMap(s *Server) ([]*Server, error) {
+	ranges, err := c.slotRanges(s)
+	if err != nil {
+		return nil, err
+	}
+	return rangesToSlots(ranges), nil
 }
 
 func (c *Cluster) nodeByAddr(ip string, port int) *Server {
@@ -219,7 +344,9 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// Nodes returns the cluster's nodes (all masters).
+// Nodes returns all the cluster's nodes, masters and replicas (see Masters
+// and ReplicaOf for which is which), in the order they were started; for a
+// cluster without replicas they are all masters.
 func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
 
 // NewClient returns a go-redis cluster client seeded with all node
@@ -247,17 +374,17 @@ func (c *Cluster) MasterFor(key string) *Server {
 }
 
 func (c *Cluster) masterFor(key string) (*Server, error) {
+	slot, err := c.slotOf(key)
+	if err != nil {
+		return nil, err
+	}
+	return c.ownerOf(slot)
+}
+
+// ownerOf returns the master of slot as the first node that answers sees it.
+func (c *Cluster) ownerOf(slot int) (*Server, error) {
 	var errs []error
 	for _, s := range c.nodes {
-		v, err := command(s.Addr(), opTimeout, "CLUSTER", "KEYSLOT", key)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: CLUSTER KEYSLOT: %w", s.Addr(), err))
-			continue
-		}
-		slot, ok := v.(int64)
-		if !ok || slot < 0 || slot >= clusterSlots {
-			return nil, fmt.Errorf("%s: CLUSTER KEYSLOT replied %v", s.Addr(), v)
-		}
 		slots, err := c.slotMap(s)
 		if err != nil {
 			errs = append(errs, err)
@@ -272,6 +399,27 @@ func (c *Cluster) masterFor(key string) (*Server, error) {
 		return nil, errors.New("cluster has no node")
 	}
 	return nil, errors.Join(errs...)
+}
+
+// ShardNumSub returns how many subscribers shard channel has on the master
+// that serves its slot (PUBSUB SHARDNUMSUB there), for tests that check
+// that waiters subscribed or left.
+func (c *Cluster) ShardNumSub(t testing.TB, channel string) int64 {
+	t.Helper()
+	s, err := c.masterFor(channel)
+	if err == nil {
+		var v any
+		if v, err = command(s.Addr(), opTimeout, "PUBSUB", "SHARDNUMSUB", channel); err == nil {
+			if r, ok := v.([]any); ok && len(r) == 2 {
+				if n, ok := r[1].(int64); ok {
+					return n
+				}
+			}
+			err = fmt.Errorf("unexpected reply %v", v)
+		}
+	}
+	t.Fatalf("redistest: PUBSUB SHARDNUMSUB %s: %v", channel, err)
+	return 0
 }
 
 // Flush runs FLUSHALL on every node whose ROLE is master. It fails t when a

@@ -6,8 +6,8 @@
 // [ServerBin] and [CLIBin].
 //
 // Every process binds 127.0.0.1 only, runs without persistence and is killed
-// (and waited for) when the owning test ends. [Start] and [StartCluster]
-// give a test its own instance; [SharedServer] and [SharedCluster] hand out
+// (and waited for) when the owning test ends. [Start], [StartCluster] and
+// [StartClusterWithReplicas] give a test its own instance; [SharedServer] and [SharedCluster] hand out
 // one lazily started instance per test binary, which [Main] stops after all
 // tests ran. Tests that use the shared instances must call [Main] from
 // TestMain and must flush (or namespace their keys, see [UniqueName])

@@ -59,9 +59,7 @@ func SharedCluster(t testing.TB) *Cluster {
 	sharedClusterMu.Lock()
 	defer sharedClusterMu.Unlock()
 	if sharedCluster == nil && sharedClusterErr == nil {
-		sharedCluster, sharedClusterErr = startCluster(func() (string, error) {
-			return os.MkdirTemp("", "redistest-cluster-")
-		}, true)
+		sharedCluster, sharedClusterErr = LaunchCluster(false)
 	}
 	if sharedClusterErr != nil {
 		t.Fatalf("redistest: shared cluster: %v", sharedClusterErr)

@@ -113,10 +113,12 @@ func (w *Watchdog) scan(now time.Time, mayRenew bool) (due, lost []*Hold, next t
 
 // renew sends the renewals of due in pipelines and collects the outcomes.
 func (w *Watchdog) renew(ctx context.Context, due []*Hold) []result {
+	began := time.Now()
 	out := make([]result, 0, len(due))
 	for start := 0; start < len(due); start += batchSize {
 		out = w.renewChunk(ctx, due[start:min(start+batchSize, len(due))], out)
 	}
+	w.report(out, time.Since(began))
 	return out
 }
 

@@ -1,0 +1,33 @@
+// Command redisync shows what redisync's locks and semaphores are for, and
+// helps operate them in a live Redis.
+//
+// Usage:
+//
+//	redisync COMMAND [flags] [args]
+//
+// The commands are:
+//
+//	demo      see why a distributed lock matters: a shop that oversells and a
+//	          cache stampede, without a lock and with each primitive
+//	inspect   show who holds a lock or semaphore, its remaining lease, its
+//	          queue and its waiters (read-only)
+//	unlock    free a stuck lock, whoever holds it, and wake its waiters
+//	          (needs --force)
+//	bench     measure the primitives' throughput, handoff latency and Redis
+//	          commands per operation on your deployment
+//
+// Every command takes --redis URL (redis://[user:password@]host:port[/db],
+// or rediss:// for TLS) or --cluster host:port,... for a Redis Cluster.
+// inspect and unlock default to redis://localhost:6379; demo and bench
+// default to an embedded miniredis, so they run with no setup:
+//
+//	go run github.com/redisync/redisync/cmd/redisync@latest demo
+//
+// NAME, for inspect and unlock, is the name the code passed to New
+// ("orders:42"), not a Redis key.
+//
+// Exit codes: 0 on success, 1 when something failed at run time (an
+// unreachable server, a Redis error, a failed check), 2 for a mistake on
+// the command line. Run "redisync help" for the list of commands and
+// "redisync COMMAND --help" for a command's flags.
+package main

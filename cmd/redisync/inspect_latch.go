@@ -1,0 +1,32 @@
+package main
+
+import (
+	"time"
+
+	"github.com/redisync/redisync/internal"
+)
+
+// decodeLatch recognises a count-down latch: its count, a positive
+// integer string, under redisync:{name}:latch. A latch at zero has no
+// count key; the receipts of its last calls, which expire within seconds,
+// may still show that it was one.
+func decodeLatch(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+	k := keys[n.Latch()]
+	var count int64
+	if k != nil {
+		v, ok := parseInt(k.Value)
+		if k.Type != "string" || !ok || v <= 0 {
+			return false // not a count: listed raw
+		}
+		count, k.explained = v, true
+	}
+	note := explainReceipts(keys, n, internal.LatchReceiptKinds...)
+	if k == nil && note == "" {
+		return false
+	}
+	r.Kind, r.Count, r.note = kindLatch, &count, note
+	if k == nil {
+		r.note = "at zero, " + note
+	}
+	return true
+}

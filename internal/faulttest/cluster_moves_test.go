@@ -1,0 +1,169 @@
+package faulttest_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyslot"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+)
+
+// movesLease is the holder's fixed lease in the slot-move tests: a waiter
+// served by it instead of a wake-up would take 20s, far past the 1s bound.
+const movesLease = 20 * time.Second
+
+// moveLock is what the slot-move tests need of a lock.
+type moveLock interface {
+	Lock(context.Context) error
+	Unlock(context.Context) error
+}
+
+var moveKinds = []struct {
+	kind string
+	new  func(rdb redis.UniversalClient, name string) moveLock
+}{
+	{"rlock", func(rdb redis.UniversalClient, name string) moveLock {
+		return rlock.New(rdb, name, rlock.WithLeaseTime(movesLease))
+	}},
+	{"fairlock", func(rdb redis.UniversalClient, name string) moveLock {
+		return fairlock.New(rdb, name, fairlock.WithLeaseTime(movesLease))
+	}},
+}
+
+// moveCase parks waiters on a held lock, moves its slot with move (which
+// returns once the move is complete), parks one more waiter from a client
+// whose slot map predates the move, releases, and checks that every waiter
+// holds within a second of the release.
+func moveCase(t *testing.T, c *redistest.Cluster, newLock func(redis.UniversalClient, string) moveLock, move func(slot int, owner *redistest.Server)) {
+	name := redistest.UniqueName(t)
+	key := internal.NewNames(name).Lock()
+	// rlock waiters listen on the lock's channel, fairlock waiters each on
+	// a channel of their own under it.
+	channels := internal.NewNames(name).Channel()
+	slot := keyslot.Of(key)
+	holderRDB, early1, early2, stale := c.NewClient(t), c.NewClient(t), c.NewClient(t), c.NewClient(t)
+	holder := newLock(holderRDB, name)
+	if err := holder.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The stale client learns the slot map now, before the move.
+	if err := stale.Exists(t.Context(), key).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), movesLease/2)
+	var mu sync.Mutex
+	held := make(map[string]time.Time)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	waiter := func(label string, rdb redis.UniversalClient) {
+		wg.Go(func() {
+			l := newLock(rdb, name)
+			if err := l.Lock(ctx); err != nil {
+				t.Errorf("%s: Lock: %v", label, err)
+				return
+			}
+			mu.Lock()
+			held[label] = time.Now()
+			mu.Unlock()
+			if err := l.Unlock(context.Background()); err != nil {
+				t.Errorf("%s: Unlock: %v", label, err)
+			}
+		})
+	}
+	owner := c.MasterFor(key)
+	parked := func(s *redistest.Server, n int64) func() bool {
+		admin := s.NewClient(t)
+		return func() bool {
+			var subs int64
+			for _, ch := range redistest.ShardChannels(t, s) {
+				if strings.HasPrefix(ch, channels) {
+					subs += redistest.ShardNumSub(t, admin, ch)
+				}
+			}
+			return subs >= n
+		}
+	}
+	waiter("early-1", early1)
+	waiter("early-2", early2)
+	redistest.WaitFor(t, 5*time.Second, parked(owner, 2))
+
+	move(slot, owner)
+	newOwner := c.MasterFor(key)
+	if newOwner == owner {
+		t.Fatalf("slot %d still on %s after the move", slot, owner.Addr())
+	}
+	waiter("stale-map", stale)
+	waiter("late", early1)
+	// Every waiting client listens on the new owner before the release.
+	redistest.WaitFor(t, 5*time.Second, parked(newOwner, 3))
+
+	released := time.Now()
+	if err := holder.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, label := range []string{"early-1", "early-2", "stale-map", "late"} {
+		at, ok := held[label]
+		switch {
+		case !ok:
+			t.Errorf("%s never held the lock", label)
+		case at.Sub(released) > time.Second:
+			t.Errorf("%s held the lock %v after the release, want within 1s", label, at.Sub(released).Round(time.Millisecond))
+		}
+	}
+}
+
+// A slot migrated (as redis-cli --cluster reshard does) under parked
+// waiters: they follow it to the new owner and are woken by the release
+// there, as are a waiter arriving after the move and one whose client's
+// slot map is stale. Five repetitions per lock type.
+func TestClusterWaitersFollowSlotMigration(t *testing.T) {
+	c := redistest.StartCluster(t)
+	for _, k := range moveKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			for rep := range 5 {
+				t.Run(fmt.Sprint(rep), func(t *testing.T) {
+					moveCase(t, c, k.new, func(slot int, owner *redistest.Server) {
+						var to *redistest.Server
+						for _, s := range c.Nodes() {
+							if s != owner {
+								to = s
+								break
+							}
+						}
+						c.MigrateSlot(t, slot, to)
+					})
+				})
+			}
+		})
+	}
+}
+
+// A primary with parked waiters fails over to its replica (CLUSTER
+// FAILOVER): the waiters follow the new primary and are woken by the
+// release there.
+func TestClusterWaitersFollowFailover(t *testing.T) {
+	c := redistest.StartClusterWithReplicas(t)
+	for _, k := range moveKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			moveCase(t, c, k.new, func(_ int, owner *redistest.Server) {
+				c.Failover(t, owner)
+			})
+		})
+	}
+}
