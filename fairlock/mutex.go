@@ -30,7 +30,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
 	})}
 	// Not announced: a group of locks cannot sleep on the head's channel.
-	m.engine = m.l.Handle(false)
+	m.engine = m.l.Handle("")
 	return m
 }
 

@@ -62,11 +62,13 @@ func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time
 }
 
 // Claim completes a hold that a release granted to the waiter (a grant
-// message, carrying a fencing token, reached its subscription), the last
-// attempt having been refused without error and sent at base. It reports
-// whether it did; when not, the waiter makes an attempt instead, which
-// finds the grant in Redis. An error ends the wait.
-type Claim func(ctx context.Context, token uint64, base time.Time) (bool, error)
+// message reached its subscription, carrying a fencing token and the mark
+// of the attempt it answers), the last attempt having been refused
+// without error and sent at base. It reports whether it did; when not
+// (the grant names an earlier attempt, say), the waiter makes an attempt
+// instead, which finds a grant that is still its own in Redis. An error
+// ends the wait.
+type Claim func(ctx context.Context, g hub.Grant, base time.Time) (bool, error)
 
 // WaitGranted is Wait for a waiter with a place in a line in Redis and a
 // channel of its own, to which a release may grant the lock: a grant
@@ -186,11 +188,11 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	if w.claim == nil || w.sub == nil {
 		return false, nil
 	}
-	token, ok := w.sub.Granted()
+	g, ok := w.sub.Granted()
 	if !ok {
 		return false, nil
 	}
-	done, err := w.claim(ctx, token, w.refused)
+	done, err := w.claim(ctx, g, w.refused)
 	switch {
 	case err != nil:
 		return true, w.ctxErr(CtxErr(ctx, err))

@@ -18,7 +18,8 @@
 --          the owner joins the end of the line (or stays where it is) with
 --          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
 -- ARGV[6]  wake-up channel prefix: a waiter's channel is ARGV[6] .. owner id
---          (the same name as internal.Names.WaiterChannel, in the same slot)
+--          (the same name as internal.Names.WaiterChannel, in the same slot;
+--          built here because the head is only known inside the script)
 -- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[8]  grant lease in milliseconds
 --
@@ -37,7 +38,9 @@
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the counter's current value), or {0, wait}: wait is the
--- holder's remaining lease; -1 when unknown.
+-- holder's remaining lease; -1 when unknown. A blocking attempt's refusal
+-- is {0, wait, deadline}, the waiter's new deadline in line, which a
+-- grant to it names (see fairlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
@@ -115,11 +118,16 @@ if patience > 0 then
   redis.call('pexpireat', timeouts, tonumber(last[2]))
 end
 
+local mark = 0
+if patience > 0 then
+  mark = now + patience
+end
 if not free then
-  return {0, ttl}
+  return {0, ttl, mark}
 end
 -- Free, with another waiter first in line: grant it to that waiter.
 redis.call('lpop', queue)
+local deadline = redis.call('zscore', timeouts, head) or '0'
 redis.call('zrem', timeouts, head)
 local token = 0
 if redis.call('exists', fence) == 1 then
@@ -127,9 +135,5 @@ if redis.call('exists', fence) == 1 then
 end
 redis.call('hset', lock, head, 1)
 redis.call('pexpire', lock, grantLease)
-if sharded then
-  redis.call('spublish', prefix .. head, 'g' .. token)
-else
-  redis.call('publish', prefix .. head, 'g' .. token)
-end
-return {0, grantLease}
+redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. deadline)
+return {0, grantLease, mark}

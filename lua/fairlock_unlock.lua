@@ -17,13 +17,15 @@
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. A grant pops the first waiter, makes it the holder with one
 -- level and the grant lease, takes the next fencing token when the
--- counter exists (0 otherwise) and publishes "g" .. token on the waiter's
--- channel. A lock found free with waiters in line (its holder's lease ran
+-- counter exists (0 otherwise) and publishes "g" .. token .. ":" ..
+-- deadline on the waiter's channel (ARGV[4] .. head, built here because
+-- the head is only known inside the script): the deadline that the
+-- waiter's last refused attempt set names the attempt the grant answers. A lock found free with waiters in line (its holder's lease ran
 -- out) is granted the same way, whoever calls.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
--- the hold count differs from ARGV[3]; or {0, grantee, token} when this
+-- the hold count differs from ARGV[3]; or {0, grantee, token, deadline} when this
 -- release granted the lock, so that a grantee in the releasing process
 -- can complete its hold without waiting for the message. A resent unlock
 -- whose first run went through finds the owner's field gone ({-1}): it
@@ -49,8 +51,9 @@ end
 local function grant()
   local head = redis.call('lpop', queue)
   if not head then
-    return nil, 0
+    return nil, 0, 0
   end
+  local deadline = redis.call('zscore', timeouts, head) or '0'
   redis.call('zrem', timeouts, head)
   local token = 0
   if redis.call('exists', fence) == 1 then
@@ -58,12 +61,8 @@ local function grant()
   end
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, grantLease)
-  if sharded then
-    redis.call('spublish', prefix .. head, 'g' .. token)
-  else
-    redis.call('publish', prefix .. head, 'g' .. token)
-  end
-  return head, token
+  redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. deadline)
+  return head, token, deadline
 end
 
 if not holds then
@@ -82,8 +81,8 @@ if holds > 1 then
   return {holds - 1}
 end
 redis.call('del', lock)
-local head, token = grant()
+local head, token, deadline = grant()
 if head then
-  return {0, head, token}
+  return {0, head, token, deadline}
 end
 return {0}

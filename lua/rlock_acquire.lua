@@ -32,7 +32,9 @@
 -- is 0 on re-entry or without fencing; on a repeated first acquisition or a
 -- grant it is the counter's current value, which is this hold's token
 -- because nobody else can have acquired since), or {0, pttl} when another
--- owner holds it (pttl is -1 when the key has no expiry).
+-- owner holds it (pttl is -1 when the key has no expiry); a blocking
+-- attempt's refusal is {0, pttl, deadline}, the waiter's new deadline in
+-- line, which a grant to it names (see rlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
@@ -90,5 +92,6 @@ if patience > 0 then
   end
   redis.call('pexpire', queue, patience)
   redis.call('pexpire', timeouts, patience)
+  return {0, ttl, now + patience}
 end
 return {0, ttl}

@@ -537,3 +537,85 @@ func TestGrantTakesFencingToken(t *testing.T) {
 	}
 	mustUnlock(t, waiter)
 }
+
+// A grant message that does not name the waiter's last refused attempt
+// (one read late, after its grant lapsed and a later attempt was refused)
+// is not taken for a grant: the waiter tries again, is refused, and waits
+// on while the holder holds.
+func TestStaleGrantMessageIsNotClaimed(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	holder := rlock.New(srv.NewClient(t), name)
+	mustLock(t, holder)
+	waiter := rlock.New(srv.NewClient(t), name)
+	got := make(chan error, 1)
+	go func() { got <- waiter.Lock(t.Context()) }()
+	waitSubscribed(t, admin, name, 1)
+	n := internal.NewNames(name)
+	owners := admin.LRange(t.Context(), n.Queue(), 0, -1).Val()
+	if len(owners) != 1 {
+		t.Fatalf("line %v, want the waiter alone", owners)
+	}
+	base := evalCalls(t, admin)
+	if err := admin.Publish(t.Context(), n.WaiterChannel(owners[0]), "g0:12345").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Woken, the waiter checks with an attempt, which is refused.
+	redistest.WaitFor(t, 2*time.Second, func() bool { return evalCalls(t, admin) > base })
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter's Lock returned %v on a grant that named another attempt, while the holder holds", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if ok, err := holder.IsHeld(t.Context()); !ok || err != nil {
+		t.Fatalf("holder IsHeld = %v, %v", ok, err)
+	}
+	mustUnlock(t, holder) // a real grant
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, waiter)
+}
+
+// A re-entry into a hold that is gone from Redis (force-unlocked, and
+// another owner took the lock) fails at once as lost: it does not join
+// the line, where a later grant would pass for the old hold.
+func TestReentryIntoLostHold(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	lost := make(chan error, 1)
+	h := rlock.New(srv.NewClient(t), name, rlock.WithOnLost(func(err error) { lost <- err }))
+	x := rlock.New(srv.NewClient(t), name)
+	err := h.Do(t.Context(), func(ctx context.Context) error {
+		if ok, err := rlock.New(admin, name).ForceUnlock(t.Context()); !ok || err != nil {
+			t.Fatalf("ForceUnlock = %v, %v", ok, err)
+		}
+		mustLock(t, x)
+		defer mustUnlock(t, x)
+		err := h.Lock(ctx)
+		if !errors.Is(err, rlock.ErrLost) {
+			t.Errorf("re-entry into a lost hold = %v, want ErrLost", err)
+		}
+		if ok, err := h.TryLock(ctx); ok || err == nil {
+			t.Errorf("TryLock re-entry after the loss = %v, %v; want an error", ok, err)
+		}
+		if n := admin.LLen(t.Context(), internal.NewNames(name).Queue()).Val(); n != 0 {
+			t.Errorf("%d waiters in line after the re-entry, want none", n)
+		}
+		return nil
+	})
+	t.Logf("Do = %v", err)
+	if !redistest.Closed(h.Done()) {
+		t.Error("Done open after the re-entry found the hold gone")
+	}
+	select {
+	case err := <-lost:
+		if !errors.Is(err, rlock.ErrLost) {
+			t.Errorf("OnLost(%v), want ErrLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("OnLost did not run")
+	}
+}

@@ -22,7 +22,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	}
 	n := b.Keys
 	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
-		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel(""),
+		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel(""), Channel: n.Channel(),
 	}}
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
@@ -40,7 +40,9 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Grants: true, Fencing: cfg.fencing, ClaimByAttempt: cfg.ackReplicas > 0,
 		Channel: func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 	})
-	m.engine = m.l.Handle(true)
+	// A release that frees the lock with nobody in line is announced on
+	// the shared channel, for groups of locks (package multilock).
+	m.engine = m.l.Handle(n.Channel())
 	return m
 }
 

@@ -29,7 +29,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
 	// A release that frees the lock wakes a writer on its channel.
-	rw.engine = rw.l.Handle(true)
+	rw.engine = rw.l.Handle(s.channel(hold.Exclusive))
 	return rw
 }
 

@@ -15,6 +15,7 @@ type Grant struct {
 	Levels Levels        // when OK: the handle's levels in Redis
 	Token  uint64        // when OK: the fencing token of a first acquisition, else 0
 	Wait   time.Duration // when not OK: the holder's remaining lease; 0 if unknown
+	Mark   int64         // when not OK: the deadline in line a blocking attempt set (see hub.Grant)
 	// Refused, when not OK, is a definite refusal that ends the attempt
 	// with this error; nothing was taken (a read-write lock's upgrade).
 	Refused error
@@ -22,7 +23,7 @@ type Grant struct {
 
 // Granted converts the reply of a one-mode acquire script.
 func Granted(a script.Acquired) Grant {
-	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait}
+	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait, Mark: a.Mark}
 }
 
 // Take makes one acquisition attempt with try, under the rules every

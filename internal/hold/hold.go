@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
@@ -52,9 +53,9 @@ type Config struct {
 	// watchdog goroutine or the caller's and must not block.
 	Lost func(err error)
 	// Granted, if set, is told of a release, sent at sent, that granted
-	// the lock to grantee with token: a waiter of the same process
-	// completes its hold without waiting for the grant's message.
-	Granted func(grantee string, token uint64, sent time.Time)
+	// the lock to grantee: a waiter of the same process completes its
+	// hold without waiting for the grant's message.
+	Granted func(grantee string, g hub.Grant, sent time.Time)
 	// Probes is what a hold reports as (package observe), by the mode
 	// of the level that began it; the zero Probe reports nothing.
 	Probes [2]internal.Probe
@@ -192,6 +193,14 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 		Lost: func(err error) {
 			t.end(h, fmt.Errorf("%w: %w", internal.ErrLost, err))
 		},
+	}
+}
+
+// Lose ends the current hold, if any, as lost with err: Redis no longer
+// has it, though the watchdog has not noticed yet.
+func (t *Tracker) Lose(err error) {
+	if h := t.current(); h != nil {
+		t.end(h, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hub"
 )
 
 // Kind describes a lock primitive to the engine: its keys and scripts, how
@@ -108,10 +109,18 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
 	a := Asking{Blocking: true}
+	// mark names the waiter's last attempt, refused, in its lock's line:
+	// a grant is claimed only when it names that attempt (see Grant.Mark).
+	// try and claim run on the waiting goroutine, one after the other.
+	var mark int64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
+		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
 			g, err := l.k.Acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
+			if a.Refused {
+				mark = g.Mark
+			}
 			return g, err
 		})
 	}
@@ -122,14 +131,20 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	var err error
 	switch {
 	case l.k.Grants:
-		claim := func(ctx context.Context, token uint64, base time.Time) (bool, error) {
+		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
+			if mark == 0 || g.Mark != mark {
+				// Not a grant to the last attempt: one read late, after
+				// the grant lapsed or went elsewhere and a later attempt
+				// was refused. An attempt finds a grant still in Redis.
+				return false, nil
+			}
 			if l.k.ClaimByAttempt && ctx.Err() == nil {
 				return false, nil
 			}
 			if !l.k.Fencing {
-				token = 0
+				g.Token = 0
 			}
-			return l.t.Claim(ctx, m, token, base)
+			return l.t.Claim(ctx, m, g.Token, base)
 		}
 		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, l.IsHeld, try)
 	case l.k.InLine:
@@ -149,9 +164,9 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 // in-process handoff. The hub accepts it only for a wait parked before
 // sent (see hub.Hub.Deliver), so a reply read late never reaches a later
 // wait of the grantee.
-func (l *Lock) deliver(grantee string, token uint64, sent time.Time) {
+func (l *Lock) deliver(grantee string, g hub.Grant, sent time.Time) {
 	c := internal.Attach(l.k.RDB)
-	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), token, sent)
+	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), g, sent)
 	c.Detach()
 }
 

@@ -117,6 +117,10 @@ var ended = &record{}
 // anything, and never falls back to another goroutine's plain hold.
 var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", internal.ErrNotHeld)
 
+// errReentryRefused is the error of a re-entry that Redis refused: the
+// hold it would enter is gone from Redis.
+var errReentryRefused = fmt.Errorf("%w: the hold this ctx carries is gone from Redis", internal.ErrLost)
+
 // carried returns the hold of l that ctx carries, if any, and whether it
 // is still live: not released, and not forgotten by reset.
 func (l *Lock) carried(ctx context.Context) (*record, bool) {
@@ -148,7 +152,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		case c.mode == Shared && m == Exclusive:
 			return nil, false, internal.ErrUpgradeNotSupported
 		}
-		return l.reenter(ctx, c, m, blocking)
+		return l.reenter(ctx, c, m)
 	}
 	n := l.share(m)
 	if !blocking {
@@ -179,13 +183,22 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 }
 
 // reenter takes a level of mode m through c, the live hold ctx carries: a
-// re-entry, or (a read level through a write hold) a downgrade. When c
-// ended while the script ran (the hold was lost, and Redis granted a new
-// one), the level belongs to no hold of the caller's: it is given back.
-func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
-	ok, err := l.redis(ctx, m, blocking)
-	if !ok || err != nil {
-		return nil, ok, err
+// re-entry, or (a read level through a write hold) a downgrade. It makes
+// one attempt, blocking or not, and never waits: the handle holds the
+// lock, so the attempt succeeds unless the hold is gone from Redis. Then
+// the hold is lost (force-unlocked, or expired before the watchdog
+// noticed), and reenter ends it as such; waiting instead would join the
+// line, and a grant would later pass for the old hold. When c ended
+// while the script ran (the hold was lost, and Redis granted a new one),
+// the level belongs to no hold of the caller's: it is given back.
+func (l *Lock) reenter(ctx context.Context, c *record, m Mode) (*record, bool, error) {
+	ok, err := l.redis(ctx, m, false)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		l.t.Lose(errReentryRefused)
+		return nil, false, errReentryRefused
 	}
 	l.mu.Lock()
 	if c.depth == 0 || c.gen != l.gen {

@@ -5,23 +5,24 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/script"
 )
 
 // Released is what a release script reports.
 type Released struct {
-	Levels   Levels // the handle's levels afterwards
-	NotHeld  bool   // the handle held no level of the mode: nothing changed
-	Mismatch bool   // the handle's level was not the expected one: nothing changed
-	Grantee  string // the owner the release granted the lock to, if any
-	Token    uint64 // the grant's fencing token
+	Levels   Levels    // the handle's levels afterwards
+	NotHeld  bool      // the handle held no level of the mode: nothing changed
+	Mismatch bool      // the handle's level was not the expected one: nothing changed
+	Grantee  string    // the owner the release granted the lock to, if any
+	Grant    hub.Grant // what the grant's message carries
 }
 
 // UnlockedGrant converts the reply of a mutex release script that may
 // grant the lock (see Unlocked).
 func UnlockedGrant(u script.Unlocked) Released {
 	r := Unlocked(u.Holds)
-	r.Grantee, r.Token = u.Grantee, u.Token
+	r.Grantee, r.Grant = u.Grantee, hub.Grant{Token: u.Token, Mark: u.Mark}
 	return r
 }
 
@@ -96,7 +97,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels = out.Levels
 	}
 	if out.Grantee != "" && t.cfg.Granted != nil {
-		t.cfg.Granted(out.Grantee, out.Token, sent)
+		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
 	t.settle(h, levels, m, sent)
 	if levels.Total() > 0 {

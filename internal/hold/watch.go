@@ -22,15 +22,16 @@ import (
 // Handle is embedded in a lock's handle type to let package multilock find
 // the handle's engine (see Watcher).
 type Handle struct {
-	l         *Lock
-	announced bool
+	l       *Lock
+	channel string // see Handle
 }
 
-// Handle returns what l's handle type embeds. announced says whether
-// every release that frees the lock is published on Channel(Exclusive) to
-// whoever listens: true for rlock and rwlock; false for a fair lock, which
-// tells the head of its line only, on a channel of the head's own.
-func (l *Lock) Handle(announced bool) Handle { return Handle{l: l, announced: announced} }
+// Handle returns what l's handle type embeds. channel is where every
+// release that frees the lock is published to whoever listens (rlock's
+// shared channel, rwlock's writers' channel); "" for a lock that tells
+// only the head of its line, on a channel of the head's own (a fair
+// lock).
+func (l *Lock) Handle(channel string) Handle { return Handle{l: l, channel: channel} }
 
 func (h Handle) handle() Handle { return h }
 
@@ -60,19 +61,19 @@ func (w *Watcher) Keeping() Keeping { return w.h.l.k.Keeping }
 func (w *Watcher) Client() redis.UniversalClient { return w.h.l.k.RDB }
 
 // Announced reports whether Watch can wake on the lock's releases.
-func (w *Watcher) Announced() bool { return w.h.announced }
+func (w *Watcher) Announced() bool { return w.h.channel != "" }
 
-// Watch subscribes to the channel on which the lock announces a release to
-// waiters of mode Exclusive, and returns once Redis has confirmed it, so a
+// Watch subscribes to the channel on which the lock announces a release
+// that frees it (see Handle), and returns once Redis has confirmed it, so a
 // release after Watch returns is not missed. It takes nothing: a wake-up
 // says only that the lock may be free. It returns nil and no error when
 // the lock does not announce its releases to all (see Handle).
 func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
-	if !w.h.announced {
+	if w.h.channel == "" {
 		return nil, nil
 	}
 	c := internal.Attach(w.h.l.k.RDB)
-	sub, err := c.Hub.Subscribe(ctx, w.h.l.k.Channel(Exclusive))
+	sub, err := c.Hub.Subscribe(ctx, w.h.channel)
 	if err != nil {
 		c.Detach()
 		return nil, err

@@ -10,8 +10,9 @@
 // Messages carry how many units are free: "1" wakes one local waiter (a
 // mutex was released), "n" wakes waiters in line whose needs fit in n
 // (permits are available), "-1" wakes all (a write lock was released to
-// readers). "g<token>", on a waiter's own channel, is a grant: the
-// publisher made that waiter the holder (see Subscription.Granted). A waiter needs one unit unless it subscribed with
+// readers). "g<token>:<mark>", on a waiter's own channel, is a grant:
+// the publisher made that waiter the holder (see Subscription.Granted).
+// A waiter needs one unit unless it subscribed with
 // SubscribeNeeding or JoinNeeding: a semaphore waiter for 4 permits is
 // skipped by a message announcing 1, which wakes the next waiter that
 // wants 1 instead. Waiters already holding an unread wake-up are skipped,
@@ -42,6 +43,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Linger is how long an idle connection stays open after its last
@@ -99,10 +102,10 @@ type Subscription struct {
 	// guarded by hub.mu: a waiter that leaves without using the wake-up
 	// passes them on.
 	units int
-	// granted and token record a grant message (see Granted), guarded by
+	// granted and grant record a grant message (see Granted), guarded by
 	// hub.mu.
 	granted bool
-	token   uint64
+	grant   Grant
 	parked  time.Time // see Parked; guarded by hub.mu
 	once    sync.Once
 }
@@ -193,15 +196,24 @@ func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	return s
 }
 
+// Grant is what a grant message carries.
+type Grant struct {
+	// Token is the hold's fencing token; 0 when none was taken.
+	Token uint64
+	// Mark is the deadline in line (server milliseconds) that the
+	// grantee's refused attempt set, which names the attempt the grant
+	// answers: a waiter takes only a grant that names its last attempt.
+	Mark int64
+}
+
 // Granted reports, once, whether a grant message reached the waiter on
-// a confirmed subscription since it last asked, and the fencing token
-// the message carried (0 when none was taken).
-func (s *Subscription) Granted() (uint64, bool) {
+// a confirmed subscription since it last asked, and what it carried.
+func (s *Subscription) Granted() (Grant, bool) {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	tok, ok := s.token, s.granted
-	s.token, s.granted = 0, false
-	return tok, ok
+	g, ok := s.grant, s.granted
+	s.grant, s.granted = Grant{}, false
+	return g, ok
 }
 
 // Parked records when the waiter's last attempt, refused without error
@@ -219,7 +231,7 @@ func (s *Subscription) Parked(at time.Time) {
 // only by a waiter on a confirmed subscription that parked (see Parked)
 // before sent: a later wait of the same waiter sent all its attempts
 // after the grant was made, so a late delivery never reaches it.
-func (h *Hub) Deliver(name string, token uint64, sent time.Time) {
+func (h *Hub) Deliver(name string, g Grant, sent time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var ch *channel
@@ -232,7 +244,7 @@ func (h *Hub) Deliver(name string, token uint64, sent time.Time) {
 		return
 	}
 	if s := ch.subs[0]; !s.parked.IsZero() && s.parked.Before(sent) {
-		grantLocked(ch, token)
+		grantLocked(ch, g)
 	}
 }
 
@@ -368,17 +380,16 @@ func (ch *channel) lapse() {
 // notifyLocked delivers a message published on ch: a grant, or a count
 // of free units. h.mu must be held.
 func notifyLocked(ch *channel, payload string) {
-	token, ok := grantToken(payload)
+	g, ok := parseGrant(payload)
 	if !ok {
 		wakeLocked(ch, wakeCount(payload))
 		return
 	}
-	grantLocked(ch, token)
+	grantLocked(ch, g)
 }
 
-// grantLocked gives the waiter on ch a grant with token. h.mu must be
-// held.
-func grantLocked(ch *channel, token uint64) {
+// grantLocked gives the waiter on ch grant g. h.mu must be held.
+func grantLocked(ch *channel, g Grant) {
 	if len(ch.subs) == 0 {
 		return
 	}
@@ -388,7 +399,7 @@ func grantLocked(ch *channel, token uint64) {
 	// that has ended: it only wakes.
 	s := ch.subs[0]
 	if ch.isConfirmed {
-		s.granted, s.token = true, token
+		s.granted, s.grant = true, g
 	}
 	select {
 	case s.c <- struct{}{}:
@@ -397,15 +408,19 @@ func grantLocked(ch *channel, token uint64) {
 	}
 }
 
-// grantToken decodes a grant message, "g" and a fencing token: the
-// publisher made the channel's waiter the holder.
-func grantToken(payload string) (uint64, bool) {
+// parseGrant decodes a grant message, "g", a fencing token, ":" and a
+// mark: the publisher made the channel's waiter the holder.
+func parseGrant(payload string) (Grant, bool) {
 	rest, ok := strings.CutPrefix(payload, "g")
 	if !ok {
-		return 0, false
+		return Grant{}, false
 	}
-	token, err := strconv.ParseUint(rest, 10, 64)
-	return token, err == nil
+	token, mark, _ := strings.Cut(rest, ":")
+	t, err := strconv.ParseUint(token, 10, 64)
+	if err != nil {
+		return Grant{}, false
+	}
+	return Grant{Token: t, Mark: script.ParseMark(mark)}, true
 }
 
 // wakeLocked wakes, in line order, the waiters of ch that hold no unread

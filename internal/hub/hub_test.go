@@ -337,14 +337,14 @@ func TestGrantMessage(t *testing.T) {
 	if err := rdb.Publish(t.Context(), ch, "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Publish(t.Context(), ch, "g42").Err(); err != nil {
+	if err := rdb.Publish(t.Context(), ch, "g42:1732451234567").Err(); err != nil {
 		t.Fatal(err)
 	}
-	var tok uint64
+	var g hub.Grant
 	ok := false
-	redistest.WaitFor(t, 2*time.Second, func() bool { tok, ok = s.Granted(); return ok })
-	if tok != 42 {
-		t.Fatalf("grant token %d, want 42", tok)
+	redistest.WaitFor(t, 2*time.Second, func() bool { g, ok = s.Granted(); return ok })
+	if g != (hub.Grant{Token: 42, Mark: 1732451234567}) {
+		t.Fatalf("grant %+v, want token 42, mark 1732451234567", g)
 	}
 	if _, again := s.Granted(); again {
 		t.Fatal("a grant read twice")
@@ -361,22 +361,23 @@ func TestDeliver(t *testing.T) {
 	h := hub.New(srv.NewClient(t), false)
 	ch := redistest.UniqueName(t)
 	s := subscribeN(t, h, ch, 1)[0]
-	h.Deliver(ch, 7, time.Now())
+	g := hub.Grant{Token: 7, Mark: 1}
+	h.Deliver(ch, g, time.Now())
 	if _, ok := s.Granted(); ok {
 		t.Fatal("a waiter that never parked took a delivered grant")
 	}
 	parked := time.Now()
 	s.Parked(parked)
-	h.Deliver(ch, 7, parked.Add(-time.Millisecond)) // a release sent before it parked
+	h.Deliver(ch, g, parked.Add(-time.Millisecond)) // a release sent before it parked
 	if _, ok := s.Granted(); ok {
 		t.Fatal("a grant sent before the waiter parked was delivered to it")
 	}
-	h.Deliver(ch, 7, parked.Add(time.Millisecond))
-	if tok, ok := s.Granted(); !ok || tok != 7 {
-		t.Fatalf("delivered grant = %d, %v; want 7, true", tok, ok)
+	h.Deliver(ch, g, parked.Add(time.Millisecond))
+	if got, ok := s.Granted(); !ok || got != g {
+		t.Fatalf("delivered grant = %+v, %v; want %+v, true", got, ok, g)
 	}
 	if woken([]*hub.Subscription{s}) != 1 {
 		t.Fatal("the delivered grant did not wake the waiter")
 	}
-	h.Deliver("no-such-channel", 1, time.Now()) // nobody waits: nothing happens
+	h.Deliver("no-such-channel", g, time.Now()) // nobody waits: nothing happens
 }

@@ -22,6 +22,7 @@ type LockKeys struct {
 	Queue    string // the waiter list
 	Timeouts string // the zset of waiter deadlines
 	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
+	Channel  string // the release channel: "1" when a release leaves the lock free
 }
 
 func (k LockKeys) all() []string { return []string{k.Lock, k.Queue, k.Timeouts, k.Fence} }
@@ -32,6 +33,10 @@ type Acquired struct {
 	Holds int64         // the owner's hold count, when OK
 	Token uint64        // the fencing token of a first acquisition, else 0
 	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
+	// Mark, when a blocking attempt was refused, is the waiter's new
+	// deadline in line (server milliseconds), which a grant's message
+	// and reply name (Unlocked.Mark); 0 when none was set.
+	Mark int64
 }
 
 // AcquireCmd is the reply of ReentrantAcquire.
@@ -49,7 +54,11 @@ func (c AcquireCmd) Result() (Acquired, error) {
 	if len(v) < 2 {
 		return Acquired{}, errShortReply
 	}
-	return Acquired{Wait: pttl(v[1])}, nil
+	a := Acquired{Wait: pttl(v[1])}
+	if len(v) >= 3 {
+		a.Mark = v[2]
+	}
+	return a, nil
 }
 
 // ReentrantAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
@@ -88,7 +97,7 @@ const (
 // grantee of a grant. go-redis never retries it: after a network error
 // the outcome is unknown, and only the caller knows how to retry safely.
 func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
-	return UnlockCmd{rlockUnlock.run(ctx, c, k.all(), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
+	return UnlockCmd{rlockUnlock.run(ctx, c, append(k.all(), k.Channel), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

@@ -27,7 +27,7 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 
 func lockKeys(name string) script.LockKeys {
 	n := internal.NewNames(name)
-	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel("")}
+	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
 }
 
 func TestRLockScripts(t *testing.T) {

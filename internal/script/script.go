@@ -13,6 +13,7 @@ package script
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,10 +76,11 @@ type Unlocked struct {
 	Holds   int64  // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
 	Grantee string // when the release granted the lock: the waiter it went to
 	Token   uint64 // the grant's fencing token (0 when none was taken)
+	Mark    int64  // the grantee's deadline in line that the grant names
 }
 
 // UnlockCmd is the reply of a mutex release script: {holds}, or {0,
-// grantee, token} for a release that granted the lock.
+// grantee, token, mark} for a release that granted the lock.
 type UnlockCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
@@ -95,10 +97,12 @@ func (c UnlockCmd) Result() (Unlocked, error) {
 		return Unlocked{}, errShortReply
 	}
 	u := Unlocked{Holds: holds}
-	if len(v) == 3 {
+	if len(v) == 4 {
 		u.Grantee, _ = v[1].(string)
 		token, _ := v[2].(int64)
 		u.Token = uint64(token)
+		mark, _ := v[3].(string)
+		u.Mark = ParseMark(mark)
 	}
 	return u, nil
 }
@@ -116,4 +120,14 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 		return nil, errShortReply
 	}
 	return vals, nil
+}
+
+// ParseMark reads a waiter's deadline as a script sends it in a grant: a
+// zset score, which Redis may format as a float. 0 when it is not one.
+func ParseMark(s string) int64 {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0
+	}
+	return int64(f)
 }
