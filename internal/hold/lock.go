@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,6 +78,9 @@ type Lock struct {
 	k      Kind
 	t      *Tracker
 	probes [2]internal.Probe // what each mode reports as (package observe)
+	// marks is the highest mark (see hub.Grant) that a refused attempt
+	// of the handle has set, in any wait of it.
+	marks atomic.Int64
 	owners
 }
 
@@ -111,15 +115,21 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	a := Asking{Blocking: true}
 	// mark names the waiter's last attempt, refused, in its lock's line:
 	// a grant is claimed only when it names that attempt (see Grant.Mark).
-	// try and claim run on the waiting goroutine, one after the other.
+	// A mark is a deadline in server milliseconds, and two attempts of the
+	// handle can set the same one (in one millisecond, or across a clock
+	// step): a mark no higher than every earlier one of the handle could
+	// be named by an earlier grant (a message read late, or once more
+	// after the in-process handoff), so it is not used, and a grant is
+	// then completed by an attempt. try and claim run on the waiting
+	// goroutine, one after the other.
 	var mark int64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
 			g, err := l.k.Acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
-			if a.Refused {
-				mark = g.Mark
+			if a.Refused && l.k.Grants {
+				mark = l.newMark(g.Mark)
 			}
 			return g, err
 		})
@@ -157,6 +167,20 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		l.leave(ctx, m)
 	}
 	return err
+}
+
+// newMark records m, the mark a refused attempt set, and returns it if it
+// is higher than every mark recorded before; else 0.
+func (l *Lock) newMark(m int64) int64 {
+	for {
+		prev := l.marks.Load()
+		if m <= prev {
+			return 0
+		}
+		if l.marks.CompareAndSwap(prev, m) {
+			return m
+		}
+	}
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
