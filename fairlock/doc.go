@@ -42,12 +42,16 @@
 // hold without another script, and no herd of waiters races for the lock.
 // A grantee whose process died keeps the lock only until the grant lease
 // runs out; the next waiter's attempt then grants it on. When the first
-// waiter gives up while the lock is free, the next one is woken. See
-// package internal/hold for the whole design.
+// waiter gives up while the lock is free, the next one is woken.
+// docs/semantics.md in the repository tells the whole design. A re-entry
+// (a Lock with the hold's ctx) never queues: when Redis no longer has the
+// hold, it fails with an error wrapping [ErrLost] and the hold ends as
+// lost.
 //
 // A waiting Lock refreshes its place at least every second (a third of
-// the grant lease) and every third of [WithWaiterTimeout] ([DefaultWaiterTimeout], 10s),
-// however long the holder keeps the lock. A waiter that stops refreshing, because its process died or lost
+// the grant lease) and every third of [WithWaiterTimeout]
+// ([DefaultWaiterTimeout], 10s), however long the holder keeps the lock.
+// A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
 // last refresh, and from then on it no longer blocks the waiters behind it.
 // Deadlines are measured on the Redis server's clock, so clients with

@@ -61,6 +61,29 @@ func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time
 	return w.wait(ctx)
 }
 
+// Retry makes attempts with try until one ends without a transient error
+// or ctx ends, with Wait's backoff between them: a call that must not
+// wait in line (a re-entry) rides out a lost reply or a failover as a
+// waiting one does. It returns the last attempt's outcome; when ctx ends
+// first, an error that matches ctx's and wraps the last transient one.
+func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bool, error) {
+	var backoff time.Duration
+	for {
+		ok, err := try(ctx)
+		if err == nil || !Transient(err) || CtxDone(ctx) != nil {
+			return ok, CtxErr(ctx, err)
+		}
+		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		timer := time.NewTimer(backoff)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return false, CtxErr(ctx, err)
+		}
+	}
+}
+
 // Claim completes a hold that a release granted to the waiter (a grant
 // message reached its subscription, carrying a fencing token and the mark
 // of the attempt it answers), the last attempt having been refused

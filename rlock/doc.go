@@ -54,16 +54,23 @@
 // process died is dropped from the line once its deadline passes, and if
 // it was granted the lock first, the lock is free again when the grant
 // lease runs out (the next waiter holds it within about 4s of the
-// release). See package internal/hold for the whole design.
+// release). A release that leaves the lock free (nobody live in line)
+// publishes on redisync:{name}:chan, which groups of locks (package
+// multilock) listen to. docs/semantics.md in the repository tells the
+// whole design.
 //
 // Fairness: a Lock or TryLock that finds the lock free takes it, even
 // when others are in line (as Redisson's RLock lets it), but a release
-// never leaves the lock free while a live waiter is in line: parked
-// waiters are served in the order in which they joined the line, and a
-// newcomer wins only when nobody is parked or in the short window after
-// a holder's lease ran out. Goroutines waiting on one handle wait in line
-// in the process, behind the one that holds the handle's place. A
-// re-entry (a Lock with the hold's ctx) never queues. A Lock that fails
+// never leaves the lock free while a live waiter is in line, so a parked
+// waiter is never starved: releases serve the line in the order in which
+// its waiters joined it, and a newcomer wins only when nobody is parked,
+// or when the lock was freed another way (a holder's lease ran out,
+// ForceUnlock): then whoever attempts first takes it. Goroutines waiting on one
+// handle wait in line in the process, behind the one that holds the
+// handle's place. A re-entry (a Lock with the hold's ctx) never queues:
+// it makes one attempt, and when Redis no longer has the hold it fails
+// with an error wrapping [ErrLost], and the hold ends as lost (Done
+// closes, the [WithOnLost] hook runs). A Lock that fails
 // leaves nothing behind: no hold, no place in line, no subscription; a
 // grant that reached it as it gave up is released, which passes the lock
 // on. If ctx ends while an acquire script is in flight, Lock gives back

@@ -80,6 +80,13 @@
 // hold, no announcement, no subscription; if ctx ends while an acquire
 // script is in flight, whatever the script took is given back.
 //
+// Unlike rlock and fairlock, a release does not hand the lock to a waiter
+// in its script (the one-hop handoff): a write release admits every
+// waiting reader at once, which a grant to the one waiter at the head of
+// a line does not express, and writers announce themselves for writer
+// preference instead of standing in a line. A woken waiter tries again,
+// one more round trip than a grant.
+//
 // # Leases, the watchdog and loss
 //
 // Without [WithLeaseTime], holds have the lease [WithWatchdogTimeout] (30s by

@@ -105,6 +105,11 @@
 // the earliest acquired permit. So a lost notification, or permits that
 // another process took first, cost a waiter at most that interval.
 //
+// Unlike rlock and fairlock, a release does not hand permits to a waiter
+// in its script (the one-hop handoff): waiters ask for different numbers
+// of permits, and a counting Semaphore has no owners to give them to. A
+// woken waiter tries again, one more round trip than a grant.
+//
 // An Acquire that fails leaves nothing behind: no permit taken and no
 // subscription. If ctx ends while an acquire script is in flight, Acquire
 // gives back whatever that script took before it returns; so it does when

@@ -152,7 +152,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		case c.mode == Shared && m == Exclusive:
 			return nil, false, internal.ErrUpgradeNotSupported
 		}
-		return l.reenter(ctx, c, m)
+		return l.reenter(ctx, c, m, blocking)
 	}
 	n := l.share(m)
 	if !blocking {
@@ -183,16 +183,24 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 }
 
 // reenter takes a level of mode m through c, the live hold ctx carries: a
-// re-entry, or (a read level through a write hold) a downgrade. It makes
-// one attempt, blocking or not, and never waits: the handle holds the
-// lock, so the attempt succeeds unless the hold is gone from Redis. Then
+// re-entry, or (a read level through a write hold) a downgrade. It never
+// waits for the lock: the handle holds it, so an attempt succeeds unless
+// the hold is gone from Redis (a blocking call retries an attempt that
+// failed on a transient error, such as a lost reply, until ctx ends). Then
 // the hold is lost (force-unlocked, or expired before the watchdog
 // noticed), and reenter ends it as such; waiting instead would join the
 // line, and a grant would later pass for the old hold. When c ended
 // while the script ran (the hold was lost, and Redis granted a new one),
 // the level belongs to no hold of the caller's: it is given back.
-func (l *Lock) reenter(ctx context.Context, c *record, m Mode) (*record, bool, error) {
-	ok, err := l.redis(ctx, m, false)
+func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
+	try := func(ctx context.Context) (bool, error) { return l.redis(ctx, m, false) }
+	var ok bool
+	var err error
+	if blocking {
+		ok, err = internal.Retry(ctx, try)
+	} else {
+		ok, err = try(ctx)
+	}
 	if err != nil {
 		return nil, false, err
 	}
