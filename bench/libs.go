@@ -38,6 +38,13 @@ type contender struct {
 	// parked, for a library that waits on pub/sub, waits until a waiter
 	// on key is parked; nil for pollers.
 	parked func(ctx context.Context, ctl *redis.Client, key string) error
+	// ownClient marks a library that talks to Redis through a client of
+	// its own, not the go-redis client it is given: the go-redis hooks do
+	// not see its round trips, so the tables leave them out.
+	ownClient bool
+	// close, if set, releases what the library's handles share; it is
+	// called after each scenario, when the go-redis clients are closed.
+	close func()
 }
 
 // leaseTTL is the lease given to the libraries without a watchdog. It is
