@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/script"
@@ -38,6 +41,13 @@ type contender struct {
 	// parked, for a library that waits on pub/sub, waits until a waiter
 	// on key is parked; nil for pollers.
 	parked func(ctx context.Context, ctl *redis.Client, key string) error
+	// ownClient marks a library that talks to Redis through a client of
+	// its own, not the go-redis client it is given: the go-redis hooks do
+	// not see its round trips, so the tables leave them out.
+	ownClient bool
+	// close, if set, releases what the library's handles share; it is
+	// called after each scenario, when the go-redis clients are closed.
+	close func()
 }
 
 // leaseTTL is the lease given to the libraries without a watchdog. It is
@@ -50,6 +60,12 @@ var contenders = []contender{
 	{name: "redsync", newLocker: newRedsync, waits: true},
 	{name: "redislock 10ms", newLocker: newRedislock(10 * time.Millisecond), waits: true},
 	{name: "redislock 1ms", newLocker: newRedislock(time.Millisecond), waits: true},
+	// A rueidislock waiter waits in the process for a client-side caching
+	// invalidation of the key; Redis only shows how many keys its clients
+	// track in all (INFO tracking_total_items), not that a waiter on this
+	// key is parked, so it has no parked check: its one failed attempt
+	// takes a round trip, well within the handoff's 20 ms before unlocking.
+	{name: "rueidislock", newLocker: newRueidislock, waits: true, ownClient: true, close: closeRueidislock},
 	{name: "rlock scripts alone", newLocker: newScriptsOnly},
 	{name: "bare SET NX", newLocker: newBare, bare: true},
 }
@@ -123,6 +139,93 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 	err := l.held.Release(ctx)
 	l.held = nil
 	return err
+}
+
+// rueidislockers holds one rueidislock.Locker, each with a rueidis client
+// of its own, per go-redis client that handles were made on: the handles
+// of one go-redis client share a Locker, as the other libraries' handles
+// share their client's pool.
+var rueidislockers = struct {
+	sync.Mutex
+	m map[*redis.Client]rueidislock.Locker
+}{m: make(map[*redis.Client]rueidislock.Locker)}
+
+// rueidislockLocker is a handle on a rueidislock lock; Unlock cancels what
+// WithContext returned.
+type rueidislockLocker struct {
+	l      rueidislock.Locker
+	err    error // from NewLocker; Lock returns it
+	key    string
+	parent context.Context // the ctx of the hold's Lock call
+	held   context.Context // canceled by rueidislock if the lock is lost
+	cancel context.CancelFunc
+}
+
+// newRueidislock returns a handle on the Locker of rdb, made on first use
+// for the server rdb talks to, as rueidislock's docs say for one server:
+// KeyMajority 1, and NOLOOP tracking (the server is at least 7.0.5). The
+// key validity, its extension and the invalidations that wake waiters
+// are rueidislock's defaults.
+func newRueidislock(rdb *redis.Client, key string) locker {
+	rueidislockers.Lock()
+	defer rueidislockers.Unlock()
+	l, ok := rueidislockers.m[rdb]
+	if !ok {
+		opt := rdb.Options()
+		var err error
+		l, err = rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption: rueidis.ClientOption{
+				InitAddress: []string{opt.Addr},
+				Username:    opt.Username,
+				Password:    opt.Password,
+				SelectDB:    opt.DB,
+			},
+			KeyMajority:    1,
+			NoLoopTracking: true,
+		})
+		if err != nil {
+			return &rueidislockLocker{err: fmt.Errorf("rueidislock: %w", err)}
+		}
+		rueidislockers.m[rdb] = l
+	}
+	return &rueidislockLocker{l: l, key: key}
+}
+
+// closeRueidislock closes the Lockers and their rueidis clients.
+func closeRueidislock() {
+	rueidislockers.Lock()
+	defer rueidislockers.Unlock()
+	for rdb, l := range rueidislockers.m {
+		l.Close()
+		delete(rueidislockers.m, rdb)
+	}
+}
+
+func (l *rueidislockLocker) Lock(ctx context.Context) error {
+	if l.err != nil {
+		return l.err
+	}
+	held, cancel, err := l.l.WithContext(ctx, l.key)
+	if err != nil {
+		return err
+	}
+	l.parent, l.held, l.cancel = ctx, held, cancel
+	return nil
+}
+
+func (l *rueidislockLocker) Unlock(context.Context) error {
+	if l.cancel == nil {
+		return fmt.Errorf("rueidislock: unlock %q: not held", l.key)
+	}
+	// The hold's ctx ends early when the lock is lost, or when the ctx
+	// given to Lock ends: only the first is an error.
+	lost := l.held.Err() != nil && l.parent.Err() == nil
+	l.cancel() // releases the key and waits until it is released
+	l.parent, l.held, l.cancel = nil, nil, nil
+	if lost {
+		return fmt.Errorf("rueidislock: unlock %q: lock lost", l.key)
+	}
+	return nil
 }
 
 // bareLocker is the least a Redis lock can do: SET NX PX to take it, a

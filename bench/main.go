@@ -138,6 +138,16 @@ func (e *env) closeClients() {
 	e.clients = nil
 }
 
+// closeContenders releases what the contenders' handles share, such as
+// clients of their own, with the go-redis clients at the end of a scenario.
+func closeContenders() {
+	for _, c := range contenders {
+		if c.close != nil {
+			c.close()
+		}
+	}
+}
+
 // set records a result for the targets table.
 func (e *env) set(scenario, lib, metric string, v float64) {
 	e.mu.Lock()
@@ -206,6 +216,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		start := time.Now()
 		t, err := s.run(ctx, e)
 		e.closeClients()
+		closeContenders()
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}

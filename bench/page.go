@@ -133,7 +133,9 @@ func (p pageData) render(b *bytes.Buffer) {
 // versions pinned in bench/go.mod.
 const pageMethod = `## Contenders
 
-Every library runs on go-redis v9 against the same server.
+Every library runs on go-redis v9 against the same server, except
+rueidislock, which runs on a rueidis client of its own, one per go-redis
+client of the scenario.
 
 - **redisync rlock**: default options (the watchdog keeps a 30 s lease alive).
 - **redsync** (` + "`github.com/go-redsync/redsync/v4`" + ` v4.18.1): default options
@@ -141,6 +143,11 @@ Every library runs on go-redis v9 against the same server.
   random 50-250 ms, its default.
 - **redislock** (` + "`github.com/bsm/redislock`" + ` v0.9.4): a 10 s TTL, retrying with
   a linear backoff of 10 ms ("redislock 10ms") or 1 ms ("redislock 1ms").
+- **rueidislock** (` + "`github.com/redis/rueidis/rueidislock`" + ` v1.0.79): configured
+  for one server as its docs say (` + "`KeyMajority: 1`" + `, NOLOOP tracking); its
+  default 5 s key validity, extended every 2.5 s. A waiter waits for the
+  client-side caching invalidation of the key. Its round trips are not
+  counted ("-").
 - **bare SET NX**: ` + "`SET key token NX PX`" + ` and a compare-and-delete script,
   the least any Redis lock costs. It cannot wait, so it runs only in the
   uncontended scenario, next to **rlock scripts alone**: redisync's two

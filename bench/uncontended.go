@@ -52,7 +52,11 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	for i, c := range contenders {
 		t := totals[i]
 		e.set("uncontended", c.name, "ns", t.ns())
-		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), num(t.trips), num(t.cmds))
+		trips := num(t.trips)
+		if c.ownClient {
+			trips = "-"
+		}
+		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), trips, num(t.cmds))
 	}
 	tb.note("About %v per library, in turns of %d Lock+Unlock. Redis commands from INFO commandstats, counting those run inside scripts. \"rlock scripts alone\" runs rlock's two scripts straight from go-redis: the difference to redisync rlock is what the library costs in Go.",
 		e.cfg.uncontended, burst)

@@ -65,15 +65,20 @@ func runWorkload(ctx context.Context, e *env, w workload) (*table, error) {
 		wait := summarize(r.roles[0].waits)
 		e.set(w.name, c.name, "cs/s", perSec)
 		e.set(w.name, c.name, "cmds", cmds)
-		e.set(w.name, c.name, "trips", float64(r.trips)/n)
+		trips := num(float64(r.trips) / n)
+		if c.ownClient {
+			trips = "-"
+		} else {
+			e.set(w.name, c.name, "trips", float64(r.trips)/n)
+		}
 		e.set(w.name, c.name, "p99", float64(wait.p99))
 		if e.cfg.verbose {
 			tb.note("%s, per CS: %s", c.name, r.breakdown)
 		}
-		tb.add(c.name, num(perSec), num(cmds), num(float64(r.trips)/n),
+		tb.add(c.name, num(perSec), num(cmds), trips,
 			dur(wait.p50), dur(wait.p99), fmt.Sprintf("%.0f%%", 100*r.maxShare))
 	}
-	tb.note("Measured for %v after %v of warm-up. Redis commands from INFO commandstats, counting those run inside scripts; round trips counted by the clients. Wait: from the Lock call to holding the lock. Max CS share: the busiest worker's share of all critical sections (fair: %.0f%%).",
+	tb.note("Measured for %v after %v of warm-up. Redis commands from INFO commandstats, counting those run inside scripts; round trips counted by the go-redis clients (\"-\" for a library on a client of its own). Wait: from the Lock call to holding the lock. Max CS share: the busiest worker's share of all critical sections (fair: %.0f%%).",
 		e.cfg.window, e.cfg.warmup, 100.0/nWorkers)
 	return tb, nil
 }
