@@ -13,6 +13,9 @@ const (
 	rl1    = "redislock 1ms"
 	bareLk = "bare SET NX"
 	usFair = "redisync fairlock"
+	// usShared is rlock with one handle per client, shared by its workers.
+	usShared = "redisync rlock, shared handle"
+	rueidi   = "rueidislock"
 	// bareGrant is the handoff floor the handoff scenario measures.
 	bareGrant = "bare grant"
 )
@@ -56,6 +59,18 @@ var goals = []target{
 		a, oka := e.get("workers", us, "p99")
 		b, okb := e.get("workers", usFair, "p99")
 		return dur(time.Duration(a)) + ", " + dur(time.Duration(b)), max(a, b) <= float64(40*time.Millisecond), oka && okb
+	}},
+	{"handoff p50 at least 2x faster than rueidislock (rlock, fairlock)", func(e *env) (string, bool, bool) {
+		a, oka := ratioOf(e, "handoff", "p50", rueidi, us)
+		b, okb := ratioOf(e, "handoff", "p50", rueidi, usFair)
+		return fmt.Sprintf("%.2fx, %.2fx", a, b), min(a, b) >= 2, oka && okb
+	}},
+	// Commands per critical section before grants (issue 16): rlock 15,
+	// fairlock 42.
+	{"workers: Redis commands/CS no more than before grants (rlock 15, fairlock 42)", func(e *env) (string, bool, bool) {
+		a, oka := e.get("workers", us, "cmds")
+		b, okb := e.get("workers", usFair, "cmds")
+		return fmt.Sprintf("%.1f, %.1f", a, b), a <= 15 && b <= 42, oka && okb
 	}},
 	{"handoff p50 at least 5x faster than redislock 10ms", func(e *env) (string, bool, bool) {
 		r, ok := ratioOf(e, "handoff", "p50", rl10, us)

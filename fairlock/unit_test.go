@@ -48,7 +48,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -59,7 +59,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease).Result()
+	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -93,7 +93,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease).Result(); err != nil {
+		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, 0).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease).Result(); err != nil {
+	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 0).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")

@@ -22,6 +22,9 @@
 --          built here because the head is only known inside the script)
 -- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[8]  grant lease in milliseconds
+-- ARGV[9]  the attempt's sequence number among the owner's, below 4096:
+--          the waiter's score in line is its deadline plus ARGV[9]/4096,
+--          so that two attempts in one millisecond have different marks
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
@@ -39,14 +42,15 @@
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the counter's current value), or {0, wait}: wait is the
 -- holder's remaining lease; -1 when unknown. A blocking attempt's refusal
--- is {0, wait, deadline}, the waiter's new deadline in line, which a
--- grant to it names (see fairlock_unlock).
+-- is {0, wait, mark}: the waiter's new score in line, formatted to read
+-- back exactly, which a grant to it names (see fairlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
+local seq = tonumber(ARGV[9])
 
 local state = redis.call('hmget', lock, owner, 'mode')
 if state[2] then
@@ -103,9 +107,11 @@ if free and (not head or head == owner) then
   return {1, 1, token}
 end
 
+local mark = 0
 if patience > 0 then
+  mark = now + patience + seq / 4096
   -- ZADD counts a waiter new to the line: only then does it join the end.
-  if redis.call('zadd', timeouts, now + patience, owner) == 1 then
+  if redis.call('zadd', timeouts, mark, owner) == 1 then
     redis.call('rpush', queue, owner)
     if fencing then
       redis.call('incrby', fence, 0)
@@ -114,13 +120,13 @@ if patience > 0 then
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
-  redis.call('pexpireat', queue, tonumber(last[2]))
-  redis.call('pexpireat', timeouts, tonumber(last[2]))
+  local expiry = math.ceil(tonumber(last[2]))
+  redis.call('pexpireat', queue, expiry)
+  redis.call('pexpireat', timeouts, expiry)
 end
 
-local mark = 0
-if patience > 0 then
-  mark = now + patience
+if mark > 0 then
+  mark = string.format('%.17g', mark)
 end
 if not free then
   return {0, ttl, mark}

@@ -22,6 +22,9 @@
 --          its place) with the deadline now + ARGV[5]; "0" never joins
 --          (TryLock). Every rlock waiter has the same timeout, so the line
 --          keys live as long as the newest deadline.
+-- ARGV[6]  the attempt's sequence number among the owner's, below 4096:
+--          the waiter's score in line is its deadline plus ARGV[6]/4096,
+--          so that two attempts in one millisecond have different marks
 --
 -- A free lock goes to the caller, whoever waits: a newcomer may take a
 -- lock it finds free (a release never leaves it free while a live waiter
@@ -33,14 +36,15 @@
 -- grant it is the counter's current value, which is this hold's token
 -- because nobody else can have acquired since), or {0, pttl} when another
 -- owner holds it (pttl is -1 when the key has no expiry); a blocking
--- attempt's refusal is {0, pttl, deadline}, the waiter's new deadline in
--- line, which a grant to it names (see rlock_unlock).
+-- attempt's refusal is {0, pttl, mark}: the waiter's new score in line,
+-- formatted to read back exactly, which a grant to it names (see
+-- rlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local patience = tonumber(ARGV[5])
+local patience, seq = tonumber(ARGV[5]), tonumber(ARGV[6])
 
 -- PTTL first: it tells a free lock (-2) from a held one and is the reply
 -- to a waiter.
@@ -83,8 +87,9 @@ end
 if patience > 0 then
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local mark = now + patience + seq / 4096
   -- ZADD counts a waiter new to the line: only then does it join the end.
-  if redis.call('zadd', timeouts, now + patience, owner) == 1 then
+  if redis.call('zadd', timeouts, mark, owner) == 1 then
     redis.call('rpush', queue, owner)
     if fencing then
       redis.call('incrby', fence, 0)
@@ -92,6 +97,6 @@ if patience > 0 then
   end
   redis.call('pexpire', queue, patience)
   redis.call('pexpire', timeouts, patience)
-  return {0, ttl, now + patience}
+  return {0, ttl, string.format('%.17g', mark)}
 end
 return {0, ttl}

@@ -6,9 +6,12 @@
 -- KEYS[3]  receipt of this call, a string that expires: the reply of its
 --          first run, so that a repeated run (a retry after a lost reply)
 --          reports what the first did instead of what it finds
+-- KEYS[4]  the lock's release channel, for those who watch the lock
+--          without standing in line (a group of locks, older clients)
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
 -- ARGV[3]  wake-up channel prefix: a waiter's channel is ARGV[3] .. owner id
+--          (built here because the head is only known inside the script)
 --
 -- The woken waiter's attempt takes the free lock. A dead waiter woken
 -- instead is no worse: every waiter in line attempts at least every
@@ -18,7 +21,7 @@
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
-local lock, queue, receipt = KEYS[1], KEYS[2], KEYS[3]
+local lock, queue, receipt, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sharded, ttl, prefix = ARGV[1] == '1', ARGV[2], ARGV[3]
 
 local seen = redis.call('get', receipt)
@@ -34,13 +37,11 @@ if redis.call('hexists', lock, 'mode') == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 redis.call('del', lock)
+local publish = sharded and 'spublish' or 'publish'
 local head = redis.call('lindex', queue, 0)
 if head then
-  if sharded then
-    redis.call('spublish', prefix .. head, '1')
-  else
-    redis.call('publish', prefix .. head, '1')
-  end
+  redis.call(publish, prefix .. head, '1')
 end
+redis.call(publish, channel, '1')
 redis.call('set', receipt, 1, 'px', ttl)
 return 1

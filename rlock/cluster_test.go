@@ -28,7 +28,7 @@ func TestClusterMutualExclusion(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
-		wg.Go(func() { counterRun(t, clients, name, 4, 25) })
+		wg.Go(func() { counterRun(t, clients, name, 4, 25, false) })
 	}
 	wg.Wait()
 }

@@ -23,17 +23,24 @@ import (
 
 // counterRun makes workers goroutines on each of the clients take the lock
 // iters times and do an unprotected read-modify-write of a Redis counter.
-// Without mutual exclusion increments are lost.
-func counterRun(t *testing.T, clients []redis.UniversalClient, name string, workers, iters int, opts ...rlock.Option) {
+// Without mutual exclusion increments are lost. With shared, the workers
+// of a client share one handle, as goroutines of a process share one
+// (its holds then pass between them locally, see rlock's doc); else each
+// has its own.
+func counterRun(t *testing.T, clients []redis.UniversalClient, name string, workers, iters int, shared bool, opts ...rlock.Option) {
 	t.Helper()
 	ctx := t.Context()
 	counter := "counter:{" + name + "}"
 	var wg sync.WaitGroup
 	errs := make(chan error, len(clients)*workers)
 	for _, rdb := range clients {
+		m := rlock.New(rdb, name, opts...)
 		for range workers {
 			wg.Go(func() {
-				m := rlock.New(rdb, name, opts...)
+				m := m
+				if !shared {
+					m = rlock.New(rdb, name, opts...)
+				}
 				for range iters {
 					if err := m.Lock(ctx); err != nil {
 						errs <- err
@@ -77,8 +84,11 @@ func TestMutualExclusion(t *testing.T) {
 	for range 8 {
 		clients = append(clients, srv.NewClient(t))
 	}
-	counterRun(t, clients, redistest.UniqueName(t), 8, 50)
-	assertNoKeys(t, clients[0], redistest.UniqueName(t))
+	for _, shared := range []bool{false, true} {
+		name := redistest.UniqueName(t)
+		counterRun(t, clients, name, 8, 50, shared)
+		assertNoKeys(t, clients[0], name)
+	}
 }
 
 func TestReentrancy(t *testing.T) {
@@ -618,4 +628,126 @@ func TestReentryIntoLostHold(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("OnLost did not run")
 	}
+}
+
+// lockAsync starts m.Lock(ctx) and returns where its error will arrive,
+// once the call waits on m's local line behind the goroutine holding m.
+func lockAsync(t *testing.T, ctx context.Context, m *rlock.Mutex) <-chan error {
+	t.Helper()
+	before := rlock.Queued(m)
+	got := make(chan error, 1)
+	go func() { got <- m.Lock(ctx) }()
+	redistest.WaitFor(t, 2*time.Second, func() bool { return rlock.Queued(m) > before })
+	return got
+}
+
+// Goroutines sharing a handle pass its hold on without a round trip: the
+// Unlock of one with another waiting on the handle runs no script, and
+// the other holds.
+func TestLocalHandoff(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(srv.NewClient(t), name)
+	mustLock(t, m)
+	got := lockAsync(t, t.Context(), m)
+	base := evalCalls(t, admin)
+	mustUnlock(t, m)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := evalCalls(t, admin) - base; n != 0 {
+		t.Errorf("%d scripts ran for a handoff between goroutines of one handle, want 0", n)
+	}
+	if ok, err := m.IsHeld(t.Context()); !ok || err != nil {
+		t.Fatalf("IsHeld after the local handoff = %v, %v", ok, err)
+	}
+	mustUnlock(t, m) // nobody waits: released in Redis
+	if ok, err := m.IsLocked(t.Context()); ok || err != nil {
+		t.Fatalf("IsLocked after the last Unlock = %v, %v", ok, err)
+	}
+}
+
+// A hold passes between goroutines of a handle a bounded number of times:
+// a waiter of another process, parked in the Redis line, holds after at
+// most maxPasses+1 (4) critical sections of the handle.
+func TestLocalHandoffServesOthers(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(srv.NewClient(t), name)
+	other := rlock.New(srv.NewClient(t), name)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var sections atomic.Int64
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := m.Lock(ctx); err != nil {
+					return
+				}
+				sections.Add(1)
+				_ = m.Unlock(ctx)
+			}
+		})
+	}
+	redistest.WaitFor(t, 2*time.Second, func() bool { return sections.Load() > 10 })
+	got := make(chan error, 1)
+	go func() { got <- other.Lock(t.Context()) }()
+	redistest.WaitFor(t, 2*time.Second, func() bool {
+		return admin.LLen(t.Context(), internal.NewNames(name).Queue()).Val() > 0
+	})
+	parked := sections.Load()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := sections.Load() - parked; n > 4 {
+		t.Errorf("the handle held %d times while another process was parked in line, want at most 4", n)
+	}
+	mustUnlock(t, other)
+	cancel()
+	wg.Wait()
+}
+
+// A call that gives up while the hold is being handed to it passes it on,
+// and the hold is released in Redis when nobody else waits for it: the
+// lock is never left held by nobody.
+func TestLocalHandoffToCallThatGivesUp(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(srv.NewClient(t), name)
+	for range 20 {
+		mustLock(t, m)
+		ctx, cancel := context.WithCancel(t.Context())
+		got := lockAsync(t, ctx, m)
+		cancel()
+		mustUnlock(t, m)
+		if err := <-got; err == nil {
+			mustUnlock(t, m) // it took the hold before it saw the cancellation
+		}
+		redistest.WaitFor(t, 2*time.Second, func() bool {
+			ok, err := m.IsLocked(t.Context())
+			return err == nil && !ok
+		})
+	}
+}
+
+// With fencing every hold takes a token of its own from Redis, so a hold
+// is never passed on locally.
+func TestNoLocalHandoffWithFencing(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	m := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
+	mustLock(t, m)
+	first := m.Token()
+	got := lockAsync(t, t.Context(), m)
+	mustUnlock(t, m)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if tok := m.Token(); tok <= first {
+		t.Fatalf("the next hold's token %d, want more than %d", tok, first)
+	}
+	mustUnlock(t, m)
 }

@@ -38,7 +38,11 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// which a release grants it the lock. With WithReplicaAck a grant
 		// is completed by an acquire attempt, which waits for replicas.
 		Grants: true, Fencing: cfg.fencing, ClaimByAttempt: cfg.ackReplicas > 0,
-		Channel: func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
+		// Goroutines sharing the handle may pass its hold on without a
+		// round trip, unless each hold needs something of its own from
+		// Redis: a fencing token, a fixed lease, acknowledging replicas.
+		LocalHandoff: !cfg.fencing && cfg.LeaseTime == 0 && cfg.ackReplicas == 0,
+		Channel:      func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 	})
 	// A release that frees the lock with nobody in line is announced on
 	// the shared channel, for groups of locks (package multilock).
@@ -71,9 +75,9 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	var res script.Acquired
 	var err error
 	if d.cfg.ackReplicas > 0 {
-		res, err = d.acquireAcked(ctx, t, held, patience)
+		res, err = d.acquireAcked(ctx, t, held, patience, a.Seq)
 	} else {
-		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience).Result()
+		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience, a.Seq).Result()
 	}
 	return hold.Granted(res), err
 }

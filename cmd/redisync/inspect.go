@@ -49,7 +49,7 @@ type report struct {
 	Permits     *int64   `json:"permits,omitempty"`
 	Count       *int64   `json:"count,omitempty"` // a latch's count
 	Fence       *int64   `json:"fence,omitempty"`
-	Subscribers int64    `json:"subscribers"` // clients subscribed to the unlock channel
+	Subscribers int64    `json:"subscribers"` // subscriptions to the unlock channel and the queued waiters' own
 	Keys        []*key   `json:"keys"`
 	note        string   // shown after the kind in text
 }
@@ -159,12 +159,20 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 			}
 		}
 	}
-	channel := n.Channel()
+	channels := []string{n.Channel()}
 	if r.Kind == kindLatch {
-		channel = n.LatchChannel()
+		channels = []string{n.LatchChannel()}
 	}
-	if r.Subscribers, err = subscribers(ctx, rdb, node, channel); err != nil {
-		return nil, err
+	// Waiters in a line (rlock, fairlock) listen on channels of their own.
+	for _, q := range r.Queue {
+		channels = append(channels, n.WaiterChannel(q.ID))
+	}
+	for _, ch := range channels {
+		k, err := subscribers(ctx, rdb, node, ch)
+		if err != nil {
+			return nil, err
+		}
+		r.Subscribers += k
 	}
 	return r, nil
 }
@@ -347,7 +355,7 @@ func (r *report) writeText(w io.Writer) {
 	if r.Subscribers > 0 && r.Kind == kindLatch {
 		line("waiting", "%d client(s) subscribed to the latch's channel", r.Subscribers)
 	} else if r.Subscribers > 0 {
-		line("waiting", "%d client(s) subscribed to the unlock channel", r.Subscribers)
+		line("waiting", "%d subscription(s) to the unlock channel or a queued waiter's own", r.Subscribers)
 	}
 	if r.Fence != nil {
 		line("fence", "%d (last fencing token handed out)", *r.Fence)

@@ -196,10 +196,10 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 	}
 }
 
-// Lose ends the current hold, if any, as lost with err: Redis no longer
-// has it, though the watchdog has not noticed yet.
-func (t *Tracker) Lose(err error) {
-	if h := t.current(); h != nil {
+// lose ends hold h, if it is still current, as lost with err: Redis no
+// longer has it, though the watchdog has not noticed yet.
+func (t *Tracker) lose(h *hold, err error) {
+	if h != nil {
 		t.end(h, err)
 	}
 }

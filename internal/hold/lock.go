@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,12 @@ type Kind struct {
 	// attempt rather than Tracker.Claim (rlock's WithReplicaAck: the
 	// attempt waits for the replicas).
 	ClaimByAttempt bool
+	// LocalHandoff lets an Unlock hand the handle's hold to another
+	// goroutine waiting on the handle without a round trip (see
+	// Lock.handOver): for a lock that is not fair between processes and
+	// whose holds need nothing of their own from Redis (no fencing token,
+	// no fixed lease).
+	LocalHandoff bool
 }
 
 // Asking is what kind of attempt an Acquire is.
@@ -70,6 +77,9 @@ type Asking struct {
 	// refused without error: an attempt may then skip the checks that one
 	// made.
 	Refused bool
+	// Seq numbers the handle's blocking attempts, for the mark of a lock
+	// that grants (see script.Acquired.Mark).
+	Seq uint64
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -79,8 +89,10 @@ type Lock struct {
 	t      *Tracker
 	probes [2]internal.Probe // what each mode reports as (package observe)
 	// marks is the highest mark (see hub.Grant) that a refused attempt
-	// of the handle has set, in any wait of it.
-	marks atomic.Int64
+	// of the handle has set, in any wait of it, as math.Float64bits: for
+	// positive floats their order is the bits' order.
+	marks atomic.Uint64
+	seq   atomic.Uint64 // numbers the handle's blocking attempts (Asking.Seq)
 	owners
 }
 
@@ -122,10 +134,11 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	// after the in-process handoff), so it is not used, and a grant is
 	// then completed by an attempt. try and claim run on the waiting
 	// goroutine, one after the other.
-	var mark int64
+	var mark float64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
+			a.Seq = l.seq.Add(1)
 			g, err := l.k.Acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			if a.Refused && l.k.Grants {
@@ -171,13 +184,17 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 
 // newMark records m, the mark a refused attempt set, and returns it if it
 // is higher than every mark recorded before; else 0.
-func (l *Lock) newMark(m int64) int64 {
+func (l *Lock) newMark(m float64) float64 {
+	if !(m > 0) {
+		return 0
+	}
+	bits := math.Float64bits(m)
 	for {
 		prev := l.marks.Load()
-		if m <= prev {
+		if bits <= prev {
 			return 0
 		}
-		if l.marks.CompareAndSwap(prev, m) {
+		if l.marks.CompareAndSwap(prev, bits) {
 			return m
 		}
 	}
@@ -241,7 +258,26 @@ func Probes(b Base, modes int) [2]internal.Probe {
 // cannot have them at once is reported as parked: it waits behind other
 // goroutines of the handle, which is where most waiting happens when a
 // handle is shared.
-func (l *Lock) enter(ctx context.Context, n int64) error {
+func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
+	if m == Exclusive {
+		// Counted as waiting at the gate, for a local handoff (handOver).
+		l.mu.Lock()
+		l.queued++
+		l.mu.Unlock()
+	}
+	err := l.pass(ctx, n)
+	if m == Exclusive {
+		l.mu.Lock()
+		l.queued--
+		l.mu.Unlock()
+		if err != nil {
+			l.settleHanded(ctx)
+		}
+	}
+	return err
+}
+
+func (l *Lock) pass(ctx context.Context, n int64) error {
 	r := internal.ReportOf(ctx)
 	if r == nil || ctx.Err() != nil {
 		return l.gate.Acquire(ctx, n)

@@ -46,6 +46,13 @@ import (
 //     the level Redis granted back. Plain holds are anonymous, as a
 //     sync.Mutex's are: a plain Unlock after a reset releases whatever
 //     plain hold the handle has by then.
+//   - Local handoff (Kind.LocalHandoff; see handOver): an Unlock of the
+//     last level of an exclusive hold, with another goroutine waiting at
+//     the gate, may leave the handle's hold in Redis and mark it handed:
+//     the next call through the gate takes it as its own without a round
+//     trip. A handed hold always has a taker or is released in Redis:
+//     whoever leaves the gate without taking it while nobody else waits
+//     there releases it (settleHanded), holding the gate meanwhile.
 
 // allUnits is the line's size for a read-write lock: a write hold takes
 // every unit, a read hold one.
@@ -61,6 +68,11 @@ type owners struct {
 	plainReads int64                // plain read holds, downgraded ones included
 	rdos       map[*record]struct{} // the read holds of RDo
 	gen        uint64               // bumped by reset: releases of older holds change nothing
+
+	// Local handoff; see handOver.
+	queued int  // calls waiting at the gate for an exclusive hold
+	handed bool // the hold in Redis waits for the next call through the gate
+	passes int  // local handoffs since the handle took its hold in Redis
 }
 
 func (o *owners) init(modes int) {
@@ -90,6 +102,7 @@ func (o *owners) reset() {
 	}
 	clear(o.rdos)
 	o.gen++
+	o.handed = false
 	o.mu.Unlock()
 	if units > 0 {
 		o.gate.Release(units)
@@ -159,16 +172,34 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		if !l.gate.TryAcquire(n) {
 			return nil, false, nil // another goroutine of the handle holds it
 		}
-	} else if err := l.enter(ctx, n); err != nil {
+	} else if err := l.enter(ctx, m, n); err != nil {
 		return nil, false, err
 	}
-	ok, err := l.redis(ctx, m, blocking)
-	if !ok || err != nil {
+	l.mu.Lock()
+	handed := l.handed && m == Exclusive
+	l.handed = false
+	l.mu.Unlock()
+	if handed && ctx.Err() != nil {
+		// The caller has moved on: the hold goes to the next call.
+		l.mu.Lock()
+		l.handed = true
+		l.mu.Unlock()
 		l.gate.Release(n)
-		return nil, ok, err
+		l.settleHanded(ctx)
+		return nil, false, ctx.Err()
+	}
+	if !handed {
+		ok, err := l.redis(ctx, m, blocking)
+		if !ok || err != nil {
+			l.gate.Release(n)
+			return nil, ok, err
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if m == Exclusive && !handed {
+		l.passes = 0
+	}
 	if m == Shared && plain {
 		l.plainReads++
 		return nil, true, nil
@@ -194,6 +225,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 // the level belongs to no hold of the caller's: it is given back.
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
 	try := func(ctx context.Context) (bool, error) { return l.redis(ctx, m, false) }
+	h := l.t.current() // the hold c is a part of; ends only it
 	var ok bool
 	var err error
 	if blocking {
@@ -205,7 +237,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, err
 	}
 	if !ok {
-		l.t.Lose(errReentryRefused)
+		l.t.lose(h, errReentryRefused)
 		return nil, false, errReentryRefused
 	}
 	l.mu.Lock()
@@ -265,9 +297,75 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		}
 		return l.Wrap(ops[m][1], err)
 	}
+	if l.handOver(r, m, gen) {
+		l.released(r, m, gen)
+		l.settleHanded(ctx)
+		return nil
+	}
 	err := l.release(ctx, m)
 	l.released(r, m, gen)
 	return l.Wrap(ops[m][1], err)
+}
+
+// maxPasses bounds the local handoff: a hold taken in Redis passes
+// between goroutines of the handle at most this many times before a
+// release in Redis hands the lock to the first waiter in the Redis line
+// (another process, or another handle). A waiter there waits for at most
+// maxPasses+1 critical sections of the handle's goroutines, however many
+// wait on the handle.
+const maxPasses = 3
+
+// handOver decides whether the Unlock of a level of r, an exclusive hold
+// of generation gen, hands the handle's hold to the next call through the
+// gate instead of releasing it in Redis, and if so marks it handed. It
+// does for the last level of a hold when another call waits at the gate,
+// the kind allows it (a fencing token or a fixed lease needs Redis: the
+// next hold must get its own), the hold is still current and within the
+// limits. The next holder then holds the lock without a round trip and
+// the processes waiting in Redis wait a little longer: maxPasses bounds
+// it.
+func (l *Lock) handOver(r *record, m Mode, gen uint64) bool {
+	if !l.k.LocalHandoff || m != Exclusive || r == nil || l.t.current() == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if r != l.x || r.depth != 1 || r.reads != 0 || gen != l.gen || l.queued == 0 ||
+		l.handed || l.passes >= maxPasses {
+		return false
+	}
+	l.handed = true
+	l.passes++
+	return true
+}
+
+// Queued returns how many calls wait at the handle's local line for an
+// exclusive hold: for tests.
+func (l *Lock) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queued
+}
+
+// settleHanded releases a handed hold in Redis when nobody waits at the
+// gate to take it. It holds the gate while it does, so that no call takes
+// the hold meanwhile; when the gate is taken, the call that holds it is
+// past the gate and takes the handed hold itself.
+func (l *Lock) settleHanded(ctx context.Context) {
+	l.mu.Lock()
+	idle := l.handed && l.queued == 0
+	l.mu.Unlock()
+	if !idle || !l.gate.TryAcquire(l.units) {
+		return
+	}
+	l.mu.Lock()
+	handed := l.handed
+	l.handed = false
+	l.mu.Unlock()
+	if handed {
+		_ = l.release(ctx, Exclusive)
+	}
+	l.gate.Release(l.units)
 }
 
 // releasing finds the hold an Unlock of mode m with ctx releases a level

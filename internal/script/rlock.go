@@ -34,9 +34,10 @@ type Acquired struct {
 	Token uint64        // the fencing token of a first acquisition, else 0
 	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
 	// Mark, when a blocking attempt was refused, is the waiter's new
-	// deadline in line (server milliseconds), which a grant's message
-	// and reply name (Unlocked.Mark); 0 when none was set.
-	Mark int64
+	// score in line: its deadline (server milliseconds) plus the
+	// attempt's sequence number in 4096ths of a millisecond, which a
+	// grant's message and reply name (Unlocked.Mark); 0 when none was set.
+	Mark float64
 }
 
 // AcquireCmd is the reply of ReentrantAcquire.
@@ -44,19 +45,24 @@ type AcquireCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
 func (c AcquireCmd) Result() (Acquired, error) {
-	v, err := ints(c.cmd)
+	v, err := c.cmd.Slice()
 	if err != nil {
 		return Acquired{}, err
 	}
-	if v[0] == 1 && len(v) == 3 {
-		return Acquired{OK: true, Holds: v[1], Token: uint64(v[2])}, nil
+	n := make([]int64, min(len(v), 3))
+	for i := range n {
+		n[i], _ = v[i].(int64)
 	}
-	if len(v) < 2 {
+	switch {
+	case len(n) == 3 && n[0] == 1:
+		return Acquired{OK: true, Holds: n[1], Token: uint64(n[2])}, nil
+	case len(n) < 2:
 		return Acquired{}, errShortReply
 	}
-	a := Acquired{Wait: pttl(v[1])}
+	a := Acquired{Wait: pttl(n[1])}
 	if len(v) >= 3 {
-		a.Mark = v[2]
+		mark, _ := v[2].(string)
+		a.Mark = ParseMark(mark)
 	}
 	return a, nil
 }
@@ -68,19 +74,21 @@ func (c AcquireCmd) Result() (Acquired, error) {
 // grant the caller has not completed is reported as held, with lease set.
 // It never joins the line (TryLock).
 func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
-	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0)
+	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, 0)
 }
 
 // ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
 // another owner holds the lock, owner joins the line (or keeps its place)
-// with the deadline patience from now on the server's clock. A free lock
-// is taken whoever waits, and owner's place, if any, given up.
-func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration) AcquireCmd {
+// with the deadline patience from now on the server's clock; seq numbers
+// the attempt among the owner's, so that the marks of two attempts differ
+// (see Acquired.Mark). A free lock is taken whoever waits, and owner's
+// place, if any, given up.
+func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64) AcquireCmd {
 	p := int64(0)
 	if patience > 0 {
 		p = ms(patience)
 	}
-	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, p)}
+	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, p, seq%markSteps)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
@@ -111,7 +119,7 @@ func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, l
 // receipt key, which lives for ttl, is receipt. The reply is false when
 // there was no lock; a repeated call reports what the first did.
 func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt}, flag(sharded), ms(ttl), k.Waiter)}
+	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt, k.Channel}, flag(sharded), ms(ttl), k.Waiter)}
 }
 
 // ReentrantLeave runs rlock_leave.lua: take owner out of the line. The

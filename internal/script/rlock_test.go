@@ -133,7 +133,7 @@ func TestRLockGrant(t *testing.T) {
 		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
-		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute).Result()
+		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 0).Result()
 		if err != nil || res.OK {
 			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line", res, err)
 		}

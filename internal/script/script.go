@@ -73,10 +73,10 @@ const (
 
 // Unlocked is the outcome of a mutex release script.
 type Unlocked struct {
-	Holds   int64  // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
-	Grantee string // when the release granted the lock: the waiter it went to
-	Token   uint64 // the grant's fencing token (0 when none was taken)
-	Mark    int64  // the grantee's deadline in line that the grant names
+	Holds   int64   // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
+	Grantee string  // when the release granted the lock: the waiter it went to
+	Token   uint64  // the grant's fencing token (0 when none was taken)
+	Mark    float64 // the grantee's score in line that the grant names (see Acquired.Mark)
 }
 
 // UnlockCmd is the reply of a mutex release script: {holds}, or {0,
@@ -122,12 +122,20 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 	return vals, nil
 }
 
-// ParseMark reads a waiter's deadline as a script sends it in a grant: a
-// zset score, which Redis may format as a float. 0 when it is not one.
-func ParseMark(s string) int64 {
+// markSteps is how many attempts of one owner have different marks in
+// the same millisecond: a mark's fraction is the attempt's sequence
+// number modulo markSteps, in markSteps-ths of a millisecond. A deadline
+// in milliseconds takes 41 of a float64's 53 bits until the year 2100,
+// which leaves 12 for the fraction, exactly.
+const markSteps = 4096
+
+// ParseMark reads a mark (see Acquired.Mark) as a script sends it: a
+// zset score, which Redis and the scripts format with 17 significant
+// digits, so that it reads back exactly. 0 when it is not one.
+func ParseMark(s string) float64 {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0
 	}
-	return int64(f)
+	return f
 }
