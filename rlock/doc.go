@@ -21,7 +21,14 @@
 // every other [Mutex.Lock] waits, from another process, another handle, or
 // another goroutine using the same handle. Goroutines waiting on one handle
 // wait in line in the process (in arrival order) and only the first of them
-// asks Redis, so sharing a handle adds no Redis traffic. A plain hold (taken
+// asks Redis, so sharing a handle adds no Redis traffic. An Unlock with
+// another goroutine waiting on the handle passes the hold to it without a
+// round trip (the lock stays held in Redis), at most three times in a row:
+// the fourth release goes to Redis and hands the lock to the first waiter
+// of another process or handle. A waiter elsewhere thus waits for at most
+// four critical sections of a handle's goroutines. Not with [WithFencing]
+// (every hold takes a token of its own), [WithLeaseTime] or
+// [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
 // [Mutex.Unlock] from any goroutine.
 //

@@ -119,10 +119,18 @@
 // carries the release's send time and is accepted only by a wait whose
 // last attempt, refused without error, was sent before it: a later wait
 // sends all its attempts after the grant was made, hence after the
-// release was sent. Goroutines sharing one handle do not hand over among
-// themselves without Redis: the handle's place in line is its own, and
-// the next goroutine joins the line like any other waiter (handing over
-// locally would pass over the waiters of other processes).
+// release was sent.
+//
+// Local handoff (Kind.LocalHandoff, rlock). Goroutines sharing one handle
+// share its owner id, so a hold can pass between them without Redis: an
+// Unlock of the last level with another call waiting on the handle's
+// local line leaves the hold in Redis and marks it handed, and the next
+// call through the line takes it (see Lock.handOver). That passes over
+// the waiters of other processes, so it is bounded: at most maxPasses (3)
+// times in a row, then the release goes to Redis, which grants the lock to
+// the first waiter in the Redis line. A fair lock never does it, nor a
+// hold that needs something of its own from Redis (a fencing token, a
+// fixed lease, replica acknowledgements).
 //
 // Not granted: rwlock and the semaphores. A read-write lock's release
 // to readers admits all of them at once, and its writers announce
