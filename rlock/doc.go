@@ -23,10 +23,12 @@
 // wait in line in the process (in arrival order) and only the first of them
 // asks Redis, so sharing a handle adds no Redis traffic. An Unlock with
 // another goroutine waiting on the handle passes the hold to it without a
-// round trip (the lock stays held in Redis), at most three times in a row:
-// the fourth release goes to Redis and hands the lock to the first waiter
-// of another process or handle. A waiter elsewhere thus waits for at most
-// four critical sections of a handle's goroutines. Not with [WithFencing]
+// round trip (the lock stays held in Redis), at most seven times in a row
+// and, after the first, only within 10ms of the handle taking the lock in
+// Redis; then the release goes to Redis and hands the lock to the first
+// waiter of another process or handle. A waiter elsewhere thus waits for
+// at most eight critical sections of a handle's goroutines, and two when
+// they are long. Not with [WithFencing]
 // (every hold takes a token of its own), [WithLeaseTime] or
 // [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain

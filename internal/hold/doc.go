@@ -126,9 +126,10 @@
 // Unlock of the last level with another call waiting on the handle's
 // local line leaves the hold in Redis and marks it handed, and the next
 // call through the line takes it (see Lock.handOver). That passes over
-// the waiters of other processes, so it is bounded: at most maxPasses (3)
-// times in a row, then the release goes to Redis, which grants the lock to
-// the first waiter in the Redis line. A fair lock never does it, nor a
+// the waiters of other processes, so it is bounded: at most maxPasses (7)
+// times in a row, and after the first only within maxPassTime (10ms) of
+// the hold's start in Redis; then the release goes to Redis, which grants
+// the lock to the first waiter in the Redis line. A fair lock never does it, nor a
 // hold that needs something of its own from Redis (a fencing token, a
 // fixed lease, replica acknowledgements).
 //
