@@ -31,7 +31,11 @@ type conn struct {
 	channels     map[string]*channel
 	pendingUnsub map[string]int // UNSUBSCRIBEs sent but not yet confirmed
 
-	reaper *time.Timer // guarded by hub.mu: closes the connection once idle for Linger
+	// Guarded by hub.mu: reaper unsubscribes channels without waiters for
+	// Linger and closes the connection once it has none (Hub.reap);
+	// reaping is set while it is armed.
+	reaper  *time.Timer
+	reaping bool
 
 	wmu     sync.Mutex // serializes subscription writes, ps swaps and start/stop
 	ps      *redis.PubSub
@@ -99,9 +103,14 @@ func (c *conn) unsubscribe(ch *channel) {
 	_ = c.ps.Unsubscribe(c.ctx, ch.name)
 }
 
-// lingerLocked arms the timer that closes c if it stays idle for Linger.
-// hub.mu must be held.
+// lingerLocked arms the reaper for a channel whose last waiter just left,
+// unless it is armed already (for an earlier one, which it will find
+// first). hub.mu must be held.
 func (c *conn) lingerLocked() {
+	if c.reaping {
+		return
+	}
+	c.reaping = true
 	if c.reaper == nil {
 		c.reaper = time.AfterFunc(Linger, func() { c.hub.reap(c) })
 		return

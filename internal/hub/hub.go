@@ -32,7 +32,15 @@
 // A Hub runs goroutines only while a Subscription is open, and for a short
 // linger (Linger) after the last one closes: a waiter that comes back
 // within it reuses the connection instead of dialling again, and closing
-// the connection stays off the waiter's return path.
+// the connection stays off the waiter's return path. Without sharding a
+// channel lingers too: the last Subscription's Close leaves it subscribed
+// for Linger, so that a waiter of the same channel coming back within it
+// joins it without a SUBSCRIBE and its confirmation (a mutex's waiter on
+// its own channel, Lock after Lock), and no UNSUBSCRIBE is written on
+// the waiter's return path. A message that reaches a lingering channel
+// reaches nobody; one read by a later waiter that joined it was maybe
+// published for an earlier one (a wake-up then costs one attempt, and a
+// grant names the attempt it answers).
 package hub
 
 import (
@@ -193,6 +201,7 @@ func (h *Hub) JoinNeeding(name string, need int) *Subscription {
 func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	s := &Subscription{hub: h, conn: c, ch: ch, c: make(chan struct{}, 1), need: max(need, 1)}
 	ch.subs = append(ch.subs, s)
+	ch.idleSince = time.Time{}
 	return s
 }
 
@@ -303,40 +312,64 @@ func (s *Subscription) close(consumed bool) {
 			}
 			return
 		}
-		last := len(ch.subs) == 0 && c.channels[ch.name] == ch
-		if last {
-			delete(c.channels, ch.name)
-		}
-		if len(c.channels) == 0 && h.conn == c {
+		if len(ch.subs) == 0 && c.channels[ch.name] == ch {
+			// The channel lingers (see the package doc); reap
+			// unsubscribes it unless a waiter comes back.
+			ch.idleSince = time.Now()
 			c.lingerLocked()
 		}
 		h.mu.Unlock()
-		if last {
-			c.unsubscribe(ch)
-		}
 	})
 }
 
-// reap closes c if it is still idle when its linger ends. It runs on the
-// linger timer's goroutine, which waits for the reader to return.
+// reap unsubscribes the channels of c that have had no waiter for Linger,
+// and closes c when none is left. It runs on the linger timer's
+// goroutine, which waits for the reader to return, and arms the timer
+// again for a channel that lingers still.
 func (h *Hub) reap(c *conn) {
 	h.mu.Lock()
+	c.reaping = false
+	now := time.Now()
+	var drop []*channel
+	next := time.Duration(-1)
+	for name, ch := range c.channels {
+		if len(ch.subs) > 0 || ch.idleSince.IsZero() {
+			continue
+		}
+		if left := Linger - now.Sub(ch.idleSince); left > 0 {
+			if next < 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		delete(c.channels, name)
+		drop = append(drop, ch)
+	}
 	idle := len(c.channels) == 0 && h.conn == c
-	if idle {
+	switch {
+	case idle:
 		h.conn = nil
+	case next >= 0:
+		c.reaping = true
+		c.reaper.Reset(next)
 	}
 	h.mu.Unlock()
 	if idle {
-		c.stop()
+		c.stop() // its channels go with it
+		return
+	}
+	for _, ch := range drop {
+		c.unsubscribe(ch)
 	}
 }
 
 // channel is one subscribed channel and its waiters in arrival order. All
 // fields are guarded by the hub's mu.
 type channel struct {
-	name  string
-	subs  []*Subscription
-	until time.Time // the lease end a waiter last reported (Expect)
+	name      string
+	subs      []*Subscription
+	until     time.Time // the lease end a waiter last reported (Expect)
+	idleSince time.Time // unsharded: when its last waiter left; zero while it has one
 	// confirmed is closed when Redis confirmed the subscription; a lapsed
 	// subscription (cluster: its slot moved or its node failed) gets a new
 	// one, closed when the subscription is confirmed again.

@@ -381,3 +381,35 @@ func TestDeliver(t *testing.T) {
 	}
 	h.Deliver("no-such-channel", g, time.Now()) // nobody waits: nothing happens
 }
+
+// Without sharding a channel lingers after its last waiter leaves: one
+// that comes back within Linger joins it without a SUBSCRIBE, and the
+// channel is unsubscribed, and the connection closed, once it has been
+// idle for Linger.
+func TestChannelLingers(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	h := hub.New(srv.NewClient(t), false)
+	ch := redistest.UniqueName(t)
+	s, err := h.Subscribe(t.Context(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s.Close()
+		left := time.Now()
+		again := h.Join(ch)
+		if again == nil {
+			if time.Since(left) < hub.Linger {
+				t.Fatal("a channel whose last waiter just left was not kept subscribed")
+			}
+			t.Skip("the machine paused longer than the linger")
+		}
+		s = again
+	}
+	s.Close()
+	redistest.WaitFor(t, 2*time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 0 })
+	if h.Join(ch) != nil {
+		t.Fatal("joined a channel after its linger")
+	}
+}
