@@ -101,9 +101,9 @@ type Claim func(ctx context.Context, g hub.Grant, base time.Time) (bool, error)
 // maxSleep, which keeps its place alive.
 //
 // Once subscribed after a refused attempt, the waiter does not attempt
-// again but asks recheck whether it holds the lock now (a release granted
-// it between the attempt and the subscription): a command instead of a
-// script, under contention once per Lock.
+// again but asks recheck whether it must (a release granted it the lock
+// between the attempt and the subscription, or the lock is free): a
+// command instead of a script, under contention once per Lock.
 func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
 	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck}
 	return w.wait(ctx)
@@ -182,9 +182,10 @@ func (w *waiter) wait(ctx context.Context) error {
 
 // holds reports whether the waiter, just subscribed, must try again:
 // always, except for a waiter in a line (WaitGranted) whose recheck says
-// that no release has granted it the lock since its attempt. A release
-// from now on grants it and tells it; one in between would have made it
-// the holder. A recheck that fails is answered by an attempt.
+// that the lock is held by another. A release from now on grants it and
+// tells it; one in between would have made it the holder, and a lock
+// freed another way is found free. A recheck that fails is answered by an
+// attempt.
 func (w *waiter) holds(ctx context.Context) bool {
 	if w.recheck == nil || w.sub == nil || !w.refusedNow() {
 		return true

@@ -69,11 +69,12 @@ func TestGrantCost(t *testing.T) {
 	waiter := rlock.New(rdb, name)
 	go func() { waited <- waiter.Lock(ctx) }()
 	// Parked: in line and subscribed, after one attempt and, once
-	// subscribed, a check that no grant came in between.
+	// subscribed, a check that the lock is still another's (no grant,
+	// nor a release another way, came in between).
 	var before map[string]int64
 	redistest.WaitFor(t, 900*time.Millisecond, func() bool { // before its next attempt, a second on
 		before = commandCalls(t, rdb)
-		return before["hexists"]-start["hexists"] == 1 && numSub(t, rdb, name) == 1
+		return before["hrandfield"]-start["hrandfield"] == 1 && numSub(t, rdb, name) == 1
 	})
 	if n := before["evalsha"] - start["evalsha"]; n != 1 {
 		t.Fatalf("the waiter parked after %d scripts, want 1", n)

@@ -51,7 +51,10 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) { return m.l.TTL
 // Done returns a channel that is closed when the handle's current hold
 // ends: the final Unlock, a ForceUnlock, the lease running out, or a loss
 // noticed by the watchdog. When the handle holds nothing it returns a
-// closed channel.
+// closed channel. It belongs to the handle's hold in Redis, not to one
+// goroutine's critical section: a hold that an Unlock passes to another
+// goroutine of the handle (see the package doc) goes on, and its Done
+// stays open.
 func (m *Mutex) Done() <-chan struct{} { return m.l.Done() }
 
 // Token returns the fencing token of the current hold (see [WithFencing]): 0

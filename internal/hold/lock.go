@@ -169,7 +169,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			}
 			return l.t.Claim(ctx, m, g.Token, base)
 		}
-		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, l.IsHeld, try)
+		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, l.recheck, try)
 	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
@@ -180,6 +180,16 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		l.leave(ctx, m)
 	}
 	return err
+}
+
+// recheck reports whether a waiter in line, just subscribed after a
+// refused attempt, must attempt again: the lock is its own (a release
+// granted it meanwhile) or free (released another way, ForceUnlock or an
+// expired lease, with a wake-up published before the subscription). One
+// command: a mutex's hash has one field, its holder's owner id.
+func (l *Lock) recheck(ctx context.Context) (bool, error) {
+	f, err := l.k.RDB.HRandField(ctx, l.k.Keys.Lock(), 1).Result()
+	return err == nil && (len(f) == 0 || f[0] == l.k.Owner), err
 }
 
 // newMark records m, the mark a refused attempt set, and returns it if it

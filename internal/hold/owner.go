@@ -72,7 +72,7 @@ type owners struct {
 
 	// Local handoff; see handOver.
 	queued int       // calls waiting at the gate for an exclusive hold
-	handed bool      // the hold in Redis waits for the next call through the gate
+	handed *hold     // the hold in Redis that waits for the next call through the gate
 	passes int       // local handoffs since the handle took its hold in Redis
 	since  time.Time // when the handle took its hold in Redis
 }
@@ -104,7 +104,7 @@ func (o *owners) reset() {
 	}
 	clear(o.rdos)
 	o.gen++
-	o.handed = false
+	o.handed = nil
 	o.mu.Unlock()
 	if units > 0 {
 		o.gate.Release(units)
@@ -177,29 +177,19 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	} else if err := l.enter(ctx, m, n); err != nil {
 		return nil, false, err
 	}
-	l.mu.Lock()
-	handed := l.handed && m == Exclusive
-	l.handed = false
-	l.mu.Unlock()
-	if handed && ctx.Err() != nil {
-		// The caller has moved on: the hold goes to the next call.
-		l.mu.Lock()
-		l.handed = true
-		l.mu.Unlock()
-		l.gate.Release(n)
-		l.settleHanded(ctx)
-		return nil, false, ctx.Err()
-	}
-	if !handed {
-		ok, err := l.redis(ctx, m, blocking)
-		if !ok || err != nil {
-			l.gate.Release(n)
-			return nil, ok, err
+	if m == Exclusive {
+		if r, taken, err := l.takeHanded(ctx, plain, n); taken || err != nil {
+			return r, taken, err
 		}
+	}
+	ok, err := l.redis(ctx, m, blocking)
+	if !ok || err != nil {
+		l.gate.Release(n)
+		return nil, ok, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m == Exclusive && !handed {
+	if m == Exclusive {
 		l.passes, l.since = 0, time.Now()
 	}
 	if m == Shared && plain {
@@ -335,18 +325,53 @@ const (
 // the processes waiting in Redis wait a little longer: maxPasses bounds
 // it.
 func (l *Lock) handOver(r *record, m Mode, gen uint64) bool {
-	if !l.k.LocalHandoff || m != Exclusive || r == nil || l.t.current() == nil {
+	if !l.k.LocalHandoff || m != Exclusive || r == nil {
+		return false
+	}
+	cur := l.t.current()
+	if cur == nil {
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r != l.x || r.depth != 1 || r.reads != 0 || gen != l.gen || l.queued == 0 ||
-		l.handed || l.passes >= maxPasses || l.passes > 0 && time.Since(l.since) >= maxPassTime {
+		l.handed != nil || l.passes >= maxPasses || l.passes > 0 && time.Since(l.since) >= maxPassTime {
 		return false
 	}
-	l.handed = true
+	l.handed = cur
 	l.passes++
 	return true
+}
+
+// takeHanded takes the hold that the previous holder handed over (see
+// handOver), if any, for a call that passed the gate with n units: in one
+// critical section with the record, and only while that hold is still
+// the Tracker's current one (a loss or ForceUnlock ends it, and reset
+// forgets it). A caller whose ctx has ended leaves it to the next call
+// and returns ctx's error, having given its units back. It reports false
+// and no error when there is nothing to take: the caller goes to Redis.
+func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bool, error) {
+	cur := l.t.current()
+	l.mu.Lock()
+	switch {
+	case l.handed == nil:
+		l.mu.Unlock()
+		return nil, false, nil
+	case l.handed != cur:
+		l.handed = nil // ended since it was handed over
+		l.mu.Unlock()
+		return nil, false, nil
+	case ctx.Err() != nil:
+		l.mu.Unlock()
+		l.gate.Release(n)
+		l.settleHanded(ctx)
+		return nil, false, ctx.Err()
+	}
+	l.handed = nil
+	r := &record{mode: Exclusive, plain: plain, gen: l.gen, depth: 1}
+	l.x = r
+	l.mu.Unlock()
+	return r, true, nil
 }
 
 // Queued returns how many calls wait at the handle's local line for an
@@ -363,16 +388,17 @@ func (l *Lock) Queued() int {
 // past the gate and takes the handed hold itself.
 func (l *Lock) settleHanded(ctx context.Context) {
 	l.mu.Lock()
-	idle := l.handed && l.queued == 0
+	idle := l.handed != nil && l.queued == 0
 	l.mu.Unlock()
 	if !idle || !l.gate.TryAcquire(l.units) {
 		return
 	}
+	cur := l.t.current()
 	l.mu.Lock()
 	handed := l.handed
-	l.handed = false
+	l.handed = nil
 	l.mu.Unlock()
-	if handed {
+	if handed != nil && handed == cur {
 		_ = l.release(ctx, Exclusive)
 	}
 	l.gate.Release(l.units)

@@ -316,6 +316,7 @@ func (s *Subscription) close(consumed bool) {
 			// The channel lingers (see the package doc); reap
 			// unsubscribes it unless a waiter comes back.
 			ch.idleSince = time.Now()
+			ch.until = time.Time{} // a later waiter learns the lease anew
 			c.lingerLocked()
 		}
 		h.mu.Unlock()
