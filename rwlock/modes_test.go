@@ -230,10 +230,11 @@ func testWriterGivesUp(t *testing.T, e env) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if r.at.Before(w.at.Add(-50 * time.Millisecond)) {
-		t.Fatal("the new reader got in while the writer was still waiting")
-	}
-	within(t, "the held-back reader got in", r.at.Sub(w.at), 0, 300*time.Millisecond)
+	// The writer's withdrawal wakes the readers before its own reply
+	// reaches the writer, so the reader may hold a few microseconds before
+	// the writer's Lock returns; a reader in while the writer still
+	// waited would be far earlier than that.
+	within(t, "the held-back reader got in", r.at.Sub(w.at), -50*time.Millisecond, 300*time.Millisecond)
 	redistest.WaitFor(t, 2*time.Second, func() bool { return e.subscribers(t, name, internal.Names.WriterChannel) == 0 })
 	mustRUnlock(t, newcomer)
 	mustRUnlock(t, reader)
