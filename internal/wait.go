@@ -73,7 +73,7 @@ func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bo
 		if err == nil || !Transient(err) || CtxDone(ctx) != nil {
 			return ok, CtxErr(ctx, err)
 		}
-		backoff = min(max(2*backoff, minBackoff), maxBackoff)
+		backoff = nextBackoff(backoff)
 		timer := time.NewTimer(backoff)
 		select {
 		case <-timer.C:
@@ -252,7 +252,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 		// Whether the lock was free is unknown: a wake-up taken before
 		// this attempt stays unused, so that leaving passes it on.
 		w.lastErr = err
-		w.backoff = min(max(2*w.backoff, minBackoff), maxBackoff)
+		w.backoff = nextBackoff(w.backoff)
 		return false, w.backoff, nil
 	default:
 		w.lastErr, w.backoff = nil, 0
@@ -270,6 +270,12 @@ const (
 	minBackoff = 50 * time.Millisecond
 	maxBackoff = time.Second
 )
+
+// nextBackoff returns the backoff after one that was d (0 for none yet):
+// doubled, within [minBackoff, maxBackoff].
+func nextBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, minBackoff), maxBackoff)
+}
 
 type waiter struct {
 	hub      *hub.Hub

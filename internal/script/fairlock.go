@@ -38,11 +38,7 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // grantLease. When not OK, Wait is how long the holder's lease still runs.
 // seq numbers the attempt among the owner's (see Acquired.Mark).
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64) AcquireCmd {
-	p := int64(0)
-	if patience > 0 {
-		p = ms(patience)
-	}
-	return AcquireCmd{fairAcquire.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), flag(fencing), holds, p, k.Waiter, flag(sharded), ms(grantLease), seq%markSteps)}
+	return AcquireCmd{fairAcquire.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq%markSteps)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,

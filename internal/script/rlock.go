@@ -84,11 +84,7 @@ func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string
 // (see Acquired.Mark). A free lock is taken whoever waits, and owner's
 // place, if any, given up.
 func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64) AcquireCmd {
-	p := int64(0)
-	if patience > 0 {
-		p = ms(patience)
-	}
-	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, p, seq%markSteps)}
+	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq%markSteps)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.

@@ -28,6 +28,15 @@ func ms(d time.Duration) int64 {
 	return 1
 }
 
+// patienceMs encodes a waiter timeout for the acquire scripts: in
+// milliseconds, or 0 (never join the line) when it is not positive.
+func patienceMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return ms(d)
+}
+
 // flag encodes a boolean script argument.
 func flag(b bool) string {
 	if b {
