@@ -190,8 +190,8 @@ func (w *waiter) holds(ctx context.Context) bool {
 	if w.recheck == nil || w.sub == nil || !w.refusedNow() {
 		return true
 	}
-	granted, err := w.recheck(ctx)
-	return err != nil || granted
+	again, err := w.recheck(ctx)
+	return err != nil || again
 }
 
 // park tells the subscription, for a waiter in a line, when its last
@@ -285,7 +285,7 @@ type waiter struct {
 	need     int                                     // units of a message it needs to proceed
 	inLine   func() bool                             // WaitInLine: whether the waiter may queue; it records lease ends for those that do
 	claim    Claim                                   // WaitGranted: completes a grant
-	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter holds the lock
+	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter, just subscribed, must attempt
 	refused  time.Time                               // when the last attempt was sent, if it was refused without error
 	sub      *hub.Subscription
 	woken    bool  // took a notification not yet acted on

@@ -18,10 +18,12 @@
 -- the line. A grant pops the first waiter, makes it the holder with one
 -- level and the grant lease, takes the next fencing token when the
 -- counter exists (0 otherwise) and publishes "g" .. token .. ":" ..
--- deadline on the waiter's channel (ARGV[4] .. head, built here because
--- the head is only known inside the script): the deadline that the
--- waiter's last refused attempt set names the attempt the grant answers. A lock found free with waiters in line (its holder's lease ran
--- out) is granted the same way, whoever calls.
+-- score on the waiter's channel (ARGV[4] .. head, built here because the
+-- head is only known inside the script): the score in line that the
+-- waiter's last refused attempt set (its deadline and the attempt's
+-- number, see fairlock_acquire) names the attempt the grant answers. A
+-- lock found free with waiters in line (its holder's lease ran out) is
+-- granted the same way, whoever calls.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when

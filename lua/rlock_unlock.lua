@@ -21,10 +21,11 @@
 -- A grant pops waiters off the line until one whose deadline (server
 -- clock, TIME) has not passed, makes it the holder with one level and the
 -- grant lease, takes the next fencing token when the counter exists (0
--- otherwise) and publishes "g" .. token .. ":" .. deadline on the waiter's
--- channel: the deadline that the waiter's last refused attempt set names
--- the attempt the grant answers, so that a message read late is never
--- taken for a later wait's grant. Waiters popped with a passed deadline
+-- otherwise) and publishes "g" .. token .. ":" .. score on the waiter's
+-- channel: the score in line that the waiter's last refused attempt set
+-- (its deadline and the attempt's number, see rlock_acquire) names the
+-- attempt the grant answers, so that a message read late is never taken
+-- for a later attempt's grant. Waiters popped with a passed deadline
 -- are dead and dropped. A release that leaves the lock free publishes
 -- "1" on KEYS[5].
 --

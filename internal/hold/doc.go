@@ -48,8 +48,9 @@
 //     attempts are not batched per client as the watchdog's renewals are,
 //     which costs round trips but no more Redis commands than a batch.
 //     Once subscribed after its first refused attempt, a waiter does not
-//     attempt again but checks with one command (HEXISTS) whether a
-//     release granted it the lock in between (internal.WaitGranted).
+//     attempt again but checks with one command (HRANDFIELD) whether the
+//     lock is still another's; it attempts when a release granted it the
+//     lock in between, or the lock is free (internal.WaitGranted).
 //   - Releasing. The release of the last level first drops from the line
 //     every waiter whose deadline has passed (its process died or lost
 //     Redis), then, if a waiter is left, pops the first one, makes it the

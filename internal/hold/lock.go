@@ -126,13 +126,14 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	defer c.Detach()
 	a := Asking{Blocking: true}
 	// mark names the waiter's last attempt, refused, in its lock's line:
-	// a grant is claimed only when it names that attempt (see Grant.Mark).
-	// A mark is a deadline in server milliseconds, and two attempts of the
-	// handle can set the same one (in one millisecond, or across a clock
-	// step): a mark no higher than every earlier one of the handle could
-	// be named by an earlier grant (a message read late, or once more
-	// after the in-process handoff), so it is not used, and a grant is
-	// then completed by an attempt. try and claim run on the waiting
+	// a grant is claimed only when it names that attempt (see
+	// script.Acquired.Mark). A mark is a server-clock deadline plus the
+	// attempt's number, so two attempts of the handle set the same one
+	// only across a server clock step (or 4096 attempts in a
+	// millisecond): a mark no higher than every earlier one of the handle
+	// could be named by an earlier grant (a message read late, or once
+	// more after the in-process handoff), so it is not used, and a grant
+	// is then completed by an attempt. try and claim run on the waiting
 	// goroutine, one after the other.
 	var mark float64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
@@ -222,9 +223,9 @@ func (l *Lock) deliver(grantee string, g hub.Grant, sent time.Time) {
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first
-// failed, all within CleanupTimeout, and gives back a grant it reports. If both fail (Redis unreachable),
-// what the wait left expires by itself on the server (a waiter's
-// deadline, a writer's announcement).
+// failed, all within CleanupTimeout, and gives back a grant it reports.
+// If both fail (Redis unreachable), what the wait left expires by itself
+// on the server (a waiter's deadline, a writer's announcement).
 func (l *Lock) leave(ctx context.Context, m Mode) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
