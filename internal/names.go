@@ -38,7 +38,12 @@ func (n Names) WaiterChannel(owner string) string { return n.tag + ":chan:" + ow
 // Queue is a mutex's waiter list.
 func (n Names) Queue() string { return n.tag + ":queue" }
 
-// Timeouts is a mutex's zset of waiter deadlines.
+// Place is an rlock waiter's place in line: a string holding the mark of
+// its last refused attempt, which expires when the waiter stops renewing
+// it. Place("") is the prefix of all of them.
+func (n Names) Place(owner string) string { return n.tag + ":place:" + owner }
+
+// Timeouts is a fair lock's zset of waiter deadlines.
 func (n Names) Timeouts() string { return n.tag + ":timeouts" }
 
 // Sub returns a further key of the primitive, kept in the same slot.

@@ -73,7 +73,7 @@ func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bo
 		if err == nil || !Transient(err) || CtxDone(ctx) != nil {
 			return ok, CtxErr(ctx, err)
 		}
-		backoff = nextBackoff(backoff)
+		backoff = NextBackoff(backoff)
 		timer := time.NewTimer(backoff)
 		select {
 		case <-timer.C:
@@ -252,7 +252,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 		// Whether the lock was free is unknown: a wake-up taken before
 		// this attempt stays unused, so that leaving passes it on.
 		w.lastErr = err
-		w.backoff = nextBackoff(w.backoff)
+		w.backoff = NextBackoff(w.backoff)
 		return false, w.backoff, nil
 	default:
 		w.lastErr, w.backoff = nil, 0
@@ -271,9 +271,9 @@ const (
 	maxBackoff = time.Second
 )
 
-// nextBackoff returns the backoff after one that was d (0 for none yet):
+// NextBackoff returns the backoff after one that was d (0 for none yet):
 // doubled, within [minBackoff, maxBackoff].
-func nextBackoff(d time.Duration) time.Duration {
+func NextBackoff(d time.Duration) time.Duration {
 	return min(max(2*d, minBackoff), maxBackoff)
 }
 

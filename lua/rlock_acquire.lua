@@ -1,15 +1,16 @@
 -- rlock_acquire: take a reentrant lock, re-enter it, or wait in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  waiter list, oldest first
--- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
---          time in milliseconds after which the waiter counts as dead
+-- KEYS[2]  waiter list: owner ids, oldest first
+-- KEYS[3]  the owner's place in line: a string that lives as long as the
+--          waiter counts as live, holding the mark of its last refused
+--          attempt (ARGV[6]), prefixed with "f" when a grant to it must
+--          take a fencing token
 -- KEYS[4]  fencing counter (never expires; touched when ARGV[3] == "1")
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry)
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
---          make sure the counter exists when joining the line, so that a
---          grant to this waiter takes one
+--          have a grant to this waiter take one
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost, or a grant (see rlock_unlock) the
@@ -19,12 +20,11 @@
 --          hold's validity from this call
 -- ARGV[5]  waiter timeout in milliseconds: when the lock is held by
 --          another owner, the owner joins the end of the line (or keeps
---          its place) with the deadline now + ARGV[5]; "0" never joins
---          (TryLock). Every rlock waiter has the same timeout, so the line
---          keys live as long as the newest deadline.
--- ARGV[6]  the attempt's sequence number among the owner's, below 4096:
---          the waiter's score in line is its deadline plus ARGV[6]/4096,
---          so that two attempts in one millisecond have different marks
+--          its place) and its place lives ARGV[5] from now; "0" never
+--          joins (TryLock). Every rlock waiter has the same timeout, so
+--          the list lives as long as the newest place.
+-- ARGV[6]  the attempt's mark: a decimal integer higher than every
+--          earlier mark of the owner, which a grant to it names
 --
 -- A free lock goes to the caller, whoever waits: a newcomer may take a
 -- lock it finds free (a release never leaves it free while a live waiter
@@ -36,15 +36,22 @@
 -- grant it is the counter's current value, which is this hold's token
 -- because nobody else can have acquired since), or {0, pttl} when another
 -- owner holds it (pttl is -1 when the key has no expiry); a blocking
--- attempt's refusal is {0, pttl, mark}: the waiter's new score in line,
--- formatted to read back exactly, which a grant to it names (see
--- rlock_unlock).
+-- attempt's refusal is {0, pttl, mark}: ARGV[6], now stored in the
+-- waiter's place, which a grant to it names (see rlock_unlock).
+--
+-- A place is a key of its own, with its own expiry, rather than a score
+-- in a zset: the release checks a waiter's liveness and reads its mark
+-- with one GETDEL, without reading the server's clock, and a dead
+-- waiter's place disappears by itself. A waiter whose place expired
+-- while its id stayed in the list joins the end again; the stale entry
+-- is dropped when a release pops it, or grants the waiter its lock
+-- early, never twice (the place is gone after the first).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
-local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local patience, seq = tonumber(ARGV[5]), tonumber(ARGV[6])
+local patience, mark = tonumber(ARGV[5]), ARGV[6]
 
 -- PTTL first: it tells a free lock (-2) from a held one and is the reply
 -- to a waiter.
@@ -56,7 +63,7 @@ if ttl == -2 then
   end
   redis.call('hset', lock, owner, 1)
   redis.call('pexpire', lock, lease)
-  if patience > 0 and redis.call('zrem', timeouts, owner) == 1 then
+  if patience > 0 and redis.call('del', place) == 1 then
     redis.call('lrem', queue, 1, owner)
   end
   return {1, 1, token}
@@ -85,18 +92,16 @@ if held then
 end
 
 if patience > 0 then
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local mark = now + patience + seq / 4096
-  -- ZADD counts a waiter new to the line: only then does it join the end.
-  if redis.call('zadd', timeouts, mark, owner) == 1 then
+  local entry = mark
+  if fencing then
+    entry = 'f' .. mark
+  end
+  -- SET ... GET finds no earlier place only for a waiter new to the line:
+  -- only then does it join the end.
+  if not redis.call('set', place, entry, 'px', patience, 'get') then
     redis.call('rpush', queue, owner)
-    if fencing then
-      redis.call('incrby', fence, 0)
-    end
   end
   redis.call('pexpire', queue, patience)
-  redis.call('pexpire', timeouts, patience)
-  return {0, ttl, string.format('%.17g', mark)}
+  return {0, ttl, mark}
 end
 return {0, ttl}

@@ -2,8 +2,8 @@
 -- Lock that gives up (its ctx ended or Redis failed).
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  waiter list, oldest first
--- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[2]  waiter list: owner ids, oldest first
+-- KEYS[3]  the owner's place in line (see rlock_acquire)
 -- ARGV[1]  owner id
 --
 -- A hold of the owner is not touched, not even one a release granted it
@@ -16,10 +16,10 @@
 -- level (a grant, if the caller holds nothing), 0 otherwise. Repeated, it
 -- changes nothing.
 
-local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
+local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
 local owner = ARGV[1]
 
-if redis.call('zrem', timeouts, owner) == 1 then
+if redis.call('del', place) == 1 then
   redis.call('lrem', queue, 1, owner)
   return 1
 end

@@ -2,10 +2,10 @@
 -- grant it to the first live waiter in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  waiter list, oldest first
--- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
--- KEYS[4]  fencing counter: a grant takes its next value if it exists
--- KEYS[5]  the lock's release channel, for those who watch the lock
+-- KEYS[2]  waiter list: owner ids, oldest first
+-- KEYS[3]  fencing counter: a grant to a waiter that asked for fencing
+--          takes its next value
+-- KEYS[4]  the lock's release channel, for those who watch the lock
 --          without standing in line (a group of locks, older clients)
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while holds remain
@@ -14,33 +14,45 @@
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
 -- ARGV[5]  wake-up channel prefix: a waiter's channel is ARGV[5] .. owner id
---          (internal.Names.WaiterChannel; built here because the grantee
---          is only known inside the script, and in the lock's slot)
+--          (internal.Names.WaiterChannel)
 -- ARGV[6]  grant lease in milliseconds
+-- ARGV[7]  place prefix: a waiter's place in line is the key ARGV[7] ..
+--          owner id (see rlock_acquire)
 --
--- A grant pops waiters off the line until one whose deadline (server
--- clock, TIME) has not passed, makes it the holder with one level and the
--- grant lease, takes the next fencing token when the counter exists (0
--- otherwise) and publishes "g" .. token .. ":" .. score on the waiter's
--- channel: the score in line that the waiter's last refused attempt set
--- (its deadline and the attempt's number, see rlock_acquire) names the
--- attempt the grant answers, so that a message read late is never taken
--- for a later attempt's grant. Waiters popped with a passed deadline
--- are dead and dropped. A release that leaves the lock free publishes
--- "1" on KEYS[5].
+-- The grantee's channel and place are built here because the grantee is
+-- only known inside the script; both carry the lock's hash tag, so the
+-- place is in the slot of the declared keys, and Redis Cluster lets a
+-- script use an undeclared key of its own slot. While that slot migrates,
+-- Redis refuses the whole script with TRYAGAIN before it runs (among the
+-- declared keys, the channel never exists, and a migrating slot refuses
+-- a multi-key command that names an absent key), so the place is always
+-- on this node. GETDEL is still called with pcall before anything of the
+-- lock changes: should the cluster refuse it all the same, the popped
+-- waiter goes back to the head and the script fails with TRYAGAIN, having
+-- changed nothing a caller could tell (the waiters it dropped were dead).
+--
+-- A grant pops waiters off the line until one whose place still exists,
+-- takes the place (GETDEL: a place that expired is a dead waiter, which
+-- is dropped), makes that waiter the holder with one level and the grant
+-- lease, takes the next fencing token when its place asks for one (0
+-- otherwise) and publishes "g" .. token .. ":" .. mark on the waiter's
+-- channel: the mark its last refused attempt stored in its place names
+-- the attempt the grant answers, so that a message read late is never
+-- taken for a later attempt's grant. A release that leaves the lock free
+-- publishes "1" on KEYS[4].
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody live was in line), -1 when the owner does not hold the lock,
 -- -2 when the hold count differs from ARGV[4]; or {0, grantee, token,
--- deadline}
--- when the release granted the lock, so that a grantee in the releasing
--- process can complete its hold without waiting for the message. A
--- resent unlock whose first run went through finds the owner's field gone
--- ({-1}): it never releases the grantee's hold nor grants again.
+-- mark} when the release granted the lock, so that a grantee in the
+-- releasing process can complete its hold without waiting for the
+-- message. A resent unlock whose first run went through finds the
+-- owner's field gone ({-1}): it never releases the grantee's hold nor
+-- grants again.
 
-local lock, queue, timeouts, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local prefix, grantLease = ARGV[5], tonumber(ARGV[6])
+local prefix, grantLease, places = ARGV[5], tonumber(ARGV[6]), ARGV[7]
 
 local holds = redis.call('hget', lock, owner)
 if not holds then
@@ -57,28 +69,29 @@ if holds > 1 then
   return {holds - 1}
 end
 
-redis.call('del', lock)
-local now
+local publish = sharded and 'spublish' or 'publish'
 while true do
   local head = redis.call('lpop', queue)
   if not head then
-    redis.call(sharded and 'spublish' or 'publish', channel, '1')
+    redis.call('del', lock)
+    redis.call(publish, channel, '1')
     return {0}
   end
-  local deadline = redis.call('zscore', timeouts, head)
-  redis.call('zrem', timeouts, head)
-  if not now then
-    local t = redis.call('time')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local entry = redis.pcall('getdel', places .. head)
+  if type(entry) == 'table' and entry.err then
+    redis.call('lpush', queue, head)
+    return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
   end
-  if deadline and tonumber(deadline) > now then
-    local token = 0
-    if redis.call('exists', fence) == 1 then
+  if entry then
+    local token, mark = 0, entry
+    if string.sub(entry, 1, 1) == 'f' then
       token = redis.call('incr', fence)
+      mark = string.sub(entry, 2)
     end
+    redis.call('del', lock)
     redis.call('hset', lock, head, 1)
     redis.call('pexpire', lock, grantLease)
-    redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. deadline)
-    return {0, head, token, deadline}
+    redis.call(publish, prefix .. head, 'g' .. token .. ':' .. mark)
+    return {0, head, token, mark}
   end
 end

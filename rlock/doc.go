@@ -5,8 +5,9 @@
 // A lock called name is one Redis hash, redisync:{name}, with one field: the
 // holder's owner id, whose value is its hold count, and a PEXPIRE lease.
 // Waiters stand in line in the list redisync:{name}:queue (owner ids,
-// oldest first) with liveness deadlines in the zset
-// redisync:{name}:timeouts (server time in milliseconds), and each listens
+// oldest first); each keeps a place of its own, the string
+// redisync:{name}:place:<owner id>, which expires [WaiterTimeout] after its
+// last attempt (its liveness; its value names that attempt), and listens
 // on a channel of its own, redisync:{name}:chan:<owner id>. With
 // [WithFencing], the counter redisync:{name}:fence (which never expires)
 // hands out fencing tokens. Every key and channel shares the hash tag

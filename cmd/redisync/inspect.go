@@ -30,8 +30,8 @@ which walks that node's whole keyspace.`
 // has the same layout as a reentrant mutex, so it reads as kindMutex.
 const (
 	kindFree      = "free"      // no keys: not locked
-	kindMutex     = "mutex"     // rlock or fairlock, with an empty queue
-	kindFairlock  = "fairlock"  // a fair lock with waiters queued, or an rlock with waiters in line
+	kindMutex     = "mutex"     // rlock (waiters in line or not), or a fairlock with an empty queue
+	kindFairlock  = "fairlock"  // a fair lock with waiters queued
 	kindRWLock    = "rwlock"    // a read-write lock
 	kindSemaphore = "semaphore" // a semaphore's permit count
 	kindLatch     = "latch"     // a count-down latch

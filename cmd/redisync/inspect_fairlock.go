@@ -1,25 +1,41 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal"
 )
 
-// decodeFairlock recognises a lock with waiters in line, a fairlock or an
-// rlock (they share the layout): the lock hash (owner
-// id -> hold count, absent while the lock passes to the head waiter), the
-// waiter list redisync:{name}:queue in arrival order, and the zset
-// redisync:{name}:timeouts of waiter deadlines (Unix ms, server clock).
+// decodeFairlock recognises a lock with waiters in line: the lock hash
+// (owner id -> hold count, absent while the lock passes to the head
+// waiter) and the waiter list redisync:{name}:queue in arrival order. A
+// fairlock keeps its waiters' deadlines in the zset
+// redisync:{name}:timeouts (Unix ms, server clock); an rlock keeps each
+// waiter's place in a key of its own, redisync:{name}:place:<owner id>,
+// which expires at the waiter's deadline.
 func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
 	lock, queue, timeouts := keys[n.Lock()], keys[n.Queue()], keys[n.Timeouts()]
 	if lock != nil && lock.Type != "hash" {
 		return false // a leased semaphore may keep a timeouts zset too
 	}
-	if (queue == nil || queue.Type != "list") && (timeouts == nil || timeouts.Type != "zset") {
+	deadlines := map[string]int64{}
+	for k, v := range keys {
+		if id, ok := strings.CutPrefix(k, n.Place("")); ok && v.Type == "string" {
+			if v.TTLms >= 0 {
+				deadlines[id] = now.UnixMilli() + v.TTLms
+			}
+			v.explained = true
+		}
+	}
+	fair := timeouts != nil && timeouts.Type == "zset"
+	if (queue == nil || queue.Type != "list") && !fair && len(deadlines) == 0 {
 		return false
 	}
-	r.Kind, r.note = kindFairlock, "a fairlock, or an rlock with waiters in line"
+	r.Kind, r.note = kindFairlock, "a fairlock with waiters queued"
+	if !fair {
+		r.Kind, r.note = kindMutex, "an rlock with waiters in line"
+	}
 	if lock != nil {
 		h, _ := lock.Value.(map[string]string)
 		r.Holders = holdersOf(h)
@@ -28,8 +44,7 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 	} else {
 		r.note = "free, about to pass to the head of the queue"
 	}
-	deadlines := map[string]int64{}
-	if timeouts != nil && timeouts.Type == "zset" {
+	if fair {
 		zs, _ := timeouts.Value.([]map[string]any)
 		for _, z := range zs {
 			id, _ := z["member"].(string)

@@ -60,8 +60,7 @@ func TestInspectHeldRLock(t *testing.T) {
 		if err != nil || len(owners) != 1 {
 			t.Fatalf("HKEYS = %v, %v", owners, err)
 		}
-		// A waiter in another client, in line (an rlock with waiters has
-		// a fair lock's layout).
+		// A waiter in another client, in line.
 		waiterCtx, stopWaiter := context.WithCancel(ctx)
 		waited := make(chan error, 1)
 		go func() { waited <- rlock.New(b.client(), name).Lock(waiterCtx) }()
@@ -71,8 +70,9 @@ func TestInspectHeldRLock(t *testing.T) {
 		})
 
 		r := inspectJSON(t, b.flags, name)[0]
-		if r.Kind != kindFairlock || len(r.Holders) != 1 || r.Holders[0].ID != owners[0] || r.Holders[0].Count != 2 || len(r.Queue) != 1 {
-			t.Errorf("report = %+v; want a lock held twice by %s with one waiter in line", r, owners[0])
+		if r.Kind != kindMutex || len(r.Holders) != 1 || r.Holders[0].ID != owners[0] || r.Holders[0].Count != 2 || len(r.Queue) != 1 ||
+			r.Queue[0].RemainingMs <= 0 || r.Queue[0].RemainingMs > rlock.WaiterTimeout.Milliseconds() {
+			t.Errorf("report = %+v; want a mutex held twice by %s with one waiter in line, its deadline within the waiter timeout", r, owners[0])
 		}
 		if r.TTLms == nil || *r.TTLms <= 0 || *r.TTLms > rlock.DefaultWatchdogTimeout.Milliseconds() {
 			t.Errorf("ttl_ms = %v, want within the watchdog lease", r.TTLms)
@@ -81,7 +81,7 @@ func TestInspectHeldRLock(t *testing.T) {
 			t.Errorf("fence = %v, want the holder's token %d", r.Fence, holder.Token())
 		}
 		stdout, _ := mustRun(t, exitOK, b.args("inspect", name)...)
-		for _, want := range []string{"kind         fairlock", owners[0] + "  holds 2", "ttl          ", "fence", "1. "} {
+		for _, want := range []string{"kind         mutex", "waiters in line", owners[0] + "  holds 2", "ttl          ", "fence", "1. "} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("text output lacks %q:\n%s", want, stdout)
 			}

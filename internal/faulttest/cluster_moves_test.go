@@ -3,6 +3,8 @@ package faulttest_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +167,108 @@ func TestClusterWaitersFollowFailover(t *testing.T) {
 				c.Failover(t, owner)
 			})
 		})
+	}
+}
+
+// refusalHook signals refused when a command of its client fails with a
+// reply starting with prefix.
+type refusalHook struct {
+	prefix  string
+	refused chan struct{}
+}
+
+func (h refusalHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h refusalHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && strings.HasPrefix(err.Error(), h.prefix) {
+			select {
+			case h.refused <- struct{}{}:
+			default:
+			}
+		}
+		return err
+	}
+}
+
+func (h refusalHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A release while the lock's slot migrates, its keys moving one by one
+// (here the waiter's place in line has moved ahead of the lock), is refused
+// with TRYAGAIN and changes nothing: the holder still holds, the waiter is
+// still in line. Unlock resends it, and once the slot has moved the
+// release goes through and grants the lock to the waiter.
+func TestClusterReleaseWithWaiterPlaceMovedAhead(t *testing.T) {
+	c := redistest.StartCluster(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	n := internal.NewNames(name)
+	slot := keyslot.Of(n.Lock())
+	src := c.MasterFor(n.Lock())
+	var dst *redistest.Server
+	for _, s := range c.Masters(t) {
+		if s != src {
+			dst = s
+			break
+		}
+	}
+	hook := refusalHook{prefix: "TRYAGAIN", refused: make(chan struct{}, 1)}
+	holderRDB := c.NewClient(t)
+	holderRDB.AddHook(hook)
+	holder := rlock.New(holderRDB, name, rlock.WithLeaseTime(movesLease))
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiter := rlock.New(c.NewClient(t), name)
+	waited := make(chan error, 1)
+	go func() { waited <- waiter.Lock(ctx) }()
+	admin := src.NewClient(t)
+	var line []string
+	redistest.WaitFor(t, 5*time.Second, func() bool {
+		line = admin.LRange(ctx, n.Queue(), 0, -1).Val()
+		return len(line) == 1
+	})
+	holders := admin.HGetAll(ctx, n.Lock()).Val()
+
+	m := c.BeginMigration(t, slot, dst)
+	if err := admin.Migrate(ctx, "127.0.0.1", fmt.Sprint(dst.Port()), n.Place(line[0]), 0, 5*time.Second).Err(); err != nil {
+		t.Fatalf("MIGRATE of the waiter's place: %v", err)
+	}
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- holder.Unlock(ctx) }()
+	select {
+	case <-hook.refused:
+	case err := <-unlocked:
+		t.Fatalf("Unlock returned %v before the slot moved, want it refused and resent", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release was not refused")
+	}
+	if got := admin.HGetAll(ctx, n.Lock()).Val(); !maps.Equal(got, holders) {
+		t.Fatalf("lock hash after the refused release = %v, want %v", got, holders)
+	}
+	if got := admin.LRange(ctx, n.Queue(), 0, -1).Val(); !slices.Equal(got, line) {
+		t.Fatalf("line after the refused release = %v, want %v", got, line)
+	}
+	m.Finish(t)
+	if err := <-unlocked; err != nil {
+		t.Fatalf("Unlock after the slot moved: %v", err)
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("waiter's Lock: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not hold within 5s of the release")
+	}
+	got := dst.NewClient(t).HGetAll(ctx, n.Lock()).Val()
+	if len(got) != 1 || got[line[0]] != "1" {
+		t.Fatalf("lock hash after the release = %v, want the waiter %s alone", got, line[0])
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

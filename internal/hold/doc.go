@@ -37,10 +37,12 @@
 // without another acquire script. What each party does:
 //
 //   - Waiting. Every blocking waiter of a mutex has a place in a line in
-//     Redis: a list of owner ids in arrival order and a zset of their
-//     liveness deadlines (server time). The acquire script of a refused
-//     blocking attempt joins the line, or refreshes the waiter's deadline
-//     if it is there already. A parked waiter keeps its place alive with
+//     Redis: a list of owner ids in arrival order, and each waiter's
+//     liveness deadline: for rlock a key of the waiter's own that expires
+//     then (its value names the waiter's last attempt, see
+//     script.Acquired.Mark), for fairlock a score in a zset (server
+//     time). The acquire script of a refused blocking attempt joins the
+//     line, or refreshes the waiter's deadline if it is there already. A parked waiter keeps its place alive with
 //     that attempt: it sleeps at most GrantLease/3 between attempts
 //     (sleeps stay bounded by the holder's lease too), so a live waiter's
 //     deadline never lapses and its last refused attempt is never older
@@ -55,8 +57,8 @@
 //     every waiter whose deadline has passed (its process died or lost
 //     Redis), then, if a waiter is left, pops the first one, makes it the
 //     holder with one level and the grant lease (GrantLease, 3s), takes
-//     the next fencing token if the name has a fencing counter, and
-//     publishes "g<token>" on that waiter's own channel. Every other path
+//     the next fencing token if the waiter uses fencing, and publishes
+//     "g<token>:<mark>" on that waiter's own channel. Every other path
 //     that finds the lock free with a waiter in line (an attempt after a
 //     holder's lease ran out, a waiter leaving, a renewal, ForceUnlock)
 //     grants the same way. A grant goes only to a waiter whose deadline

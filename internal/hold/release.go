@@ -42,6 +42,15 @@ func Unlocked(n int64) Released {
 // was lost.
 const releaseRetries = 2
 
+// refusalTime bounds how long Release keeps resending a release that Redis
+// refused with a transient reply (internal.Transient): TRYAGAIN while the
+// lock's slot migrates (a release script says it too when the waiter it
+// would grant to has moved ahead of the lock), READONLY or CLUSTERDOWN in
+// a failover, LOADING. A refused script ran nothing, so resending it is
+// safe; past refusalTime the error is returned and the hold ends as after
+// any failed release.
+const refusalTime = 2 * time.Second
+
 // Release releases one level of mode m. It returns internal.ErrNotHeld
 // when the handle holds no level of m in Redis (never took one, released
 // it already, or lost it: then the hold ends as lost), or the error of
@@ -139,9 +148,21 @@ func (t *Tracker) released(h *hold) error {
 // script is not idempotent by itself, since a successful first run leaves
 // nothing to compare the retry with.
 func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (Released, error) {
-	for try := 0; ; try++ {
+	var refused time.Time
+	var backoff time.Duration
+	for try := 0; ; {
 		out, err := t.cfg.Release(ctx, m, expect)
 		unknown := internal.OutcomeUnknown(err)
+		if err != nil && !unknown && internal.Transient(err) {
+			if refused.IsZero() {
+				refused = time.Now()
+			}
+			backoff = internal.NextBackoff(backoff)
+			if time.Since(refused)+backoff > refusalTime || !sleep(ctx, backoff) {
+				return out, err
+			}
+			continue
+		}
 		switch {
 		case h == nil:
 		case unknown:
@@ -152,6 +173,19 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 		if !unknown || internal.CtxDone(ctx) != nil || try == releaseRetries {
 			return out, err
 		}
+		try++
+	}
+}
+
+// sleep waits for d, or until ctx is done: it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

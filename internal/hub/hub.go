@@ -209,10 +209,9 @@ func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 type Grant struct {
 	// Token is the hold's fencing token; 0 when none was taken.
 	Token uint64
-	// Mark is the score in line that the grantee's refused attempt set
-	// (its deadline and the attempt's number, see script.Acquired.Mark),
-	// which names the attempt the grant answers: a waiter takes only a
-	// grant that names its last attempt.
+	// Mark is the mark that the grantee's refused attempt set in line
+	// (see script.Acquired.Mark), which names the attempt the grant
+	// answers: a waiter takes only a grant that names its last attempt.
 	Mark float64
 }
 

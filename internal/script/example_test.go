@@ -24,7 +24,7 @@ func Example() {
 	defer rdb.Close()
 	ctx := context.Background()
 
-	keys := script.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Queue: "redisync:{job}:queue", Timeouts: "redisync:{job}:timeouts", Channel: "redisync:{job}:chan"}
+	keys := script.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Queue: "redisync:{job}:queue", Places: "redisync:{job}:place:", Channel: "redisync:{job}:chan"}
 	got, err := script.ReentrantAcquire(ctx, rdb, keys, "owner-a", 10*time.Second, false, 0).Result()
 	fmt.Println(got.OK, got.Holds, err)
 

@@ -17,15 +17,13 @@ var (
 
 // LockKeys names the keys and channels of one reentrant lock.
 type LockKeys struct {
-	Lock     string // the lock hash
-	Fence    string // the fencing counter
-	Queue    string // the waiter list
-	Timeouts string // the zset of waiter deadlines
-	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
-	Channel  string // the release channel: "1" when a release leaves the lock free
+	Lock    string // the lock hash
+	Fence   string // the fencing counter
+	Queue   string // the waiter list
+	Places  string // the prefix of the waiters' places in line: Places + owner id
+	Waiter  string // the prefix of the waiters' channels: Waiter + owner id
+	Channel string // the release channel: "1" when a release leaves the lock free
 }
-
-func (k LockKeys) all() []string { return []string{k.Lock, k.Queue, k.Timeouts, k.Fence} }
 
 // Acquired is the outcome of an acquire attempt.
 type Acquired struct {
@@ -33,10 +31,10 @@ type Acquired struct {
 	Holds int64         // the owner's hold count, when OK
 	Token uint64        // the fencing token of a first acquisition, else 0
 	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
-	// Mark, when a blocking attempt was refused, is the waiter's new
-	// score in line: its deadline (server milliseconds) plus the
-	// attempt's sequence number in 4096ths of a millisecond, which a
-	// grant's message and reply name (Unlocked.Mark); 0 when none was set.
+	// Mark, when a blocking attempt was refused, names the attempt in the
+	// line, where a grant's message and reply name it (Unlocked.Mark): the
+	// attempt's sequence number for an rlock, the waiter's score in line
+	// for a fair lock (see FairAcquire); 0 when none was set.
 	Mark float64
 }
 
@@ -78,13 +76,13 @@ func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string
 }
 
 // ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
-// another owner holds the lock, owner joins the line (or keeps its place)
-// with the deadline patience from now on the server's clock; seq numbers
-// the attempt among the owner's, so that the marks of two attempts differ
-// (see Acquired.Mark). A free lock is taken whoever waits, and owner's
-// place, if any, given up.
+// another owner holds the lock, owner joins the line (or keeps its place),
+// its place living patience from now; seq numbers the attempt among the
+// owner's, increasing, and is the attempt's mark (Acquired.Mark). A free
+// lock is taken whoever waits, and owner's place, if any, given up.
 func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64) AcquireCmd {
-	return AcquireCmd{rlockAcquire.run(ctx, c, k.all(), owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq%markSteps)}
+	keys := []string{k.Lock, k.Queue, k.Places + owner, k.Fence}
+	return AcquireCmd{rlockAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
@@ -101,7 +99,8 @@ const (
 // grantee of a grant. go-redis never retries it: after a network error
 // the outcome is unknown, and only the caller knows how to retry safely.
 func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
-	return UnlockCmd{rlockUnlock.run(ctx, c, append(k.all(), k.Channel), owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease))}
+	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
+	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places)}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the
@@ -122,5 +121,5 @@ func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt 
 // reply is LeftLine, LeftGranted (owner was not in line and holds one
 // level) or LeftNothing; a hold is never released.
 func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string) IntCmd {
-	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Timeouts}, owner)}
+	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Places + owner}, owner)}
 }

@@ -27,7 +27,7 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 
 func lockKeys(name string) script.LockKeys {
 	n := internal.NewNames(name)
-	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Timeouts: n.Timeouts(), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
+	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
 }
 
 func TestRLockScripts(t *testing.T) {
@@ -133,16 +133,28 @@ func TestRLockGrant(t *testing.T) {
 		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
-		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 0).Result()
-		if err != nil || res.OK {
-			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line", res, err)
+		// c stands first in line but dies (its place expires): the
+		// grant skips it.
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, true, 0, time.Minute, 1).Result(); err != nil || res.OK || res.Mark != 1 {
+			t.Fatalf("c's waiting acquire = %+v, %v; want a place in line, mark 1", res, err)
 		}
-		if n := rdb.LLen(ctx, k.Queue).Val(); n != 1 {
-			t.Fatalf("line length %d, want 1", n)
+		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 7).Result()
+		if err != nil || res.OK || res.Mark != 7 {
+			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line, mark 7", res, err)
 		}
+		// A refresh keeps b's place (the line does not grow) and its
+		// new mark.
+		res, err = script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 8).Result()
+		if err != nil || res.OK || res.Mark != 8 {
+			t.Fatalf("b's second waiting acquire = %+v, %v; want mark 8", res, err)
+		}
+		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 2 || line[0] != "c" || line[1] != "b" {
+			t.Fatalf("line %v, want [c b]", line)
+		}
+		rdb.Del(ctx, k.Places+"c")
 		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token != 2 {
-			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with token 2", u, err)
+		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token != 2 || u.Mark != 8 {
+			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with token 2, mark 8", u, err)
 		}
 		u, err = script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result() // a resend
 		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
@@ -154,7 +166,7 @@ func TestRLockGrant(t *testing.T) {
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
 			t.Fatalf("grant lease %v, want at most %v", pttl, grant)
 		}
-		if n := rdb.Exists(ctx, k.Queue, k.Timeouts).Val(); n != 0 {
+		if n := rdb.Exists(ctx, k.Queue, k.Places+"b", k.Places+"c").Val(); n != 0 {
 			t.Fatalf("%d line keys left after the grant", n)
 		}
 		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0).Result()
@@ -163,6 +175,35 @@ func TestRLockGrant(t *testing.T) {
 		}
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= grant {
 			t.Fatalf("lease after b's acquire %v, want the full lease", pttl)
+		}
+	})
+}
+
+// A grant takes a fencing token only for a waiter that asked for one,
+// whether or not the name has a fencing counter already.
+func TestRLockGrantTokenPerWaiter(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		const lease = 10 * time.Second
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK || res.Token != 1 {
+			t.Fatalf("a's acquire = %+v, %v; want token 1", res, err)
+		}
+		for i, w := range []struct {
+			owner   string
+			fencing bool
+		}{{"plain", false}, {"fenced", true}} {
+			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, w.owner, lease, w.fencing, 0, time.Minute, uint64(i+1)).Result(); err != nil || res.OK {
+				t.Fatalf("%s's waiting acquire = %+v, %v", w.owner, res, err)
+			}
+		}
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second).Result()
+		if err != nil || u.Grantee != "plain" || u.Token != 0 {
+			t.Fatalf("a's unlock = %+v, %v; want a grant to plain without a token", u, err)
+		}
+		u, err = script.ReentrantUnlock(ctx, rdb, k, "plain", lease, false, 1, time.Second).Result()
+		if err != nil || u.Grantee != "fenced" || u.Token != 2 {
+			t.Fatalf("plain's unlock = %+v, %v; want a grant to fenced with token 2", u, err)
 		}
 	})
 }

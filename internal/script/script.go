@@ -85,7 +85,7 @@ type Unlocked struct {
 	Holds   int64   // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
 	Grantee string  // when the release granted the lock: the waiter it went to
 	Token   uint64  // the grant's fencing token (0 when none was taken)
-	Mark    float64 // the grantee's score in line that the grant names (see Acquired.Mark)
+	Mark    float64 // the mark of the grantee's attempt that the grant names (see Acquired.Mark)
 }
 
 // UnlockCmd is the reply of a mutex release script: {holds}, or {0,
