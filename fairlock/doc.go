@@ -13,8 +13,11 @@
 // holder's owner id, value: its hold count, with a PEXPIRE lease), the
 // waiter list redisync:{name}:queue (owner ids, oldest first) and the zset
 // redisync:{name}:timeouts (owner id, scored by the Redis server time in
-// milliseconds after which that waiter counts as dead). Each waiter listens
-// on a channel of its own, redisync:{name}:chan:<owner id>. With
+// milliseconds after which that waiter counts as dead). Each waiter keeps
+// a place of its own, the string redisync:{name}:place:<owner id>, which
+// expires a grant lease (3s) after its last attempt (its liveness when
+// the lock passes to it; its value names that attempt), and listens on a
+// channel of its own, redisync:{name}:chan:<owner id>. With
 // [WithFencing], the counter redisync:{name}:fence (which never expires)
 // hands out fencing tokens. Everything shares the hash tag {name}, so on a
 // Redis Cluster each lock lives in one slot. Every state change is one Lua
@@ -36,12 +39,16 @@
 // Lock takes the lock if it is free and nobody waits; otherwise it joins
 // the end of the line, subscribes to its own channel (one pub/sub
 // connection per Redis client, however many waiters), tries again and
-// sleeps. Unlock grants the lock to the waiter first in line whose
-// deadline has not passed, in the same script, with a short grant lease
-// (3s), and tells it on its channel: the waiter's process completes the
-// hold without another script, and no herd of waiters races for the lock.
-// A grantee whose process died keeps the lock only until the grant lease
-// runs out; the next waiter's attempt then grants it on. When the first
+// sleeps. Unlock grants the lock to the first waiter in line that is
+// live, in the same script, with a short grant lease (3s), and tells it on
+// its channel: the waiter's process completes the hold without another
+// script, and no herd of waiters races for the lock. Live means its place
+// has not lapsed: it made an attempt within the last grant lease. A
+// waiter silent for longer (its process died) is dropped from the line
+// when the lock would pass to it, so dead waiters never hold the lock one
+// grant lease after another. A grantee whose process died just before the
+// grant keeps the lock only until the grant lease runs out; the next live
+// waiter's attempt then grants it on. When the first
 // waiter gives up while the lock is free, the next one is woken.
 // docs/semantics.md in the repository tells the whole design. A re-entry
 // (a Lock with the hold's ctx) never queues: when Redis no longer has the
@@ -53,7 +60,9 @@
 // ([DefaultWaiterTimeout], 10s), however long the holder keeps the lock.
 // A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
-// last refresh, and from then on it no longer blocks the waiters behind it.
+// last refresh, or earlier when the lock would pass to it after a grant
+// lease of silence; it never blocks the waiters behind it for longer
+// than one grant lease.
 // Deadlines are measured on the Redis server's clock, so clients with
 // skewed clocks agree on them.
 //

@@ -18,7 +18,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	cfg := newConfig(opts)
 	n := b.Keys
 	l := &line{Base: b, cfg: cfg, keys: script.FairKeys{
-		Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""),
+		Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place(""),
 	}}
 	m := &Mutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,

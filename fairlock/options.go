@@ -11,7 +11,8 @@ import (
 const DefaultWatchdogTimeout = 30 * time.Second
 
 // DefaultWaiterTimeout is how long a waiter that stopped refreshing its
-// place (its process crashed) keeps blocking the waiters behind it.
+// place (its process crashed) keeps its place in line; the lock passes it
+// by once it has been silent for a grant lease (see the package doc).
 const DefaultWaiterTimeout = 10 * time.Second
 
 // minWaiterTimeout leaves a live waiter, which refreshes its place every

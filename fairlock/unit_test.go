@@ -23,7 +23,7 @@ import (
 // put a waiter in line without a live Lock behind it (a crashed process).
 func ghostKeys(name string) script.FairKeys {
 	n := internal.NewNames(name)
-	return script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+	return script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 }
 
 func TestFIFOMini(t *testing.T) {
@@ -327,5 +327,68 @@ func TestErrorMessages(t *testing.T) {
 	err = fairlock.New(rdb, "jobs").Lock(ctx)
 	if got, want := err.Error(), `fairlock: lock "jobs": context deadline exceeded`; got != want {
 		t.Fatalf("error = %q, want %q", got, want)
+	}
+}
+
+// Waiters whose process died at the head of the line (their places lapsed,
+// their waiter timeouts not yet) are skipped by the release: the live
+// waiter behind them holds at once, not one grant lease per dead waiter.
+func TestDeadWaitersDoNotStackMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("stack")
+	holder := fairlock.New(rdb, "stack")
+	mustLock(t, holder)
+	for i, ghost := range []string{"ghost-1", "ghost-2"} {
+		if res, err := script.FairAcquire(ctx, rdb, k, ghost, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+			t.Fatalf("%s's attempt = %+v, %v; want a place in line", ghost, res, err)
+		}
+		rdb.Del(ctx, k.Places+ghost) // silent for longer than a grant lease
+	}
+	waiter := fairlock.New(rdb, "stack")
+	got := make(chan error, 1)
+	go func() { got <- waiter.Lock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return rdb.LLen(ctx, k.Queue).Val() == 3 })
+	released := time.Now()
+	mustUnlock(t, holder)
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hold.GrantLease):
+		t.Fatalf("the live waiter did not hold within a grant lease of the release")
+	}
+	if d := time.Since(released); d > hold.GrantLease {
+		t.Fatalf("the live waiter held %v after the release", d)
+	}
+	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 0 {
+		t.Fatalf("line after the grant = %v, want the dead waiters gone", q)
+	}
+	mustUnlock(t, waiter)
+	assertNoKeys(t, rdb, "stack")
+}
+
+// A lock found free (its holder's lease ran out) with a dead waiter first
+// in line goes to the live waiter that attempts, not to the dead one.
+func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("skip")
+	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0).Result(); err != nil || !res.OK {
+		t.Fatalf("holder's attempt = %+v, %v", res, err)
+	}
+	for i, w := range []string{"ghost", "live"} {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
+		}
+	}
+	rdb.Del(ctx, k.Places+"ghost", k.Lock) // the ghost went silent; the holder's lease ran out
+	res, err := script.FairAcquire(ctx, rdb, k, "live", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 3).Result()
+	if err != nil || !res.OK {
+		t.Fatalf("live waiter's attempt on the free lock = %+v, %v; want the lock", res, err)
+	}
+	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 0 {
+		t.Fatalf("line = %v, want empty", q)
 	}
 }

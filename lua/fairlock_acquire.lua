@@ -5,6 +5,10 @@
 -- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
 --          time in milliseconds after which the waiter counts as dead
 -- KEYS[4]  fencing counter (touched only when ARGV[3] == "1"; never expires)
+-- KEYS[5]  the owner's place: a string holding the mark of its last refused
+--          attempt (ARGV[9]), prefixed with "f" when a grant to it must
+--          take a fencing token; it lives the grant lease (or the waiter
+--          timeout, if shorter) from that attempt
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry)
 -- ARGV[3]  "1": take the next fencing token on a first acquisition
@@ -22,17 +26,19 @@
 --          built here because the head is only known inside the script)
 -- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[8]  grant lease in milliseconds
--- ARGV[9]  the attempt's sequence number among the owner's, below 4096:
---          the waiter's score in line is its deadline plus ARGV[9]/4096,
---          so that two attempts in one millisecond have different marks
+-- ARGV[9]  the attempt's mark: a decimal integer higher than every
+--          earlier mark of the owner, which a grant to it names
+-- ARGV[10] place prefix: a waiter's place is the key ARGV[10] .. owner id
+--          (built here for the head, in the slot of the declared keys)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
 -- waits before it: a newcomer never barges past the line. A lock found
 -- free with another waiter first in line (its holder's or grantee's lease
--- ran out) is granted to that waiter as fairlock_unlock grants it. A
--- waiter with fencing that joins the line makes sure the fencing counter
--- exists, so that a grant to it takes a token.
+-- ran out) is granted to that waiter as fairlock_unlock grants it, but
+-- only if its place still exists: a head whose process has been silent
+-- for longer than a grant lease (it died) is dropped first, so that dead
+-- waiters do not hold the lock one grant lease after another.
 --
 -- An owner that holds the lock although the caller believes it holds
 -- ARGV[4] levels (a lost reply, or a grant the caller has not completed)
@@ -42,15 +48,15 @@
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the counter's current value), or {0, wait}: wait is the
 -- holder's remaining lease; -1 when unknown. A blocking attempt's refusal
--- is {0, wait, mark}: the waiter's new score in line, formatted to read
--- back exactly, which a grant to it names (see fairlock_unlock).
+-- is {0, wait, mark}: ARGV[9], which a grant to it names (see
+-- fairlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
-local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
-local seq = tonumber(ARGV[9])
+local mark, places = ARGV[9], ARGV[10]
 
 local state = redis.call('hmget', lock, owner, 'mode')
 if state[2] then
@@ -92,6 +98,21 @@ local head = first
 if #dead > 0 then
   head = redis.call('lindex', queue, 0)
 end
+-- A free lock passes to the head only if it is live: heads whose place
+-- has lapsed leave the line. (pcall: see fairlock_unlock on places in a
+-- migrating slot; nothing but dead waiters has changed yet.)
+while free and head and head ~= owner do
+  local entry = redis.pcall('exists', places .. head)
+  if type(entry) == 'table' then
+    return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. entry.err)
+  end
+  if entry == 1 then
+    break
+  end
+  redis.call('lpop', queue)
+  redis.call('zrem', timeouts, head)
+  head = redis.call('lindex', queue, 0)
+end
 
 if free and (not head or head == owner) then
   local token = 0
@@ -103,20 +124,21 @@ if free and (not head or head == owner) then
   if head then
     redis.call('lpop', queue)
     redis.call('zrem', timeouts, owner)
+    redis.call('del', place)
   end
   return {1, 1, token}
 end
 
-local mark = 0
 if patience > 0 then
-  mark = now + patience + seq / 4096
   -- ZADD counts a waiter new to the line: only then does it join the end.
-  if redis.call('zadd', timeouts, mark, owner) == 1 then
+  if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
-    if fencing then
-      redis.call('incrby', fence, 0)
-    end
   end
+  local entry = mark
+  if fencing then
+    entry = 'f' .. mark
+  end
+  redis.call('set', place, entry, 'px', math.min(patience, grantLease))
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
@@ -125,21 +147,22 @@ if patience > 0 then
   redis.call('pexpireat', timeouts, expiry)
 end
 
-if mark > 0 then
-  mark = string.format('%.17g', mark)
+if patience == 0 then
+  mark = 0
 end
 if not free then
   return {0, ttl, mark}
 end
--- Free, with another waiter first in line: grant it to that waiter.
+-- Free, with another live waiter first in line: grant it to that waiter.
 redis.call('lpop', queue)
-local deadline = redis.call('zscore', timeouts, head) or '0'
 redis.call('zrem', timeouts, head)
-local token = 0
-if redis.call('exists', fence) == 1 then
+local entry = redis.call('getdel', places .. head)
+local token, granted = 0, entry
+if string.sub(entry, 1, 1) == 'f' then
   token = redis.call('incr', fence)
+  granted = string.sub(entry, 2)
 end
 redis.call('hset', lock, head, 1)
 redis.call('pexpire', lock, grantLease)
-redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. deadline)
+redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. granted)
 return {0, grantLease, mark}

@@ -4,6 +4,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[4]  the owner's place (see fairlock_acquire)
 -- ARGV[1]  owner id
 -- ARGV[2]  wake-up channel prefix: a waiter's channel is ARGV[2] .. owner id
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -21,7 +22,7 @@
 -- level (a grant, if the caller holds nothing), 0 otherwise.
 -- A key of another type raises WRONGTYPE before anything is written.
 
-local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
+local lock, queue, timeouts, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, prefix, sharded = ARGV[1], ARGV[2], ARGV[3] == '1'
 
 local first = redis.call('lindex', queue, 0)
@@ -38,6 +39,7 @@ end
 
 local was = redis.call('lrem', queue, 1, owner)
 redis.call('zrem', timeouts, owner)
+redis.call('del', place)
 
 local head = redis.call('lindex', queue, 0)
 if head and head ~= first and redis.call('exists', lock) == 0 then

@@ -4,7 +4,8 @@
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
--- KEYS[4]  fencing counter: a grant takes its next value if it exists
+-- KEYS[4]  fencing counter: a grant to a waiter that asked for fencing
+--          takes its next value
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while holds remain
 -- ARGV[3]  the hold count the caller expects before this unlock, or 0 for
@@ -13,21 +14,33 @@
 -- ARGV[4]  wake-up channel prefix: a waiter's channel is ARGV[4] .. owner id
 -- ARGV[5]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[6]  grant lease in milliseconds
+-- ARGV[7]  place prefix: a waiter's place is the key ARGV[7] .. owner id
+--          (see fairlock_acquire), in the slot of the declared keys
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
--- the line. A grant pops the first waiter, makes it the holder with one
--- level and the grant lease, takes the next fencing token when the
--- counter exists (0 otherwise) and publishes "g" .. token .. ":" ..
--- score on the waiter's channel (ARGV[4] .. head, built here because the
--- head is only known inside the script): the score in line that the
--- waiter's last refused attempt set (its deadline and the attempt's
--- number, see fairlock_acquire) names the attempt the grant answers. A
--- lock found free with waiters in line (its holder's lease ran out) is
--- granted the same way, whoever calls.
+-- the line. A grant pops waiters until one whose place still exists (a
+-- waiter silent for longer than a grant lease is taken for dead and
+-- dropped, so that dead waiters never hold the lock one grant lease after
+-- another), takes its place (GETDEL), makes it the holder with one level
+-- and the grant lease, takes the next fencing token when its place asks
+-- for one (0 otherwise) and publishes "g" .. token .. ":" .. mark on the
+-- waiter's channel (ARGV[4] .. head, built here because the head is only
+-- known inside the script): the mark its last refused attempt stored in
+-- its place names the attempt the grant answers. A lock found free with
+-- waiters in line (its holder's lease ran out) is granted the same way,
+-- whoever calls.
+--
+-- The place is a key the script does not declare (the head is only known
+-- here): Redis Cluster allows it, in the slot of the declared keys, except
+-- while that slot migrates and the place has moved ahead of the lock.
+-- GETDEL is called with pcall before the lock changes: on such an error
+-- the waiter goes back to the head, and the script fails with TRYAGAIN
+-- having changed nothing but the removal of dead waiters; the caller
+-- resends it.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
--- the hold count differs from ARGV[3]; or {0, grantee, token, deadline} when this
+-- the hold count differs from ARGV[3]; or {0, grantee, token, mark} when this
 -- release granted the lock, so that a grantee in the releasing process
 -- can complete its hold without waiting for the message. A resent unlock
 -- whose first run went through finds the owner's field gone ({-1}): it
@@ -35,7 +48,7 @@
 -- A key of another type raises WRONGTYPE before anything is written.
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local prefix, sharded, grantLease = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
+local prefix, sharded, grantLease, places = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
 
 local holds = redis.call('hget', lock, owner)
 local t = redis.call('time')
@@ -48,28 +61,55 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
--- grant makes the first waiter in line, if any, the holder of the free
--- lock, and returns it and its token.
-local function grant()
-  local head = redis.call('lpop', queue)
-  if not head then
-    return nil, 0, 0
+-- live pops waiters off the line until one whose place exists, takes
+-- that place and returns the waiter and its place's value; nothing when
+-- the line has no live waiter; nil, nil and an error when the cluster
+-- refused to read a place.
+local function live()
+  while true do
+    local head = redis.call('lpop', queue)
+    if not head then
+      return nil
+    end
+    local entry = redis.pcall('getdel', places .. head)
+    if type(entry) == 'table' then
+      redis.call('lpush', queue, head)
+      return nil, nil, entry.err
+    end
+    redis.call('zrem', timeouts, head)
+    if entry then
+      return head, entry
+    end
   end
-  local deadline = redis.call('zscore', timeouts, head) or '0'
-  redis.call('zrem', timeouts, head)
-  local token = 0
-  if redis.call('exists', fence) == 1 then
+end
+
+-- grant makes head, a live waiter whose place held entry, the holder of
+-- the free lock, and returns its token and mark.
+local function grant(head, entry)
+  local token, mark = 0, entry
+  if string.sub(entry, 1, 1) == 'f' then
     token = redis.call('incr', fence)
+    mark = string.sub(entry, 2)
   end
   redis.call('hset', lock, head, 1)
   redis.call('pexpire', lock, grantLease)
-  redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. deadline)
-  return head, token, deadline
+  redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. mark)
+  return token, mark
+end
+
+local function refused(err)
+  return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. err)
 end
 
 if not holds then
   if redis.call('exists', lock) == 0 then
-    grant()
+    local head, entry, err = live()
+    if err then
+      return refused(err)
+    end
+    if head then
+      grant(head, entry)
+    end
   end
   return {-1}
 end
@@ -82,9 +122,13 @@ if holds > 1 then
   redis.call('pexpire', lock, lease)
   return {holds - 1}
 end
+local head, entry, err = live()
+if err then
+  return refused(err)
+end
 redis.call('del', lock)
-local head, token, deadline = grant()
 if head then
-  return {0, head, token, deadline}
+  local token, mark = grant(head, entry)
+  return {0, head, token, mark}
 end
 return {0}

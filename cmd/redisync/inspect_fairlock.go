@@ -11,9 +11,10 @@ import (
 // (owner id -> hold count, absent while the lock passes to the head
 // waiter) and the waiter list redisync:{name}:queue in arrival order. A
 // fairlock keeps its waiters' deadlines in the zset
-// redisync:{name}:timeouts (Unix ms, server clock); an rlock keeps each
-// waiter's place in a key of its own, redisync:{name}:place:<owner id>,
-// which expires at the waiter's deadline.
+// redisync:{name}:timeouts (Unix ms, server clock); an rlock has no such
+// zset. The waiters of both keep a place of their own,
+// redisync:{name}:place:<owner id>, which expires when they stop
+// refreshing it: an rlock waiter's deadline.
 func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
 	lock, queue, timeouts := keys[n.Lock()], keys[n.Queue()], keys[n.Timeouts()]
 	if lock != nil && lock.Type != "hash" {

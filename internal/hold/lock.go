@@ -127,15 +127,12 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	a := Asking{Blocking: true}
 	// mark names the waiter's last attempt, refused, in its lock's line:
 	// a grant is claimed only when it names that attempt (see
-	// script.Acquired.Mark). An rlock's mark is the attempt's number
-	// (Asking.Seq), which only grows; a fairlock's is a server-clock
-	// deadline plus the attempt's number, so two attempts of the handle
-	// set the same one only across a server clock step (or 4096 attempts
-	// in a millisecond). A mark no higher than every earlier one of the
-	// handle could be named by an earlier grant (a message read late, or
-	// once more after the in-process handoff), so it is not used, and a
-	// grant is then completed by an attempt. try and claim run on the
-	// waiting goroutine, one after the other.
+	// script.Acquired.Mark). A mark is the attempt's number (Asking.Seq),
+	// which only grows, so no earlier grant (a message read late, or once
+	// more after the in-process handoff) names a later attempt; a mark no
+	// higher than every earlier one of the handle is still not used, as a
+	// second guard, and a grant is then completed by an attempt. try and
+	// claim run on the waiting goroutine, one after the other.
 	var mark float64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		mark = 0

@@ -22,6 +22,7 @@ type FairKeys struct {
 	Timeouts string // the zset of waiter deadlines
 	Fence    string // the fencing counter
 	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
+	Places   string // the prefix of the waiters' places: Places + owner id
 }
 
 func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts} }
@@ -35,10 +36,14 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // of an attempt that already went through changes nothing, and a grant the
 // caller has not completed is reported as held, with lease set. A free
 // lock with another waiter first in line is granted to that waiter for
-// grantLease. When not OK, Wait is how long the holder's lease still runs.
-// seq numbers the attempt among the owner's (see Acquired.Mark).
+// grantLease, if its place shows it live: a waiter's place lives the
+// shorter of grantLease and patience from its last attempt. When not OK,
+// Wait is how long the holder's lease still runs. seq numbers the attempt
+// among the owner's, increasing, and is the attempt's mark
+// (Acquired.Mark).
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64) AcquireCmd {
-	return AcquireCmd{fairAcquire.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq%markSteps)}
+	keys := append(k.line(), k.Fence, k.Places+owner)
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
@@ -50,7 +55,7 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 // error the outcome is unknown, and only the caller knows how to retry
 // safely.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease))}
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places)}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
@@ -72,5 +77,5 @@ func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt strin
 // LeftLine, LeftGranted (owner was not in line and holds one level) or
 // LeftNothing; a hold is never released.
 func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool) IntCmd {
-	return IntCmd{fairLeave.run(ctx, c, k.line(), owner, k.Waiter, flag(sharded))}
+	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+owner), owner, k.Waiter, flag(sharded))}
 }

@@ -30,7 +30,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		}},
 		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
 			n := internal.NewNames(name)
-			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel("")}
+			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 			res, err := script.FairAcquire(t.Context(), rdb, k, "a", lease, false, 0, time.Second, false, time.Second, 0).Result()
 			if err != nil {
 				t.Fatal(err)

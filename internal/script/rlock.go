@@ -33,8 +33,8 @@ type Acquired struct {
 	Wait  time.Duration // the holder's remaining lease when not OK; 0 if unknown
 	// Mark, when a blocking attempt was refused, names the attempt in the
 	// line, where a grant's message and reply name it (Unlocked.Mark): the
-	// attempt's sequence number for an rlock, the waiter's score in line
-	// for a fair lock (see FairAcquire); 0 when none was set.
+	// attempt's sequence number, which the waiter's place in line holds;
+	// 0 when none was set.
 	Mark float64
 }
 

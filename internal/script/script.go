@@ -131,16 +131,9 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 	return vals, nil
 }
 
-// markSteps is how many attempts of one owner have different marks in
-// the same millisecond: a mark's fraction is the attempt's sequence
-// number modulo markSteps, in markSteps-ths of a millisecond. A deadline
-// in milliseconds takes 41 of a float64's 53 bits until the year 2100,
-// which leaves 12 for the fraction, exactly.
-const markSteps = 4096
-
-// ParseMark reads a mark (see Acquired.Mark) as a script sends it: a
-// zset score, which Redis and the scripts format with 17 significant
-// digits, so that it reads back exactly. 0 when it is not one.
+// ParseMark reads a mark (see Acquired.Mark) as a script sends it: the
+// decimal integer the caller passed as the attempt's number. 0 when it is
+// not one.
 func ParseMark(s string) float64 {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
