@@ -302,7 +302,7 @@ type scriptsOnly struct {
 
 func newScriptsOnly(rdb *redis.Client, key string) locker {
 	tag := "redisync:{" + key + "}" // as the library names its keys
-	keys := script.LockKeys{Lock: tag, Fence: tag + ":fence", Queue: tag + ":queue", Places: tag + ":place:", Waiter: tag + ":chan:", Channel: tag + ":chan"}
+	keys := script.LockKeys{Lock: tag, Fence: tag + ":fence", Queue: tag + ":queue", Places: tag + ":place:", Waiter: tag + ":chan:", Channel: tag + ":chan", Patience: rlock.WaiterTimeout}
 	return &scriptsOnly{rdb: rdb, keys: keys, owner: rand.Text()}
 }
 

@@ -61,7 +61,8 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
--- live pops waiters off the line until one whose place exists, takes
+-- live pops waiters off the line until one whose place exists (other
+-- than the caller's own, left by a Lock whose leave failed), takes
 -- that place and returns the waiter and its place's value; nothing when
 -- the line has no live waiter; nil, nil and an error when the cluster
 -- refused to read a place.
@@ -73,11 +74,18 @@ local function live()
     end
     local entry = redis.pcall('getdel', places .. head)
     if type(entry) == 'table' then
+      -- Back at the head, with the line's expiry (LPOP may have emptied
+      -- the list): that of its longest-lived waiter, as fairlock_acquire
+      -- sets it.
       redis.call('lpush', queue, head)
+      local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
+      if last[2] then
+        redis.call('pexpireat', queue, math.ceil(tonumber(last[2])))
+      end
       return nil, nil, entry.err
     end
     redis.call('zrem', timeouts, head)
-    if entry then
+    if entry and head ~= owner then
       return head, entry
     end
   end

@@ -18,6 +18,7 @@
 -- ARGV[6]  grant lease in milliseconds
 -- ARGV[7]  place prefix: a waiter's place in line is the key ARGV[7] ..
 --          owner id (see rlock_acquire)
+-- ARGV[8]  waiter timeout in milliseconds: the longest a place lives
 --
 -- The grantee's channel and place are built here because the grantee is
 -- only known inside the script; both carry the lock's hash tag, so the
@@ -28,12 +29,14 @@
 -- a multi-key command that names an absent key), so the place is always
 -- on this node. GETDEL is still called with pcall before anything of the
 -- lock changes: should the cluster refuse it all the same, the popped
--- waiter goes back to the head and the script fails with TRYAGAIN, having
--- changed nothing a caller could tell (the waiters it dropped were dead).
+-- waiter goes back to the head (the list living as long as any place
+-- can) and the script fails with TRYAGAIN, having changed nothing a
+-- caller could tell (the waiters it dropped were dead).
 --
 -- A grant pops waiters off the line until one whose place still exists,
 -- takes the place (GETDEL: a place that expired is a dead waiter, which
--- is dropped), makes that waiter the holder with one level and the grant
+-- is dropped, as is the releasing owner's own place left by a Lock whose
+-- leave failed), makes that waiter the holder with one level and the grant
 -- lease, takes the next fencing token when its place asks for one (0
 -- otherwise) and publishes "g" .. token .. ":" .. mark on the waiter's
 -- channel: the mark its last refused attempt stored in its place names
@@ -52,7 +55,7 @@
 
 local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local prefix, grantLease, places = ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local prefix, grantLease, places, patience = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 
 local holds = redis.call('hget', lock, owner)
 if not holds then
@@ -80,9 +83,10 @@ while true do
   local entry = redis.pcall('getdel', places .. head)
   if type(entry) == 'table' and entry.err then
     redis.call('lpush', queue, head)
+    redis.call('pexpire', queue, patience)
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
   end
-  if entry then
+  if entry and head ~= owner then
     local token, mark = 0, entry
     if string.sub(entry, 1, 1) == 'f' then
       token = redis.call('incr', fence)

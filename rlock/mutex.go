@@ -22,7 +22,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	}
 	n := b.Keys
 	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
-		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(),
+		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: WaiterTimeout,
 	}}
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{

@@ -21,17 +21,21 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 		return false // a leased semaphore may keep a timeouts zset too
 	}
 	deadlines := map[string]int64{}
+	var places []*key
 	for k, v := range keys {
 		if id, ok := strings.CutPrefix(k, n.Place("")); ok && v.Type == "string" {
 			if v.TTLms >= 0 {
 				deadlines[id] = now.UnixMilli() + v.TTLms
 			}
-			v.explained = true
+			places = append(places, v)
 		}
 	}
 	fair := timeouts != nil && timeouts.Type == "zset"
-	if (queue == nil || queue.Type != "list") && !fair && len(deadlines) == 0 {
+	if (queue == nil || queue.Type != "list") && !fair && len(places) == 0 {
 		return false
+	}
+	for _, v := range places {
+		v.explained = true
 	}
 	r.Kind, r.note = kindFairlock, "a fairlock with waiters queued"
 	if !fair {

@@ -44,11 +44,13 @@ const releaseRetries = 2
 
 // refusalTime bounds how long Release keeps resending a release that Redis
 // refused with a transient reply (internal.Transient): TRYAGAIN while the
-// lock's slot migrates (a release script says it too when the waiter it
-// would grant to has moved ahead of the lock), READONLY or CLUSTERDOWN in
-// a failover, LOADING. A refused script ran nothing, so resending it is
-// safe; past refusalTime the error is returned and the hold ends as after
-// any failed release.
+// lock's slot migrates (Redis refuses a script naming a key that is absent
+// there, and every release names one: a channel or a counter that is not
+// a key; a fairlock release with fencing says TRYAGAIN itself when the
+// waiter it would grant to has moved ahead of the lock), READONLY or
+// CLUSTERDOWN in a failover, LOADING. A refused script changed nothing the
+// release is about, so resending it is safe; past refusalTime the error is
+// returned and the hold ends as after any failed release.
 const refusalTime = 2 * time.Second
 
 // Release releases one level of mode m. It returns internal.ErrNotHeld

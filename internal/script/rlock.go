@@ -17,12 +17,14 @@ var (
 
 // LockKeys names the keys and channels of one reentrant lock.
 type LockKeys struct {
-	Lock    string // the lock hash
-	Fence   string // the fencing counter
-	Queue   string // the waiter list
-	Places  string // the prefix of the waiters' places in line: Places + owner id
-	Waiter  string // the prefix of the waiters' channels: Waiter + owner id
-	Channel string // the release channel: "1" when a release leaves the lock free
+	Lock   string // the lock hash
+	Fence  string // the fencing counter
+	Queue  string // the waiter list
+	Places string // the prefix of the waiters' places in line: Places + owner id
+	// Patience is the waiter timeout: the longest a place lives.
+	Patience time.Duration
+	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
+	Channel  string // the release channel: "1" when a release leaves the lock free
 }
 
 // Acquired is the outcome of an acquire attempt.
@@ -100,7 +102,7 @@ const (
 // the outcome is unknown, and only the caller knows how to retry safely.
 func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places)}
+	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience))}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

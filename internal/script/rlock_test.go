@@ -27,7 +27,7 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 
 func lockKeys(name string) script.LockKeys {
 	n := internal.NewNames(name)
-	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
+	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: time.Minute}
 }
 
 func TestRLockScripts(t *testing.T) {
@@ -204,6 +204,37 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 		u, err = script.ReentrantUnlock(ctx, rdb, k, "plain", lease, false, 1, time.Second).Result()
 		if err != nil || u.Grantee != "fenced" || u.Token != 2 {
 			t.Fatalf("plain's unlock = %+v, %v; want a grant to fenced with token 2", u, err)
+		}
+	})
+}
+
+// A release never grants the lock to its own owner: a place of the owner
+// left in line (a Lock whose leave failed, then a TryLock that took the
+// lock) is dropped, and the next waiter is granted the lock.
+func TestRLockGrantSkipsOwnPlace(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		const lease = 10 * time.Second
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0).Result(); err != nil || !res.OK {
+			t.Fatalf("x's acquire = %+v, %v", res, err)
+		}
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "a", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
+			t.Fatalf("a's waiting acquire = %+v, %v", res, err)
+		}
+		rdb.Del(ctx, k.Lock) // x's lease ran out; a's Lock gave up, its leave lost
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
+			t.Fatalf("a's TryLock = %+v, %v", res, err)
+		}
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
+			t.Fatalf("c's waiting acquire = %+v, %v", res, err)
+		}
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second).Result()
+		if err != nil || u.Grantee != "c" {
+			t.Fatalf("a's unlock = %+v, %v; want a grant to c", u, err)
+		}
+		if n := rdb.Exists(ctx, k.Queue, k.Places+"a").Val(); n != 0 {
+			t.Fatalf("%d of a's line keys left", n)
 		}
 	})
 }
