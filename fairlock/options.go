@@ -46,10 +46,12 @@ func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTime
 
 // WithWaiterTimeout sets how long a waiter keeps its place in line without
 // refreshing it. A waiting Lock refreshes its place at least every third of
-// d, however long the holder keeps the lock, so only a waiter whose process
-// died or lost Redis for d is dropped from the line, and from then on it no
-// longer blocks the waiters behind it. d must be at least 100ms. The
-// default is DefaultWaiterTimeout.
+// d and every second, however long the holder keeps the lock, so only a
+// waiter whose process died or lost Redis for d is dropped from the line.
+// The lock passes by a waiter silent for a grant lease (3s) already (see
+// the package doc), so a dead waiter blocks the waiters behind it for at
+// most that long. d must be at least 100ms. The default is
+// DefaultWaiterTimeout.
 func WithWaiterTimeout(d time.Duration) Option {
 	if d < minWaiterTimeout {
 		panic(fmt.Sprintf("fairlock: WithWaiterTimeout(%v): timeout must be at least %v", d, minWaiterTimeout))

@@ -392,3 +392,31 @@ func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
 		t.Fatalf("line = %v, want empty", q)
 	}
 }
+
+// An unlock that runs late (after its resend released the lock) finds the
+// lock free and its owner first in line again, waiting: it grants the lock
+// to that owner's waiting Lock rather than dropping it from the line.
+func TestLateUnlockKeepsOwnersPlaceMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("late")
+	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0).Result(); err != nil || !res.OK {
+		t.Fatalf("holder's attempt = %+v, %v", res, err)
+	}
+	for i, w := range []string{"o", "w"} {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
+		}
+	}
+	rdb.Del(ctx, k.Lock) // the holder's lease ran out
+	u, err := script.FairUnlock(ctx, rdb, k, "o", time.Minute, false, 1, hold.GrantLease).Result()
+	if err != nil || u.Holds != script.UnlockNotHeld {
+		t.Fatalf("o's late unlock = %+v, %v; want not held", u, err)
+	}
+	if h := rdb.HGetAll(ctx, k.Lock).Val(); len(h) != 1 || h["o"] != "1" {
+		t.Fatalf("lock after the late unlock = %v, want granted to o, first in line", h)
+	}
+	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 1 || q[0] != "w" {
+		t.Fatalf("line = %v, want [w]", q)
+	}
+}

@@ -4,7 +4,8 @@
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
 --          time in milliseconds after which the waiter counts as dead
--- KEYS[4]  fencing counter (touched only when ARGV[3] == "1"; never expires)
+-- KEYS[4]  fencing counter (never expires): touched when ARGV[3] == "1",
+--          or when a grant goes to a waiter that asked for fencing
 -- KEYS[5]  the owner's place: a string holding the mark of its last refused
 --          attempt (ARGV[9]), prefixed with "f" when a grant to it must
 --          take a fencing token; it lives the grant lease (or the waiter

@@ -32,8 +32,11 @@
 --
 -- The place is a key the script does not declare (the head is only known
 -- here): Redis Cluster allows it, in the slot of the declared keys, except
--- while that slot migrates and the place has moved ahead of the lock.
--- GETDEL is called with pcall before the lock changes: on such an error
+-- while that slot migrates and the place is not on this node (moved ahead
+-- of the lock, or lapsed: Redis redirects a key it does not have in a
+-- migrating slot). Without fencing the whole script is refused before it
+-- runs (the absent fencing counter is a declared key); with it, GETDEL
+-- is called with pcall before the lock changes: on such an error
 -- the waiter goes back to the head, and the script fails with TRYAGAIN
 -- having changed nothing but the removal of dead waiters; the caller
 -- resends it.
@@ -61,12 +64,15 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
--- live pops waiters off the line until one whose place exists (other
--- than the caller's own, left by a Lock whose leave failed), takes
+-- live pops waiters off the line until one whose place exists, takes
 -- that place and returns the waiter and its place's value; nothing when
 -- the line has no live waiter; nil, nil and an error when the cluster
--- refused to read a place.
-local function live()
+-- refused to read a place. A releasing holder passes by its own place
+-- (left by a Lock of its whose leave failed): it must not grant itself
+-- the lock it releases. An unlock that finds the lock free and not its
+-- own (one that ran late, after its resend) grants to whoever is first,
+-- the caller included: its waiting Lock asked for the lock.
+local function live(releasing)
   while true do
     local head = redis.call('lpop', queue)
     if not head then
@@ -85,7 +91,7 @@ local function live()
       return nil, nil, entry.err
     end
     redis.call('zrem', timeouts, head)
-    if entry and head ~= owner then
+    if entry and not (releasing and head == owner) then
       return head, entry
     end
   end
@@ -111,7 +117,7 @@ end
 
 if not holds then
   if redis.call('exists', lock) == 0 then
-    local head, entry, err = live()
+    local head, entry, err = live(false)
     if err then
       return refused(err)
     end
@@ -130,7 +136,7 @@ if holds > 1 then
   redis.call('pexpire', lock, lease)
   return {holds - 1}
 end
-local head, entry, err = live()
+local head, entry, err = live(true)
 if err then
   return refused(err)
 end
