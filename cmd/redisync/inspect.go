@@ -60,11 +60,15 @@ type holder struct {
 	Count int64  `json:"count"`
 }
 
-// queued is one fair-lock waiter.
+// queued is one waiter in a mutex's line.
 type queued struct {
 	ID          string `json:"id"`
 	DeadlineMs  int64  `json:"deadline_ms"`  // server clock, Unix ms; 0: none
 	RemainingMs int64  `json:"remaining_ms"` // until the deadline
+	// Lapsed: the waiter's place has expired (it stopped attempting, its
+	// process most likely dead), so the lock passes it by; its entry
+	// waits for a release to drop it.
+	Lapsed bool `json:"lapsed,omitempty"`
 }
 
 // key is one Redis key of the name, raw.
@@ -340,9 +344,16 @@ func (r *report) writeText(w io.Writer) {
 		if i == 0 {
 			label = "queue"
 		}
-		deadline := "no deadline"
+		var about []string
 		if q.DeadlineMs > 0 {
-			deadline = "deadline in " + fmtTTL(q.RemainingMs)
+			about = append(about, "deadline in "+fmtTTL(q.RemainingMs))
+		}
+		if q.Lapsed {
+			about = append(about, "place lapsed: passed by, most likely dead")
+		}
+		deadline := "no deadline"
+		if len(about) > 0 {
+			deadline = strings.Join(about, "; ")
 		}
 		line(label, "%d. %s  %s", i+1, q.ID, deadline)
 	}

@@ -21,13 +21,13 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 		return false // a leased semaphore may keep a timeouts zset too
 	}
 	deadlines := map[string]int64{}
-	var places []*key
+	places := map[string]*key{}
 	for k, v := range keys {
 		if id, ok := strings.CutPrefix(k, n.Place("")); ok && v.Type == "string" {
 			if v.TTLms >= 0 {
 				deadlines[id] = now.UnixMilli() + v.TTLms
 			}
-			places = append(places, v)
+			places[id] = v
 		}
 	}
 	fair := timeouts != nil && timeouts.Type == "zset"
@@ -61,7 +61,7 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 	if queue != nil && queue.Type == "list" {
 		ids, _ := queue.Value.([]string)
 		for _, id := range ids {
-			q := queued{ID: id, DeadlineMs: deadlines[id]}
+			q := queued{ID: id, DeadlineMs: deadlines[id], Lapsed: places[id] == nil}
 			if q.DeadlineMs > 0 {
 				q.RemainingMs = q.DeadlineMs - now.UnixMilli()
 			}

@@ -103,6 +103,7 @@ func TestInspectKinds(t *testing.T) {
 	rdb.PExpire(ctx, fair.Lock(), 30*time.Second)
 	rdb.RPush(ctx, fair.Queue(), "w1", "w2")
 	rdb.ZAdd(ctx, fair.Timeouts(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 9000)}, redis.Z{Member: "w2", Score: float64(now.UnixMilli() + 19000)})
+	rdb.Set(ctx, fair.Place("w1"), "3", 3*time.Second) // w2's place lapsed: it went silent
 	// The layout rwlock leaves with two readers, one holding three levels.
 	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:o2", 3)
 	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
@@ -124,7 +125,7 @@ func TestInspectKinds(t *testing.T) {
 
 	rs := inspectJSON(t, flags, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	if r := rs[0]; r.Kind != kindFairlock || len(r.Queue) != 2 || r.Queue[0].ID != "w1" || r.Queue[1].ID != "w2" ||
-		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 {
+		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 || r.Queue[0].Lapsed || !r.Queue[1].Lapsed {
 		t.Errorf("fair lock report = %+v", r)
 	}
 	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{"r:o2", 3}) {
@@ -145,7 +146,7 @@ func TestInspectKinds(t *testing.T) {
 
 	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	for _, want := range []string{
-		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s",
+		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
 		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
