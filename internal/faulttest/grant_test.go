@@ -116,11 +116,12 @@ func helperWait(ctx context.Context, args []string, in <-chan string) error {
 	return nil
 }
 
-// A parked waiter whose process is SIGKILLed at the head of the line is
-// granted the lock by the release all the same (its deadline has not
-// passed), and holds it only for the grant lease: the next live waiter
-// holds it within 6s of the release, not after the holder's lease nor
-// the waiter timeout.
+// Two parked waiters whose processes are SIGKILLed at the head of the
+// line: the release grants the lock to the first all the same (its place
+// has not lapsed yet), which holds it only for the grant lease; by then
+// the second's place has lapsed, and the lock passes it by. The next live
+// waiter holds the lock within 6s of the release, not after the holder's
+// lease, nor the waiter timeout, nor one grant lease per dead waiter.
 func TestKilledWaiterAtHeadOfLine(t *testing.T) {
 	forEachGranting(t, func(t *testing.T, p primitive) {
 		srv := redistest.SharedServer(t)
@@ -131,13 +132,18 @@ func TestKilledWaiterAtHeadOfLine(t *testing.T) {
 		if err := holder.Lock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		h := redistest.StartHelper(t, "wait", helperArgs(p, srv.Addr(), name, lease)...)
-		parked(t, admin, name, 1)
+		var dead []*redistest.Helper
+		for i := range 2 {
+			dead = append(dead, redistest.StartHelper(t, "wait", helperArgs(p, srv.Addr(), name, lease)...))
+			parked(t, admin, name, i+1)
+		}
 		next := p.new(srv.NewClient(t), name, lease)
 		got := lockAsync(t.Context(), next)
-		parked(t, admin, name, 2)
-		h.Kill()
-		<-h.Done()
+		parked(t, admin, name, 3)
+		for _, h := range dead {
+			h.Kill()
+			<-h.Done()
+		}
 		released := time.Now()
 		if err := holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
