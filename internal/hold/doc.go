@@ -37,12 +37,14 @@
 // without another acquire script. What each party does:
 //
 //   - Waiting. Every blocking waiter of a mutex has a place in a line in
-//     Redis: a list of owner ids in arrival order, and each waiter's
-//     liveness deadline: for rlock a key of the waiter's own that expires
-//     then (its value names the waiter's last attempt, see
-//     script.Acquired.Mark), for fairlock a score in a zset (server
-//     time). The acquire script of a refused blocking attempt joins the
-//     line, or refreshes the waiter's deadline if it is there already. A parked waiter keeps its place alive with
+//     Redis: its owner id in a list in arrival order, and a key of its
+//     own that expires when the waiter stops attempting (WaiterTimeout
+//     for rlock, the grant lease for fairlock) and names its last
+//     attempt (script.Acquired.Mark); a fairlock waiter also has its
+//     waiter timeout as a score in a zset (server time), which decides
+//     membership. The acquire script of a refused blocking attempt joins
+//     the line, or refreshes the waiter's place if it is there already.
+//     A parked waiter keeps its place alive with
 //     that attempt: it sleeps at most GrantLease/3 between attempts
 //     (sleeps stay bounded by the holder's lease too), so a live waiter's
 //     deadline never lapses and its last refused attempt is never older
@@ -53,17 +55,17 @@
 //     attempt again but checks with one command (HRANDFIELD) whether the
 //     lock is still another's; it attempts when a release granted it the
 //     lock in between, or the lock is free (internal.WaitGranted).
-//   - Releasing. The release of the last level first drops from the line
-//     every waiter whose deadline has passed (its process died or lost
-//     Redis), then, if a waiter is left, pops the first one, makes it the
+//   - Releasing. The release of the last level pops waiters off the line
+//     until one whose place has not lapsed (the others' processes died or
+//     lost Redis: they are dropped), makes it the
 //     holder with one level and the grant lease (GrantLease, 3s), takes
 //     the next fencing token if the waiter uses fencing, and publishes
 //     "g<token>:<mark>" on that waiter's own channel. Every other path
 //     that finds the lock free with a waiter in line (an attempt after a
 //     holder's lease ran out, a waiter leaving, a renewal, ForceUnlock)
-//     grants the same way. A grant goes only to a waiter whose deadline
-//     has not passed, and a grantee that died holds the lock for at most
-//     the grant lease.
+//     grants the same way (fairlock), or lets the attempt take it
+//     (rlock). A grant goes only to a waiter whose place has not lapsed,
+//     and a grantee that died holds the lock for at most the grant lease.
 //   - Completing. The hub marks a subscription granted when a "g" message
 //     reaches it on a confirmed subscription (a message read before the
 //     confirmation belongs to an earlier subscription of the channel, a
