@@ -2,7 +2,6 @@ package hold
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -88,11 +87,7 @@ type Lock struct {
 	k      Kind
 	t      *Tracker
 	probes [2]internal.Probe // what each mode reports as (package observe)
-	// marks is the highest mark (see hub.Grant) that a refused attempt
-	// of the handle has set, in any wait of it, as math.Float64bits: for
-	// positive floats their order is the bits' order.
-	marks atomic.Uint64
-	seq   atomic.Uint64 // numbers the handle's blocking attempts (Asking.Seq)
+	seq    atomic.Uint64     // numbers the handle's blocking attempts (Asking.Seq)
 	owners
 }
 
@@ -128,11 +123,10 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	// mark names the waiter's last attempt, refused, in its lock's line:
 	// a grant is claimed only when it names that attempt (see
 	// script.Acquired.Mark). A mark is the attempt's number (Asking.Seq),
-	// which only grows, so no earlier grant (a message read late, or once
-	// more after the in-process handoff) names a later attempt; a mark no
-	// higher than every earlier one of the handle is still not used, as a
-	// second guard, and a grant is then completed by an attempt. try and
-	// claim run on the waiting goroutine, one after the other.
+	// which only grows for the handle, so no earlier grant (a message read
+	// late, or once more after the in-process handoff) names a later
+	// attempt. try and claim run on the waiting goroutine, one after the
+	// other.
 	var mark float64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		mark = 0
@@ -141,7 +135,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			g, err := l.k.Acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			if a.Refused && l.k.Grants {
-				mark = l.newMark(g.Mark)
+				mark = g.Mark
 			}
 			return g, err
 		})
@@ -189,24 +183,6 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 func (l *Lock) recheck(ctx context.Context) (bool, error) {
 	f, err := l.k.RDB.HRandField(ctx, l.k.Keys.Lock(), 1).Result()
 	return err == nil && (len(f) == 0 || f[0] == l.k.Owner), err
-}
-
-// newMark records m, the mark a refused attempt set, and returns it if it
-// is higher than every mark recorded before; else 0.
-func (l *Lock) newMark(m float64) float64 {
-	if !(m > 0) {
-		return 0
-	}
-	bits := math.Float64bits(m)
-	for {
-		prev := l.marks.Load()
-		if bits <= prev {
-			return 0
-		}
-		if l.marks.CompareAndSwap(prev, bits) {
-			return m
-		}
-	}
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
