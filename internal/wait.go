@@ -74,13 +74,21 @@ func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bo
 			return ok, CtxErr(ctx, err)
 		}
 		backoff = NextBackoff(backoff)
-		timer := time.NewTimer(backoff)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
+		if !Sleep(ctx, backoff) {
 			return false, CtxErr(ctx, err)
 		}
+	}
+}
+
+// Sleep waits for d, or until ctx is done: it reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
 )
 
 // crowd runs fn(i) for n concurrent callers, caller i on instance i mod P,
@@ -56,12 +58,8 @@ func pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if !internal.Sleep(ctx, d) {
 		return ctx.Err()
 	}
+	return nil
 }

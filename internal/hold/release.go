@@ -160,7 +160,7 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 				refused = time.Now()
 			}
 			backoff = internal.NextBackoff(backoff)
-			if time.Since(refused)+backoff > refusalTime || !sleep(ctx, backoff) {
+			if time.Since(refused)+backoff > refusalTime || !internal.Sleep(ctx, backoff) {
 				return out, err
 			}
 			continue
@@ -176,18 +176,6 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 			return out, err
 		}
 		try++
-	}
-}
-
-// sleep waits for d, or until ctx is done: it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
