@@ -393,6 +393,46 @@ func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
 	}
 }
 
+// An attempt that finds the lock free with a live waiter first in line
+// (behind a dead one) grants the lock to that waiter, with the fencing
+// token its place asks for, and joins the line itself.
+func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	k := ghostKeys("grant")
+	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, true, 0, 0, false, hold.GrantLease, 0).Result(); err != nil || !res.OK || res.Token != 1 {
+		t.Fatalf("holder's attempt = %+v, %v", res, err)
+	}
+	for i, w := range []string{"ghost", "live"} {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, true, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
+		}
+	}
+	rdb.Del(ctx, k.Places+"ghost", k.Lock) // the ghost went silent; the holder's lease ran out
+	sub := rdb.Subscribe(ctx, k.Waiter+"live")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := script.FairAcquire(ctx, rdb, k, "newcomer", time.Minute, true, 0, time.Minute, false, hold.GrantLease, 7).Result()
+	if err != nil || res.OK {
+		t.Fatalf("newcomer's attempt = %+v, %v; want a place behind the live waiter", res, err)
+	}
+	if h := rdb.HGetAll(ctx, k.Lock).Val(); len(h) != 1 || h["live"] != "1" {
+		t.Fatalf("lock = %v, want granted to live", h)
+	}
+	if n := rdb.Exists(ctx, k.Places+"live").Val(); n != 0 {
+		t.Fatal("the grantee's place outlived its grant")
+	}
+	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 1 || q[0] != "newcomer" {
+		t.Fatalf("line = %v, want [newcomer]", q)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != "g2:2" {
+		t.Fatalf("grant message = %v, %v; want g2:2 (token 2, live's mark)", msg, err)
+	}
+}
+
 // An unlock that runs late (after its resend released the lock) finds the
 // lock free and its owner first in line again, waiting: it grants the lock
 // to that owner's waiting Lock rather than dropping it from the line.

@@ -100,14 +100,17 @@ if #dead > 0 then
   head = redis.call('lindex', queue, 0)
 end
 -- A free lock passes to the head only if it is live: heads whose place
--- has lapsed leave the line. (pcall: see fairlock_unlock on places in a
--- migrating slot; nothing but dead waiters has changed yet.)
+-- has lapsed leave the line. The live head's place is read and deleted
+-- here, once: the lock is granted to that head below. (pcall: see
+-- fairlock_unlock on places in a migrating slot; nothing but dead waiters
+-- has changed yet.)
+local entry
 while free and head and head ~= owner do
-  local entry = redis.pcall('exists', places .. head)
+  entry = redis.pcall('getdel', places .. head)
   if type(entry) == 'table' then
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. entry.err)
   end
-  if entry == 1 then
+  if entry then
     break
   end
   redis.call('lpop', queue)
@@ -135,11 +138,11 @@ if patience > 0 then
   if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
   end
-  local entry = mark
+  local own = mark
   if fencing then
-    entry = 'f' .. mark
+    own = 'f' .. mark
   end
-  redis.call('set', place, entry, 'px', math.min(patience, grantLease))
+  redis.call('set', place, own, 'px', math.min(patience, grantLease))
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
@@ -157,7 +160,6 @@ end
 -- Free, with another live waiter first in line: grant it to that waiter.
 redis.call('lpop', queue)
 redis.call('zrem', timeouts, head)
-local entry = redis.call('getdel', places .. head)
 local token, granted = 0, entry
 if string.sub(entry, 1, 1) == 'f' then
   token = redis.call('incr', fence)
