@@ -17,6 +17,10 @@ import (
 // parkTimeout bounds how long the waiters may take to park.
 const parkTimeout = 2 * time.Minute
 
+// parkedWindow is how long the waiters' cost while parked is measured:
+// a few periods of the refresh of their places in line.
+const parkedWindow = 3 * time.Second
+
 // waiters parks many goroutines, each with its own handle, on locks held
 // by another client, and measures what they cost while parked: pub/sub
 // connections and memory. Then the holders unlock and every waiter takes
@@ -47,6 +51,27 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 	e.set("waiters", us, "conns", float64(conns))
 	e.set("waiters", us, "heap", p.heap)
 
+	// While parked: what keeping every waiter's place in line costs the
+	// server and the client, over a window of a few refresh periods.
+	idleBefore, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return nil, err
+	}
+	idleSent := readCounters(cnt)
+	idleStart := time.Now()
+	select {
+	case <-time.After(parkedWindow):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	idleAfter, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return nil, err
+	}
+	idleSecs := time.Since(idleStart).Seconds()
+	idleCmds := float64(idleAfter.commandsSince(idleBefore)) / idleSecs
+	idleTrips := float64(readCounters(cnt).sub(idleSent).trips) / idleSecs
+
 	// Release: each lock passes through its waiters one after another.
 	before, err := readServer(ctx, e.ctl)
 	if err != nil {
@@ -75,10 +100,13 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 	tb.add("goroutine stack per waiter (StackInuse delta)", fmt.Sprintf("%.0f B", p.stack))
 	tb.add("acquire attempts per waiter before parking", num(p.attempts))
 	tb.add("time to park them all", dur(p.took))
+	tb.add("while parked: Redis commands per second", num(idleCmds))
+	tb.add("while parked: round trips per second (waiting client)", num(idleTrips))
 	tb.add("release: time until every waiter held and released its lock", dur(drain))
 	tb.add("release: Redis commands per acquisition", num(float64(after.commandsSince(before))/float64(nw)))
 	tb.add("release: round trips per acquisition (waiting client)", num(float64(trips)/float64(nw)))
 	tb.note("Heap and stack deltas after runtime.GC(), from before the waiters' handles were created until all were parked; they include the handles.")
+	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts); each waiter keeps its place in line by an attempt at least every second.", parkedWindow)
 	return tb, nil
 }
 
