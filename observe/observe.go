@@ -79,7 +79,7 @@ type Observer interface {
 	// RLock, Do, a semaphore's Acquire) or not (TryLock, TryAcquire). It
 	// returns the ctx the acquire goes on with, which may carry values of
 	// the observer's such as a span, and the Acquire that hears how it
-	// goes.
+	// goes, or nil to hear no more of it.
 	Acquire(ctx context.Context, op Op, blocking bool) (context.Context, Acquire)
 	// Held is called when a hold ends, released or lost, with how long it
 	// lasted. Holds are what the engine keeps: locks and leased permits
@@ -95,6 +95,34 @@ type Observer interface {
 	// back after it broke.
 	PubSub(e Event)
 }
+
+// Nop is an Observer that ignores every report. Embed it in an Observer
+// of your own to write only the methods you need:
+//
+//	type lossLogger struct{ observe.Nop }
+//
+//	func (lossLogger) Lost(op observe.Op) { log.Printf("%s %q: hold lost", op.Primitive, op.Name) }
+//
+// An Observer that embeds Nop also keeps compiling when a later release
+// adds a method to Observer: the new reports then go to Nop.
+type Nop struct{}
+
+var _ Observer = Nop{}
+
+// Acquire returns ctx, and no Acquire: the acquire is not heard of further.
+func (Nop) Acquire(ctx context.Context, _ Op, _ bool) (context.Context, Acquire) { return ctx, nil }
+
+// Held does nothing.
+func (Nop) Held(Op, time.Duration) {}
+
+// Lost does nothing.
+func (Nop) Lost(Op) {}
+
+// Renewed does nothing.
+func (Nop) Renewed(Renewal) {}
+
+// PubSub does nothing.
+func (Nop) PubSub(Event) {}
 
 // Acquire hears how one acquire goes. The calls of one acquire come from
 // one goroutine, in order, and End is the last.

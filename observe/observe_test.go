@@ -1,7 +1,6 @@
 package observe_test
 
 import (
-	"context"
 	"errors"
 	"runtime"
 	"testing"
@@ -18,15 +17,7 @@ import (
 type wrapped struct{ *redis.Client }
 
 // nop is an Observer that hears nothing.
-type nop struct{}
-
-func (nop) Acquire(ctx context.Context, _ observe.Op, _ bool) (context.Context, observe.Acquire) {
-	return ctx, nil
-}
-func (nop) Held(observe.Op, time.Duration) {}
-func (nop) Lost(observe.Op)                {}
-func (nop) Renewed(observe.Renewal)        {}
-func (nop) PubSub(observe.Event)           {}
+type nop struct{ observe.Nop }
 
 func TestAttach(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
@@ -101,4 +92,36 @@ func TestClientCollected(t *testing.T) {
 			return false
 		}
 	})
+}
+
+// heldOnly hears only of holds ending; Nop takes every other report.
+type heldOnly struct {
+	observe.Nop
+	held chan time.Duration
+}
+
+func (h heldOnly) Held(_ observe.Op, d time.Duration) { h.held <- d }
+
+func TestNopEmbedded(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	o := heldOnly{held: make(chan time.Duration, 1)}
+	if err := observe.Attach(rdb, o); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	m := rlock.New(rdb, "nop")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-o.held:
+		if d <= 0 {
+			t.Fatalf("Held(%v), want a positive duration", d)
+		}
+	default:
+		t.Fatal("Held was not called for the hold that ended")
+	}
 }
