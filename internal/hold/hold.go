@@ -73,7 +73,8 @@ type Tracker struct {
 	mu  sync.Mutex // protects cur, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
 
-	// onLoss, if set, runs when a hold ends lost (see Lock.reset).
+	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
+	// owners.reset), under mu.
 	onLoss func()
 }
 
@@ -141,8 +142,9 @@ func (t *Tracker) Drop() {
 }
 
 // dropIf ends hold h as Drop does if it is still the current hold, and
-// reports whether it was.
-func (t *Tracker) dropIf(h *hold) bool { return t.end(h, nil) }
+// reports whether it was; the handle's goroutines then forget their holds
+// (onLoss) as for a loss: whoever deleted the lock, their holds are over.
+func (t *Tracker) dropIf(h *hold) bool { return t.finish(h, nil, true) }
 
 func (t *Tracker) current() *hold {
 	t.mu.Lock()
@@ -209,14 +211,23 @@ func (t *Tracker) lose(h *hold, err error) {
 // hook runs, unless a release of h is in flight: then the loss is kept for
 // the release to report if it does not end the hold itself. It reports
 // whether it ended h.
-func (t *Tracker) end(h *hold, lost error) bool {
+func (t *Tracker) end(h *hold, lost error) bool { return t.finish(h, lost, lost != nil) }
+
+// finish is end; forget runs onLoss, which makes the handle's goroutines
+// forget their holds, in the same critical section that ends h. Run any
+// later, a goroutine could pass the local line meanwhile (the Unlock of a
+// forgotten hold gave its unit back), take a new hold, and then be
+// forgotten in it, its unit given to a second holder.
+func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	t.mu.Lock()
 	if t.cur != h {
 		t.mu.Unlock()
 		return false
 	}
 	t.cur = nil
-	wasLost := lost != nil
+	if forget && t.onLoss != nil {
+		t.onLoss() // takes the owners' lock, never held while taking t.mu
+	}
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
 	}
@@ -226,9 +237,6 @@ func (t *Tracker) end(h *hold, lost error) bool {
 	close(h.done)
 	for _, cancel := range h.ends {
 		cancel()
-	}
-	if wasLost && t.onLoss != nil {
-		t.onLoss()
 	}
 	h.report.End()
 	t.report(h, lost)

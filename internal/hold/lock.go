@@ -312,10 +312,10 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	if before != nil && l.t.dropIf(before) {
+	if before != nil {
 		// Whoever deleted it, this handle's hold is over, and so are
-		// the holds of its goroutines.
-		l.owners.reset()
+		// the holds of its goroutines (dropIf forgets them).
+		l.t.dropIf(before)
 	}
 	return deleted, nil
 }

@@ -482,6 +482,13 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 	fctx, cancel := context.WithCancel(fctx)
 	defer cancel()
 	l.t.onEnd(cancel)
+	if r != nil {
+		if _, live := l.carried(fctx); !live {
+			// The hold ended between take and onEnd, which may have
+			// registered cancel on a later hold (another goroutine's).
+			cancel()
+		}
+	}
 	err = fn(fctx)
 	if uerr := l.Unlock(fctx, m); err == nil {
 		err = uerr
