@@ -76,14 +76,24 @@ func (c *conn) subscribe(ch *channel) {
 	if c.ps == nil {
 		c.ps = c.newPubSub()
 	}
-	// A failed write is not reported: go-redis keeps the channel and
-	// subscribes it again when it reconnects, and the waiter is bounded by
-	// its own timer meanwhile.
-	_ = c.ps.Subscribe(c.ctx, ch.name)
+	c.subscribeLocked(ch.name)
 	if !c.started {
 		c.started = true
 		c.hub.opened()
 		go c.run(c.ps)
+	}
+}
+
+// subscribeLocked writes SUBSCRIBE for names; c.wmu must be held. A
+// write that fails on a broken connection makes go-redis reconnect within
+// the call and subscribe again the channels it knew before it: not names,
+// which it adds to its list only afterwards. So a failed write is sent
+// once more, on the new connection; should that fail too, the next
+// reconnection subscribes names, on the list by then. An error is not
+// reported further: the waiter is bounded by its own timer meanwhile.
+func (c *conn) subscribeLocked(names ...string) {
+	if err := c.ps.Subscribe(c.ctx, names...); err != nil && c.ctx.Err() == nil {
+		_ = c.ps.Subscribe(c.ctx, names...)
 	}
 }
 
@@ -153,7 +163,7 @@ func (c *conn) replace() *redis.PubSub {
 	_ = c.ps.Close()
 	c.ps = c.newPubSub()
 	if len(names) > 0 {
-		_ = c.ps.Subscribe(c.ctx, names...)
+		c.subscribeLocked(names...)
 	}
 	return c.ps
 }

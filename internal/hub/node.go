@@ -271,6 +271,13 @@ func (n *node) unsubscribe(name string) {
 		return
 	}
 	n.hub.mu.Lock()
+	if n.channels[name] != nil {
+		// A channel of that name was placed here since it was dropped:
+		// its SSUBSCRIBE went first or goes next, and a SUNSUBSCRIBE
+		// written now would end the server's subscription under it.
+		n.hub.mu.Unlock()
+		return
+	}
 	n.inflight = append(n.inflight, pending{kind: 'u', name: name})
 	n.hub.mu.Unlock()
 	_ = n.writeLocked(appendCommand(n.w[:0], "SUNSUBSCRIBE", name))
