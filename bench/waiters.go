@@ -106,7 +106,7 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 	tb.add("release: Redis commands per acquisition", num(float64(after.commandsSince(before))/float64(nw)))
 	tb.add("release: round trips per acquisition (waiting client)", num(float64(trips)/float64(nw)))
 	tb.note("Heap and stack deltas after runtime.GC(), from before the waiters' handles were created until all were parked; they include the handles.")
-	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts); each waiter keeps its place in line by an attempt at least every second.", parkedWindow)
+	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts); the client refreshes every parked waiter's place in line, in one pipeline a second.", parkedWindow)
 	return tb, nil
 }
 

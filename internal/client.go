@@ -10,12 +10,13 @@ import (
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
-// Client is the shared machinery of one Redis client: its pub/sub hub and
-// its watchdog. Every handle built on the same redis client shares one.
+// Client is the shared machinery of one Redis client: its pub/sub hub, its
+// watchdog and the keeper of its waiters' places. Every handle built on the same redis client shares one.
 type Client struct {
 	RDB      redis.UniversalClient
 	Hub      *hub.Hub
 	Watchdog *watchdog.Watchdog
+	keeper   *keeper     // keeps the places of parked waiters (see Keep)
 	refs     int         // guarded by registryMu
 	idle     *time.Timer // guarded by registryMu: forgets the entry once idle for clientLinger
 }
@@ -50,7 +51,7 @@ func Attach(rdb redis.UniversalClient) *Client {
 	defer registryMu.Unlock()
 	c := registry[rdb]
 	if c == nil {
-		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb)}
+		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb)}
 		registry[rdb] = c
 	}
 	c.refs++

@@ -106,14 +106,22 @@ type Claim func(ctx context.Context, g hub.Grant, base time.Time) (bool, error)
 // message is completed by claim rather than by an attempt, unless an
 // attempt has run since the last refusal (its reply lost, say: its undo
 // may have given the grant back). A parked waiter attempts at least every
-// maxSleep, which keeps its place alive.
+// maxSleep, which keeps its place alive (unless the keeper keeps it, see
+// below).
 //
 // Once subscribed after a refused attempt, the waiter does not attempt
 // again but asks recheck whether it must (a release granted it the lock
 // between the attempt and the subscription, or the lock is free): a
 // command instead of a script, under contention once per Lock.
-func WaitGranted(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
-	w := waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck}
+//
+// With a place (non-nil), the client's keeper keeps the waiter's place in
+// line after its first refused attempt (see Client.Keep), so that the
+// waiter need not attempt to keep it: it attempts when the keeper tells it
+// to (its place is gone, or the lock is free) or after maxSleep, and a
+// grant's validity is counted from the keeper's last refresh that found
+// the place, if that is later than the last refused attempt.
+func WaitGranted(ctx context.Context, c *Client, channel string, maxSleep time.Duration, place *Place, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
+	w := waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck, client: c, place: place}
 	return w.wait(ctx)
 }
 
@@ -166,9 +174,12 @@ func (w *waiter) wait(ctx context.Context) error {
 		} else {
 			timer.Reset(w.bound(wait))
 		}
-		var notified <-chan struct{}
+		var notified, kicked <-chan struct{}
 		if w.sub != nil {
 			notified = w.sub.C()
+		}
+		if w.kept != nil {
+			kicked = w.kept.C()
 		}
 		w.report.Park()
 		woke := false // by a notification, not the timer
@@ -180,6 +191,7 @@ func (w *waiter) wait(ctx context.Context) error {
 				return err
 			}
 		case <-timer.C:
+		case <-kicked:
 		case <-ctx.Done():
 			_, _ = w.granted(ctx) // a grant that came with the end of ctx is given back
 			return w.ctxErr(ctx.Err())
@@ -224,7 +236,7 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	done, err := w.claim(ctx, g, w.refused)
+	done, err := w.claim(ctx, g, w.base())
 	switch {
 	case err != nil:
 		return true, w.ctxErr(CtxErr(ctx, err))
@@ -234,6 +246,28 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	}
 	return false, nil // an attempt completes it
 }
+
+// base is when the waiter last knew its place in line to be there, its
+// last attempt having been refused without error: that attempt's sending,
+// or a later refresh by the keeper that found the place. A release that
+// granted the lock to the waiter ran after it. The zero time when the last
+// attempt was not refused.
+func (w *waiter) base() time.Time {
+	if w.refused.IsZero() || w.kept == nil {
+		return w.refused
+	}
+	if kept := w.kept.Base(); kept.After(w.refused) {
+		return kept
+	}
+	return w.refused
+}
+
+// keep has the client's keeper keep the waiter's place. Not inlined:
+// attempt's frame is on the stack through the whole script call, and a
+// bigger one grows the stack of every parked waiter.
+//
+//go:noinline
+func (w *waiter) keep() { w.kept = w.client.Keep(*w.place) }
 
 // attempt makes one attempt and records its outcome. It reports whether
 // the wait is over, and with which error: on success, and on an error that
@@ -265,6 +299,9 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	default:
 		w.lastErr, w.backoff = nil, 0
 		w.refused = sent
+		if w.place != nil && w.kept == nil {
+			w.keep()
+		}
 		if w.inLine != nil && w.sub != nil && wait > 0 {
 			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
 		}
@@ -293,6 +330,9 @@ type waiter struct {
 	need     int                                     // units of a message it needs to proceed
 	inLine   func() bool                             // WaitInLine: whether the waiter may queue; it records lease ends for those that do
 	claim    Claim                                   // WaitGranted: completes a grant
+	client   *Client                                 // WaitGranted: whose keeper keeps place
+	place    *Place                                  // WaitGranted: the waiter's place in line, if the keeper keeps it
+	kept     *Kept                                   // the keeping of place, from the first refused attempt
 	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter, just subscribed, must attempt
 	refused  time.Time                               // when the last attempt was sent, if it was refused without error
 	sub      *hub.Subscription
@@ -339,6 +379,9 @@ func (w *waiter) bound(wait time.Duration) time.Duration {
 }
 
 func (w *waiter) close() {
+	if w.kept != nil {
+		w.kept.Stop()
+	}
 	if w.sub == nil {
 		return
 	}

@@ -59,12 +59,17 @@
 // (3s), and tells it on its channel; the waiter's process completes the
 // hold (lease, watchdog, Done, token) without another script. A grant
 // whose message is lost is found by the waiter's next attempt: after a
-// pub/sub reconnect every waiter tries at once. A parked waiter tries at
-// least every second, which keeps its place alive; a waiter whose
-// process died is dropped from the line once its deadline passes, and if
-// it was granted the lock first, the lock is free again when the grant
-// lease runs out (the next waiter holds it within about 4s of the
-// release). A release that leaves the lock free (nobody live in line)
+// pub/sub reconnect every waiter tries at once. A parked waiter does not
+// attempt to keep its place alive: its client refreshes the places of all
+// its parked waiters once a second in one pipeline (a PEXPIRE each, and a
+// PTTL for each lock they wait on), and wakes a waiter to attempt when
+// its place is gone (a grant took it) or its lock is free (a grant or a
+// lease ran out with nobody told). A waiter whose process died is dropped
+// from the line 5s (WaiterTimeout) after its last refresh, and if it was
+// granted the lock first, the lock is free again when the grant lease
+// runs out: the client's next look after that wakes the waiters behind
+// it (the next waiter held the lock 3.0s after the release in the fault
+// suite). A release that leaves the lock free (nobody live in line)
 // publishes on redisync:{name}:chan, which groups of locks (package
 // multilock) listen to. docs/semantics.md in the repository tells the
 // whole design.

@@ -43,6 +43,11 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// Redis: a fencing token, a fixed lease, acknowledging replicas.
 		LocalHandoff: !cfg.fencing && cfg.LeaseTime == 0 && cfg.ackReplicas == 0,
 		Channel:      func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
+		// Parked waiters' places are kept by their client's keeper, in
+		// one pipeline a second for all of them.
+		Place: func(hold.Mode) *internal.Place {
+			return &internal.Place{Key: n.Place(b.Owner), TTL: WaiterTimeout, Lock: n.Lock()}
+		},
 	})
 	// A release that frees the lock with nobody in line is announced on
 	// the shared channel, for groups of locks (package multilock).
@@ -51,9 +56,10 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 }
 
 // WaiterTimeout is how long a waiter's place in line outlives its last
-// attempt: a waiter whose process died is dropped from the line (and is no
-// longer granted the lock) this long after. A waiting Lock attempts at
-// least every third of hold.GrantLease, so a live waiter never lapses.
+// refresh: a waiter whose process died is dropped from the line (and is no
+// longer granted the lock) this long after. The client's keeper refreshes
+// the places of its parked waiters every second, so a live waiter never
+// lapses.
 const WaiterTimeout = 5 * time.Second
 
 // described is the lock as the engine sees it: its keys and scripts.

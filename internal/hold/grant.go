@@ -10,15 +10,17 @@ import (
 // GrantLease is the lease of a grant: how long a waiter that a release
 // made the holder keeps the lock before its process completes the hold
 // (see the package doc). A grantee whose process died blocks the waiters
-// behind it for at most this long. Parked waiters refresh their place in
-// line at least every third of it.
+// behind it for at most this long. Parked waiters' places in line are
+// refreshed at least every third of it: by their attempts (fairlock), or
+// by their client's keeper (rlock, see Kind.Place).
 const GrantLease = 3 * time.Second
 
 // Claim completes, without a round trip, a hold of one level of mode m
 // that a release granted to the handle, with fencing token token (0
 // without fencing). base is when the waiter's last attempt, refused
-// without error and not followed by another, was sent: the grant came
-// after that script ran, so the server's grant lease runs at least until
+// without error and not followed by another, was sent, or a later
+// refresh of its place that found it there (see internal.Kept.Base): the
+// grant came after that ran, so the server's grant lease runs at least until
 // base plus GrantLease. The hold's validity is counted from base with the
 // shorter of the grant lease and the hold's own lease until its first
 // renewal: a renewal sets the hold's own lease, and one whose reply is

@@ -48,6 +48,11 @@ type Kind struct {
 	// a hold itself: it may run late (sent before a stall, run after it),
 	// when a later wait of the handle holds the lock.
 	Leave func(ctx context.Context, m Mode) (granted bool, err error)
+	// Place, if set, is the waiter's place in line for mode m, which the
+	// client's keeper then keeps while the waiter is parked (see
+	// internal.Client.Keep): the waiter attempts only when told to or
+	// after MaxSleep, not every GrantLease/3.
+	Place func(m Mode) *internal.Place
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
 	// with Tracker.Claim, and refresh their place every GrantLease/3.
@@ -162,7 +167,16 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			}
 			return l.t.Claim(ctx, m, g.Token, base)
 		}
-		err = internal.WaitGranted(ctx, c.Hub, channel, min(maxSleep, GrantLease/3), claim, l.recheck, try)
+		// A waiter refreshes its place in line by its attempts, at least
+		// every third of the grant lease, unless the client's keeper
+		// keeps it (Kind.Place).
+		sleep := min(maxSleep, GrantLease/3)
+		var place *internal.Place
+		if l.k.Place != nil {
+			place = l.k.Place(m)
+			sleep = maxSleep
+		}
+		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, l.recheck, try)
 	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)

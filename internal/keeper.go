@@ -1,0 +1,206 @@
+package internal
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Place is a waiter's place in a lock's line in Redis: a key whose expiry
+// is the waiter's liveness (see package rlock). A waiter whose place the
+// client's keeper keeps need not attempt to keep it: it sleeps until a
+// release grants it the lock, or the keeper finds the lock free.
+type Place struct {
+	Key  string        // the place
+	TTL  time.Duration // how long the place lives from a refresh
+	Lock string        // the lock's key
+}
+
+// keepPeriod is how often a client's keeper refreshes the places of its
+// parked waiters, and looks at their locks: well within a place's TTL,
+// and within the grant lease (see hold.GrantLease) of a grant to a dead
+// waiter running out, for the live waiters behind it.
+const keepPeriod = time.Second
+
+// keepBatch bounds one pipeline of the keeper, as the watchdog bounds its
+// renewals.
+const keepBatch = 1000
+
+// keeper keeps the places of one client's parked waiters, all in one
+// pipeline a period: a PEXPIRE for each place, and a PTTL for each lock
+// they wait on. The waiter of a place found gone (a release granted the
+// lock and took the place, or the place lapsed) is woken to attempt, as
+// are the waiters of a lock found free (a grant to a dead waiter ran out,
+// or a holder's lease, with nobody told), and every waiter after a
+// failed round. Its goroutine runs while it has places to keep.
+type keeper struct {
+	rdb redis.UniversalClient
+
+	mu      sync.Mutex
+	kept    map[*Kept]struct{}
+	running bool
+	left    chan struct{} // tells the goroutine, cap 1, that a waiter left
+}
+
+func newKeeper(rdb redis.UniversalClient) *keeper {
+	return &keeper{rdb: rdb, kept: make(map[*Kept]struct{}), left: make(chan struct{}, 1)}
+}
+
+// Kept is one waiter's place, kept by the client's keeper until Stop.
+type Kept struct {
+	k     *keeper
+	place Place
+	kick  chan struct{} // cap 1: the waiter must attempt now
+
+	mu   sync.Mutex
+	base time.Time // when the last refresh that found the place was sent
+}
+
+// Keep has the client's keeper keep place, from one period from now (the
+// attempt that set it has just refreshed it).
+func (c *Client) Keep(place Place) *Kept {
+	return c.keeper.keep(place)
+}
+
+func (k *keeper) keep(place Place) *Kept {
+	kp := &Kept{k: k, place: place, kick: make(chan struct{}, 1)}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.kept[kp] = struct{}{}
+	if !k.running {
+		k.running = true
+		go k.run()
+	}
+	return kp
+}
+
+// C is where the keeper tells the waiter to attempt now.
+func (kp *Kept) C() <-chan struct{} { return kp.kick }
+
+// Base returns when the last refresh that found the place in Redis was
+// sent; the zero time when none has yet. A release that granted the lock
+// to the waiter (taking the place) ran after it.
+func (kp *Kept) Base() time.Time {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	return kp.base
+}
+
+// Stop ends the keeping of the place. The place itself is left alone:
+// it is the waiter's to delete, or to let lapse.
+func (kp *Kept) Stop() {
+	k := kp.k
+	k.mu.Lock()
+	delete(k.kept, kp)
+	empty := len(k.kept) == 0
+	k.mu.Unlock()
+	if empty {
+		select {
+		case k.left <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (kp *Kept) wake() {
+	select {
+	case kp.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run refreshes the places every keepPeriod, and returns once none is
+// left to keep.
+func (k *keeper) run() {
+	timer := time.NewTimer(keepPeriod)
+	defer timer.Stop()
+	for {
+		select {
+		case <-k.left:
+			if k.snapshot() == nil {
+				return
+			}
+			continue // others remain: the period runs on
+		case <-timer.C:
+		}
+		kept := k.snapshot()
+		if kept == nil {
+			return
+		}
+		// Sorted by lock, a lock's places fall in one batch (or two),
+		// which reads the lock's PTTL once.
+		slices.SortFunc(kept, func(a, b *Kept) int { return strings.Compare(a.place.Lock, b.place.Lock) })
+		next := keepPeriod
+		for start := 0; start < len(kept); start += keepBatch {
+			next = min(next, k.refresh(kept[start:min(start+keepBatch, len(kept))]))
+		}
+		timer.Reset(next)
+	}
+}
+
+// snapshot returns the places to keep; none (nil) ends the goroutine.
+func (k *keeper) snapshot() []*Kept {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.kept) == 0 {
+		k.running = false
+		return nil
+	}
+	kept := make([]*Kept, 0, len(k.kept))
+	for kp := range k.kept {
+		kept = append(kept, kp)
+	}
+	return kept
+}
+
+// expiryMargin is how long after a lock's lease should have run out the
+// keeper looks again: the server expires a key at its time or just after.
+const expiryMargin = 2 * time.Millisecond
+
+// refresh runs one pipeline for kept: a PEXPIRE for each place, a PTTL
+// for each lock. It returns when to look again: a period from now, or
+// sooner, just after the lease of a lock runs out within the period (a
+// grant to a dead waiter, or a dead holder's lease), so that its waiters
+// learn of it as soon as they would have by attempting.
+func (k *keeper) refresh(kept []*Kept) time.Duration {
+	next := keepPeriod
+	ctx, cancel := context.WithTimeout(context.Background(), keepPeriod)
+	defer cancel()
+	pipe := k.rdb.Pipeline()
+	places := make([]*redis.BoolCmd, len(kept))
+	for i, kp := range kept {
+		places[i] = pipe.PExpire(ctx, kp.place.Key, kp.place.TTL)
+	}
+	locks := make(map[string]*redis.DurationCmd)
+	for _, kp := range kept {
+		if _, ok := locks[kp.place.Lock]; !ok {
+			locks[kp.place.Lock] = pipe.PTTL(ctx, kp.place.Lock)
+		}
+	}
+	sent := time.Now()
+	_, _ = pipe.Exec(ctx)
+	for _, cmd := range locks {
+		if ttl, err := cmd.Result(); err == nil && ttl > 0 && ttl < next {
+			next = max(ttl-time.Since(sent), 0) + expiryMargin
+		}
+	}
+	for i, kp := range kept {
+		found, err := places[i].Result()
+		free, ferr := locks[kp.place.Lock].Result()
+		if err == nil && found {
+			kp.mu.Lock()
+			kp.base = sent
+			kp.mu.Unlock()
+		}
+		// PTTL of a missing key is -2; go-redis returns it as a
+		// duration of -2 (no unit).
+		if err != nil || !found || ferr != nil || free == -2 {
+			kp.wake()
+		}
+	}
+	return next
+}

@@ -1,0 +1,104 @@
+package internal_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// kicked waits up to within for the keeper to tell kp's waiter to attempt.
+func kicked(kp *internal.Kept, within time.Duration) bool {
+	select {
+	case <-kp.C():
+		return true
+	default:
+	}
+	if within <= 0 {
+		return false
+	}
+	select {
+	case <-kp.C():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// The keeper keeps a parked waiter's place alive past its TTL, records
+// when it last found it, and tells the waiter to attempt when the place
+// is gone (a grant took it) or the lock is free; after Stop the place
+// lapses.
+func TestKeeperKeepsPlace(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	lock, place := "{"+name+"}", "{"+name+"}:place"
+	const ttl = 1500 * time.Millisecond
+	rdb.HSet(ctx, lock, "holder", 1)
+	rdb.PExpire(ctx, lock, time.Minute)
+	rdb.Set(ctx, place, "1", ttl)
+
+	c := internal.Attach(rdb)
+	defer c.Detach()
+	kp := c.Keep(internal.Place{Key: place, TTL: ttl, Lock: lock})
+	stopped := false
+	defer func() {
+		if !stopped {
+			kp.Stop()
+		}
+	}()
+	if !kp.Base().IsZero() {
+		t.Fatal("Base before any refresh")
+	}
+	time.Sleep(2 * ttl) // the place's TTL, twice over: it lives only if refreshed
+	if n := rdb.Exists(ctx, place).Val(); n != 1 {
+		t.Fatal("the kept place lapsed")
+	}
+	if b := kp.Base(); b.IsZero() || time.Since(b) > 2*time.Second {
+		t.Fatalf("Base = %v, want a refresh within the last period or so", b)
+	}
+	if kicked(kp, 0) {
+		t.Fatal("told to attempt with its place kept and the lock held")
+	}
+
+	rdb.Del(ctx, place) // a release granted the lock, taking the place
+	if !kicked(kp, 3*time.Second) {
+		t.Fatal("not told to attempt when its place was gone")
+	}
+	rdb.Set(ctx, place, "2", ttl) // the attempt refused, the place set again
+	kicked(kp, 0)                 // a kick from a round before the SET, if any
+	rdb.Del(ctx, lock)            // the holder's lease ran out
+	if !kicked(kp, 3*time.Second) {
+		t.Fatal("not told to attempt when the lock was free")
+	}
+
+	kp.Stop()
+	stopped = true
+	redistest.WaitFor(t, 3*ttl, func() bool { return rdb.Exists(ctx, place).Val() == 0 })
+}
+
+// A lock whose lease runs out within the period (a grant to a dead
+// waiter, say) is looked at again just after, not a period later.
+func TestKeeperLooksAtShortLease(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	lock, place := "{"+name+"}", "{"+name+"}:place"
+	rdb.Set(ctx, place, "1", 5*time.Second)
+	rdb.HSet(ctx, lock, "grantee", 1)
+	rdb.PExpire(ctx, lock, 1300*time.Millisecond) // seen at the first look, about 300ms left
+	c := internal.Attach(rdb)
+	defer c.Detach()
+	start := time.Now()
+	kp := c.Keep(internal.Place{Key: place, TTL: 5 * time.Second, Lock: lock})
+	defer kp.Stop()
+	if !kicked(kp, 5*time.Second) {
+		t.Fatal("not told to attempt when the lock's lease ran out")
+	}
+	// Two periods would be 2s; the early look comes just after 1.3s.
+	if d := time.Since(start); d > 1900*time.Millisecond {
+		t.Fatalf("told %v after the lease was set to run out at 1.3s; want well before the second period", d)
+	}
+}
