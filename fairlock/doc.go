@@ -55,9 +55,11 @@
 // hold, it fails with an error wrapping [ErrLost] and the hold ends as
 // lost.
 //
-// A waiting Lock refreshes its place at least every second (a third of
-// the grant lease) and every third of [WithWaiterTimeout]
-// ([DefaultWaiterTimeout], 10s), however long the holder keeps the lock.
+// A waiting Lock refreshes its deadline in line at least every third of
+// [WithWaiterTimeout] ([DefaultWaiterTimeout], 10s), however long the
+// holder keeps the lock, and its client refreshes the places of all its
+// parked waiters once a second in one pipeline (the place, a key, is
+// what a grant looks for), waking a waiter whose lock it finds free.
 // A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
 // last refresh, or earlier when the lock would pass to it after a grant

@@ -28,6 +28,13 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Grants: true, Fencing: cfg.fencing,
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
+		// The client's keeper keeps parked waiters' places (a grant goes
+		// only to a waiter whose place is there) once a second; their
+		// deadlines in line, server time, are kept by their attempts, at
+		// least every third of the waiter timeout.
+		Place: func(hold.Mode) *internal.Place {
+			return &internal.Place{Key: n.Place(b.Owner), TTL: min(cfg.waiterTimeout, hold.GrantLease), Lock: n.Lock()}
+		},
 	})}
 	// Not announced: a group of locks cannot sleep on the head's channel.
 	m.engine = m.l.Handle("")

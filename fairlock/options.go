@@ -45,9 +45,10 @@ func WithLeaseTime(d time.Duration) Option { return keep(hold.LeaseTime("fairloc
 func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTimeout("fairlock", d)) }
 
 // WithWaiterTimeout sets how long a waiter keeps its place in line without
-// refreshing it. A waiting Lock refreshes its place at least every third of
-// d and every second, however long the holder keeps the lock, so only a
-// waiter whose process died or lost Redis for d is dropped from the line.
+// refreshing it. A waiting Lock refreshes its deadline at least every
+// third of d, however long the holder keeps the lock, and its client its
+// place every second, so only a waiter whose process died or lost Redis
+// for d is dropped from the line.
 // The lock passes by a waiter silent for a grant lease (3s) already (see
 // the package doc), so a dead waiter blocks the waiters behind it for at
 // most that long. d must be at least 100ms. The default is

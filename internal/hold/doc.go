@@ -38,26 +38,23 @@
 //
 //   - Waiting. Every blocking waiter of a mutex has a place in a line in
 //     Redis: its owner id in a list in arrival order, and a key of its
-//     own that expires when the waiter stops attempting (WaiterTimeout
-//     for rlock, the grant lease for fairlock) and names its last
-//     attempt (script.Acquired.Mark); a fairlock waiter also has its
-//     waiter timeout as a score in a zset (server time), which decides
+//     own that expires when the waiter's process stops refreshing it
+//     (WaiterTimeout for rlock, the grant lease for fairlock) and names
+//     its last attempt (script.Acquired.Mark); a fairlock waiter also has
+//     its waiter timeout as a score in a zset (server time), which decides
 //     membership. The acquire script of a refused blocking attempt joins
 //     the line, or refreshes the waiter's place if it is there already.
-//     A parked fairlock waiter keeps its place alive with that attempt:
-//     it sleeps at most GrantLease/3 between attempts (sleeps stay
-//     bounded by the holder's lease too), so a live waiter's deadline
-//     never lapses and its last refused attempt is never older than a
-//     third of the grant lease. A parked rlock waiter does not attempt to
-//     keep its place (Kind.Place): its client's keeper (internal.Keep)
-//     refreshes every parked waiter's place once a second, all in one
-//     pipeline (a PEXPIRE each, a PTTL for each lock they wait on), and
-//     wakes a waiter to attempt when its place is gone or its lock free;
-//     its last refresh that found the place stands for the last refused
-//     attempt when a grant is completed (see Claim). 10000 parked waiters
-//     cost about 9000 Redis commands and 7 round trips a second that way,
-//     against 39000 and 7700 when each attempted every second (bench
-//     module, waiters scenario).
+//     A parked waiter does not attempt to keep its place (Kind.Place):
+//     its client's keeper (internal.Client.Keep) refreshes every parked
+//     waiter's place once a second, all in one pipeline (a PEXPIRE each,
+//     a PTTL for each lock they wait on), and wakes a waiter to attempt
+//     when its place is gone or its lock free; its last refresh that
+//     found the place stands for the last refused attempt when a grant is
+//     completed (see Claim). 10000 parked waiters cost about 9000 Redis
+//     commands and 7 round trips a second that way, against 39000 and
+//     7700 when each attempted every second (bench module, waiters
+//     scenario). A fairlock waiter still attempts every third of its
+//     waiter timeout, which keeps its deadline in the zset.
 //     Once subscribed after its first refused attempt, a waiter does not
 //     attempt again but checks with one command (HRANDFIELD) whether the
 //     lock is still another's; it attempts when a release granted it the

@@ -11,8 +11,7 @@ import (
 // made the holder keeps the lock before its process completes the hold
 // (see the package doc). A grantee whose process died blocks the waiters
 // behind it for at most this long. Parked waiters' places in line are
-// refreshed at least every third of it: by their attempts (fairlock), or
-// by their client's keeper (rlock, see Kind.Place).
+// refreshed by their client's keeper every second (see Kind.Place).
 const GrantLease = 3 * time.Second
 
 // Claim completes, without a round trip, a hold of one level of mode m
