@@ -37,7 +37,8 @@ type conn struct {
 	reaper  *time.Timer
 	reaping bool
 
-	wmu     sync.Mutex // serializes subscription writes, ps swaps and start/stop
+	wmu     sync.Mutex     // serializes subscription writes, ps swaps and start/stop
+	writers sync.WaitGroup // goroutines of subscribe (see Hub.SubscribeNeeding)
 	ps      *redis.PubSub
 	started bool
 	stopped bool
@@ -63,7 +64,21 @@ func newConn(h *Hub) *conn {
 // first subscription, which is why the reader starts only after it.
 func (c *conn) newPubSub() *redis.PubSub { return c.hub.rdb.Subscribe(c.ctx) }
 
+// subscribe writes SUBSCRIBE for ch, a channel new to c, on a goroutine
+// of its own: the write may have to dial, and go-redis bounds a dial and
+// its handshake by its own timeouts, not by a ctx, so a waiter whose
+// deadline comes first must not wait for it (nor those behind it).
+// go-redis keeps the channel on its list even if the write fails, and
+// subscribes it on the next connection.
 func (c *conn) subscribe(ch *channel) {
+	c.writers.Add(1)
+	go func() {
+		defer c.writers.Done()
+		c.write(ch)
+	}()
+}
+
+func (c *conn) write(ch *channel) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	h := c.hub
@@ -128,16 +143,18 @@ func (c *conn) lingerLocked() {
 	c.reaper.Reset(Linger)
 }
 
-// stop closes the connection and waits for its reader to return.
+// stop closes the connection and waits for its reader and writers to
+// return.
 func (c *conn) stop() {
+	c.cancel() // first: a write in flight ends, and waiting writers give up
 	c.wmu.Lock()
 	c.stopped = true
-	c.cancel()
 	if c.ps != nil {
 		_ = c.ps.Close()
 	}
 	started := c.started
 	c.wmu.Unlock()
+	c.writers.Wait()
 	if started {
 		<-c.done
 		c.hub.closed()

@@ -94,3 +94,49 @@ func TestSubscribeOnDeadConnection(t *testing.T) {
 		}
 	}
 }
+
+// With the network stalled, a Subscribe returns when its ctx ends, not
+// when the dial or write under way gives up, and so do the Subscribes
+// queued behind it; once the network is back, the channels they left
+// unsubscribed are subscribed by the next Subscribe.
+func TestSubscribeHonoursCtxWhileStalled(t *testing.T) {
+	p := redistest.NewProxy(t, redistest.SharedServer(t).Addr())
+	h := hub.New(p.NewClient(t), false)
+	base := redistest.UniqueName(t)
+	p.Stall()
+	var wg sync.WaitGroup
+	took := make(chan time.Duration, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			if s, err := h.Subscribe(ctx, fmt.Sprintf("%s:%d", base, i)); err == nil {
+				s.Close()
+				t.Error("Subscribe confirmed with the network stalled")
+			}
+			took <- time.Since(start)
+		}()
+	}
+	wg.Wait()
+	close(took)
+	for d := range took {
+		// go-redis gives up a stalled dial after seconds (DialTimeout,
+		// ReadTimeout); the ctx ends at 200ms.
+		if d > time.Second {
+			t.Errorf("a Subscribe with a 200ms ctx returned after %v", d)
+		}
+	}
+	p.Resume()
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		s, err := h.Subscribe(ctx, fmt.Sprintf("%s:%d", base, i))
+		cancel()
+		if err != nil {
+			t.Fatalf("channel %d after the stall: %v", i, err)
+		}
+		s.Close()
+	}
+}
