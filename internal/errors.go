@@ -28,6 +28,11 @@ var (
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
 )
 
+// ErrStaleReply reports an acquisition whose reply came after the
+// validity its lease would give it, and which was therefore given back.
+// It is transient: the next attempt may be answered in time.
+var ErrStaleReply = errors.New("the reply came too late to trust, and the acquisition was given back")
+
 // Wrap wraps err with the package, the operation and the primitive's name,
 // as in `rlock: unlock "orders": lock not held`. A WRONGTYPE reply from Redis
 // additionally matches ErrWrongType, and redis.Nil never escapes.

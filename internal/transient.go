@@ -29,6 +29,8 @@ func Transient(err error) bool {
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, redis.ErrClosed):
 		return false
+	case errors.Is(err, ErrStaleReply):
+		return true
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {

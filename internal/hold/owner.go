@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -209,15 +210,29 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 // re-entry, or (a read level through a write hold) a downgrade. It never
 // waits for the lock: the handle holds it, so an attempt succeeds unless
 // the hold is gone from Redis (a blocking call retries an attempt that
-// failed on a transient error, such as a lost reply, until ctx ends). Then
-// the hold is lost (force-unlocked, or expired before the watchdog
+// failed on a transient error, such as a lost reply, until ctx ends; an
+// attempt given back because its reply came too late is one, when a
+// renewal finds the hold still there: internal.ErrStaleReply). Then the
+// hold is lost (force-unlocked, or expired before the watchdog
 // noticed), and reenter ends it as such; waiting instead would join the
 // line, and a grant would later pass for the old hold. When c ended
 // while the script ran (the hold was lost, and Redis granted a new one),
 // the level belongs to no hold of the caller's: it is given back.
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
-	try := func(ctx context.Context) (bool, error) { return l.redis(ctx, m, false) }
 	h := l.t.current() // the hold c is a part of; ends only it
+	try := func(ctx context.Context) (bool, error) {
+		ok, err := l.redis(ctx, m, false)
+		if err != nil || ok {
+			return ok, err
+		}
+		// Not taken: refused, or taken and given back because its reply
+		// came after the validity it grants (see Take). Only the hold's
+		// renewal tells them apart; a hold still there is not lost.
+		if lives, err := l.lives(ctx, h); err != nil || lives {
+			return false, cmp.Or(err, internal.ErrStaleReply)
+		}
+		return false, nil
+	}
 	var ok bool
 	var err error
 	if blocking {
@@ -246,6 +261,15 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 	c.reads++ // a downgrade: a plain read hold on the write hold's units
 	l.plainReads++
 	return nil, true, nil
+}
+
+// lives renews hold h, still current, and reports whether Redis still
+// has it. A hold of a fixed lease is not renewed: it reports false.
+func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
+	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
+		return false, nil
+	}
+	return l.t.cfg.Renew(ctx, l.k.RDB)()
 }
 
 // redis takes a level of mode m in Redis, waiting or in one attempt.
