@@ -18,6 +18,12 @@ type Place struct {
 	Key  string        // the place
 	TTL  time.Duration // how long the place lives from a refresh
 	Lock string        // the lock's key
+	// Queue, if set, is the line's list, whose expiry each refresh sets
+	// to TTL too (rlock: it lives as long as its waiters' places).
+	Queue string
+	// Value returns what the place holds after the waiter's last refused
+	// attempt (its mark); called on the waiter's goroutine after each.
+	Value func() string
 }
 
 // keepPeriod is how often a client's keeper refreshes the places of its
@@ -31,8 +37,9 @@ const keepPeriod = time.Second
 const keepBatch = 1000
 
 // keeper keeps the places of one client's parked waiters, all in one
-// pipeline a period: a PEXPIRE for each place, and a PTTL for each lock
-// they wait on. The waiter of a place found gone (a release granted the
+// pipeline a period: a GETEX for each place, a PTTL for each lock they
+// wait on, and a PEXPIRE for each line that lives as long as its places.
+// The waiter of a place found gone (a release granted the
 // lock and took the place, or the place lapsed) is woken to attempt, as
 // are the waiters of a lock found free (a grant to a dead waiter ran out,
 // or a holder's lease, with nobody told), and every waiter after a
@@ -43,7 +50,8 @@ type keeper struct {
 	mu      sync.Mutex
 	kept    map[*Kept]struct{}
 	running bool
-	left    chan struct{} // tells the goroutine, cap 1, that a waiter left
+	left    chan struct{}      // tells the goroutine, cap 1, that a waiter left
+	round   context.CancelFunc // cancels the round in flight, if any
 }
 
 func newKeeper(rdb redis.UniversalClient) *keeper {
@@ -56,8 +64,9 @@ type Kept struct {
 	place Place
 	kick  chan struct{} // cap 1: the waiter must attempt now
 
-	mu   sync.Mutex
-	base time.Time // when the last refresh that found the place was sent
+	mu     sync.Mutex
+	expect string    // the place's value after the waiter's last refused attempt
+	base   time.Time // when the last refresh that found expect in the place was sent
 }
 
 // Keep has the client's keeper keep place, from one period from now (the
@@ -78,12 +87,23 @@ func (k *keeper) keep(place Place) *Kept {
 	return kp
 }
 
+// Expect records what the place holds after the waiter's last refused
+// attempt: a refresh counts for Base only when it finds that value.
+func (kp *Kept) Expect(value string) {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	kp.expect = value
+}
+
 // C is where the keeper tells the waiter to attempt now.
 func (kp *Kept) C() <-chan struct{} { return kp.kick }
 
-// Base returns when the last refresh that found the place in Redis was
-// sent; the zero time when none has yet. A release that granted the lock
-// to the waiter (taking the place) ran after it.
+// Base returns when the last refresh that found the place in Redis, with
+// the value of the waiter's last refused attempt (Expect), was sent; the
+// zero time when none has yet. A release that granted the lock to that
+// attempt (taking the place) ran after it: no later run of an earlier
+// attempt (a script executed late) writes that value again, and the
+// refresh (GETEX) never writes one.
 func (kp *Kept) Base() time.Time {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -97,6 +117,9 @@ func (kp *Kept) Stop() {
 	k.mu.Lock()
 	delete(k.kept, kp)
 	empty := len(k.kept) == 0
+	if empty && k.round != nil {
+		k.round() // nothing left to keep: the goroutine ends now
+	}
 	k.mu.Unlock()
 	if empty {
 		select {
@@ -121,14 +144,16 @@ func (k *keeper) run() {
 	for {
 		select {
 		case <-k.left:
-			if k.snapshot() == nil {
+			if k.snapshot(nil) == nil {
 				return
 			}
 			continue // others remain: the period runs on
 		case <-timer.C:
 		}
-		kept := k.snapshot()
+		ctx, cancel := context.WithCancel(context.Background())
+		kept := k.snapshot(cancel)
 		if kept == nil {
+			cancel()
 			return
 		}
 		// Sorted by lock, a lock's places fall in one batch (or two),
@@ -136,19 +161,27 @@ func (k *keeper) run() {
 		slices.SortFunc(kept, func(a, b *Kept) int { return strings.Compare(a.place.Lock, b.place.Lock) })
 		next := keepPeriod
 		for start := 0; start < len(kept); start += keepBatch {
-			next = min(next, k.refresh(kept[start:min(start+keepBatch, len(kept))]))
+			next = min(next, k.refresh(ctx, kept[start:min(start+keepBatch, len(kept))]))
 		}
+		k.mu.Lock()
+		k.round = nil
+		k.mu.Unlock()
+		cancel()
 		timer.Reset(next)
 	}
 }
 
 // snapshot returns the places to keep; none (nil) ends the goroutine.
-func (k *keeper) snapshot() []*Kept {
+// round, if not nil, cancels the round about to run them.
+func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.kept) == 0 {
 		k.running = false
 		return nil
+	}
+	if round != nil {
+		k.round = round
 	}
 	kept := make([]*Kept, 0, len(k.kept))
 	for kp := range k.kept {
@@ -161,24 +194,37 @@ func (k *keeper) snapshot() []*Kept {
 // keeper looks again: the server expires a key at its time or just after.
 const expiryMargin = 2 * time.Millisecond
 
-// refresh runs one pipeline for kept: a PEXPIRE for each place, a PTTL
-// for each lock. It returns when to look again: a period from now, or
+// refresh runs one pipeline for kept: a GETEX for each place (which
+// extends it, and reads its value: nil when gone), a PTTL for each lock,
+// and a PEXPIRE for each line that has one. It returns when to look again: a period from now, or
 // sooner, just after the lease of a lock runs out within the period (a
 // grant to a dead waiter, or a dead holder's lease), so that its waiters
 // learn of it as soon as they would have by attempting.
-func (k *keeper) refresh(kept []*Kept) time.Duration {
+func (k *keeper) refresh(ctx context.Context, kept []*Kept) time.Duration {
 	next := keepPeriod
-	ctx, cancel := context.WithTimeout(context.Background(), keepPeriod)
+	if ctx.Err() != nil {
+		return next // cancelled: nobody is left to keep
+	}
+	ctx, cancel := context.WithTimeout(ctx, keepPeriod)
 	defer cancel()
 	pipe := k.rdb.Pipeline()
-	places := make([]*redis.BoolCmd, len(kept))
+	places := make([]*redis.StringCmd, len(kept))
+	expect := make([]string, len(kept))
 	for i, kp := range kept {
-		places[i] = pipe.PExpire(ctx, kp.place.Key, kp.place.TTL)
+		kp.mu.Lock()
+		expect[i] = kp.expect
+		kp.mu.Unlock()
+		places[i] = pipe.GetEx(ctx, kp.place.Key, kp.place.TTL)
 	}
 	locks := make(map[string]*redis.DurationCmd)
+	queues := make(map[string]bool)
 	for _, kp := range kept {
 		if _, ok := locks[kp.place.Lock]; !ok {
 			locks[kp.place.Lock] = pipe.PTTL(ctx, kp.place.Lock)
+		}
+		if q := kp.place.Queue; q != "" && !queues[q] {
+			queues[q] = true
+			pipe.PExpire(ctx, q, kp.place.TTL)
 		}
 	}
 	sent := time.Now()
@@ -189,16 +235,22 @@ func (k *keeper) refresh(kept []*Kept) time.Duration {
 		}
 	}
 	for i, kp := range kept {
-		found, err := places[i].Result()
+		value, err := places[i].Result()
+		gone := err == redis.Nil
+		if gone {
+			err = nil
+		}
 		free, ferr := locks[kp.place.Lock].Result()
-		if err == nil && found {
+		if err == nil && !gone && value == expect[i] {
 			kp.mu.Lock()
-			kp.base = sent
+			if sent.After(kp.base) {
+				kp.base = sent
+			}
 			kp.mu.Unlock()
 		}
 		// PTTL of a missing key is -2; go-redis returns it as a
 		// duration of -2 (no unit).
-		if err != nil || !found || ferr != nil || free == -2 {
+		if err != nil || gone || ferr != nil || free == -2 {
 			kp.wake()
 		}
 	}

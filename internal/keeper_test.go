@@ -43,6 +43,7 @@ func TestKeeperKeepsPlace(t *testing.T) {
 	c := internal.Attach(rdb)
 	defer c.Detach()
 	kp := c.Keep(internal.Place{Key: place, TTL: ttl, Lock: lock})
+	kp.Expect("1")
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -67,9 +68,25 @@ func TestKeeperKeepsPlace(t *testing.T) {
 	if !kicked(kp, 3*time.Second) {
 		t.Fatal("not told to attempt when its place was gone")
 	}
-	rdb.Set(ctx, place, "2", ttl) // the attempt refused, the place set again
-	kicked(kp, 0)                 // a kick from a round before the SET, if any
-	rdb.Del(ctx, lock)            // the holder's lease ran out
+	// An earlier attempt of the waiter's, run late, sets the place again
+	// with its own value: the place is kept, but no refresh stands for
+	// the last attempt any more (a grant to it may have taken its place).
+	before := kp.Base()
+	rdb.Set(ctx, place, "0", ttl)
+	kicked(kp, 0)       // a kick from a round before the SET, if any
+	time.Sleep(2 * ttl) // fault window: rounds that find the old value
+	if n := rdb.Exists(ctx, place).Val(); n != 1 {
+		t.Fatal("the place with an earlier attempt's value lapsed")
+	}
+	if b := kp.Base(); !b.Equal(before) {
+		t.Fatalf("Base moved from %v to %v on a place holding an earlier attempt's value", before, b)
+	}
+	if kicked(kp, 0) {
+		t.Fatal("told to attempt with a place and the lock held")
+	}
+	rdb.Set(ctx, place, "2", ttl) // the next attempt refused, the place set again
+	kp.Expect("2")
+	rdb.Del(ctx, lock) // the holder's lease ran out
 	if !kicked(kp, 3*time.Second) {
 		t.Fatal("not told to attempt when the lock was free")
 	}

@@ -148,7 +148,7 @@ func (w *waiter) wait(ctx context.Context) error {
 		}
 		resubscribe = false
 		if !queued && w.sub == nil {
-			if err := w.subscribe(ctx, w.bound(wait)); err != nil {
+			if err := w.subscribe(ctx, w.subscribeLimit(wait)); err != nil {
 				return w.ctxErr(err)
 			}
 			w.park()
@@ -299,8 +299,11 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	default:
 		w.lastErr, w.backoff = nil, 0
 		w.refused = sent
-		if w.place != nil && w.kept == nil {
-			w.keep()
+		if w.place != nil {
+			if w.kept == nil {
+				w.keep()
+			}
+			w.kept.Expect(w.place.Value())
 		}
 		if w.inLine != nil && w.sub != nil && wait > 0 {
 			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
@@ -369,6 +372,18 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	}
 	w.sub = sub
 	return nil
+}
+
+// subscribeLimit bounds a subscription that Redis does not confirm, as a
+// sleep is bounded: a waiter whose place the keeper keeps sleeps up to a
+// lease, but hears the keeper only once parked, so it gives up a
+// subscription within keepPeriod (a grant made to it meanwhile lapses
+// after hold.GrantLease).
+func (w *waiter) subscribeLimit(wait time.Duration) time.Duration {
+	if w.place != nil {
+		return min(w.bound(wait), keepPeriod)
+	}
+	return w.bound(wait)
 }
 
 func (w *waiter) bound(wait time.Duration) time.Duration {

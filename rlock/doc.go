@@ -61,8 +61,8 @@
 // whose message is lost is found by the waiter's next attempt: after a
 // pub/sub reconnect every waiter tries at once. A parked waiter does not
 // attempt to keep its place alive: its client refreshes the places of all
-// its parked waiters once a second in one pipeline (a PEXPIRE each, and a
-// PTTL for each lock they wait on), and wakes a waiter to attempt when
+// its parked waiters once a second in one pipeline (a GETEX each, and a
+// PTTL and the line's PEXPIRE for each lock they wait on), and wakes a waiter to attempt when
 // its place is gone (a grant took it) or its lock is free (a grant or a
 // lease ran out with nobody told). A waiter whose process died is dropped
 // from the line 5s (WaiterTimeout) after its last refresh, and if it was

@@ -46,7 +46,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// Parked waiters' places are kept by their client's keeper, in
 		// one pipeline a second for all of them.
 		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: WaiterTimeout, Lock: n.Lock()}
+			return &internal.Place{Key: n.Place(b.Owner), TTL: WaiterTimeout, Lock: n.Lock(), Queue: n.Queue()}
 		},
 	})
 	// A release that frees the lock with nobody in line is announced on

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -174,6 +175,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		var place *internal.Place
 		if l.k.Place != nil {
 			place = l.k.Place(m)
+			place.Value = func() string { return placeValue(mark, l.k.Fencing) }
 			sleep = maxSleep
 		}
 		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, l.recheck, try)
@@ -187,6 +189,17 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		l.leave(ctx, m)
 	}
 	return err
+}
+
+// placeValue is what an acquire script that refused the attempt of mark
+// left in the waiter's place: the mark, prefixed with "f" when a grant to
+// it must take a fencing token (see lua/rlock_acquire.lua).
+func placeValue(mark float64, fencing bool) string {
+	v := strconv.FormatFloat(mark, 'f', -1, 64)
+	if fencing {
+		return "f" + v
+	}
+	return v
 }
 
 // recheck reports whether a waiter in line, just subscribed after a
