@@ -1,8 +1,6 @@
 package rwlock_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,21 +75,6 @@ func (e env) subscribers(t testing.TB, name string, channel func(internal.Names)
 		return redistest.ShardNumSub(t, node, ch)
 	}
 	return redistest.NumSub(t, node, ch)
-}
-
-// scriptCalls returns how many scripts the node storing name has run.
-func (e env) scriptCalls(t testing.TB, name string) int64 {
-	t.Helper()
-	info := e.node(t, name).Info(t.Context(), "commandstats").Val()
-	var total int64
-	for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-		if _, rest, ok := strings.Cut(info, cmd); ok {
-			digits, _, _ := strings.Cut(rest, ",")
-			n, _ := strconv.ParseInt(digits, 10, 64)
-			total += n
-		}
-	}
-	return total
 }
 
 // assertNoKeys fails when any key of the lock called name is left.
