@@ -53,7 +53,8 @@
 // docs/semantics.md in the repository tells the whole design. A re-entry
 // (a Lock with the hold's ctx) never queues: when Redis no longer has the
 // hold, it fails with an error wrapping [ErrLost] and the hold ends as
-// lost.
+// lost; a re-entry given back because its reply came too late is tried
+// again while the hold is there (as rlock's).
 //
 // A waiting Lock refreshes its deadline in line at least every third of
 // [WithWaiterTimeout] ([DefaultWaiterTimeout], 10s), however long the

@@ -137,10 +137,13 @@ func (kp *Kept) wake() {
 }
 
 // run refreshes the places every keepPeriod, and returns once none is
-// left to keep.
+// left to keep. Between two rounds it looks again, once, at the locks
+// whose lease a round found running out before the next (see refresh).
 func (k *keeper) run() {
 	timer := time.NewTimer(keepPeriod)
 	defer timer.Stop()
+	var soon expiring // locks to look at again before the next round
+	var due time.Time // the next round
 	for {
 		select {
 		case <-k.left:
@@ -149,6 +152,12 @@ func (k *keeper) run() {
 			}
 			continue // others remain: the period runs on
 		case <-timer.C:
+		}
+		if len(soon.locks) > 0 {
+			k.look(soon.locks)
+			soon = expiring{}
+			timer.Reset(time.Until(due))
+			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		kept := k.snapshot(cancel)
@@ -159,15 +168,59 @@ func (k *keeper) run() {
 		// Sorted by lock, a lock's places fall in one batch (or two),
 		// which reads the lock's PTTL once.
 		slices.SortFunc(kept, func(a, b *Kept) int { return strings.Compare(a.place.Lock, b.place.Lock) })
-		next := keepPeriod
 		for start := 0; start < len(kept); start += keepBatch {
-			next = min(next, k.refresh(ctx, kept[start:min(start+keepBatch, len(kept))]))
+			k.refresh(ctx, kept[start:min(start+keepBatch, len(kept))], &soon)
 		}
 		k.mu.Lock()
 		k.round = nil
 		k.mu.Unlock()
 		cancel()
-		timer.Reset(next)
+		due = time.Now().Add(keepPeriod)
+		if len(soon.locks) > 0 {
+			timer.Reset(time.Until(soon.at))
+		} else {
+			timer.Reset(keepPeriod)
+		}
+	}
+}
+
+// expiring is the locks a round found with a lease that runs out before
+// the next round, their waiters, and when to look at them again.
+type expiring struct {
+	locks map[string][]*Kept
+	at    time.Time // just after the first of those leases runs out
+}
+
+func (e *expiring) add(lock string, kept []*Kept, at time.Time) {
+	if e.locks == nil {
+		e.locks = make(map[string][]*Kept)
+	}
+	e.locks[lock] = append(e.locks[lock], kept...)
+	if e.at.IsZero() || at.Before(e.at) {
+		e.at = at
+	}
+}
+
+// look reads the PTTL of locks, and wakes the waiters of those found
+// free: a grant to a dead waiter, or a dead holder's lease, ran out, and
+// they learn of it as soon as they would have by attempting. A lock
+// whose lease was renewed meanwhile waits for the next round: a lock of
+// a short lease costs one more PTTL a period, not a round.
+func (k *keeper) look(locks map[string][]*Kept) {
+	ctx, cancel := context.WithTimeout(context.Background(), keepPeriod)
+	defer cancel()
+	pipe := k.rdb.Pipeline()
+	ttls := make(map[string]*redis.DurationCmd, len(locks))
+	for lock := range locks {
+		ttls[lock] = pipe.PTTL(ctx, lock)
+	}
+	_, _ = pipe.Exec(ctx)
+	for lock, cmd := range ttls {
+		if ttl, err := cmd.Result(); err != nil || ttl == -2 {
+			for _, kp := range locks[lock] {
+				kp.wake()
+			}
+		}
 	}
 }
 
@@ -196,14 +249,13 @@ const expiryMargin = 2 * time.Millisecond
 
 // refresh runs one pipeline for kept: a GETEX for each place (which
 // extends it, and reads its value: nil when gone), a PTTL for each lock,
-// and a PEXPIRE for each line that has one. It returns when to look again: a period from now, or
-// sooner, just after the lease of a lock runs out within the period (a
-// grant to a dead waiter, or a dead holder's lease), so that its waiters
-// learn of it as soon as they would have by attempting.
-func (k *keeper) refresh(ctx context.Context, kept []*Kept) time.Duration {
-	next := keepPeriod
+// and a PEXPIRE for each line that has one. It adds to soon the locks
+// whose lease runs out before the next round (a grant to a dead waiter, or
+// a dead holder's lease, if nobody renews it), to be looked at again just
+// after.
+func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	if ctx.Err() != nil {
-		return next // cancelled: nobody is left to keep
+		return // cancelled: nobody is left to keep
 	}
 	ctx, cancel := context.WithTimeout(ctx, keepPeriod)
 	defer cancel()
@@ -229,9 +281,16 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept) time.Duration {
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx)
-	for _, cmd := range locks {
-		if ttl, err := cmd.Result(); err == nil && ttl > 0 && ttl < next {
-			next = max(ttl-time.Since(sent), 0) + expiryMargin
+	waiting := make(map[string][]*Kept)
+	for _, kp := range kept {
+		waiting[kp.place.Lock] = append(waiting[kp.place.Lock], kp)
+	}
+	read := time.Now() // the server read every PTTL before this
+	for lock, cmd := range locks {
+		// A lease that ends before the next round, unless renewed: it
+		// ends at the latest ttl after read.
+		if ttl, err := cmd.Result(); err == nil && ttl > 0 && ttl < keepPeriod {
+			soon.add(lock, waiting[lock], read.Add(ttl+expiryMargin))
 		}
 	}
 	for i, kp := range kept {
@@ -254,5 +313,4 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept) time.Duration {
 			kp.wake()
 		}
 	}
-	return next
 }

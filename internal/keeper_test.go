@@ -35,7 +35,7 @@ func TestKeeperKeepsPlace(t *testing.T) {
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
 	lock, place := "{"+name+"}", "{"+name+"}:place"
-	const ttl = 1500 * time.Millisecond
+	const ttl = 2500 * time.Millisecond
 	rdb.HSet(ctx, lock, "holder", 1)
 	rdb.PExpire(ctx, lock, time.Minute)
 	rdb.Set(ctx, place, "1", ttl)
@@ -53,7 +53,7 @@ func TestKeeperKeepsPlace(t *testing.T) {
 	if !kp.Base().IsZero() {
 		t.Fatal("Base before any refresh")
 	}
-	time.Sleep(2 * ttl) // the place's TTL, twice over: it lives only if refreshed
+	time.Sleep(ttl + 500*time.Millisecond) // past the place's TTL: it lives only if refreshed
 	if n := rdb.Exists(ctx, place).Val(); n != 1 {
 		t.Fatal("the kept place lapsed")
 	}
@@ -73,8 +73,8 @@ func TestKeeperKeepsPlace(t *testing.T) {
 	// the last attempt any more (a grant to it may have taken its place).
 	before := kp.Base()
 	rdb.Set(ctx, place, "0", ttl)
-	kicked(kp, 0)       // a kick from a round before the SET, if any
-	time.Sleep(2 * ttl) // fault window: rounds that find the old value
+	kicked(kp, 0)                          // a kick from a round before the SET, if any
+	time.Sleep(ttl + 500*time.Millisecond) // rounds that find the old value, past its TTL
 	if n := rdb.Exists(ctx, place).Val(); n != 1 {
 		t.Fatal("the place with an earlier attempt's value lapsed")
 	}
@@ -105,7 +105,7 @@ func TestKeeperLooksAtShortLease(t *testing.T) {
 	lock, place := "{"+name+"}", "{"+name+"}:place"
 	rdb.Set(ctx, place, "1", 5*time.Second)
 	rdb.HSet(ctx, lock, "grantee", 1)
-	rdb.PExpire(ctx, lock, 1300*time.Millisecond) // seen at the first look, about 300ms left
+	rdb.PExpire(ctx, lock, 1200*time.Millisecond) // seen at the first look, about 200ms left
 	c := internal.Attach(rdb)
 	defer c.Detach()
 	start := time.Now()
@@ -114,8 +114,8 @@ func TestKeeperLooksAtShortLease(t *testing.T) {
 	if !kicked(kp, 5*time.Second) {
 		t.Fatal("not told to attempt when the lock's lease ran out")
 	}
-	// Two periods would be 2s; the early look comes just after 1.3s.
+	// Two periods would be 2s; the early look comes just after 1.2s.
 	if d := time.Since(start); d > 1900*time.Millisecond {
-		t.Fatalf("told %v after the lease was set to run out at 1.3s; want well before the second period", d)
+		t.Fatalf("told %v after the lease was set to run out at 1.2s; want well before the second period", d)
 	}
 }

@@ -83,9 +83,12 @@
 // ForceUnlock): then whoever attempts first takes it. Goroutines waiting on one
 // handle wait in line in the process, behind the one that holds the
 // handle's place. A re-entry (a Lock with the hold's ctx) never queues:
-// it makes one attempt, and when Redis no longer has the hold it fails
-// with an error wrapping [ErrLost], and the hold ends as lost (Done
-// closes, the [WithOnLost] hook runs). A Lock that fails
+// when Redis no longer has the hold it fails with an error wrapping
+// [ErrLost], and the hold ends as lost (Done closes, the [WithOnLost]
+// hook runs). An attempt whose reply comes too late to trust (after the
+// validity its lease gives it) is given back, and when a renewal finds
+// the hold still there, a blocking re-entry attempts again (a TryLock
+// returns the transient error). A Lock that fails
 // leaves nothing behind: no hold, no place in line, no subscription; a
 // grant that reached it as it gave up is released, which passes the lock
 // on. If ctx ends while an acquire script is in flight, Lock gives back

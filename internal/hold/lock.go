@@ -56,7 +56,8 @@ type Kind struct {
 	Place func(m Mode) *internal.Place
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
-	// with Tracker.Claim, and refresh their place every GrantLease/3.
+	// with Tracker.Claim, and their place is refreshed at least every
+	// GrantLease/3 (by their attempts, or by the keeper: see Place).
 	// Channel is then the waiter's own.
 	Grants bool
 	// Fencing is set when a grant's fencing token is the hold's.

@@ -271,10 +271,11 @@ func (n *node) unsubscribe(name string) {
 		return
 	}
 	n.hub.mu.Lock()
-	if n.channels[name] != nil {
-		// A channel of that name was placed here since it was dropped:
-		// its SSUBSCRIBE went first or goes next, and a SUNSUBSCRIBE
-		// written now would end the server's subscription under it.
+	if ch := n.channels[name]; ch != nil && ch.sent {
+		// A channel of that name was placed here since it was dropped,
+		// and its SSUBSCRIBE written: a SUNSUBSCRIBE written now would
+		// end the server's subscription under it. (One not written yet
+		// follows this SUNSUBSCRIBE on the connection.)
 		n.hub.mu.Unlock()
 		return
 	}
