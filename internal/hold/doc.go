@@ -54,8 +54,8 @@
 //     that attempt when a grant is completed (see Claim): a grant takes
 //     the place, and nothing writes that mark again (acquire scripts are
 //     never resent, and a script of an earlier attempt run late writes
-//     its own). 10000 parked waiters cost about 9000 Redis
-//     commands and 7 round trips a second that way, against 39000 and
+//     its own). 10000 parked waiters cost about 13000 Redis
+//     commands and 11 round trips a second that way, against 39000 and
 //     7700 when each attempted every second (bench module, waiters
 //     scenario). A fairlock waiter still attempts every third of its
 //     waiter timeout, which keeps its deadline in the zset.
