@@ -21,9 +21,7 @@ func TestParkedLineOutlivesWaiterTimeout(t *testing.T) {
 	name := redistest.UniqueName(t)
 	n := internal.NewNames(name)
 	holder := rlock.New(srv.NewClient(t), name)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustLock(t, holder)
 	held := make(chan struct{}, 3)
 	var wg sync.WaitGroup
 	for range 3 {
@@ -44,9 +42,7 @@ func TestParkedLineOutlivesWaiterTimeout(t *testing.T) {
 	if q := admin.LLen(ctx, n.Queue()).Val(); q != 3 {
 		t.Fatalf("line after %v: %d waiters, want 3", rlock.WaiterTimeout+time.Second, q)
 	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, holder)
 	for i := range 3 {
 		select {
 		case <-held:
@@ -71,9 +67,7 @@ func TestWaiterWithoutSubscriptionFindsGrant(t *testing.T) {
 	name := redistest.UniqueName(t)
 	n := internal.NewNames(name)
 	holder := rlock.New(srv.NewClient(t), name)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustLock(t, holder)
 	p := redistest.NewProxy(t, srv.Addr())
 	wrdb := p.NewClient(t)
 	var wg sync.WaitGroup
@@ -87,9 +81,7 @@ func TestWaiterWithoutSubscriptionFindsGrant(t *testing.T) {
 	go func() { got <- w.Lock(ctx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return admin.LLen(ctx, n.Queue()).Val() == 1 })
 	released := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, holder)
 	select {
 	case err := <-got:
 		if err != nil {
@@ -100,7 +92,5 @@ func TestWaiterWithoutSubscriptionFindsGrant(t *testing.T) {
 		t.Fatalf("waiter not holding %v after the release (holders %v)", hold.GrantLease+2*time.Second, admin.HKeys(ctx, n.Lock()).Val())
 	}
 	p.Refuse(false)
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, w)
 }

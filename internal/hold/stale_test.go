@@ -2,7 +2,6 @@ package hold_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,12 +11,12 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-// memLock is a one-mode lock in memory behind a hold.Lock: the handle's
-// levels, and whether the next acquisition's reply comes late.
+// memLock is fake's lock behind a hold.Lock rather than a bare Tracker:
+// its acquisitions take one level of Exclusive, the next one's reply
+// coming late by late.
 type memLock struct {
-	mu     sync.Mutex
-	levels int64
-	late   time.Duration // how late the next acquisition's reply comes
+	fake
+	late time.Duration // how late the next acquisition's reply comes
 }
 
 func (f *memLock) kind(rdb redis.UniversalClient, lease time.Duration) hold.Kind {
@@ -27,32 +26,17 @@ func (f *memLock) kind(rdb redis.UniversalClient, lease time.Duration) hold.Kind
 		Channel: func(hold.Mode) string { return "mem" },
 		Acquire: func(context.Context, hold.Mode, int64, hold.Asking) (hold.Grant, error) {
 			f.mu.Lock()
-			f.levels++
-			g := hold.Grant{OK: true, Levels: hold.Levels{hold.Exclusive: f.levels}}
+			f.levels[hold.Exclusive]++
+			g := hold.Grant{OK: true, Levels: f.levels}
 			late := f.late
 			f.late = 0
 			f.mu.Unlock()
 			time.Sleep(late) // fault injection: a slow reply
 			return g, nil
 		},
-		Release: func(_ context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			switch {
-			case f.levels == 0:
-				return hold.Released{NotHeld: true}, nil
-			case expect > 0 && f.levels != expect:
-				return hold.Released{Mismatch: true}, nil
-			}
-			f.levels--
-			return hold.Released{Levels: hold.Levels{hold.Exclusive: f.levels}}, nil
-		},
+		Release: f.release,
 		Renew: func(context.Context, redis.Scripter) func() (bool, error) {
-			return func() (bool, error) {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return f.levels > 0, nil
-			}
+			return func() (bool, error) { return f.held(hold.Exclusive) > 0, nil }
 		},
 	}
 }
@@ -84,9 +68,7 @@ func TestStaleReentryKeepsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.levels != 0 {
-		t.Fatalf("%d levels left held", f.levels)
+	if n := f.held(hold.Exclusive); n != 0 {
+		t.Fatalf("%d levels left held", n)
 	}
 }
