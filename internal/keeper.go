@@ -269,11 +269,14 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		places[i] = pipe.GetEx(ctx, kp.place.Key, kp.place.TTL)
 	}
 	locks := make(map[string]*redis.DurationCmd)
+	waiting := make(map[string][]*Kept) // by lock
 	queues := make(map[string]bool)
 	for _, kp := range kept {
-		if _, ok := locks[kp.place.Lock]; !ok {
-			locks[kp.place.Lock] = pipe.PTTL(ctx, kp.place.Lock)
+		lock := kp.place.Lock
+		if _, ok := locks[lock]; !ok {
+			locks[lock] = pipe.PTTL(ctx, lock)
 		}
+		waiting[lock] = append(waiting[lock], kp)
 		if q := kp.place.Queue; q != "" && !queues[q] {
 			queues[q] = true
 			pipe.PExpire(ctx, q, kp.place.TTL)
@@ -281,10 +284,6 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx)
-	waiting := make(map[string][]*Kept)
-	for _, kp := range kept {
-		waiting[kp.place.Lock] = append(waiting[kp.place.Lock], kp)
-	}
 	read := time.Now() // the server read every PTTL before this
 	for lock, cmd := range locks {
 		// A lease that ends before the next round, unless renewed: it
