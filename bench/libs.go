@@ -307,7 +307,7 @@ func newScriptsOnly(rdb *redis.Client, key string) locker {
 }
 
 func (l *scriptsOnly) Lock(ctx context.Context) error {
-	res, err := script.ReentrantAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0).Result()
+	res, err := script.ReentrantAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0, 1).Result()
 	if err == nil && !res.OK {
 		err = errBusy
 	}
@@ -315,7 +315,7 @@ func (l *scriptsOnly) Lock(ctx context.Context) error {
 }
 
 func (l *scriptsOnly) Unlock(ctx context.Context) error {
-	u, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1, time.Second).Result()
+	u, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 1, time.Second, 0).Result()
 	if err == nil && u.Holds != 0 {
 		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, u.Holds)
 	}

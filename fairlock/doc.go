@@ -10,7 +10,9 @@
 // # Data layout
 //
 // A lock called name is the Redis hash redisync:{name} (field: the
-// holder's owner id, value: its hold count, with a PEXPIRE lease), the
+// holder's owner id, value: its hold count; field "@<owner id>": the
+// number of its latest attempt that took or re-entered the hold, as in
+// package rlock; with a PEXPIRE lease), the
 // waiter list redisync:{name}:queue (owner ids, oldest first) and the zset
 // redisync:{name}:timeouts (owner id, scored by the Redis server time in
 // milliseconds after which that waiter counts as dead). Each waiter keeps

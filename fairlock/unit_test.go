@@ -68,7 +68,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if u, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
+	if u, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease, 0).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
 		t.Fatalf("ghost unlock = %+v, %v; want released and granted to ghost-2", u, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
@@ -252,7 +252,7 @@ func mustLockCtx(t testing.TB, ctx context.Context, m *fairlock.Mutex) {
 func redisLevels(t testing.TB, rdb redis.UniversalClient, name string) int64 {
 	t.Helper()
 	var n int64
-	for _, v := range rdb.HVals(t.Context(), internal.NewNames(name).Lock()).Val() {
+	for _, v := range redistest.Holders(t.Context(), rdb, internal.NewNames(name).Lock()) {
 		c, _ := strconv.ParseInt(v, 10, 64)
 		n += c
 	}
@@ -418,7 +418,7 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	if err != nil || res.OK {
 		t.Fatalf("newcomer's attempt = %+v, %v; want a place behind the live waiter", res, err)
 	}
-	if h := rdb.HGetAll(ctx, k.Lock).Val(); len(h) != 1 || h["live"] != "1" {
+	if h := redistest.Holders(ctx, rdb, k.Lock); len(h) != 1 || h["live"] != "1" {
 		t.Fatalf("lock = %v, want granted to live", h)
 	}
 	if n := rdb.Exists(ctx, k.Places+"live").Val(); n != 0 {
@@ -449,11 +449,11 @@ func TestLateUnlockKeepsOwnersPlaceMini(t *testing.T) {
 		}
 	}
 	rdb.Del(ctx, k.Lock) // the holder's lease ran out
-	u, err := script.FairUnlock(ctx, rdb, k, "o", time.Minute, false, 1, hold.GrantLease).Result()
+	u, err := script.FairUnlock(ctx, rdb, k, "o", time.Minute, false, 1, hold.GrantLease, 0).Result()
 	if err != nil || u.Holds != script.UnlockNotHeld {
 		t.Fatalf("o's late unlock = %+v, %v; want not held", u, err)
 	}
-	if h := rdb.HGetAll(ctx, k.Lock).Val(); len(h) != 1 || h["o"] != "1" {
+	if h := redistest.Holders(ctx, rdb, k.Lock); len(h) != 1 || h["o"] != "1" {
 		t.Fatalf("lock after the late unlock = %v, want granted to o, first in line", h)
 	}
 	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 1 || q[0] != "w" {

@@ -45,6 +45,13 @@
 -- ARGV[4] levels (a lost reply, or a grant the caller has not completed)
 -- is reported as holding, with its lease re-armed to ARGV[2].
 --
+-- Next to the owner's count, the hash keeps the field '@' .. owner: the
+-- highest mark of an attempt that took, re-entered or reported the hold
+-- (or of the waiter attempt a grant answered), so that a give-back that
+-- Redis runs late, after a later attempt, changes nothing (see
+-- fairlock_unlock). An attempt whose mark is below it ran late itself:
+-- its caller has given up, so it changes nothing and is refused.
+--
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the counter's current value), or {0, wait}: wait is the
@@ -59,7 +66,7 @@ local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
 
-local state = redis.call('hmget', lock, owner, 'mode')
+local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner)
 if state[2] then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
@@ -76,6 +83,9 @@ if #dead > 0 then
   redis.call('zremrangebyscore', timeouts, '-inf', now)
 end
 
+if held and tonumber(mark) < tonumber(state[3] or 0) then
+  return {0, redis.call('pttl', lock)} -- a late attempt
+end
 if held then
   held = tonumber(held)
   if held ~= expect then
@@ -83,12 +93,13 @@ if held then
     if fencing and held == 1 then
       token = tonumber(redis.call('get', fence) or 0)
     end
+    redis.call('hset', lock, '@' .. owner, mark)
     redis.call('pexpire', lock, lease)
     return {1, held, token}
   end
-  local holds = redis.call('hincrby', lock, owner, 1)
+  redis.call('hset', lock, owner, held + 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
-  return {1, holds, 0}
+  return {1, held + 1, 0}
 end
 
 -- PTTL tells a free lock (-2) and is the reply to a refused waiter; the
@@ -123,7 +134,7 @@ if free and (not head or head == owner) then
   if fencing then
     token = redis.call('incr', fence)
   end
-  redis.call('hset', lock, owner, 1)
+  redis.call('hset', lock, owner, 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
   if head then
     redis.call('lpop', queue)
@@ -165,7 +176,7 @@ if string.sub(entry, 1, 1) == 'f' then
   token = redis.call('incr', fence)
   granted = string.sub(entry, 2)
 end
-redis.call('hset', lock, head, 1)
+redis.call('hset', lock, head, 1, '@' .. head, granted)
 redis.call('pexpire', lock, grantLease)
 redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. granted)
 return {0, grantLease, mark}

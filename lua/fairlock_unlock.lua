@@ -16,6 +16,9 @@
 -- ARGV[6]  grant lease in milliseconds
 -- ARGV[7]  place prefix: a waiter's place is the key ARGV[7] .. owner id
 --          (see fairlock_acquire), in the slot of the declared keys
+-- ARGV[8]  for a give-back, the mark of the attempt it undoes, else "0": a
+--          give-back changes nothing (-2) when the hold records a later
+--          attempt's mark (see fairlock_acquire)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. A grant pops waiters until one whose place still exists (a
@@ -43,7 +46,8 @@
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
--- the hold count differs from ARGV[3]; or {0, grantee, token, mark} when this
+-- the hold count differs from ARGV[3] or a give-back comes too late
+-- (nothing changed); or {0, grantee, token, mark} when this
 -- release granted the lock, so that a grantee in the releasing process
 -- can complete its hold without waiting for the message. A resent unlock
 -- whose first run went through finds the owner's field gone ({-1}): it
@@ -52,8 +56,10 @@
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local prefix, sharded, grantLease, places = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
+local undoes = tonumber(ARGV[8])
 
-local holds = redis.call('hget', lock, owner)
+local state = redis.call('hmget', lock, owner, '@' .. owner)
+local holds = state[1]
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
@@ -105,7 +111,7 @@ local function grant(head, entry)
     token = redis.call('incr', fence)
     mark = string.sub(entry, 2)
   end
-  redis.call('hset', lock, head, 1)
+  redis.call('hset', lock, head, 1, '@' .. head, mark)
   redis.call('pexpire', lock, grantLease)
   redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. mark)
   return token, mark
@@ -128,7 +134,7 @@ if not holds then
   return {-1}
 end
 holds = tonumber(holds)
-if expect > 0 and holds ~= expect then
+if expect > 0 and holds ~= expect or undoes > 0 and tonumber(state[2] or 0) > undoes then
   return {-2}
 end
 if holds > 1 then

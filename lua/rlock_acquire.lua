@@ -26,6 +26,16 @@
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner, which a grant to it names
 --
+-- Next to the owner's count, the hash keeps the field '@' .. owner: the
+-- highest mark of an attempt that took, re-entered or reported the hold
+-- (or of the waiter attempt a grant answered). A give-back names the
+-- attempt it undoes, and rlock_unlock changes nothing once a later attempt
+-- is recorded there: a give-back that Redis runs late, after the handle's
+-- next acquisition, never releases it. An attempt whose mark is below the
+-- recorded one ran late itself, after a later attempt of its handle had
+-- its reply: its caller has given up, so it changes nothing and is
+-- refused.
+--
 -- A free lock goes to the caller, whoever waits: a newcomer may take a
 -- lock it finds free (a release never leaves it free while a live waiter
 -- is in line: it grants it to the first). The caller's own place in line,
@@ -61,7 +71,7 @@ if ttl == -2 then
   if fencing then
     token = redis.call('incr', fence)
   end
-  redis.call('hset', lock, owner, 1)
+  redis.call('hset', lock, owner, 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
   if patience > 0 and redis.call('del', place) == 1 then
     redis.call('lrem', queue, 1, owner)
@@ -69,26 +79,30 @@ if ttl == -2 then
   return {1, 1, token}
 end
 
--- One HMGET reads the owner's count and tells a read-write lock (a hash
--- with a mode field) from this kind.
-local state = redis.call('hmget', lock, owner, 'mode')
+-- One HMGET reads the owner's count and mark and tells a read-write lock
+-- (a hash with a mode field) from this kind.
+local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner)
 if state[2] then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 local held = state[1]
 if held then
+  if tonumber(mark) < tonumber(state[3] or 0) then
+    return {0, ttl} -- a late attempt
+  end
   held = tonumber(held)
   if held ~= expect then
     local token = 0
     if fencing and held == 1 then
       token = tonumber(redis.call('get', fence) or 0)
     end
+    redis.call('hset', lock, '@' .. owner, mark)
     redis.call('pexpire', lock, lease)
     return {1, held, token}
   end
-  local holds = redis.call('hincrby', lock, owner, 1)
+  redis.call('hset', lock, owner, held + 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
-  return {1, holds, 0}
+  return {1, held + 1, 0}
 end
 
 if patience > 0 then

@@ -19,6 +19,10 @@
 -- ARGV[7]  place prefix: a waiter's place in line is the key ARGV[7] ..
 --          owner id (see rlock_acquire)
 -- ARGV[8]  waiter timeout in milliseconds: the longest a place lives
+-- ARGV[9]  for a give-back, the mark of the attempt it undoes, else "0": a
+--          give-back changes nothing (-2) when the hold records a later
+--          attempt's mark (see rlock_acquire), one that took or reported
+--          the hold after the attempt given back
 --
 -- The grantee's channel and place are built here because the grantee is
 -- only known inside the script; both carry the lock's hash tag, so the
@@ -46,7 +50,8 @@
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody live was in line), -1 when the owner does not hold the lock,
--- -2 when the hold count differs from ARGV[4]; or {0, grantee, token,
+-- -2 when the hold count differs from ARGV[4] or a give-back comes too
+-- late (nothing changed); or {0, grantee, token,
 -- mark} when the release granted the lock, so that a grantee in the
 -- releasing process can complete its hold without waiting for the
 -- message. A resent unlock whose first run went through finds the
@@ -56,13 +61,15 @@
 local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local prefix, grantLease, places, patience = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+local undoes = tonumber(ARGV[9])
 
-local holds = redis.call('hget', lock, owner)
+local state = redis.call('hmget', lock, owner, '@' .. owner)
+local holds = state[1]
 if not holds then
   return {-1}
 end
 holds = tonumber(holds)
-if expect > 0 and holds ~= expect then
+if expect > 0 and holds ~= expect or undoes > 0 and tonumber(state[2] or 0) > undoes then
   return {-2}
 end
 
@@ -93,7 +100,7 @@ while true do
       mark = string.sub(entry, 2)
     end
     redis.call('del', lock)
-    redis.call('hset', lock, head, 1)
+    redis.call('hset', lock, head, 1, '@' .. head, mark)
     redis.call('pexpire', lock, grantLease)
     redis.call(publish, prefix .. head, 'g' .. token .. ':' .. mark)
     return {0, head, token, mark}

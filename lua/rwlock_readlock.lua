@@ -12,6 +12,14 @@
 --          attempt whose reply was lost: the script reports the current
 --          state and adds no hold, but re-arms the read lease all the same,
 --          since the caller counts the hold's validity from this call
+-- ARGV[4]  the attempt's mark: a decimal integer higher than every
+--          earlier mark of the owner
+--
+-- Next to each count field the hash keeps '@' .. field: the highest mark
+-- of an attempt that took, re-entered or reported those holds, so that a
+-- give-back that Redis runs late, after a later attempt, changes nothing
+-- (see rwlock_readunlock). An attempt whose mark is below it ran late
+-- itself: its caller has given up, so it changes nothing and is refused.
 --
 -- A new reader (not a re-entry, not the write holder itself) is refused
 -- while another owner holds the write lock, and while any writer is
@@ -25,16 +33,19 @@
 -- lock under the same name), raises WRONGTYPE before anything is written.
 
 local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
-local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local owner, lease, expect, mark = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
-local state = redis.call('hmget', lock, 'mode', rfield, wfield)
+local state = redis.call('hmget', lock, 'mode', rfield, wfield, '@' .. rfield)
 local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)
 if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
 end
 if reads > 0 and redis.call('exists', timeout) == 0 then
   reads = 0 -- the field outlived its lease: a stale hold, replaced below
+end
+if reads > 0 and tonumber(mark) < tonumber(state[4] or 0) then
+  return {0, redis.call('pttl', lock)} -- a late attempt
 end
 
 -- arm re-arms the owner's read lease and keeps the hash alive at least as
@@ -48,8 +59,9 @@ end
 
 if reads > 0 then
   if reads == expect then
-    reads = redis.call('hincrby', lock, rfield, 1)
+    reads = reads + 1
   end
+  redis.call('hset', lock, rfield, reads, '@' .. rfield, mark)
   arm()
   return {1, reads, writes}
 end
@@ -68,6 +80,6 @@ if writes == 0 then
   end
 end
 
-redis.call('hset', lock, 'mode', mode or 'read', rfield, 1)
+redis.call('hset', lock, 'mode', mode or 'read', rfield, 1, '@' .. rfield, mark)
 arm()
 return {1, 1, writes}

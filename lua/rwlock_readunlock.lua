@@ -11,6 +11,9 @@
 -- ARGV[4]  the read holds the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
+-- ARGV[5]  for a give-back, the mark of the attempt it undoes, else "0": a
+--          give-back changes nothing (-2) when the holds record a later
+--          attempt's mark (see rwlock_readlock)
 --
 -- Keys derived in the script: the timeout keys of the other readers are
 -- KEYS[3] .. owner id, the one exception to "every key through KEYS": the
@@ -24,18 +27,19 @@
 --
 -- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
 -- the owner holds no read lock (nothing changed); {-2} when its read holds
--- differ from ARGV[4] (nothing changed).
+-- differ from ARGV[4] or a give-back comes too late (nothing changed).
 
 local lock, timeout, prefix, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local undoes = tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
-local state = redis.call('hmget', lock, rfield, wfield)
+local state = redis.call('hmget', lock, rfield, wfield, '@' .. rfield)
 if not state[1] or redis.call('exists', timeout) == 0 then
   return {-1}
 end
 local reads, writes = tonumber(state[1]), tonumber(state[2] or 0)
-if expect > 0 and reads ~= expect then
+if expect > 0 and reads ~= expect or undoes > 0 and tonumber(state[3] or 0) > undoes then
   return {-2}
 end
 
@@ -48,7 +52,7 @@ if reads > 1 then
   return {1, reads - 1, writes}
 end
 
-redis.call('hdel', lock, rfield)
+redis.call('hdel', lock, rfield, '@' .. rfield)
 redis.call('del', timeout)
 if writes > 0 then
   return {1, 0, writes} -- the write holder dropped its own read hold
@@ -61,7 +65,7 @@ for _, field in ipairs(redis.call('hkeys', lock)) do
     if ttl > 0 then
       longest = math.max(longest, ttl)
     else
-      redis.call('hdel', lock, field)
+      redis.call('hdel', lock, field, '@' .. field)
     end
   end
 end

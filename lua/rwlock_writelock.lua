@@ -17,6 +17,12 @@
 --          that new readers wait behind it
 -- ARGV[5]  how long an announcement lasts, in milliseconds; a waiting
 --          writer renews it with every attempt
+-- ARGV[6]  the attempt's mark: a decimal integer higher than every
+--          earlier mark of the owner
+--
+-- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
+-- attempt that took, re-entered or reported the write holds, as
+-- rwlock_readlock keeps it for read holds (see there).
 --
 -- Returns {1, reads, writes}, the owner's hold counts, when it holds the
 -- write lock afterwards (its own announcement is then withdrawn); {0, pttl}
@@ -28,7 +34,7 @@
 
 local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local announce, patience = ARGV[4] == '1', tonumber(ARGV[5])
+local announce, patience, mark = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local mode = redis.call('hget', lock, 'mode')
@@ -42,22 +48,27 @@ local function reading()
 end
 
 if not mode then
-  redis.call('hset', lock, 'mode', 'write', wfield, 1)
+  redis.call('hset', lock, 'mode', 'write', wfield, 1, '@' .. wfield, mark)
   redis.call('pexpire', lock, lease)
   redis.call('zrem', writers, owner)
   return {1, 0, 1}
 end
 
 if mode == 'write' then
-  local writes = tonumber(redis.call('hget', lock, wfield) or 0)
+  local state = redis.call('hmget', lock, wfield, '@' .. wfield)
+  local writes = tonumber(state[1] or 0)
   if writes > 0 then
+    if tonumber(mark) < tonumber(state[2] or 0) then
+      return {0, redis.call('pttl', lock)} -- a late attempt
+    end
     local reads = 0
     if reading() then
       reads = tonumber(redis.call('hget', lock, rfield))
     end
     if writes == expect then
-      writes = redis.call('hincrby', lock, wfield, 1)
+      writes = writes + 1
     end
+    redis.call('hset', lock, wfield, writes, '@' .. wfield, mark)
     if redis.call('pttl', lock) < lease then
       redis.call('pexpire', lock, lease)
     end

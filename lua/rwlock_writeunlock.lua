@@ -12,6 +12,9 @@
 -- ARGV[4]  the write holds the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
+-- ARGV[5]  for a give-back, the mark of the attempt it undoes, else "0": a
+--          give-back changes nothing (-2) when the holds record a later
+--          attempt's mark (see rwlock_readlock)
 --
 -- On the last write level, an owner that also holds read locks stays a
 -- reader (a downgrade); otherwise the lock is deleted. Either way every
@@ -22,21 +25,20 @@
 --
 -- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
 -- the owner does not hold the write lock (nothing changed); {-2} when its
--- write holds differ from ARGV[4] (nothing changed).
+-- write holds differ from ARGV[4] or a give-back comes too late (nothing
+-- changed).
 
 local lock, timeout, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local undoes = tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
-if redis.call('hget', lock, 'mode') ~= 'write' then
+local state = redis.call('hmget', lock, 'mode', wfield, '@' .. wfield)
+if state[1] ~= 'write' or not state[2] then
   return {-1}
 end
-local writes = redis.call('hget', lock, wfield)
-if not writes then
-  return {-1}
-end
-writes = tonumber(writes)
-if expect > 0 and writes ~= expect then
+local writes = tonumber(state[2])
+if expect > 0 and writes ~= expect or undoes > 0 and tonumber(state[3] or 0) > undoes then
   return {-2}
 end
 local reads = 0
@@ -57,7 +59,7 @@ end
 
 redis.call('del', writers)
 if reads > 0 then
-  redis.call('hdel', lock, wfield)
+  redis.call('hdel', lock, wfield, '@' .. wfield)
   redis.call('hset', lock, 'mode', 'read')
   redis.call('pexpire', lock, redis.call('pttl', timeout))
 else

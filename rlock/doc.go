@@ -2,8 +2,11 @@
 //
 // # Data layout
 //
-// A lock called name is one Redis hash, redisync:{name}, with one field: the
-// holder's owner id, whose value is its hold count, and a PEXPIRE lease.
+// A lock called name is one Redis hash, redisync:{name}, with a PEXPIRE
+// lease and two fields: the holder's owner id, whose value is its hold
+// count, and "@" followed by the owner id, the number of the holder's
+// latest attempt that took or re-entered the hold (a give-back of an
+// earlier attempt, run late by a stalled Redis, leaves the hold alone).
 // Waiters stand in line in the list redisync:{name}:queue (owner ids,
 // oldest first); each keeps a place of its own, the string
 // redisync:{name}:place:<owner id>, which expires [WaiterTimeout] after its

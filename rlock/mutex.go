@@ -88,8 +88,8 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	return hold.Granted(res), err
 }
 
-func (d *described) release(ctx context.Context, _ hold.Mode, expect int64) (hold.Released, error) {
-	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease).Result()
+func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
+	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, undoes).Result()
 	return hold.UnlockedGrant(u), err
 }
 

@@ -10,7 +10,10 @@
 // A lock called name is one Redis hash, redisync:{name}, with a field mode
 // ("read" or "write") and one field per holder and mode: r:<owner> counts
 // the read holds of a handle, w:<owner> the write holds of the writer.
-// Every reading handle also has a timeout key, redisync:{name}:reader:<owner>,
+// Next to each count, @r:<owner> or @w:<owner> holds the number of the
+// handle's latest attempt that took or re-entered those holds, so that a
+// give-back of an earlier attempt, run late by a stalled Redis, leaves
+// them alone. Every reading handle also has a timeout key, redisync:{name}:reader:<owner>,
 // whose expiry is its read lease. The hash expires with the longest lease
 // of its holders: each acquisition or renewal pushes its expiry out to at
 // least the new lease, and whenever a reader leaves the expiry is

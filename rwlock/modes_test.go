@@ -113,7 +113,7 @@ func testNotHeld(t *testing.T, e env) {
 	reader := rwlock.New(e.client(t), name)
 	mustRLock(t, reader)
 	node := e.node(t, name)
-	before := node.HGetAll(ctx, lockKey(name)).Val()
+	before := redistest.Holders(ctx, node, lockKey(name))
 	stranger := rwlock.New(e.client(t), name)
 	for what, err := range map[string]error{
 		"stranger RUnlock": stranger.RUnlock(ctx),
@@ -124,7 +124,7 @@ func testNotHeld(t *testing.T, e env) {
 			t.Errorf("%s = %v, want ErrNotHeld", what, err)
 		}
 	}
-	after := node.HGetAll(ctx, lockKey(name)).Val()
+	after := redistest.Holders(ctx, node, lockKey(name))
 	if len(after) != len(before) || after["mode"] != "read" {
 		t.Fatalf("lock hash %v after refused unlocks, was %v", after, before)
 	}

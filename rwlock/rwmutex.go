@@ -48,9 +48,9 @@ type sides struct {
 func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held)
+		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Seq)
 	} else {
-		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience)
+		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
 	}
 	res, err := cmd.Result()
 	g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
@@ -61,12 +61,12 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 }
 
 // release runs the release script of mode m once (see hold.Config).
-func (s *sides) release(ctx context.Context, m hold.Mode, expect int64) (hold.Released, error) {
+func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect)
+		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, undoes)
 	} else {
-		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect)
+		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, undoes)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err

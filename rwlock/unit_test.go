@@ -295,7 +295,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {

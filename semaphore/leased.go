@@ -179,7 +179,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
-	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64) (hold.Grant, error) { return try(ctx) })
+	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64, _ uint64) (hold.Grant, error) { return try(ctx) })
 	if ok {
 		l.mu.Lock()
 		l.kept[id] = t
@@ -200,7 +200,9 @@ func (l *Leased) keeper(id string, lease time.Duration) *hold.Tracker {
 
 // tracker returns a tracker for the permit id kept alive by the watchdog.
 func (l *Leased) tracker(id string) *hold.Tracker {
-	release := func(ctx context.Context, _ hold.Mode, _ int64) (hold.Released, error) {
+	// Every request has a permit id of its own, so a give-back that Redis
+	// runs late finds that permit or nothing: it needs no attempt mark.
+	release := func(ctx context.Context, _ hold.Mode, _ int64, _ uint64) (hold.Released, error) {
 		ok, err := l.releaseScript(ctx, id)
 		return hold.Released{NotHeld: !ok}, err
 	}

@@ -58,6 +58,10 @@ type report struct {
 type holder struct {
 	ID    string `json:"id"`
 	Count int64  `json:"count"`
+	// Mark is the number of the holder's latest attempt that took or
+	// re-entered the hold (the "@" field next to its count), which a
+	// give-back of an earlier attempt must not undo.
+	Mark int64 `json:"mark,omitempty"`
 }
 
 // queued is one waiter in a mutex's line.
@@ -300,16 +304,18 @@ func parseInt(v any) (int64, bool) {
 	return n, err == nil
 }
 
-// holdersOf reads a lock hash (owner id -> hold count), skipping the given
-// fields; values that are no integer are returned as count 0.
+// holdersOf reads a lock hash (owner id -> hold count, "@" owner id ->
+// attempt mark), skipping the given fields; values that are no integer
+// are returned as count 0.
 func holdersOf(h map[string]string, skip ...string) []holder {
 	var hs []holder
 	for id, v := range h {
-		if slices.Contains(skip, id) {
+		if slices.Contains(skip, id) || strings.HasPrefix(id, "@") {
 			continue
 		}
 		c, _ := parseInt(v)
-		hs = append(hs, holder{ID: id, Count: c})
+		mark, _ := parseInt(h["@"+id])
+		hs = append(hs, holder{ID: id, Count: c, Mark: mark})
 	}
 	slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.ID, b.ID) })
 	return hs

@@ -59,7 +59,7 @@ func TestGrantFoundByAttemptLostReply(t *testing.T) {
 		t.Fatal("the waiter did not hold within 5s of the release")
 	}
 	mustDropped(t, dropped)
-	if v := direct.HGetAll(ctx, mainKey(name)).Val(); len(v) != 1 {
+	if v := redistest.Holders(ctx, direct, mainKey(name)); len(v) != 1 {
 		t.Fatalf("lock hash = %v, want the waiter alone", v)
 	}
 	if err := waiter.Unlock(ctx); err != nil {

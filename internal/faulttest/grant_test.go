@@ -214,7 +214,7 @@ func TestGrantToCancelledWaiter(t *testing.T) {
 			case <-time.After(2 * time.Second):
 				t.Fatal("the waiter behind the cancelled one did not get the lock within 2s")
 			}
-			if v := admin.HGetAll(t.Context(), mainKey(name)).Val(); len(v) != 1 {
+			if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 {
 				t.Fatalf("lock hash while the next waiter holds = %v, want it alone", v)
 			}
 			if err := next.Unlock(t.Context()); err != nil {
@@ -276,7 +276,7 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the grant given back never reached the next waiter")
 		}
-		if v := admin.HGetAll(t.Context(), mainKey(name)).Val(); len(v) != 1 || v[line[0]] != "" {
+		if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 || v[line[0]] != "" {
 			t.Fatalf("lock hash = %v, want the next waiter alone", v)
 		}
 	})

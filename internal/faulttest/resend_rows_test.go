@@ -177,7 +177,7 @@ func grantingUnlockRow(h newHandle) func(t *testing.T, r resend) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("the waiter never held the lock granted to it")
 		}
-		if v := r.direct.HGetAll(ctx, mainKey(r.name)).Val(); len(v) != 1 {
+		if v := redistest.Holders(ctx, r.direct, mainKey(r.name)); len(v) != 1 {
 			t.Fatalf("lock hash after a resent granting unlock = %v, want the grantee alone", v)
 		}
 		if n := waiter.levels(ctx, r.direct); n != 1 || !redistest.Closed(holder.done()) || redistest.Closed(waiter.done()) {

@@ -68,8 +68,11 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 }
 
 // Try runs an acquire script once, for a handle that holds held levels of
-// the mode it asks for.
-type Try func(ctx context.Context, held int64) (Grant, error)
+// the mode it asks for. seq is the attempt's mark, higher than every
+// earlier attempt's of the handle: the script records it with the hold it
+// takes or reports, so that a give-back of an earlier attempt, run late,
+// leaves the hold alone (see Config.Release).
+type Try func(ctx context.Context, held int64, seq uint64) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
 // with the handle's other scripts, under the rules of Take, and records
@@ -80,15 +83,15 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	defer t.op.Release(1)
-	held := t.Held(m)
+	held, seq := t.Held(m), t.seq.Add(1)
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
 			expect = g.Levels[m]
 		}
-		_, _ = t.cfg.Release(ctx, m, expect)
+		_, _ = t.cfg.Release(ctx, m, expect, seq)
 	}
-	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held) }, undo)
+	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
 	if err != nil || !g.OK {
 		if err == nil {
 			err = g.Refused
@@ -100,15 +103,17 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 }
 
 // Undo gives back the level of mode m that an acquisition with an unknown
-// outcome may have taken: the release script changes nothing unless the
-// handle holds exactly expect levels. It runs without ctx's cancellation,
-// for at most CleanupTimeout, and leaves the local view untouched: that
-// was not updated for the acquisition. A Try that finds its acquisition
-// must be taken back (say, not acknowledged by replicas) calls it too.
-func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64) {
+// outcome may have taken, the attempt of mark seq (or a grant answering
+// it): the release script changes nothing unless the handle holds exactly
+// expect levels and no later attempt took or reported them. It runs
+// without ctx's cancellation, for at most CleanupTimeout, and leaves the
+// local view untouched: that was not updated for the acquisition. A Try
+// that finds its acquisition must be taken back (say, not acknowledged by
+// replicas) calls it too.
+func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
-	_, _ = t.cfg.Release(ctx, m, expect)
+	_, _ = t.cfg.Release(ctx, m, expect, seq)
 }
 
 // onEnd registers cancel to be called when the current hold ends (lost,

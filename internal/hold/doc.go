@@ -15,7 +15,14 @@
 //   - Take is one acquisition attempt under the rules every primitive
 //     shares: an unknown outcome is undone, a grant read after ctx ended
 //     is given back (the caller moved on), a grant older than its
-//     validity is given back and retried.
+//     validity is given back and retried. Every attempt of a handle has
+//     a number, higher than the last (Try's seq), which the acquire
+//     script records next to the hold it takes or reports; a give-back
+//     names its attempt, and changes nothing once a later attempt is
+//     recorded. So a give-back that a stalled Redis runs late, after the
+//     handle's next acquisition came in by another connection, leaves
+//     that hold alone, and an attempt run late after a later one is
+//     refused.
 //   - Release and ReleaseUntracked resend a release whose reply was lost,
 //     reading a retry's "not held" right: at the last level, a run that
 //     went through unseen leaves nothing to compare with.
@@ -60,7 +67,7 @@
 //     scenario). A fairlock waiter still attempts every third of its
 //     waiter timeout, which keeps its deadline in the zset.
 //     Once subscribed after its first refused attempt, a waiter does not
-//     attempt again but checks with one command (HRANDFIELD) whether the
+//     attempt again but checks with one command (HKEYS) whether the
 //     lock is still another's; it attempts when a release granted it the
 //     lock in between, or the lock is free (internal.WaitGranted).
 //   - Releasing. The release of the last level pops waiters off the line

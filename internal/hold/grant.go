@@ -35,9 +35,9 @@ const GrantLease = 3 * time.Second
 // grant whose message never reached a waiter that gave up is not given
 // back: Kind.Leave must not release holds. It lapses with its grant
 // lease.)
-func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time) (bool, error) {
+func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, seq uint64) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		t.Undo(ctx, m, 1)
+		t.Undo(ctx, m, 1, seq)
 		return false, err
 	}
 	// The hold's first validity is the shorter of the grant lease and its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,10 +45,13 @@ type Config struct {
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// Release runs the primitive's release script once for one level of
 	// mode m, changing nothing unless the handle holds exactly expect
-	// levels of m (expect 0: any). It must not be retried by go-redis
-	// (see package script): the Tracker retries it knowing what a retry
-	// means.
-	Release func(ctx context.Context, m Mode, expect int64) (Released, error)
+	// levels of m (expect 0: any). undoes is 0 for a release; a give-back
+	// (see Undo) names the attempt it undoes, and then changes nothing if
+	// Redis records a later attempt of the handle as having taken or
+	// reported the hold (a give-back run late). It must not be retried by
+	// go-redis (see package script): the Tracker retries it knowing what
+	// a retry means.
+	Release func(ctx context.Context, m Mode, expect int64, undoes uint64) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
 	// released, with an error wrapping internal.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
@@ -69,6 +73,10 @@ type Tracker struct {
 	// local view of the hold matches Redis. It is taken for one round
 	// trip, never across a wait.
 	op *semaphore.Weighted
+
+	// seq numbers the handle's acquisition attempts: an attempt's number
+	// is its mark in Redis (see Try), which a give-back names.
+	seq atomic.Uint64
 
 	mu  sync.Mutex // protects cur, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none

@@ -61,7 +61,7 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(_ context.Context, m hold.Mode, expect int64) (hold.Released, error) {
+func (f *fake) release(_ context.Context, m hold.Mode, expect int64, _ uint64) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, expect)
@@ -87,7 +87,7 @@ func (f *fake) release(_ context.Context, m hold.Mode, expect int64) (hold.Relea
 
 // acquire takes one level of m, with the outcome given by fail.
 func (f *fake) acquire(ctx context.Context, m hold.Mode, fail fakeFail) (bool, error) {
-	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64, uint64) (hold.Grant, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if fail.err != nil && !fail.run {
@@ -242,7 +242,7 @@ func TestAttemptUndo(t *testing.T) {
 func TestAttemptRefused(t *testing.T) {
 	f := newFake(t)
 	refusal := errors.New("refused")
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
 		return hold.Grant{Refused: refusal}, nil
 	})
 	if ok || !errors.Is(err, refusal) || len(f.calls) != 0 {
@@ -277,7 +277,7 @@ func TestLateGrantIsGivenBack(t *testing.T) {
 	f := &fake{}
 	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 100 * time.Millisecond, Release: f.release})
 	t.Cleanup(f.tracker.Drop)
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++
 		levels := f.levels

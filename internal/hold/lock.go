@@ -2,8 +2,8 @@ package hold
 
 import (
 	"context"
+	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,7 +23,7 @@ type Kind struct {
 	// holds held levels of m; a says what kind of attempt it is.
 	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
-	Release func(ctx context.Context, m Mode, expect int64) (Released, error)
+	Release func(ctx context.Context, m Mode, expect int64, undoes uint64) (Released, error)
 	// Renew queues a renewal of everything the handle holds (see Config).
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// ForceUnlock runs the force-unlock script once under receipt, a key
@@ -83,8 +83,9 @@ type Asking struct {
 	// refused without error: an attempt may then skip the checks that one
 	// made.
 	Refused bool
-	// Seq numbers the handle's blocking attempts, for the mark of a lock
-	// that grants (see script.Acquired.Mark).
+	// Seq is the attempt's mark: it numbers the handle's attempts, every
+	// one higher than the last (see Try), and names the attempt to a give-back
+	// and, for a lock that grants, to a grant (see script.Acquired.Mark).
 	Seq uint64
 }
 
@@ -94,7 +95,6 @@ type Lock struct {
 	k      Kind
 	t      *Tracker
 	probes [2]internal.Probe // what each mode reports as (package observe)
-	seq    atomic.Uint64     // numbers the handle's blocking attempts (Asking.Seq)
 	owners
 }
 
@@ -137,8 +137,8 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	var mark float64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		mark = 0
-		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
-			a.Seq = l.seq.Add(1)
+		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
+			a.Seq = seq
 			g, err := l.k.Acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			if a.Refused && l.k.Grants {
@@ -167,7 +167,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			if !l.k.Fencing {
 				g.Token = 0
 			}
-			return l.t.Claim(ctx, m, g.Token, base)
+			return l.t.Claim(ctx, m, g.Token, base, uint64(mark))
 		}
 		// A waiter refreshes its place in line by its attempts, at least
 		// every third of the grant lease, unless the client's keeper
@@ -207,10 +207,11 @@ func placeValue(mark float64, fencing bool) string {
 // refused attempt, must attempt again: the lock is its own (a release
 // granted it meanwhile) or free (released another way, ForceUnlock or an
 // expired lease, with a wake-up published before the subscription). One
-// command: a mutex's hash has one field, its holder's owner id.
+// command: a mutex's hash has two fields, its holder's owner id and that
+// holder's attempt mark.
 func (l *Lock) recheck(ctx context.Context) (bool, error) {
-	f, err := l.k.RDB.HRandField(ctx, l.k.Keys.Lock(), 1).Result()
-	return err == nil && (len(f) == 0 || f[0] == l.k.Owner), err
+	f, err := l.k.RDB.HKeys(ctx, l.k.Keys.Lock()).Result()
+	return err == nil && (len(f) == 0 || slices.Contains(f, l.k.Owner)), err
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
@@ -235,8 +236,12 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 		granted, err := l.k.Leave(ctx, m)
 		if granted && l.t.Held(m) == 0 {
 			// Its reply read, the script has run: no later wait of the
-			// handle has begun, so the level is this wait's grant.
-			l.t.Undo(ctx, m, 1)
+			// handle has begun, so the level is this wait's grant. It
+			// answered one of this wait's attempts, none later than the
+			// handle's last, which the give-back names: a later hold
+			// records a later attempt, so this give-back, run late,
+			// leaves it alone.
+			l.t.Undo(ctx, m, 1, l.t.seq.Load())
 		}
 		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 			return
@@ -246,8 +251,8 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
-	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64) (Grant, error) {
-		return l.k.Acquire(ctx, m, held, Asking{})
+	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
+		return l.k.Acquire(ctx, m, held, Asking{Seq: seq})
 	})
 	internal.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err

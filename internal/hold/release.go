@@ -153,7 +153,7 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
-		out, err := t.cfg.Release(ctx, m, expect)
+		out, err := t.cfg.Release(ctx, m, expect, 0)
 		unknown := internal.OutcomeUnknown(err)
 		if err != nil && !unknown && internal.Transient(err) {
 			if refused.IsZero() {

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,4 +49,17 @@ func UniqueName(t testing.TB) string {
 		name = name[len(name)-maxNameLen:]
 	}
 	return name + "-" + strconv.FormatUint(nameSeq.Add(1), 10)
+}
+
+// Holders returns the fields of the lock hash at key without the attempt
+// marks the lock scripts keep next to each hold count (fields that begin
+// with "@"): the holders and, for a read-write lock, its mode.
+func Holders(ctx context.Context, rdb redis.Cmdable, key string) map[string]string {
+	all := rdb.HGetAll(ctx, key).Val()
+	for f := range all {
+		if strings.HasPrefix(f, "@") {
+			delete(all, f)
+		}
+	}
+	return all
 }

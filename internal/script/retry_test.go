@@ -22,7 +22,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		acquire func(t *testing.T, rdb *redis.Client, name string) script.Acquired
 	}{
 		{"rlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
-			res, err := script.ReentrantAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0).Result()
+			res, err := script.ReentrantAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0, 1).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

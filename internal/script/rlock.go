@@ -72,9 +72,11 @@ func (c AcquireCmd) Result() (Acquired, error) {
 // fencing is set. holds is the hold count the caller believes it has: a
 // retry of an attempt that already went through changes nothing, and a
 // grant the caller has not completed is reported as held, with lease set.
-// It never joins the line (TryLock).
-func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64) AcquireCmd {
-	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, 0)
+// mark numbers the attempt among the owner's, increasing (see
+// lua/rlock_acquire.lua): a give-back names it. It never joins the line
+// (TryLock).
+func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, mark uint64) AcquireCmd {
+	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, mark)
 }
 
 // ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
@@ -98,11 +100,13 @@ const (
 // waiter in line, for grantLease, when it becomes free. expect is the hold
 // count the caller believes it has, or 0 for any. The reply's Holds is the
 // remaining hold count, UnlockNotHeld or UnlockMismatch, and names the
-// grantee of a grant. go-redis never retries it: after a network error
-// the outcome is unknown, and only the caller knows how to retry safely.
-func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration) UnlockCmd {
+// grantee of a grant. undoes is, for a give-back, the mark of the attempt
+// it undoes (0 otherwise): it changes nothing once a later attempt took or
+// reported the hold. go-redis never retries it: after a network error the
+// outcome is unknown, and only the caller knows how to retry safely.
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience))}
+	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes)}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

@@ -37,7 +37,7 @@ func TestRLockScripts(t *testing.T) {
 		lease := 10 * time.Second
 		acquire := func(owner string, holds int64) script.Acquired {
 			t.Helper()
-			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds).Result()
+			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds, 1).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		unlock := func(owner string, expect int64) int64 {
 			t.Helper()
-			u, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second).Result()
+			u, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second, 0).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,8 +107,8 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
-		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0).Result()
-		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second).Result()
+		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0, 1).Result()
+		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second, 0).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
@@ -130,7 +130,7 @@ func TestRLockGrant(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
 		// c stands first in line but dies (its place expires): the
@@ -152,15 +152,15 @@ func TestRLockGrant(t *testing.T) {
 			t.Fatalf("line %v, want [c b]", line)
 		}
 		rdb.Del(ctx, k.Places+"c")
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant, 0).Result()
 		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token != 2 || u.Mark != 8 {
 			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with token 2, mark 8", u, err)
 		}
-		u, err = script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant).Result() // a resend
+		u, err = script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant, 0).Result() // a resend
 		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
 			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
 		}
-		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 1 || v["b"] != "1" {
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
 			t.Fatalf("lock hash after the grant and its resend = %v, want b alone with one level", v)
 		}
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
@@ -169,7 +169,7 @@ func TestRLockGrant(t *testing.T) {
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"b", k.Places+"c").Val(); n != 0 {
 			t.Fatalf("%d line keys left after the grant", n)
 		}
-		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0).Result()
+		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 9).Result() // b's next attempt after mark 8
 		if err != nil || !got.OK || got.Holds != 1 || got.Token != 2 {
 			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and token 2", got, err)
 		}
@@ -186,7 +186,7 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0).Result(); err != nil || !res.OK || res.Token != 1 {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1).Result(); err != nil || !res.OK || res.Token != 1 {
 			t.Fatalf("a's acquire = %+v, %v; want token 1", res, err)
 		}
 		for i, w := range []struct {
@@ -197,11 +197,11 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 				t.Fatalf("%s's waiting acquire = %+v, %v", w.owner, res, err)
 			}
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second, 0).Result()
 		if err != nil || u.Grantee != "plain" || u.Token != 0 {
 			t.Fatalf("a's unlock = %+v, %v; want a grant to plain without a token", u, err)
 		}
-		u, err = script.ReentrantUnlock(ctx, rdb, k, "plain", lease, false, 1, time.Second).Result()
+		u, err = script.ReentrantUnlock(ctx, rdb, k, "plain", lease, false, 1, time.Second, 0).Result()
 		if err != nil || u.Grantee != "fenced" || u.Token != 2 {
 			t.Fatalf("plain's unlock = %+v, %v; want a grant to fenced with token 2", u, err)
 		}
@@ -216,20 +216,20 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0, 1).Result(); err != nil || !res.OK {
 			t.Fatalf("x's acquire = %+v, %v", res, err)
 		}
 		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "a", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
 			t.Fatalf("a's waiting acquire = %+v, %v", res, err)
 		}
 		rdb.Del(ctx, k.Lock) // x's lease ran out; a's Lock gave up, its leave lost
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
 			t.Fatalf("a's TryLock = %+v, %v", res, err)
 		}
 		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
 			t.Fatalf("c's waiting acquire = %+v, %v", res, err)
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second, 0).Result()
 		if err != nil || u.Grantee != "c" {
 			t.Fatalf("a's unlock = %+v, %v; want a grant to c", u, err)
 		}

@@ -71,38 +71,42 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 // owner with the given lease. A new reader is refused while another owner
 // holds the write lock or a writer is announced. reads is the read hold
 // count the caller believes it has: a retry of an attempt that already went
-// through changes nothing.
-func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads)}
+// through changes nothing. mark numbers the attempt among the owner's,
+// increasing: a give-back names it (see ReentrantAcquire).
+func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, mark uint64) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads, mark)}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
 // owner with the given lease. When refused and announce is set, the owner
 // is announced as a waiting writer for patience. writes is the write hold
-// count the caller believes it has. A read holder is refused with Upgrade.
-func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience))}
+// count the caller believes it has; mark numbers the attempt (see
+// RWReadLock). A read holder is refused with Upgrade.
+func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience), mark)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
 // re-arming lease while read holds remain; when the lock becomes free, one
 // waiting writer per process is woken. expect is the read hold count the
-// caller believes it has, or 0 for any. go-redis never retries it: after
-// a network error the outcome is unknown, and only the caller knows how to
-// retry safely.
-func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+// caller believes it has, or 0 for any; undoes is, for a give-back, the
+// mark of the attempt it undoes (0 otherwise; see ReentrantUnlock).
+// go-redis never retries it: after a network error the outcome is
+// unknown, and only the caller knows how to retry safely.
+func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, undoes uint64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, undoes), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
 // re-arming lease while write holds remain. The last level wakes every
 // waiting reader and one waiting writer per process; an owner with read
 // holds stays a reader. expect is the write hold count the caller believes
-// it has, or 0 for any. Like RWReadUnlock, go-redis never retries it.
-func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64) RWHoldsCmd {
+// it has, or 0 for any; undoes as for RWReadUnlock. Like RWReadUnlock,
+// go-redis never retries it.
+func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, undoes uint64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect), release: true}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, undoes), release: true}
 }
 
 // RWRenew runs rwlock_renew.lua: extend the leases of whatever owner
