@@ -3,15 +3,11 @@ package semaphore_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -83,7 +79,7 @@ func TestLostReplies(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
 	rdb := proxy.NewClient(t) // go-redis default: 3 retries
-	loadScripts(t, srv.NewClient(t))
+	redistest.LoadScripts(t, srv.NewClient(t))
 	for _, tc := range lostReplyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -132,25 +128,6 @@ func lostReplyState(t *testing.T, tc lostReplyCase, name string) func() int64 {
 			t.Fatal(err)
 		}
 		return n
-	}
-}
-
-// loadScripts loads every script on the server, so that the reply a test
-// drops is the reply of a script that ran, not a NOSCRIPT refusal.
-func loadScripts(t *testing.T, rdb *redis.Client) {
-	t.Helper()
-	files, err := fs.Glob(lua.Scripts, "*.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		src, err := lua.Source(f)
-		if err == nil {
-			err = rdb.ScriptLoad(t.Context(), src).Err()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 func TestAcquireOutlivesReceiptTTL(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	direct := srv.NewClient(t)
-	loadScripts(t, direct)
+	redistest.LoadScripts(t, direct)
 	proxy := redistest.NewProxy(t, srv.Addr())
 	rdb := proxy.NewClient(t)
 	faults := redistest.AddScriptFaults(rdb)

@@ -88,15 +88,7 @@ func TestEveryScriptResent(t *testing.T) {
 	// a row's first EVALSHA is refused with NOSCRIPT, and a reply dropped
 	// then is that refusal's, of a script that never ran, so the row
 	// would not test a lost reply at all.
-	for _, f := range files {
-		src, err := lua.Source(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := direct.ScriptLoad(t.Context(), src).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	redistest.LoadScripts(t, direct)
 	proxy := redistest.NewProxy(t, srv.Addr())
 	via := proxy.NewClient(t) // go-redis default: resends what it may
 	for _, f := range files {
@@ -106,15 +98,21 @@ func TestEveryScriptResent(t *testing.T) {
 		t.Run(strings.TrimSuffix(f, ".lua"), func(t *testing.T) {
 			name := redistest.UniqueName(t)
 			dropScript := func(file string) <-chan struct{} {
-				sha := scriptSHA(t, file)
-				return proxy.DropReply(func(args []string) bool {
-					return isScript(args, sha) && slices.ContainsFunc(args[2:], func(a string) bool { return strings.Contains(a, "{"+name+"}") })
-				})
+				return proxy.DropReply(scriptOn(t, file, name))
 			}
 			drop := func() <-chan struct{} { return dropScript(f) }
 			lostReplyRows[f](t, resend{via: via, direct: direct, name: name, drop: drop, dropScript: dropScript})
 			leftovers(t, direct, name)
 		})
+	}
+}
+
+// scriptOn returns a proxy match for the script file run on the lock
+// called name: one of its arguments carries the lock's hash tag.
+func scriptOn(t *testing.T, file, name string) func(args []string) bool {
+	sha := scriptSHA(t, file)
+	return func(args []string) bool {
+		return isScript(args, sha) && slices.ContainsFunc(args[2:], func(a string) bool { return strings.Contains(a, "{"+name+"}") })
 	}
 }
 
@@ -213,11 +211,15 @@ func hashLevels(name string) func(ctx context.Context, rdb *redis.Client) int64 
 }
 
 // rwLevels sums the hold counts of the fields of a lock hash that start
-// with prefix (a read-write lock's "w:" or "r:").
+// with prefix (a read-write lock's "w:" or "r:"). Fields starting with "@"
+// hold the marks of attempts, not counts, whatever their value looks like.
 func rwLevels(name, prefix string) func(ctx context.Context, rdb *redis.Client) int64 {
 	return func(ctx context.Context, rdb *redis.Client) int64 {
 		var n int64
 		for f, v := range rdb.HGetAll(ctx, mainKey(name)).Val() {
+			if strings.HasPrefix(f, "@") {
+				continue
+			}
 			if c, err := strconv.ParseInt(v, 10, 64); err == nil && strings.HasPrefix(f, prefix) {
 				n += c
 			}

@@ -15,9 +15,10 @@ import (
 // Redis server, for injecting network faults: it can stall all traffic (a
 // partition that heals: bytes are held, not lost), cut every connection,
 // refuse new ones, and lose the reply of one chosen command after the server
-// ran it. It forwards whole RESP values, so it knows which reply answers
-// which command on an ordinary (request/reply) connection; pub/sub pushes
-// pass through untouched.
+// ran it, or keep one chosen command from the server until the test hands
+// it over late. It forwards whole RESP values, so it knows which reply
+// answers which command on an ordinary (request/reply) connection; pub/sub
+// pushes pass through untouched.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -28,15 +29,17 @@ type Proxy struct {
 	refuse  bool
 	closed  bool
 	conns   map[*proxyConn]struct{}
-	drops   []*dropRule
+	rules   []*rule // armed DropReply and Hold faults, oldest first
 	dropped int
 	latency time.Duration // added to every reply: a network, not loopback
 }
 
-// dropRule is one armed DropReply.
-type dropRule struct {
+// rule is one armed one-shot fault: a Hold when held is set, else a
+// DropReply.
+type rule struct {
 	match func(args []string) bool
-	done  chan struct{}
+	done  chan struct{} // DropReply: closed once the reply was dropped
+	held  *Held
 }
 
 // NewProxy starts a proxy on a free 127.0.0.1 port that forwards to target
@@ -133,11 +136,15 @@ func (p *Proxy) Refuse(on bool) {
 // client cannot know whether the command ran. The returned channel is
 // closed once a reply has been dropped.
 func (p *Proxy) DropReply(match func(args []string) bool) <-chan struct{} {
-	r := &dropRule{match: match, done: make(chan struct{})}
-	p.mu.Lock()
-	p.drops = append(p.drops, r)
-	p.mu.Unlock()
+	r := &rule{match: match, done: make(chan struct{})}
+	p.arm(r)
 	return r.done
+}
+
+func (p *Proxy) arm(r *rule) {
+	p.mu.Lock()
+	p.rules = append(p.rules, r)
+	p.mu.Unlock()
 }
 
 // Dropped returns how many replies DropReply rules have dropped.
@@ -209,8 +216,8 @@ type proxyConn struct {
 	once           sync.Once
 	done           chan struct{} // closed by close
 
-	mu      sync.Mutex  // guards pending
-	pending []*dropRule // one entry per command awaiting its reply; nil: forward
+	mu      sync.Mutex // guards pending
+	pending []*rule    // one entry per command awaiting its reply; nil: forward
 }
 
 func (c *proxyConn) close() {
@@ -256,8 +263,15 @@ func (c *proxyConn) requests() {
 			return
 		}
 		if expectsReply(f.args) {
+			r := c.p.takeRule(f.args)
+			if r != nil && r.held != nil {
+				// Never forwarded, so no reply will come to pair with it:
+				// it takes no entry in pending.
+				r.held.keep(f.raw)
+				continue
+			}
 			c.mu.Lock()
-			c.pending = append(c.pending, c.p.takeRule(f.args))
+			c.pending = append(c.pending, r)
 			c.mu.Unlock()
 		}
 		if _, err := c.server.Write(f.raw); err != nil {
@@ -286,16 +300,16 @@ func (c *proxyConn) replies() {
 		}
 		if f.kind != '>' {
 			c.mu.Lock()
-			var rule *dropRule
+			var drop *rule
 			if len(c.pending) > 0 {
-				rule, c.pending = c.pending[0], c.pending[1:]
+				drop, c.pending = c.pending[0], c.pending[1:]
 			}
 			c.mu.Unlock()
-			if rule != nil {
+			if drop != nil {
 				c.p.mu.Lock()
 				c.p.dropped++
 				c.p.mu.Unlock()
-				close(rule.done)
+				close(drop.done)
 				return // closing loses the reply and anything after it
 			}
 		}
@@ -306,12 +320,12 @@ func (c *proxyConn) replies() {
 }
 
 // takeRule removes and returns the first armed rule matching args.
-func (p *Proxy) takeRule(args []string) *dropRule {
+func (p *Proxy) takeRule(args []string) *rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, r := range p.drops {
+	for i, r := range p.rules {
 		if r.match(args) {
-			p.drops = append(p.drops[:i], p.drops[i+1:]...)
+			p.rules = append(p.rules[:i], p.rules[i+1:]...)
 			return r
 		}
 	}

@@ -1,7 +1,11 @@
 package redistest_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -72,5 +76,54 @@ func TestProxyDropReply(t *testing.T) {
 	if !redistest.IsScriptCall([]string{"evalsha", "abc", "2", "k1", key, "arg"}, key) ||
 		redistest.IsScriptCall([]string{"evalsha", "abc", "1", "k1", key}, key) {
 		t.Fatal("IsScriptCall must match keys, not arguments")
+	}
+}
+
+func TestProxyHold(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	p := redistest.NewProxy(t, srv.Addr())
+	direct := srv.NewClient(t)
+	key := redistest.UniqueName(t)
+	held := p.Hold(func(args []string) bool { return len(args) > 1 && args[0] == "SET" && args[1] == key })
+
+	// A raw connection, so that the test sees what follows the held
+	// command on the same connection: the GET sent after it must get its
+	// own reply, not be taken for the SET's.
+	conn, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$%[1]d\r\n%[2]s\r\n", len(key), key); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := bufio.NewReader(conn).ReadString('\n'); err != nil || reply != "$-1\r\n" {
+		t.Fatalf("first reply after a held SET = %q, %v; want the GET's nil", reply, err)
+	}
+	select {
+	case <-held.Caught():
+	default:
+		t.Fatal("the SET was forwarded, not held")
+	}
+	if n := direct.Exists(ctx(t), key).Val(); n != 0 {
+		t.Fatal("the held SET ran before Deliver")
+	}
+
+	reply, err := held.Deliver(ctx(t))
+	if err != nil || reply != "+OK\r\n" {
+		t.Fatalf("Deliver = %q, %v; want +OK", reply, err)
+	}
+	if v := direct.Get(ctx(t), key).Val(); v != "v" {
+		t.Fatalf("after Deliver the key is %q, want v", v)
+	}
+
+	never := p.Hold(func([]string) bool { return false })
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := never.Deliver(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Deliver with nothing held and ctx cancelled = %v", err)
 	}
 }
