@@ -18,8 +18,12 @@
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a
 -- give-back that Redis runs late, after a later attempt, changes nothing
--- (see rwlock_readunlock). An attempt whose mark is below it ran late
--- itself: its caller has given up, so it changes nothing and is refused.
+-- (see rwlock_readunlock). Both modes of an owner number their attempts
+-- in one sequence, so an attempt whose mark is below either of the
+-- owner's marks ran late itself, after a later attempt of either mode:
+-- its caller has given up, so it changes nothing and is refused. (A read
+-- attempt run after the owner's write attempt would otherwise add a read
+-- level nobody holds, which the write unlock turns into a read hold.)
 --
 -- A new reader (not a re-entry, not the write holder itself) is refused
 -- while another owner holds the write lock, and while any writer is
@@ -36,7 +40,7 @@ local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
 local owner, lease, expect, mark = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
-local state = redis.call('hmget', lock, 'mode', rfield, wfield, '@' .. rfield)
+local state = redis.call('hmget', lock, 'mode', rfield, wfield, '@' .. rfield, '@' .. wfield)
 local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)
 if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
@@ -44,7 +48,7 @@ end
 if reads > 0 and redis.call('exists', timeout) == 0 then
   reads = 0 -- the field outlived its lease: a stale hold, replaced below
 end
-if reads > 0 and tonumber(mark) < tonumber(state[4] or 0) then
+if tonumber(mark) < math.max(tonumber(state[4] or 0), tonumber(state[5] or 0)) then
   return {0, redis.call('pttl', lock)} -- a late attempt
 end
 

@@ -22,7 +22,8 @@
 --
 -- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
 -- attempt that took, re-entered or reported the write holds, as
--- rwlock_readlock keeps it for read holds (see there).
+-- rwlock_readlock keeps it for read holds (see there); an attempt whose
+-- mark is below the owner's mark of either mode ran late, and is refused.
 --
 -- Returns {1, reads, writes}, the owner's hold counts, when it holds the
 -- write lock afterwards (its own announcement is then withdrawn); {0, pttl}
@@ -55,10 +56,10 @@ if not mode then
 end
 
 if mode == 'write' then
-  local state = redis.call('hmget', lock, wfield, '@' .. wfield)
+  local state = redis.call('hmget', lock, wfield, '@' .. wfield, '@' .. rfield)
   local writes = tonumber(state[1] or 0)
   if writes > 0 then
-    if tonumber(mark) < tonumber(state[2] or 0) then
+    if tonumber(mark) < math.max(tonumber(state[2] or 0), tonumber(state[3] or 0)) then
       return {0, redis.call('pttl', lock)} -- a late attempt
     end
     local reads = 0

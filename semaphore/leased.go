@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -128,12 +129,24 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	id := internal.NewOwnerID()
 	c := internal.Attach(l.rdb)
 	defer c.Detach()
-	t := l.keeper(id, lease)
+	var late atomic.Bool // a give-back of an attempt under id may yet run
+	t := l.keeper(id, lease, &late)
 	var unset bool // the last attempt found no total at all
 	actx, report := l.probe.Begin(ctx, true)
 	err := internal.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
-			return l.attempt(ctx, t, id, lease, &unset)
+			if late.Swap(false) {
+				// An attempt under id gave back its permit, and that
+				// give-back's outcome is unknown: Redis may run it late,
+				// after this attempt, when it would release the permit
+				// this attempt takes under the same id (or finds, the
+				// earlier attempt's). The attempts go on under a new id;
+				// the earlier one's permit, if it took one, goes when
+				// the give-back runs, or at the end of its lease.
+				id = internal.NewOwnerID()
+				t = l.keeper(id, lease, &late)
+			}
+			return l.attempt(ctx, t, id, lease, &unset, &late)
 		})
 	report.End(ctx, err == nil, err)
 	if err != nil && unset {
@@ -154,7 +167,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	}
 	id := internal.NewOwnerID()
 	actx, report := l.probe.Begin(ctx, false)
-	ok, _, err := l.attempt(actx, l.keeper(id, lease), id, lease, new(bool))
+	ok, _, err := l.attempt(actx, l.keeper(id, lease, nil), id, lease, new(bool), nil)
 	report.Attempt(ctx, ok, err)
 	report.End(ctx, ok, err)
 	if !ok || err != nil {
@@ -167,15 +180,16 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // engine's rules (see hold.Take): an attempt whose outcome is unknown, or
 // whose grant arrives after ctx ended or too late to trust, gives the
 // permit back. With lease 0 the permit is a hold of its own, t (see
-// keeper), which the watchdog keeps alive.
-func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool) (bool, time.Duration, error) {
+// keeper), which the watchdog keeps alive. A give-back whose outcome is
+// unknown sets late, if not nil (see Acquire).
+func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool, late *atomic.Bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
 		res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 		*unset = err == nil && res.Unset
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
 	if lease > 0 {
-		undo := func(ctx context.Context, _ *hold.Grant) { _, _ = l.releaseScript(ctx, id) }
+		undo := func(ctx context.Context, _ *hold.Grant) { l.giveBack(ctx, id, late) }
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
@@ -189,21 +203,42 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 }
 
 // keeper returns the tracker of a request for the permit id with the given
-// lease: one for every attempt of the request, nil for a positive lease,
-// which the watchdog does not keep.
-func (l *Leased) keeper(id string, lease time.Duration) *hold.Tracker {
+// lease: one for every attempt of the request under id, nil for a positive
+// lease, which the watchdog does not keep. A give-back whose outcome is
+// unknown sets late, if not nil (see Acquire).
+func (l *Leased) keeper(id string, lease time.Duration, late *atomic.Bool) *hold.Tracker {
 	if lease > 0 {
 		return nil
 	}
-	return l.tracker(id)
+	return l.trackerOf(id, late)
 }
 
 // tracker returns a tracker for the permit id kept alive by the watchdog.
-func (l *Leased) tracker(id string) *hold.Tracker {
-	// Every request has a permit id of its own, so a give-back that Redis
-	// runs late finds that permit or nothing: it needs no attempt mark.
-	release := func(ctx context.Context, _ hold.Mode, _ int64, _ uint64) (hold.Released, error) {
-		ok, err := l.releaseScript(ctx, id)
+func (l *Leased) tracker(id string) *hold.Tracker { return l.trackerOf(id, nil) }
+
+// giveBack gives back the permit an attempt under id may have taken, and
+// sets late, if not nil, when Redis may yet run it.
+func (l *Leased) giveBack(ctx context.Context, id string, late *atomic.Bool) (bool, error) {
+	ok, err := l.releaseScript(ctx, id)
+	if late != nil && internal.OutcomeUnknown(err) {
+		late.Store(true)
+	}
+	return ok, err
+}
+
+func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
+	// A give-back names no attempt: a give-back that Redis runs late
+	// releases whatever permit id then holds. Acquire asks under a new id
+	// after a give-back whose outcome is unknown, so that it finds that
+	// attempt's permit or nothing.
+	release := func(ctx context.Context, _ hold.Mode, _ int64, undoes uint64) (hold.Released, error) {
+		var ok bool
+		var err error
+		if undoes > 0 {
+			ok, err = l.giveBack(ctx, id, late)
+		} else {
+			ok, err = l.releaseScript(ctx, id)
+		}
 		return hold.Released{NotHeld: !ok}, err
 	}
 	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {

@@ -136,3 +136,39 @@ func TestGiveBackNamesItsAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestLateAttemptAcrossModes: a read-write lock's owner numbers the
+// attempts of both modes in one sequence, so an attempt of either mode
+// that runs after a later attempt of the other is refused as late: a read
+// attempt after the owner's write attempt would add a read level nobody
+// holds, which the write unlock turns into a read hold, and a write
+// re-entry after a later read attempt a write level nobody holds.
+func TestLateAttemptAcrossModes(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		kinds := markedKinds(redistest.UniqueName(t))
+		w, r := kinds["rwlock write"], kinds["rwlock read"]
+		step := func(what string, k marked, held int64, mark uint64, wantOK bool, want int64) {
+			t.Helper()
+			ok, holds, err := k.acquire(ctx, rdb, held, mark)
+			if err != nil || ok != wantOK || ok && holds != want {
+				t.Fatalf("%s = %v, %d, %v; want %v, %d", what, ok, holds, err, wantOK, want)
+			}
+		}
+		step("write attempt 2", w, 0, 2, true, 1)
+		step("read attempt 1, run late", r, 0, 1, false, 0)
+		step("read attempt 3 (a downgrade)", r, 0, 3, true, 1)
+		step("write re-entry 2, run late", w, 1, 2, false, 0)
+		step("write re-entry 4", w, 1, 4, true, 2)
+		step("read re-entry 5", r, 1, 5, true, 2)
+		for _, rel := range []struct {
+			k      marked
+			expect int64
+			want   int64
+		}{{w, 2, 1}, {w, 1, 0}, {r, 2, 1}, {r, 1, 0}} {
+			if holds, err := rel.k.release(ctx, rdb, rel.expect, 0); err != nil || holds != rel.want {
+				t.Fatalf("release at %d = %d, %v; want %d", rel.expect, holds, err, rel.want)
+			}
+		}
+	})
+}

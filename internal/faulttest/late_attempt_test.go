@@ -1,0 +1,111 @@
+package faulttest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rwlock"
+)
+
+// TestLateReadAttemptAfterWrite: an RLock whose attempt Redis has not run
+// when its ctx ends gives it back (nothing to give back yet) and fails;
+// the handle then takes the write lock. When Redis runs that read attempt
+// late, it must be refused as late: the handle's write attempt came after
+// it. Were it to take a read level, the write Unlock would turn it into a
+// read hold (a downgrade) that nobody releases and the watchdog renews for
+// ever: the lock would stay read-locked.
+func TestLateReadAttemptAfterWrite(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	direct := srv.NewClient(t)
+	redistest.LoadScripts(t, direct)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	rw := rwlock.New(via, name)
+
+	held := proxy.Hold(scriptOn(t, "rwlock_readlock.lua", name))
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := rw.RLock(rctx); err == nil {
+		t.Fatal("RLock whose attempt never reached Redis succeeded")
+	}
+	if !redistest.Closed(held.Caught()) {
+		t.Fatal("the read attempt was not held: the fault was not injected")
+	}
+	if err := rw.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := held.Deliver(ctx); err != nil || reply[0] == '-' {
+		t.Fatalf("the late read attempt did not run: %q, %v", reply, err)
+	}
+	if err := rw.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rival := rwlock.New(direct, name)
+	took, err := rival.TryLock(ctx)
+	if took {
+		_ = rival.Unlock(ctx)
+	}
+	if !took || err != nil {
+		t.Fatalf("after the write Unlock another handle's TryLock = %v, %v (want true): lock hash %v",
+			took, err, direct.HGetAll(ctx, mainKey(name)).Val())
+	}
+	leftovers(t, direct, name)
+}
+
+// TestLateWriteReentryAfterRead: the same across the other mode. A write
+// re-entry whose attempt Redis has not run when its ctx ends fails; the
+// write hold then takes a read level (a downgrade). When Redis runs the
+// write attempt late, it must be refused as late: were it to add a write
+// level that nobody holds, the handle's releases would leave it, and the
+// watchdog would renew it for ever.
+func TestLateWriteReentryAfterRead(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	direct := srv.NewClient(t)
+	redistest.LoadScripts(t, direct)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	rw := rwlock.New(via, name)
+
+	err := rw.Do(ctx, func(ctx context.Context) error {
+		held := proxy.Hold(scriptOn(t, "rwlock_writelock.lua", name))
+		tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if ok, err := rw.TryLock(tctx); ok || err == nil {
+			t.Fatalf("a re-entry whose attempt never reached Redis = %v, %v", ok, err)
+		}
+		if !redistest.Closed(held.Caught()) {
+			t.Fatal("the write attempt was not held: the fault was not injected")
+		}
+		if err := rw.RLock(ctx); err != nil { // a downgrade
+			return err
+		}
+		if reply, err := held.Deliver(ctx); err != nil || reply[0] == '-' {
+			t.Fatalf("the late write attempt did not run: %q, %v", reply, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.RUnlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rival := rwlock.New(direct, name)
+	took, err := rival.TryLock(ctx)
+	if took {
+		_ = rival.Unlock(ctx)
+	}
+	if !took || err != nil {
+		t.Fatalf("after the last release another handle's TryLock = %v, %v (want true): lock hash %v",
+			took, err, direct.HGetAll(ctx, mainKey(name)).Val())
+	}
+	leftovers(t, direct, name)
+}
