@@ -102,3 +102,46 @@ func TestLateGiveBack(t *testing.T) {
 		})
 	}
 }
+
+// TestOwedGiveBack: a write TryLock whose reply is lost, and whose
+// give-back never reaches Redis, leaves a write level in Redis. The
+// handle's next attempt, a plain RLock, must give it back first: if it
+// found the level, it would report it and the handle would keep a write
+// level that no Unlock releases and the watchdog renews.
+func TestOwedGiveBack(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	direct := srv.NewClient(t)
+	redistest.LoadScripts(t, direct)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	name := redistest.UniqueName(t)
+	rw := rwlock.New(via, name)
+	ctx := t.Context()
+
+	held := proxy.Hold(scriptOn(t, "rwlock_writeunlock.lua", name)) // never delivered
+	dropped := proxy.DropReply(scriptOn(t, "rwlock_writelock.lua", name))
+	if ok, err := rw.TryLock(ctx); ok || err == nil {
+		t.Fatalf("TryLock with a lost reply = %v, %v; want an error", ok, err)
+	}
+	mustDropped(t, dropped)
+	if !redistest.Closed(held.Caught()) {
+		t.Fatal("the give-back was not held: the fault was not injected")
+	}
+	if n := rwLevels(name, "w:")(ctx, direct); n != 1 {
+		t.Fatalf("%d write levels in Redis after the lost give-back, want the attempt's 1", n)
+	}
+
+	if err := rw.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w := rwLevels(name, "w:")(ctx, direct); w != 0 {
+		t.Fatalf("RLock left the write level the give-back owed in Redis (%d)", w)
+	}
+	if err := rw.RUnlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !redistest.Closed(rw.Done()) {
+		t.Fatal("the hold lives on after RUnlock: the handle kept the write level")
+	}
+	leftovers(t, direct, name)
+}

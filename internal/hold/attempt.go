@@ -83,13 +83,16 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	defer t.op.Release(1)
+	if err := t.repay(ctx); err != nil {
+		return false, 0, err
+	}
 	held, seq := t.Held(m), t.seq.Add(1)
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
 			expect = g.Levels[m]
 		}
-		_, _ = t.cfg.Release(ctx, m, expect, seq)
+		t.giveBack(ctx, owed{m, expect, seq})
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
 	if err != nil || !g.OK {
@@ -109,11 +112,58 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 // without ctx's cancellation, for at most CleanupTimeout, and leaves the
 // local view untouched: that was not updated for the acquisition. A Try
 // that finds its acquisition must be taken back (say, not acknowledged by
-// replicas) calls it too.
+// replicas) calls it too. A give-back that fails is owed: the handle's
+// next attempt sends it again first.
 func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
-	_, _ = t.cfg.Release(ctx, m, expect, seq)
+	t.giveBack(ctx, owed{m, expect, seq})
+}
+
+// owed is a give-back: the arguments of its release (see Config.Release).
+type owed struct {
+	m      Mode
+	expect int64
+	seq    uint64
+}
+
+// giveBack runs the give-back o, and owes it when it fails. A level that
+// an attempt took and nobody gave back would otherwise stay in Redis, and
+// a later attempt of the handle, finding it, would adopt it: in the other
+// mode of a read-write lock, a level that no Unlock releases and the
+// watchdog renews for as long as the hold lasts. Sending it again is safe
+// however late the first one runs: it names its attempt (see Try).
+func (t *Tracker) giveBack(ctx context.Context, o owed) {
+	if _, err := t.cfg.Release(ctx, o.m, o.expect, o.seq); err != nil && !internal.IsWrongType(err) {
+		t.mu.Lock()
+		t.owed = append(t.owed, o)
+		t.mu.Unlock()
+	}
+}
+
+// repay sends the owed give-backs again, oldest first, each bounded by
+// CleanupTimeout, before an attempt: the attempt would report what they
+// give back as held. It returns the first failure, owing that give-back
+// and the ones after it still; the caller holds op.
+func (t *Tracker) repay(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		if len(t.owed) == 0 {
+			t.mu.Unlock()
+			return nil
+		}
+		o := t.owed[0]
+		t.mu.Unlock()
+		gctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
+		_, err := t.cfg.Release(gctx, o.m, o.expect, o.seq)
+		cancel()
+		if err != nil && !internal.IsWrongType(err) {
+			return err
+		}
+		t.mu.Lock()
+		t.owed = t.owed[1:]
+		t.mu.Unlock()
+	}
 }
 
 // onEnd registers cancel to be called when the current hold ends (lost,

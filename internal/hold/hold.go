@@ -84,6 +84,10 @@ type Tracker struct {
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
 	// owners.reset), under mu.
 	onLoss func()
+
+	// owed lists the give-backs that failed (see Undo), oldest first,
+	// under mu: the next attempt sends them again first.
+	owed []owed
 }
 
 // hold is one continuous hold of the lock by the handle.

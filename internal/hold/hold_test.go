@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -315,5 +316,38 @@ func TestImmediateLossClosesDone(t *testing.T) {
 		f.mu.Lock()
 		f.levels = hold.Levels{}
 		f.mu.Unlock()
+	}
+}
+
+// TestUndoOwed: a give-back that fails is sent again before the handle's
+// next attempt, which would otherwise find the level it should have given
+// back and adopt it, here in the other mode, where no Unlock releases it.
+func TestUndoOwed(t *testing.T) {
+	f := newFake(t)
+	f.failNext(fakeFail{err: errLostReply}) // the give-back never runs
+	if ok, err := f.acquire(t.Context(), hold.Exclusive, fakeFail{run: true, err: errLostReply}); ok || err == nil {
+		t.Fatalf("attempt = %v, %v; want the lost reply", ok, err)
+	}
+	if n := f.held(hold.Exclusive); n != 1 {
+		t.Fatalf("Redis holds %d levels after the failed give-back, want the attempt's 1", n)
+	}
+
+	// The give-back fails again: the attempt does not run.
+	f.failNext(fakeFail{err: errLostReply})
+	if ok, err := f.acquire(t.Context(), hold.Shared, fakeFail{}); ok || !errors.Is(err, errLostReply) {
+		t.Fatalf("attempt while the give-back fails = %v, %v; want its failure", ok, err)
+	}
+	if n := f.held(hold.Shared); n != 0 {
+		t.Fatalf("the attempt ran (%d read levels) while a give-back was owed", n)
+	}
+
+	f.mustAcquire(t, hold.Shared)
+	if x, s := f.held(hold.Exclusive), f.held(hold.Shared); x != 0 || s != 1 ||
+		f.tracker.Held(hold.Exclusive) != 0 || f.tracker.Held(hold.Shared) != 1 {
+		t.Fatalf("Redis holds %d write and %d read levels, the tracker %d and %d; want 0 and 1 in both",
+			x, s, f.tracker.Held(hold.Exclusive), f.tracker.Held(hold.Shared))
+	}
+	if want := []int64{1, 1, 1}; !slices.Equal(f.calls, want) {
+		t.Fatalf("give-backs expected %v, want %v (the first, then sent again twice)", f.calls, want)
 	}
 }
