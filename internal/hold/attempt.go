@@ -141,10 +141,13 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 	}
 }
 
-// repay sends the owed give-backs again, oldest first, each bounded by
-// CleanupTimeout, before an attempt: the attempt would report what they
-// give back as held. It returns the first failure, owing that give-back
-// and the ones after it still; the caller holds op.
+// repay sends the owed give-backs again, oldest first, before an attempt:
+// the attempt would report what they give back as held. They run on the
+// attempt's ctx, as the attempt would: a timeout of their own would fail
+// them with context.DeadlineExceeded while ctx runs on (waiting for a
+// connection, say), which a wait takes for the end of its ctx rather
+// than a fault to ride out. It returns the first failure, owing that
+// give-back and the ones after it still; the caller holds op.
 func (t *Tracker) repay(ctx context.Context) error {
 	for {
 		t.mu.Lock()
@@ -154,9 +157,7 @@ func (t *Tracker) repay(ctx context.Context) error {
 		}
 		o := t.owed[0]
 		t.mu.Unlock()
-		gctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
-		_, err := t.cfg.Release(gctx, o.m, o.expect, o.seq)
-		cancel()
+		_, err := t.cfg.Release(ctx, o.m, o.expect, o.seq)
 		if err != nil && !internal.IsWrongType(err) {
 			return err
 		}

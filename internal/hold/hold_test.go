@@ -39,8 +39,9 @@ type fake struct {
 }
 
 type fakeFail struct {
-	run bool  // the release ran before the failure
-	err error // the failure
+	run  bool  // the release ran before the failure
+	err  error // the failure
+	wait bool  // the release waits for a connection until its ctx ends, and fails with ctx's error
 }
 
 func newFake(t *testing.T) *fake {
@@ -62,13 +63,21 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(_ context.Context, m hold.Mode, expect int64, _ uint64) (hold.Released, error) {
+func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, expect)
 	var ff fakeFail
 	if len(f.fail) > 0 {
 		ff, f.fail = f.fail[0], f.fail[1:]
+	}
+	if ff.wait {
+		// As go-redis waits for a free connection of its pool: until
+		// ctx ends (or its PoolTimeout, longer than CleanupTimeout).
+		f.mu.Unlock()
+		<-ctx.Done()
+		f.mu.Lock()
+		return hold.Released{}, ctx.Err()
 	}
 	if ff.err != nil && !ff.run {
 		return hold.Released{}, ff.err
@@ -349,5 +358,30 @@ func TestUndoOwed(t *testing.T) {
 	}
 	if want := []int64{1, 1, 1}; !slices.Equal(f.calls, want) {
 		t.Fatalf("give-backs expected %v, want %v (the first, then sent again twice)", f.calls, want)
+	}
+}
+
+// TestOwedGiveBackOnCallersTime: a give-back sent again before an attempt
+// runs on the attempt's ctx. Bounded by a timeout of its own, a resend
+// that waits for a connection fails with context.DeadlineExceeded while
+// the caller's ctx runs on: internal.Wait takes that for the end of the
+// wait (it is not transient), and Lock fails with a deadline its caller
+// never set.
+func TestOwedGiveBackOnCallersTime(t *testing.T) {
+	f := newFake(t)
+	f.failNext(fakeFail{err: errLostReply}) // the give-back never runs
+	if ok, err := f.acquire(t.Context(), hold.Exclusive, fakeFail{run: true, err: errLostReply}); ok || err == nil {
+		t.Fatalf("attempt = %v, %v; want the lost reply", ok, err)
+	}
+
+	f.failNext(fakeFail{wait: true}) // the resend waits for a connection
+	ctx, cancel := context.WithTimeout(t.Context(), hold.CleanupTimeout+500*time.Millisecond)
+	defer cancel()
+	ok, err := f.acquire(ctx, hold.Shared, fakeFail{})
+	if ok || err == nil {
+		t.Fatalf("attempt while the give-back waits = %v, %v; want an error", ok, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) && internal.CtxDone(ctx) == nil {
+		t.Fatalf("attempt = %v with the caller's ctx still live: a wait would end on a deadline nobody set", err)
 	}
 }
