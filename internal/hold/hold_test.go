@@ -385,3 +385,27 @@ func TestOwedGiveBackOnCallersTime(t *testing.T) {
 		t.Fatalf("attempt = %v with the caller's ctx still live: a wait would end on a deadline nobody set", err)
 	}
 }
+
+// TestReleaseRepaysOwedGiveBack: an Unlock sends the owed give-backs
+// first. A re-entry whose reply and give-back were lost left a level in
+// Redis that the handle does not count; the Unlock of the handle's last
+// level, finding one level more than it expects, would take the mismatch
+// for its own earlier run, end the hold, and leave the lock held in Redis
+// with nobody to release it until its lease runs out.
+func TestReleaseRepaysOwedGiveBack(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	f.failNext(fakeFail{err: errLostReply}) // the give-back never runs
+	if ok, err := f.acquire(t.Context(), hold.Exclusive, fakeFail{run: true, err: errLostReply}); ok || err == nil {
+		t.Fatalf("re-entry = %v, %v; want the lost reply", ok, err)
+	}
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	if !redistest.Closed(f.tracker.Done()) {
+		t.Fatal("the hold lives on after the release of its only level")
+	}
+	if n := f.held(hold.Exclusive); n != 0 {
+		t.Fatalf("Redis holds %d levels after the handle released its only one", n)
+	}
+}

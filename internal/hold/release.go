@@ -67,6 +67,8 @@ const refusalTime = 2 * time.Second
 // whose error it may well ignore, as in defer m.Unlock(ctx)). A later
 // Release still releases it if it can.
 //
+// The give-backs the handle owes (see Undo) are sent again first.
+//
 // A renewal that runs after the release and finds the lock gone, while
 // the release's reply is still on its way, ends the hold at once but is
 // reported to the Lost hook only if the release turns out not to have
@@ -77,6 +79,10 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		return err
 	}
 	defer t.op.Release(1)
+	// An owed give-back first: a level it gives back, which the handle
+	// does not count, would make this release mismatch, and that reads
+	// as its own earlier run. Should it fail again, it stays owed.
+	_ = t.repay(ctx)
 	h := t.current()
 	levels := t.releasing(h)
 	sent := time.Now()
