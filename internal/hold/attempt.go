@@ -113,7 +113,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 // local view untouched: that was not updated for the acquisition. A Try
 // that finds its acquisition must be taken back (say, not acknowledged by
 // replicas) calls it too. A give-back that fails is owed: the handle's
-// next attempt sends it again first.
+// next attempt or release sends it again first.
 func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()

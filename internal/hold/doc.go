@@ -23,7 +23,7 @@
 //     handle's next acquisition came in by another connection, leaves
 //     that hold alone, and an attempt run late after a later one is
 //     refused. A give-back that fails is owed, and sent again before
-//     the handle's next attempt (Tracker.Undo).
+//     the handle's next attempt or release (Tracker.Undo).
 //   - Release and ReleaseUntracked resend a release whose reply was lost,
 //     reading a retry's "not held" right: at the last level, a run that
 //     went through unseen leaves nothing to compare with.
