@@ -22,15 +22,23 @@ var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN"
 // else is permanent: a wrong type or other error reply, a closed client, a
 // cancelled ctx, and every error of the library itself (an upgrade
 // attempt, an acquisition the replicas did not acknowledge).
+//
+// A failed network operation (net.OpError) is transient even when it
+// matches context.DeadlineExceeded, as the net package's timeouts do: a
+// dial that timed out (a host that drops packets, during a failover say)
+// must not end a wait whose ctx runs on. Every caller checks its ctx on
+// its own.
 func Transient(err error) bool {
+	var op *net.OpError
 	switch {
 	case err == nil,
 		errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, redis.ErrClosed):
 		return false
-	case errors.Is(err, ErrStaleReply):
+	case errors.Is(err, ErrStaleReply), errors.As(err, &op):
 		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		return false
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {

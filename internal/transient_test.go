@@ -8,6 +8,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,6 +24,13 @@ func TestTransient(t *testing.T) {
 	wrongType := rdb.HGet(t.Context(), "s", "f").Err()
 	if wrongType == nil {
 		t.Fatal("expected a WRONGTYPE reply")
+	}
+	// A dial that times out (a host that drops packets): the net package's
+	// timeout error matches context.DeadlineExceeded, but it is a network
+	// fault to ride out, not the end of a caller's ctx.
+	_, dialTimeout := (&net.Dialer{Deadline: time.Now().Add(-time.Second)}).Dial("tcp", "127.0.0.1:1")
+	if !errors.Is(dialTimeout, context.DeadlineExceeded) {
+		t.Fatalf("dial past its deadline = %v; want an error that matches context.DeadlineExceeded", dialTimeout)
 	}
 	for _, c := range []struct {
 		err  error
@@ -40,6 +48,7 @@ func TestTransient(t *testing.T) {
 		{redis.ErrPoolTimeout, true},
 		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{dialTimeout, true},
 	} {
 		if got := internal.Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
