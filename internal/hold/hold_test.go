@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -407,5 +408,35 @@ func TestReleaseRepaysOwedGiveBack(t *testing.T) {
 	}
 	if n := f.held(hold.Exclusive); n != 0 {
 		t.Fatalf("Redis holds %d levels after the handle released its only one", n)
+	}
+}
+
+// TestGiveBackHandsOver: a give-back that grants the lock to a waiter of
+// the process hands it over at once, as a release does, rather than
+// leaving that waiter to the grant's message.
+func TestGiveBackHandsOver(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	type handed struct {
+		grantee string
+		g       hub.Grant
+	}
+	got := make(chan handed, 1)
+	tr := hold.New(hold.Config{
+		RDB:   rdb,
+		Lease: time.Minute,
+		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64) (hold.Released, error) {
+			return hold.Released{Grantee: "next", Grant: hub.Grant{Mark: float64(undoes) + 1}}, nil
+		},
+		Granted: func(grantee string, g hub.Grant, _ time.Time) { got <- handed{grantee, g} },
+	})
+	t.Cleanup(tr.Drop)
+	tr.Undo(t.Context(), hold.Exclusive, 1, 7)
+	select {
+	case h := <-got:
+		if h.grantee != "next" || h.g.Mark != 8 {
+			t.Fatalf("handed %+v, want the grant to next of mark 8", h)
+		}
+	default:
+		t.Fatal("the give-back's grant was not handed over")
 	}
 }
