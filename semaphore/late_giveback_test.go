@@ -2,17 +2,12 @@ package semaphore_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/lua"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -24,12 +19,7 @@ import (
 // attempt's permit is held until the give-back runs: of two permits,
 // Acquire takes the other.)
 func TestLeasedLateGiveBack(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	direct := srv.NewClient(t)
-	redistest.LoadScripts(t, direct)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	// The give-back gives up at its own bound, not at the read timeout.
-	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	direct, proxy, via := redistest.ProxiedServer(t)
 	for _, lease := range []time.Duration{0, time.Minute} {
 		t.Run("lease="+lease.String(), func(t *testing.T) {
 			ctx := t.Context()
@@ -39,8 +29,8 @@ func TestLeasedLateGiveBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := semaphore.NewLeased(via, name)
-			held := proxy.Hold(leasedScript(t, "leased_release.lua", key))
-			dropped := proxy.DropReply(leasedScript(t, "leased_acquire.lua", key))
+			held := proxy.Hold(redistest.ScriptCall(t, "leased_release.lua", key))
+			dropped := proxy.DropReply(redistest.ScriptCall(t, "leased_acquire.lua", key))
 			actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
 			id, err := l.Acquire(actx, lease)
@@ -66,18 +56,5 @@ func TestLeasedLateGiveBack(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// leasedScript matches a call of the script in file on key.
-func leasedScript(t *testing.T, file, key string) func(args []string) bool {
-	src, err := lua.Source(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum([]byte(src))
-	sha := hex.EncodeToString(sum[:])
-	return func(args []string) bool {
-		return len(args) > 1 && (strings.EqualFold(args[1], sha) || args[1] == src) && redistest.IsScriptCall(args, key)
 	}
 }

@@ -42,10 +42,7 @@ func TestGrantFoundByAttemptLostReply(t *testing.T) {
 	defer cancel()
 	go func() { got <- waiter.Lock(wctx) }()
 	parked(t, direct, name, 1)
-	sha := scriptSHA(t, "rlock_acquire.lua")
-	dropped := proxy.DropReply(func(args []string) bool {
-		return isScript(args, sha) && redistest.IsScriptCall(args, mainKey(name))
-	})
+	dropped := proxy.DropReply(redistest.ScriptCall(t, "rlock_acquire.lua", mainKey(name)))
 	killPubSub(t, direct, waiterName) // the grant's message is lost: an attempt finds the grant
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)

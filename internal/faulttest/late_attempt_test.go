@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -19,11 +17,7 @@ import (
 // read hold (a downgrade) that nobody releases and the watchdog renews for
 // ever: the lock would stay read-locked.
 func TestLateReadAttemptAfterWrite(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	direct := srv.NewClient(t)
-	redistest.LoadScripts(t, direct)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	direct, proxy, via := redistest.ProxiedServer(t)
 	name := redistest.UniqueName(t)
 	ctx := t.Context()
 	rw := rwlock.New(via, name)
@@ -46,11 +40,7 @@ func TestLateReadAttemptAfterWrite(t *testing.T) {
 	if err := rw.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rival := rwlock.New(direct, name)
-	took, err := rival.TryLock(ctx)
-	if took {
-		_ = rival.Unlock(ctx)
-	}
+	took, err := takes(ctx, rwlock.New(direct, name))
 	if !took || err != nil {
 		t.Fatalf("after the write Unlock another handle's TryLock = %v, %v (want true): lock hash %v",
 			took, err, direct.HGetAll(ctx, mainKey(name)).Val())
@@ -65,11 +55,7 @@ func TestLateReadAttemptAfterWrite(t *testing.T) {
 // level that nobody holds, the handle's releases would leave it, and the
 // watchdog would renew it for ever.
 func TestLateWriteReentryAfterRead(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	direct := srv.NewClient(t)
-	redistest.LoadScripts(t, direct)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	direct, proxy, via := redistest.ProxiedServer(t)
 	name := redistest.UniqueName(t)
 	ctx := t.Context()
 	rw := rwlock.New(via, name)
@@ -98,11 +84,7 @@ func TestLateWriteReentryAfterRead(t *testing.T) {
 	if err := rw.RUnlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rival := rwlock.New(direct, name)
-	took, err := rival.TryLock(ctx)
-	if took {
-		_ = rival.Unlock(ctx)
-	}
+	took, err := takes(ctx, rwlock.New(direct, name))
 	if !took || err != nil {
 		t.Fatalf("after the last release another handle's TryLock = %v, %v (want true): lock hash %v",
 			took, err, direct.HGetAll(ctx, mainKey(name)).Val())

@@ -21,6 +21,16 @@ type tryLocker interface {
 	Unlock(ctx context.Context) error
 }
 
+// takes reports whether a TryLock of l gets the lock now, and gives back
+// what it took.
+func takes(ctx context.Context, l tryLocker) (bool, error) {
+	took, err := l.TryLock(ctx)
+	if took {
+		_ = l.Unlock(ctx)
+	}
+	return took, err
+}
+
 // lateGiveBackRows lists, per side of a lock, how to make it, the scripts
 // that acquire and release it, and a rival the hold excludes (for a
 // reader, a writer).
@@ -46,15 +56,10 @@ var lateGiveBackRows = []struct {
 // Redis then runs the give-back (late, as after a stall), it must not
 // release that hold, which Lock has reported as taken.
 func TestLateGiveBack(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	direct := srv.NewClient(t)
-	// A give-back refused with NOSCRIPT when delivered would have run
-	// nothing, and the row would pass without testing anything.
-	redistest.LoadScripts(t, direct)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	// The give-back then gives up when its own bound (hold.CleanupTimeout)
-	// ends, not at go-redis's longer read timeout.
-	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	// Every script loaded: a give-back refused with NOSCRIPT when
+	// delivered would have run nothing, and the row would pass without
+	// testing anything.
+	direct, proxy, via := redistest.ProxiedServer(t)
 	for _, row := range lateGiveBackRows {
 		t.Run(row.name, func(t *testing.T) {
 			name := redistest.UniqueName(t)
@@ -85,11 +90,7 @@ func TestLateGiveBack(t *testing.T) {
 				t.Fatalf("the late give-back did not run: %q, %v", reply, err)
 			}
 			n := l.levels(ctx, direct)
-			rival := row.rival(direct, name)
-			took, err := rival.TryLock(ctx)
-			if took {
-				_ = rival.Unlock(ctx)
-			}
+			took, err := takes(ctx, row.rival(direct, name))
 			if n != 1 || took || err != nil {
 				t.Fatalf("the give-back Redis ran late (reply %q) released the hold Lock reported: "+
 					"%d levels in Redis (want 1), another handle's TryLock = %v, %v (want false, nil)",
@@ -109,11 +110,7 @@ func TestLateGiveBack(t *testing.T) {
 // found the level, it would report it and the handle would keep a write
 // level that no Unlock releases and the watchdog renews.
 func TestOwedGiveBack(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	direct := srv.NewClient(t)
-	redistest.LoadScripts(t, direct)
-	proxy := redistest.NewProxy(t, srv.Addr())
-	via := proxy.NewClient(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	direct, proxy, via := redistest.ProxiedServer(t)
 	name := redistest.UniqueName(t)
 	rw := rwlock.New(via, name)
 	ctx := t.Context()

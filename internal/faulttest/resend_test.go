@@ -2,8 +2,6 @@ package faulttest_test
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"io/fs"
 	"slices"
 	"strconv"
@@ -110,35 +108,10 @@ func TestEveryScriptResent(t *testing.T) {
 // scriptOn returns a proxy match for the script file run on the lock
 // called name: one of its arguments carries the lock's hash tag.
 func scriptOn(t *testing.T, file, name string) func(args []string) bool {
-	sha := scriptSHA(t, file)
+	sha := redistest.ScriptSHA(t, file)
 	return func(args []string) bool {
-		return isScript(args, sha) && slices.ContainsFunc(args[2:], func(a string) bool { return strings.Contains(a, "{"+name+"}") })
+		return redistest.RunsScript(args, sha) && slices.ContainsFunc(args[2:], func(a string) bool { return strings.Contains(a, "{"+name+"}") })
 	}
-}
-
-func scriptSHA(t *testing.T, file string) string {
-	src, err := lua.Source(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum([]byte(src))
-	return hex.EncodeToString(sum[:])
-}
-
-// isScript reports whether args run the script whose SHA1 is sha, by
-// EVALSHA or by EVAL of its source.
-func isScript(args []string, sha string) bool {
-	if len(args) < 2 {
-		return false
-	}
-	switch strings.ToUpper(args[0]) {
-	case "EVALSHA":
-		return strings.EqualFold(args[1], sha)
-	case "EVAL":
-		sum := sha1.Sum([]byte(args[1]))
-		return hex.EncodeToString(sum[:]) == sha
-	}
-	return false
 }
 
 func mustDropped(t *testing.T, dropped <-chan struct{}) {
