@@ -134,20 +134,26 @@ type owed struct {
 // watchdog renews for as long as the hold lasts. Sending it again is safe
 // however late the first one runs: it names its attempt (see Try).
 func (t *Tracker) giveBack(ctx context.Context, o owed) {
-	if err := t.send(ctx, o); err != nil && !internal.IsWrongType(err) {
+	if err := t.send(ctx, o); err != nil {
 		t.mu.Lock()
 		t.owed = append(t.owed, o)
 		t.mu.Unlock()
 	}
 }
 
-// send runs the give-back o once. A level given back passes the lock on
-// as a release does: to a waiter of this process, at once (Config.Granted).
+// send runs the give-back o once. It fails only when the give-back is
+// still owed: on any error but WRONGTYPE (the name now holds something
+// else, with nothing of the handle's to give back). A level given back passes the
+// lock on as a release does: to a waiter of this process, at once
+// (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
 	out, err := t.cfg.Release(ctx, o.m, o.expect, o.seq)
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
+	}
+	if internal.IsWrongType(err) {
+		return nil
 	}
 	return err
 }
@@ -168,7 +174,7 @@ func (t *Tracker) repay(ctx context.Context) error {
 		}
 		o := t.owed[0]
 		t.mu.Unlock()
-		if err := t.send(ctx, o); err != nil && !internal.IsWrongType(err) {
+		if err := t.send(ctx, o); err != nil {
 			return err
 		}
 		t.mu.Lock()
