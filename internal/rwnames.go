@@ -1,5 +1,7 @@
 package internal
 
+import "github.com/redisync/redisync/internal/script"
+
 // The further keys and channels of a read-write lock (package rwlock),
 // besides Lock (the lock hash) and Channel (which wakes its readers).
 
@@ -16,6 +18,29 @@ func (n Names) ReaderTimeout(owner string) string { return n.ReaderPrefix() + ow
 // by the deadline of their announcement.
 func (n Names) Writers() string { return n.tag + ":writers" }
 
+// Readers is the zset of the readers waiting for a read-write lock,
+// scored by the deadline of their announcement.
+func (n Names) Readers() string { return n.tag + ":readers" }
+
+// Turn is the zset of the readers whose turn it is: those that waited
+// behind the last write hold of a read-write lock and have yet to come.
+func (n Names) Turn() string { return n.tag + ":turn" }
+
 // WriterChannel is the channel that wakes the writers waiting for a
 // read-write lock.
 func (n Names) WriterChannel() string { return n.tag + ":wchan" }
+
+// RWKeys returns the keys and channels of the read-write lock, as seen by
+// owner.
+func (n Names) RWKeys(owner string) script.RWKeys {
+	return script.RWKeys{
+		Lock:          n.Lock(),
+		Writers:       n.Writers(),
+		Readers:       n.Readers(),
+		Turn:          n.Turn(),
+		ReaderPrefix:  n.ReaderPrefix(),
+		Reader:        n.ReaderTimeout(owner),
+		ReadChannel:   n.Channel(),
+		WriterChannel: n.WriterChannel(),
+	}
+}

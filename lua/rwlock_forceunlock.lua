@@ -10,6 +10,8 @@
 -- KEYS[6]  receipt of this call, a string that expires: the reply of its
 --          first run, so that a repeated run (a retry after a lost reply)
 --          reports what the first did instead of what it finds
+-- KEYS[7]  zset of announced waiting readers
+-- KEYS[8]  zset of the readers whose turn it is
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
 --
@@ -18,9 +20,9 @@
 -- learns the readers from the hash. They share the hash tag of KEYS[2], so
 -- they are in the same cluster slot.
 --
--- Deletes the hash, every reader's timeout key and the writers'
--- announcements (waiting writers announce themselves again with their next
--- attempt); wakes every waiting reader and one waiting writer per
+-- Deletes the hash, every reader's timeout key, the writers' and readers'
+-- announcements and the readers' turn (waiters announce themselves again
+-- with their next attempt); wakes every waiting reader and one waiting writer per
 -- subscribed process.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none.
@@ -28,6 +30,7 @@
 -- lock under the same name), raises WRONGTYPE and is left untouched.
 
 local lock, prefix, writers, rchannel, wchannel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local readers, turn = KEYS[7], KEYS[8]
 local sharded, ttl = ARGV[1] == '1', ARGV[2]
 
 local seen = redis.call('get', receipt)
@@ -47,7 +50,7 @@ for _, field in ipairs(redis.call('hkeys', lock)) do
     redis.call('del', prefix .. string.sub(field, 3))
   end
 end
-redis.call('del', lock, writers)
+redis.call('del', lock, writers, readers, turn)
 local publish = sharded and 'spublish' or 'publish'
 redis.call(publish, rchannel, '-1')
 redis.call(publish, wchannel, '1')

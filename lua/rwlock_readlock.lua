@@ -5,6 +5,11 @@
 -- KEYS[2]  zset of announced waiting writers: member = owner id, score =
 --          when the announcement lapses (server time, milliseconds)
 -- KEYS[3]  the caller's read timeout key: its read lease
+-- KEYS[4]  zset of announced waiting readers: member = owner id, score =
+--          when the announcement lapses (server time, milliseconds)
+-- KEYS[5]  zset of the readers whose turn it is: the announced readers
+--          that waited behind the last write hold (see
+--          rwlock_writeunlock), same members and scores
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (a re-entry re-arms it)
 -- ARGV[3]  the read holds the caller believes it has (0 for none); when the
@@ -14,6 +19,10 @@
 --          since the caller counts the hold's validity from this call
 -- ARGV[4]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
+-- ARGV[5]  "1": when refused, announce the caller as a waiting reader, so
+--          that the next write release gives it its turn
+-- ARGV[6]  how long an announcement lasts, in milliseconds; a waiting
+--          reader renews it with every attempt
 --
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a
@@ -27,7 +36,11 @@
 --
 -- A new reader (not a re-entry, not the write holder itself) is refused
 -- while another owner holds the write lock, and while any writer is
--- announced, so that a stream of readers cannot starve writers.
+-- announced, so that a stream of readers cannot starve writers; but a
+-- reader whose turn it is (KEYS[5]) is let in past the announcements, so
+-- that a stream of writers cannot starve readers either. A reader that
+-- takes its hold leaves both zsets; the last one to leave the turn ends
+-- it (an empty zset is no key), and new writers may take the lock again.
 --
 -- Returns {1, reads, writes}, the owner's hold counts, when it holds a
 -- read lock afterwards; {0, wait} when refused, wait being the remaining
@@ -36,8 +49,9 @@
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE before anything is written.
 
-local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
+local lock, writers, timeout, readers, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, expect, mark = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local announce, patience = ARGV[5] == '1', tonumber(ARGV[6])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local state = redis.call('hmget', lock, 'mode', rfield, wfield, '@' .. rfield, '@' .. wfield)
@@ -70,20 +84,39 @@ if reads > 0 then
   return {1, reads, writes}
 end
 
+-- now is the server's clock in milliseconds.
+local function now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- refuse announces a blocking reader, so that the write release it waits
+-- for gives it its turn, and reports how long the lease of key, whatever
+-- holds the reader back, runs.
+local function refuse(key)
+  if announce then
+    redis.call('zadd', readers, now() + patience, owner)
+    if redis.call('pttl', readers) < patience then
+      redis.call('pexpire', readers, patience)
+    end
+  end
+  return {0, redis.call('pttl', key)}
+end
+
 if writes == 0 then
   if mode == 'write' then
-    return {0, redis.call('pttl', lock)}
+    return refuse(lock)
   end
-  if redis.call('zcard', writers) > 0 then
-    local t = redis.call('time')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('zremrangebyscore', writers, '-inf', now)
+  if redis.call('zcard', writers) > 0 and not redis.call('zscore', turn, owner) then
+    redis.call('zremrangebyscore', writers, '-inf', now())
     if redis.call('zcard', writers) > 0 then
-      return {0, redis.call('pttl', writers)}
+      return refuse(writers)
     end
   end
 end
 
 redis.call('hset', lock, 'mode', mode or 'read', rfield, 1, '@' .. rfield, mark)
+redis.call('zrem', readers, owner)
+redis.call('zrem', turn, owner)
 arm()
 return {1, 1, writes}

@@ -1,20 +1,38 @@
--- rwlock_withdraw: withdraw a waiting writer's announcement from a
--- read-write lock, when the writer gives up waiting.
+-- rwlock_withdraw: withdraw a waiter's announcement from a read-write
+-- lock, when the waiter gives up waiting.
 --
 -- KEYS[1]  zset of announced waiting writers: member = owner id, score =
 --          when the announcement lapses (server time, milliseconds)
 -- KEYS[2]  the readers' wake-up channel
+-- KEYS[3]  zset of announced waiting readers, same members and scores
+-- KEYS[4]  zset of the readers whose turn it is, same members and scores
+-- KEYS[5]  the writers' wake-up channel
 -- ARGV[1]  owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  "w" to withdraw a waiting writer, "r" a waiting reader
 --
--- When no live announcement is left, every waiting reader is woken: the
--- readers this writer was holding back may proceed.
+-- When a writer leaves and no live writer's announcement is left, every
+-- waiting reader is woken: the readers this writer was holding back may
+-- proceed. When a reader leaves the readers' turn and ends it, waiting
+-- writers are woken: the turn was holding them back.
 --
 -- Returns 1 when the owner was announced, 0 when it was not (nothing
 -- changed).
 
-local writers, channel = KEYS[1], KEYS[2]
-local owner, sharded = ARGV[1], ARGV[2] == '1'
+local writers, rchannel, readers, turn, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local owner, sharded, writer = ARGV[1], ARGV[2] == '1', ARGV[3] == 'w'
+local publish = sharded and 'spublish' or 'publish'
+
+if not writer then
+  local waited = redis.call('zrem', readers, owner)
+  if redis.call('zrem', turn, owner) == 1 then
+    if redis.call('exists', turn) == 0 then
+      redis.call(publish, wchannel, '1')
+    end
+    return 1
+  end
+  return waited
+end
 
 if redis.call('zrem', writers, owner) == 0 then
   return 0
@@ -23,6 +41,6 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('zremrangebyscore', writers, '-inf', now)
 if redis.call('zcard', writers) == 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, '-1')
+  redis.call(publish, rchannel, '-1')
 end
 return 1

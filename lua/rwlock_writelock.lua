@@ -5,6 +5,8 @@
 -- KEYS[2]  zset of announced waiting writers: member = owner id, score =
 --          when the announcement lapses (server time, milliseconds)
 -- KEYS[3]  the caller's read timeout key: its read lease
+-- KEYS[4]  zset of the readers whose turn it is (see rwlock_writeunlock):
+--          member = owner id, score = when its announcement lapses
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (a re-entry re-arms it, and the owner's
 --          read lease with it)
@@ -25,15 +27,20 @@
 -- rwlock_readlock keeps it for read holds (see there); an attempt whose
 -- mark is below the owner's mark of either mode ran late, and is refused.
 --
+-- A free lock is not taken while it is the turn of readers that waited
+-- behind the last write hold and have not come yet (and have not
+-- lapsed): they go first, as with sync.RWMutex.
+--
 -- Returns {1, reads, writes}, the owner's hold counts, when it holds the
 -- write lock afterwards (its own announcement is then withdrawn); {0, pttl}
--- when another owner holds the lock in either mode (pttl -1 when unknown);
+-- when another owner holds the lock in either mode, or it is the readers'
+-- turn (pttl of whatever holds the caller back, -1 when unknown);
 -- {-1, 0} when the caller holds a read lock but not the write lock: an
 -- upgrade, which would wait for itself, is refused and nothing changes.
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE before anything is written.
 
-local lock, writers, timeout = KEYS[1], KEYS[2], KEYS[3]
+local lock, writers, timeout, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local announce, patience, mark = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
@@ -43,19 +50,36 @@ if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
 end
 
+-- now is the server's clock in milliseconds.
+local function now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 -- reading reports whether the owner has a live read hold.
 local function reading()
   return redis.call('hexists', lock, rfield) == 1 and redis.call('exists', timeout) == 1
 end
 
-if not mode then
-  redis.call('hset', lock, 'mode', 'write', wfield, 1, '@' .. wfield, mark)
-  redis.call('pexpire', lock, lease)
-  redis.call('zrem', writers, owner)
-  return {1, 0, 1}
+-- readersTurn reports whether readers whose turn it is are still to come.
+local function readersTurn()
+  if redis.call('exists', turn) == 0 then
+    return false
+  end
+  redis.call('zremrangebyscore', turn, '-inf', now())
+  return redis.call('exists', turn) == 1
 end
 
-if mode == 'write' then
+local wait = lock
+if not mode then
+  if not readersTurn() then
+    redis.call('hset', lock, 'mode', 'write', wfield, 1, '@' .. wfield, mark)
+    redis.call('pexpire', lock, lease)
+    redis.call('zrem', writers, owner)
+    return {1, 0, 1}
+  end
+  wait = turn
+elseif mode == 'write' then
   local state = redis.call('hmget', lock, wfield, '@' .. wfield, '@' .. rfield)
   local writes = tonumber(state[1] or 0)
   if writes > 0 then
@@ -83,11 +107,9 @@ elseif reading() then
 end
 
 if announce then
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('zadd', writers, now + patience, owner)
+  redis.call('zadd', writers, now() + patience, owner)
   if redis.call('pttl', writers) < patience then
     redis.call('pexpire', writers, patience)
   end
 end
-return {0, redis.call('pttl', lock)}
+return {0, redis.call('pttl', wait)}

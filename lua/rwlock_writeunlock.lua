@@ -6,6 +6,9 @@
 -- KEYS[3]  zset of announced waiting writers
 -- KEYS[4]  the readers' wake-up channel
 -- KEYS[5]  the writers' wake-up channel
+-- KEYS[6]  zset of announced waiting readers: member = owner id, score =
+--          when the announcement lapses (server time, milliseconds)
+-- KEYS[7]  zset of the readers whose turn it is, same members and scores
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while write holds remain
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -21,7 +24,11 @@
 -- waiting reader and one waiting writer per subscribed process are woken,
 -- and the writers' announcements are cleared: the readers that waited
 -- behind this writer get their turn, and writers still waiting announce
--- themselves again with their next attempt.
+-- themselves again with their next attempt. The readers announced
+-- (KEYS[6], the live ones) become the readers whose turn it is (KEYS[7]),
+-- replacing an earlier turn: until each has come, given up or lapsed, a
+-- new writer does not take the lock (see rwlock_writelock), and they
+-- come in past the writers' new announcements (see rwlock_readlock).
 --
 -- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
 -- the owner does not hold the write lock (nothing changed); {-2} when its
@@ -29,6 +36,7 @@
 -- changed).
 
 local lock, timeout, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local readers, turn = KEYS[6], KEYS[7]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local undoes = tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
@@ -57,7 +65,14 @@ if writes > 1 then
   return {1, reads, writes - 1}
 end
 
-redis.call('del', writers)
+redis.call('del', writers, turn)
+if redis.call('exists', readers) == 1 then
+  local t = redis.call('time')
+  redis.call('zremrangebyscore', readers, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if redis.call('exists', readers) == 1 then
+    redis.call('rename', readers, turn) -- keeps the TTL: the last announcement's
+  end
+end
 if reads > 0 then
   redis.call('hdel', lock, wfield, '@' .. wfield)
   redis.call('hset', lock, 'mode', 'read')

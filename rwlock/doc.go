@@ -2,8 +2,10 @@
 //
 // The lock is held by any number of readers or by one writer. Reads and
 // writes are reentrant per handle, a writer may take read holds and keep
-// them after its write Unlock (a downgrade), and a waiting writer holds new
-// readers back, so that a steady stream of readers cannot starve writers.
+// them after its write Unlock (a downgrade), a waiting writer holds new
+// readers back, so that a steady stream of readers cannot starve writers,
+// and the readers that waited behind a write hold go before the next
+// writer, so that a steady stream of writers cannot starve readers.
 //
 // # Data layout
 //
@@ -23,7 +25,9 @@
 // that stays, and after the last release no key of the lock remains.
 //
 // Waiting writers announce themselves in a sorted set,
-// redisync:{name}:writers (see Writer preference). Readers wait on the
+// redisync:{name}:writers, and waiting readers in redisync:{name}:readers;
+// the readers whose turn it is after a write release are in
+// redisync:{name}:turn (see Writer preference). Readers wait on the
 // channel redisync:{name}:chan and writers on redisync:{name}:wchan. Every
 // key and channel shares the hash tag {name}, so on a Redis Cluster each
 // lock lives in one slot. Every state change is one Lua script (see package
@@ -62,11 +66,21 @@
 // while a writer that crashed while waiting holds new readers back for at
 // most WriterPatience (2s). A writer whose Lock gives up (ctx done)
 // withdraws its announcement and, if it was the last one, wakes the readers
-// it held back. A write release clears all announcements: the readers that
-// waited behind that writer get their turn together with the next writer,
-// which announces itself again with its next attempt. So readers and
-// writers alternate under contention, as with sync.RWMutex, and neither
-// side starves the other.
+// it held back.
+//
+// A reader that has to wait announces itself too, in the readers' sorted
+// set, and renews that the same way. A write release clears the writers'
+// announcements and makes the readers announced then the readers whose
+// turn it is: until each of them has come (or given up, or lapsed), a new
+// writer does not take the lock, even a free one, and they come in past
+// the announcements of writers that arrive meanwhile. So the readers that
+// waited behind a write hold go before the next writer, as with
+// [sync.RWMutex], then the writers that announced themselves go before
+// later readers: readers and writers alternate under contention, and
+// neither side starves the other. A reader that crashed while waiting holds
+// writers back after the next write release for at most WriterPatience; a
+// reader whose RLock gives up leaves the turn, and if it was the last one,
+// wakes the writers.
 //
 // # Waking waiters
 //
@@ -75,7 +89,8 @@
 // reader of every process at once (they can all share the lock) and one
 // writer per process; the read release that frees the lock wakes one
 // writer per process and no reader (new readers were only waiting for the
-// writers). Notifications go over one pub/sub connection per Redis client,
+// writers). A waiting reader or writer attempts again at least every third
+// of WriterPatience, to renew its announcement. Notifications go over one pub/sub connection per Redis client,
 // however many waiters. Every sleep is bounded by the remaining lease of
 // whoever blocks the waiter (or of the announcements), so a lost
 // notification costs at most that, and after a pub/sub reconnect every
@@ -126,9 +141,10 @@
 // only on one primary that has not lost the write. Replication is
 // asynchronous: a failover can lose a lock. A paused process (GC, a stopped
 // VM) can outlive its lease without noticing until it runs again. Writer
-// preference is best effort across a crash: a crashed waiting writer's
-// announcement lapses after WriterPatience, and a live writer that cannot
-// reach Redis for that long loses its place until its next attempt.
+// preference and the readers' turn are best effort across a crash: a
+// crashed waiter's announcement lapses after WriterPatience, and a live
+// waiter that cannot reach Redis for that long loses its place until its
+// next attempt.
 //
 // # What rlock has and RWMutex has not
 //
@@ -144,6 +160,6 @@
 //
 // The scripts run unchanged on miniredis. miniredis expires keys only when
 // the test advances its clock (FastForward), so leases never run out by
-// themselves there; a waiting writer's announcement also ends when the
-// clock is advanced past WriterPatience.
+// themselves there; a waiting writer's or reader's announcement (and the
+// readers' turn) also ends when the clock is advanced past WriterPatience.
 package rwlock

@@ -57,11 +57,7 @@ func lockKey(name string) string { return internal.NewNames(name).Lock() }
 
 // rwKeys are the keys of the lock called name as seen by owner.
 func rwKeys(name, owner string) script.RWKeys {
-	n := internal.NewNames(name)
-	return script.RWKeys{
-		Lock: n.Lock(), Writers: n.Writers(), ReaderPrefix: n.ReaderPrefix(), Reader: n.ReaderTimeout(owner),
-		ReadChannel: n.Channel(), WriterChannel: n.WriterChannel(),
-	}
+	return internal.NewNames(name).RWKeys(owner)
 }
 
 // subscribers returns how many connections listen on the channel of the

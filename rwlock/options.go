@@ -12,7 +12,10 @@ const DefaultWatchdogTimeout = 30 * time.Second
 // WriterPatience is how long the announcement of a waiting writer holds new
 // readers back unless the writer renews it. A waiting writer renews it with
 // every attempt, at least every third of WriterPatience, so a writer that
-// crashed while waiting blocks new readers for at most this long.
+// crashed while waiting blocks new readers for at most this long. A waiting
+// reader's announcement lasts as long, and so a reader that crashed while
+// waiting holds writers back, in its turn after a write release, for at
+// most this long too.
 const WriterPatience = 2 * time.Second
 
 // Option configures an RWMutex.

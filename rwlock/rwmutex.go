@@ -15,15 +15,7 @@ import (
 // It panics if rdb is nil, name is empty or an option is invalid.
 func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	b := hold.NewBase("rwlock", rdb, name)
-	n := b.Keys
-	s := &sides{Base: b, cfg: newConfig(opts), keys: script.RWKeys{
-		Lock:          n.Lock(),
-		Writers:       n.Writers(),
-		ReaderPrefix:  n.ReaderPrefix(),
-		Reader:        n.ReaderTimeout(b.Owner),
-		ReadChannel:   n.Channel(),
-		WriterChannel: n.WriterChannel(),
-	}}
+	s := &sides{Base: b, cfg: newConfig(opts), keys: b.Keys.RWKeys(b.Owner)}
 	rw := &RWMutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, MaxSleep: s.maxSleep,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
@@ -41,14 +33,15 @@ type sides struct {
 	cfg  config
 }
 
-// acquire runs the acquire script of mode m once; a blocking writer that
-// is refused announces itself, so that new readers wait behind it. An
+// acquire runs the acquire script of mode m once; a blocking waiter that
+// is refused announces itself: a writer so that new readers wait behind
+// it, a reader so that the next write release gives it its turn. An
 // announcement it may have made when its outcome is unknown is withdrawn
 // by withdraw.
 func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Seq)
+		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
 	} else {
 		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
 	}
@@ -89,22 +82,16 @@ func (s *sides) channel(m hold.Mode) string {
 	return s.keys.WriterChannel
 }
 
-// maxSleep bounds a waiter's sleep: a waiting writer's every attempt
-// renews its announcement, so none may outlast a third of its life.
-func (s *sides) maxSleep(m hold.Mode) time.Duration {
-	if m == hold.Shared {
-		return s.cfg.Lease()
-	}
+// maxSleep bounds a waiter's sleep: a waiter's every attempt renews its
+// announcement, so none may outlast a third of its life.
+func (s *sides) maxSleep(hold.Mode) time.Duration {
 	return min(s.cfg.Lease(), WriterPatience/3)
 }
 
-// withdraw removes the handle's announcement as a waiting writer, if any,
-// after a failed Lock, waking the readers it held back.
+// withdraw removes the handle's announcement as a waiter of mode m, if
+// any, after a failed Lock or RLock, waking the waiters it held back.
 func (s *sides) withdraw(ctx context.Context, m hold.Mode) (bool, error) {
-	if m != hold.Exclusive {
-		return false, nil
-	}
-	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, s.Sharded).Result()
+	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, m == hold.Shared, s.Sharded).Result()
 	return false, err
 }
 
@@ -118,7 +105,8 @@ func (rw *RWMutex) Name() string { return rw.l.Name() }
 
 // RLock locks rw for reading. It waits while the write lock is held (by
 // another process, handle, or goroutine on this handle) or a writer is
-// waiting (see the package doc), until ctx is done. With a ctx that carries
+// waiting (see the package doc), until ctx is done; a write release lets
+// it in ahead of the next writer. With a ctx that carries
 // a read hold of rw (see [RWMutex.RDo]) it re-enters it; with a write hold's
 // ctx (see [RWMutex.Do]) it takes a read hold at once that outlives the
 // write hold (a downgrade). On failure RLock returns an error wrapping

@@ -310,6 +310,77 @@ func TestWriterPreferenceMini(t *testing.T) {
 	assertNoKeysMini(t, rdb, "pref")
 }
 
+// TestReadersTurnMini: readers that waited behind a write hold go before
+// the next writer, as with sync.RWMutex; a reader that never comes holds
+// writers back only until its announcement lapses, and one that gives up
+// ends the turn at once.
+func TestReadersTurnMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	n := internal.NewNames("turn")
+	w1, w2 := rwlock.New(rdb, "turn"), rwlock.New(rdb, "turn")
+	mustLock(t, w1)
+	r := rwlock.New(rdb, "turn")
+	rlocked := make(chan error, 1)
+	go func() { rlocked <- r.RLock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Readers()) })
+
+	// The released lock is free, but it is the waiting reader's turn.
+	mustUnlock(t, w1)
+	if ok, err := w2.TryLock(ctx); ok || err != nil {
+		t.Fatalf("a writer ahead of the reader whose turn it is: TryLock = %v, %v", ok, err)
+	}
+	if err := <-rlocked; err != nil {
+		t.Fatal(err)
+	}
+	if mr.Exists(n.Turn()) || mr.Exists(n.Readers()) {
+		t.Fatal("the turn outlived its reader's coming")
+	}
+	mustRUnlock(t, r)
+	if ok, err := w2.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the reader's turn = %v, %v", ok, err)
+	}
+
+	// A reader that crashed while waiting: its turn lapses with its
+	// announcement.
+	keys := rwKeys("turn", "ghost")
+	if res, err := script.RWReadLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
+		t.Fatalf("ghost reader's attempt = %+v, %v; want refused", res, err)
+	}
+	mustUnlock(t, w2)
+	if ok, _ := w1.TryLock(ctx); ok {
+		t.Fatal("a writer passed the turn of a live announcement")
+	}
+	mr.FastForward(rwlock.WriterPatience)
+	if ok, err := w1.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the announcement lapsed = %v, %v", ok, err)
+	}
+
+	// A reader that gives up in its turn ends it, and wakes the writer
+	// the turn held back.
+	rctx, cancel := context.WithCancel(ctx)
+	go func() { rlocked <- r.RLock(rctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Readers()) })
+	mustUnlock(t, w1)
+	if !mr.Exists(n.Turn()) {
+		t.Fatal("no turn for the waiting reader")
+	}
+	wlocked := make(chan error, 1)
+	go func() { wlocked <- w2.Lock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Writers()) })
+	cancel()
+	if err := <-rlocked; err == nil {
+		mustRUnlock(t, r) // it came before it gave up
+	} else if !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	if err := <-wlocked; err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, w2)
+	assertNoKeysMini(t, rdb, "turn")
+}
+
 func TestWrongTypeMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()

@@ -15,7 +15,9 @@ const rwModeField = "mode"
 // ("read" or "write") and one field per holder (r:<owner> for a reader,
 // w:<owner> for the writer) with its hold count. Each reader's timeout key
 // carries its own lease; the writers zset holds the waiting writers'
-// announcements, which hold new readers back.
+// announcements, which hold new readers back; the readers zset holds the
+// waiting readers' announcements, and the turn zset the readers that
+// waited behind the last write hold, which hold new writers back.
 func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
 	k := keys[n.Lock()]
 	if k == nil || k.Type != "hash" {
@@ -35,10 +37,18 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time
 			rk.explained = true
 		}
 	}
-	if w := keys[n.Writers()]; w != nil && w.Type == "zset" {
-		zs, _ := w.Value.([]map[string]any)
-		r.note = fmt.Sprintf("%d writer(s) waiting ahead of new readers", len(zs))
-		w.explained = true
+	var notes []string
+	for _, z := range []struct{ key, note string }{
+		{n.Writers(), "%d writer(s) waiting ahead of new readers"},
+		{n.Readers(), "%d reader(s) waiting"},
+		{n.Turn(), "%d reader(s) to come ahead of new writers"},
+	} {
+		if k := keys[z.key]; k != nil && k.Type == "zset" {
+			zs, _ := k.Value.([]map[string]any)
+			notes = append(notes, fmt.Sprintf(z.note, len(zs)))
+			k.explained = true
+		}
 	}
+	r.note = strings.Join(notes, "; ")
 	return true
 }

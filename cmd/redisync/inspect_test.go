@@ -111,6 +111,7 @@ func TestInspectKinds(t *testing.T) {
 	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
 	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
 	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)})
+	rdb.ZAdd(ctx, rw.Turn(), redis.Z{Member: "o3", Score: float64(now.UnixMilli() + 1500)}) // a reader yet to come
 	rdb.Set(ctx, sem.Lock(), 7, 0)
 	rdb.Set(ctx, sem.Sub("release:r1"), 1, 10*time.Second) // a recent Release's receipt
 	rdb.Set(ctx, odd.Lock(), "hello", 0)
@@ -149,7 +150,7 @@ func TestInspectKinds(t *testing.T) {
 	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
-		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers",
+		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers; 1 reader(s) to come ahead of new writers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
@@ -161,7 +162,7 @@ func TestInspectKinds(t *testing.T) {
 		}
 	}
 	// Keys a decoder explains are not listed as unexplained.
-	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
+	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}

@@ -25,8 +25,7 @@ func markedKinds(name string) map[string]marked {
 	n := internal.NewNames(name)
 	lk := lockKeys(name)
 	fk := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-	rk := script.RWKeys{Lock: n.Lock(), Writers: n.Sub("writers"), Reader: n.Sub("reader:" + owner), ReaderPrefix: n.Sub("reader:"),
-		ReadChannel: n.Sub("rc"), WriterChannel: n.Sub("wc")}
+	rk := n.RWKeys(owner)
 	rw := func(m script.RWHolds, err error, mode func(script.RWHolds) int64) (bool, int64, error) {
 		return m.OK, mode(m), err
 	}
@@ -65,7 +64,7 @@ func markedKinds(name string) map[string]marked {
 		},
 		"rwlock read": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWReadLock(ctx, rdb, rk, owner, lease, held, mark).Result()
+				h, err := script.RWReadLock(ctx, rdb, rk, owner, lease, held, false, time.Second, mark).Result()
 				return rw(h, err, reads)
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {

@@ -22,6 +22,8 @@ var (
 type RWKeys struct {
 	Lock          string // the lock hash: mode and one field per holder and mode
 	Writers       string // the zset of announced waiting writers
+	Readers       string // the zset of announced waiting readers
+	Turn          string // the zset of the readers whose turn it is
 	ReaderPrefix  string // the prefix of every reader's timeout key
 	Reader        string // this owner's read timeout key: ReaderPrefix + owner
 	ReadChannel   string // wakes waiting readers
@@ -69,12 +71,16 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 
 // RWReadLock runs rwlock_readlock.lua: take or re-enter a read hold for
 // owner with the given lease. A new reader is refused while another owner
-// holds the write lock or a writer is announced. reads is the read hold
+// holds the write lock or a writer is announced (unless it is the turn of
+// the reader: see rwlock_writeunlock.lua); when refused and announce is
+// set, the owner is announced as a waiting reader for patience. reads is
+// the read hold
 // count the caller believes it has: a retry of an attempt that already went
 // through changes nothing. mark numbers the attempt among the owner's,
 // increasing: a give-back names it (see ReentrantAcquire).
-func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, mark uint64) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), reads, mark)}
+func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
+	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience))}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
@@ -83,7 +89,7 @@ func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease 
 // count the caller believes it has; mark numbers the attempt (see
 // RWReadLock). A read holder is refused with Upgrade.
 func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader}, owner, ms(lease), writes, flag(announce), ms(patience), mark)}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader, k.Turn}, owner, ms(lease), writes, flag(announce), ms(patience), mark)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
@@ -105,7 +111,7 @@ func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, leas
 // it has, or 0 for any; undoes as for RWReadUnlock. Like RWReadUnlock,
 // go-redis never retries it.
 func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, undoes uint64) RWHoldsCmd {
-	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel}
+	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
 	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, undoes), release: true}
 }
 
@@ -116,18 +122,24 @@ func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, leas
 }
 
 // RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
-// readers' timeout keys and the writers' announcements, and wake the
+// readers' timeout keys and the waiters' announcements, and wake the
 // waiters, once for the call whose receipt key, which lives for ttl, is
 // receipt. The reply is false when there was no lock; a repeated call
 // reports what the first did.
 func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel, receipt}
+	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel, receipt, k.Readers, k.Turn}
 	return BoolCmd{rwlockForceUnlock.run(ctx, c, keys, flag(sharded), ms(ttl))}
 }
 
-// RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as
-// a waiting writer, waking the readers when no announcement is left. The
-// reply is false when owner was not announced.
-func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, sharded bool) BoolCmd {
-	return BoolCmd{rwlockWithdraw.run(ctx, c, []string{k.Writers, k.ReadChannel}, owner, flag(sharded))}
+// RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as a
+// waiting writer (or, if reader is set, as a waiting reader), waking the
+// readers when no writer's announcement is left (the writers when the
+// readers' turn ends). The reply is false when owner was not announced.
+func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader, sharded bool) BoolCmd {
+	keys := []string{k.Writers, k.ReadChannel, k.Readers, k.Turn, k.WriterChannel}
+	side := "w"
+	if reader {
+		side = "r"
+	}
+	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side)}
 }
