@@ -250,7 +250,13 @@ func testWriterNotStarved(t *testing.T, e env) {
 		})
 	}
 	redistest.WaitFor(t, 10*time.Second, func() bool { return reads.Load() >= 100 })
-	w := rwlock.New(e.client(t), name)
+	// The writer's client has its connection before the clock starts (see
+	// testReadersNotStarved).
+	wc := e.client(t)
+	if err := wc.Exists(t.Context(), lockKey(name)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := rwlock.New(wc, name)
 	start := time.Now()
 	mustLock(t, w)
 	d := time.Since(start)
