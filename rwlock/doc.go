@@ -77,10 +77,13 @@
 // waited behind a write hold go before the next writer, as with
 // [sync.RWMutex], then the writers that announced themselves go before
 // later readers: readers and writers alternate under contention, and
-// neither side starves the other. A reader that crashed while waiting holds
-// writers back after the next write release for at most WriterPatience; a
-// reader whose RLock gives up leaves the turn, and if it was the last one,
-// wakes the writers.
+// neither side starves the other. A reader that crashed while waiting
+// still gets its turn at the next write release: the lock then stays free
+// for at most WriterPatience, writers waiting for the reader and new readers
+// behind the writers' announcements. A reader whose RLock gives up leaves
+// the turn, and if it was the last one, wakes the writers (the last of the
+// handle's goroutines waiting to read, that is: they share the handle's
+// announcement).
 //
 // # Waking waiters
 //

@@ -14,8 +14,8 @@ const DefaultWatchdogTimeout = 30 * time.Second
 // every attempt, at least every third of WriterPatience, so a writer that
 // crashed while waiting blocks new readers for at most this long. A waiting
 // reader's announcement lasts as long, and so a reader that crashed while
-// waiting holds writers back, in its turn after a write release, for at
-// most this long too.
+// waiting keeps the lock free in its turn after a write release (holding
+// back writers, and new readers behind them) for at most this long too.
 const WriterPatience = 2 * time.Second
 
 // Option configures an RWMutex.

@@ -116,12 +116,14 @@ func (rw *RWMutex) RLock(ctx context.Context) error { return rw.l.Lock(ctx, hold
 
 // TryRLock makes one attempt to lock rw for reading. It reports false and
 // no error when the lock is write-locked (by another process, handle, or
-// goroutine on this handle) or a writer is waiting.
+// goroutine on this handle) or a writer is waiting, unless it is the
+// handle's turn (see the package doc); it does not announce itself.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.TryLock(ctx, hold.Shared) }
 
 // Lock locks rw for writing. It waits until nobody else (no process, handle,
-// or other goroutine on this handle) holds the lock in either mode, or until
-// ctx is done. While it waits it announces itself, so that new readers wait
+// or other goroutine on this handle) holds the lock in either mode and the
+// readers that waited behind the last write hold have come (see the
+// package doc), or until ctx is done. While it waits it announces itself, so that new readers wait
 // behind it. With a ctx that carries rw's write hold (see Do) it re-enters
 // it; with a ctx that carries a read hold (see [RWMutex.RDo]) it gets an
 // error wrapping [ErrUpgradeNotSupported] at once. On failure Lock returns
@@ -131,7 +133,8 @@ func (rw *RWMutex) Lock(ctx context.Context) error { return rw.l.Lock(ctx, hold.
 
 // TryLock makes one attempt to lock rw for writing. It reports false and no
 // error when the lock is held in either mode (by another process, handle, or
-// goroutine on this handle); it does not announce itself. With a ctx that
+// goroutine on this handle) or it is the turn of readers that waited behind
+// the last write hold; it does not announce itself. With a ctx that
 // carries a read hold (see [RWMutex.RDo]) it returns an error wrapping
 // ErrUpgradeNotSupported.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -379,6 +381,72 @@ func TestReadersTurnMini(t *testing.T) {
 	}
 	mustUnlock(t, w2)
 	assertNoKeysMini(t, rdb, "turn")
+}
+
+// TestSiblingGivesUpMini: two goroutines of one handle wait to read, and
+// share the handle's announcement; when one gives up, the other still
+// waits, so the announcement stays and the write release makes it the
+// waiter's turn.
+func TestSiblingGivesUpMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	n := internal.NewNames("sib")
+	w1, w2, r := rwlock.New(rdb, "sib"), rwlock.New(rdb, "sib"), rwlock.New(rdb, "sib")
+	mustLock(t, w1)
+	aDone := make(chan error, 1)
+	go func() { aDone <- r.RLock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Readers()) })
+
+	// b's first command tells when b has been refused in Redis too.
+	asked := make(chan struct{}, 1)
+	rdb.AddHook(afterCommand(func(ctx context.Context) {
+		if ctx.Value(siblingKey{}) != nil {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	bctx, cancel := context.WithCancel(context.WithValue(ctx, siblingKey{}, true))
+	bDone := make(chan error, 1)
+	go func() { bDone <- r.RLock(bctx) }()
+	<-asked
+	cancel()
+	if err := <-bDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the sibling's RLock = %v, want context.Canceled", err)
+	}
+	if !mr.Exists(n.Readers()) {
+		t.Fatal("a sibling's giving up withdrew the announcement of a goroutine still waiting")
+	}
+	mustUnlock(t, w1)
+	if ok, err := w2.TryLock(ctx); ok || err != nil {
+		t.Fatalf("a writer ahead of the waiting goroutine's turn: TryLock = %v, %v", ok, err)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	mustRUnlock(t, r)
+	assertNoKeysMini(t, rdb, "sib")
+}
+
+type siblingKey struct{}
+
+// afterCommand is a go-redis hook that calls f with a command's ctx once
+// the command has its reply.
+type afterCommand func(ctx context.Context)
+
+func (afterCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f afterCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		f(ctx)
+		return err
+	}
+}
+
+func (afterCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func TestWrongTypeMini(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 )
 
 // RUnlock releases one read level of the handle's hold. When the last
-// reader leaves, the lock is free and a waiting writer is woken; while
+// reader leaves, the lock is free and a waiting writer is woken (it takes
+// the lock unless readers whose turn it is have yet to come); while
 // other readers remain, the lock lives as long as the longest of their
 // leases. RUnlock by a handle that holds no read lock (never locked,
 // already released, only write-locked, or its lease ran out) returns an
@@ -30,19 +31,20 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 }
 
 // Unlock releases one write level of the handle's hold. On the last level
-// every waiting reader is woken, and so is a writer; a handle that also
-// holds read locks keeps them and stays a reader (a downgrade). Unlock by a
-// handle that does not hold the write lock returns an error wrapping
-// ErrNotHeld and changes nothing. A lost reply or a failure is handled as
-// for RUnlock.
+// every waiting reader is woken and given its turn ahead of the next
+// writer, and a writer is woken too; a handle that also holds read locks
+// keeps them and stays a reader (a downgrade). Unlock by a handle that does
+// not hold the write lock returns an error wrapping ErrNotHeld and changes
+// nothing. A lost reply or a failure is handled as for RUnlock.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
 	return rw.l.Unlock(ctx, hold.Exclusive)
 }
 
 // ForceUnlock deletes the lock whoever holds it, in either mode, with
-// every reader's lease and every writer's announcement, and wakes the
-// waiters. It reports whether there was a lock to delete. Holders on other
-// handles learn of it at their next renewal: their Done closes.
+// every reader's lease, every waiter's announcement and the readers' turn,
+// and wakes the waiters. It reports whether there was a lock to delete.
+// Holders on other handles learn of it at their next renewal: their Done
+// closes.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return rw.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any handle holds the lock, in either mode.

@@ -18,20 +18,35 @@ const rwModeField = "mode"
 // announcements, which hold new readers back; the readers zset holds the
 // waiting readers' announcements, and the turn zset the readers that
 // waited behind the last write hold, which hold new writers back.
+//
+// Between holders the lock may be free while those zsets remain: readers
+// whose turn it is, or announced waiters; that is reported as an rwlock
+// with mode "free".
 func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
-	k := keys[n.Lock()]
-	if k == nil || k.Type != "hash" {
-		return false
+	if k := keys[n.Lock()]; k != nil {
+		if k.Type != "hash" {
+			return false
+		}
+		h, _ := k.Value.(map[string]string)
+		mode, ok := h[rwModeField]
+		if !ok {
+			return false
+		}
+		r.Mode = mode
+		r.Holders = holdersOf(h, rwModeField)
+		r.TTLms = &k.TTLms
+		k.explained = true
+	} else {
+		waiting := false
+		for _, z := range []string{n.Writers(), n.Readers(), n.Turn()} {
+			waiting = waiting || keys[z] != nil && keys[z].Type == "zset"
+		}
+		if !waiting {
+			return false
+		}
+		r.Mode = "free"
 	}
-	h, _ := k.Value.(map[string]string)
-	mode, ok := h[rwModeField]
-	if !ok {
-		return false
-	}
-	r.Kind, r.Mode = kindRWLock, mode
-	r.Holders = holdersOf(h, rwModeField)
-	r.TTLms = &k.TTLms
-	k.explained = true
+	r.Kind = kindRWLock
 	for name, rk := range keys {
 		if strings.HasPrefix(name, n.ReaderPrefix()) && rk.Type == "string" {
 			rk.explained = true

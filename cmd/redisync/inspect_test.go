@@ -161,6 +161,12 @@ func TestInspectKinds(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, stdout)
 		}
 	}
+	// Between holders: free, with readers whose turn it is yet to come.
+	gap := internal.NewNames("gap")
+	rdb.ZAdd(ctx, gap.Turn(), redis.Z{Member: "o4", Score: float64(now.UnixMilli() + 1500)})
+	if r := inspectJSON(t, flags, "gap")[0]; r.Kind != kindRWLock || r.Mode != "free" || len(r.Holders) != 0 {
+		t.Errorf("free rwlock report = %+v", r)
+	}
 	// Keys a decoder explains are not listed as unexplained.
 	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,7 +49,8 @@ type Kind struct {
 	// then gives back. It must be idempotent: it runs without ctx's
 	// cancellation, and again when its reply is lost. It must not release
 	// a hold itself: it may run late (sent before a stall, run after it),
-	// when a later wait of the handle holds the lock.
+	// when a later wait of the handle holds the lock. It runs only when no
+	// other wait of the handle for m is under way (see waits).
 	Leave func(ctx context.Context, m Mode) (granted bool, err error)
 	// Place, if set, is the waiter's place in line for mode m, which the
 	// client's keeper then keeps while the waiter is parked (see
@@ -96,6 +99,37 @@ type Lock struct {
 	t      *Tracker
 	probes [2]internal.Probe // what each mode reports as (package observe)
 	owners
+	waits waits
+}
+
+// waits counts the handle's waits in Redis of each mode. Goroutines of one
+// handle may wait for a shared mode together (an rwlock's readers), and
+// what a wait leaves in Redis (an announcement) is the handle's, shared by
+// them: only the last wait of a mode to fail may take it away (Kind.Leave),
+// and no wait of that mode starts while it does.
+type waits struct {
+	mu sync.Mutex // held by Leave, and to start a wait
+	n  [2]atomic.Int64
+}
+
+// start counts a wait of mode m in.
+func (w *waits) start(m Mode) {
+	w.mu.Lock()
+	w.n[m].Add(1)
+	w.mu.Unlock()
+}
+
+// end counts a wait of mode m out, and runs leave if it failed and no
+// other wait of m is under way.
+func (w *waits) end(m Mode, failed bool, leave func()) {
+	if w.n[m].Add(-1) > 0 || !failed {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[m].Load() == 0 {
+		leave()
+	}
 }
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
@@ -126,6 +160,7 @@ var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock
 func (l *Lock) wait(ctx context.Context, m Mode) error {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
+	l.waits.start(m)
 	a := Asking{Blocking: true}
 	// mark names the waiter's last attempt, refused, in its lock's line:
 	// a grant is claimed only when it names that attempt (see
@@ -186,9 +221,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
-	if err != nil && l.k.Leave != nil {
-		l.leave(ctx, m)
-	}
+	l.waits.end(m, err != nil && l.k.Leave != nil, func() { l.leave(ctx, m) })
 	return err
 }
 
