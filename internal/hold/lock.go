@@ -108,15 +108,15 @@ type Lock struct {
 // them: only the last wait of a mode to fail may take it away (Kind.Leave),
 // and no wait of that mode starts while it does.
 type waits struct {
-	mu sync.Mutex // held by Leave, and to start a wait
+	mu [2]sync.Mutex // per mode: held by Leave, and to start a wait
 	n  [2]atomic.Int64
 }
 
 // start counts a wait of mode m in.
 func (w *waits) start(m Mode) {
-	w.mu.Lock()
+	w.mu[m].Lock()
 	w.n[m].Add(1)
-	w.mu.Unlock()
+	w.mu[m].Unlock()
 }
 
 // end counts a wait of mode m out, and runs leave if it failed and no
@@ -125,8 +125,8 @@ func (w *waits) end(m Mode, failed bool, leave func()) {
 	if w.n[m].Add(-1) > 0 || !failed {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.mu[m].Lock()
+	defer w.mu[m].Unlock()
 	if w.n[m].Load() == 0 {
 		leave()
 	}
