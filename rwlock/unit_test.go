@@ -358,26 +358,43 @@ func TestReadersTurnMini(t *testing.T) {
 		t.Fatalf("TryLock after the announcement lapsed = %v, %v", ok, err)
 	}
 
-	// A reader that gives up in its turn ends it, and wakes the writer
-	// the turn held back.
+	// A blocking RLock that gives up takes its announcement with it.
 	rctx, cancel := context.WithCancel(ctx)
 	go func() { rlocked <- r.RLock(rctx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Readers()) })
-	mustUnlock(t, w1)
-	if !mr.Exists(n.Turn()) {
-		t.Fatal("no turn for the waiting reader")
-	}
-	wlocked := make(chan error, 1)
-	go func() { wlocked <- w2.Lock(ctx) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Writers()) })
 	cancel()
-	if err := <-rlocked; err == nil {
-		mustRUnlock(t, r) // it came before it gave up
-	} else if !errors.Is(err, context.Canceled) {
+	if err := <-rlocked; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled RLock = %v, want context.Canceled", err)
+	}
+	if mr.Exists(n.Readers()) {
+		t.Fatal("the reader that gave up left its announcement")
+	}
+
+	// A reader that gives up in its turn ends it, and wakes the writers
+	// the turn held back.
+	keys = rwKeys("turn", "quitter")
+	if res, err := script.RWReadLock(ctx, rdb, keys, "quitter", time.Minute, 0, true, rwlock.WriterPatience, 2).Result(); err != nil || res.OK {
+		t.Fatalf("quitter's attempt = %+v, %v; want refused", res, err)
+	}
+	mustUnlock(t, w1)
+	woken := rdb.Subscribe(ctx, n.WriterChannel())
+	defer woken.Close()
+	if _, err := woken.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-wlocked; err != nil {
-		t.Fatal(err)
+	if ok, err := script.RWWithdraw(ctx, rdb, keys, "quitter", true, false).Result(); err != nil || !ok {
+		t.Fatalf("quitter's withdrawal = %v, %v", ok, err)
+	}
+	select {
+	case <-woken.Channel():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end of the turn woke no writer")
+	}
+	if mr.Exists(n.Turn()) {
+		t.Fatal("the turn outlived its last reader's withdrawal")
+	}
+	if ok, err := w2.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the turn ended = %v, %v", ok, err)
 	}
 	mustUnlock(t, w2)
 	assertNoKeysMini(t, rdb, "turn")
