@@ -22,10 +22,11 @@
 --
 -- Deletes the hash, every reader's timeout key, the writers' and readers'
 -- announcements and the readers' turn (waiters announce themselves again
--- with their next attempt); wakes every waiting reader and one waiting writer per
--- subscribed process.
+-- with their next attempt); wakes every waiting reader and one waiting
+-- writer per subscribed process.
 --
--- Returns 1 when a lock was deleted, 0 when there was none.
+-- Returns 1 when a lock was deleted, 0 when there was none (its waiters'
+-- announcements and the readers' turn are deleted all the same).
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE and is left untouched.
 
@@ -38,7 +39,14 @@ if seen then
   return tonumber(seen)
 end
 
+local publish = sharded and 'spublish' or 'publish'
 if redis.call('hlen', lock) == 0 then
+  -- A free lock may still hold waiters back: readers whose turn it is
+  -- (a crashed one's for up to its patience) or announcements.
+  if redis.call('del', writers, readers, turn) > 0 then
+    redis.call(publish, rchannel, '-1')
+    redis.call(publish, wchannel, '1')
+  end
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
 end
@@ -51,7 +59,6 @@ for _, field in ipairs(redis.call('hkeys', lock)) do
   end
 end
 redis.call('del', lock, writers, readers, turn)
-local publish = sharded and 'spublish' or 'publish'
 redis.call(publish, rchannel, '-1')
 redis.call(publish, wchannel, '1')
 redis.call('set', receipt, 1, 'px', ttl)

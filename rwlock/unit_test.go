@@ -357,6 +357,17 @@ func TestReadersTurnMini(t *testing.T) {
 	if ok, err := w1.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock after the announcement lapsed = %v, %v", ok, err)
 	}
+	// ForceUnlock ends such a turn at once, though no lock is held.
+	if res, err := script.RWReadLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 2).Result(); err != nil || res.OK {
+		t.Fatalf("ghost reader's attempt = %+v, %v; want refused", res, err)
+	}
+	mustUnlock(t, w1)
+	if ok, err := w1.ForceUnlock(ctx); ok || err != nil {
+		t.Fatalf("ForceUnlock of a free lock = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := w1.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after ForceUnlock ended the turn = %v, %v", ok, err)
+	}
 
 	// A blocking RLock that gives up takes its announcement with it.
 	rctx, cancel := context.WithCancel(ctx)

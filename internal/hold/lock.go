@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,15 +107,25 @@ type Lock struct {
 // them: only the last wait of a mode to fail may take it away (Kind.Leave),
 // and no wait of that mode starts while it does.
 type waits struct {
-	mu [2]sync.Mutex // per mode: held by Leave, and to start a wait
+	mu [2]chan struct{} // per mode, a lock: held by Leave, and to start a wait
 	n  [2]atomic.Int64
 }
 
-// start counts a wait of mode m in.
-func (w *waits) start(m Mode) {
-	w.mu[m].Lock()
+// start counts a wait of mode m in, unless ctx ends first while another
+// wait's Leave runs.
+func (w *waits) start(ctx context.Context, m Mode) error {
+	select {
+	case w.mu[m] <- struct{}{}: // the common case, whatever ctx says
+	default:
+		select {
+		case w.mu[m] <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	w.n[m].Add(1)
-	w.mu[m].Unlock()
+	<-w.mu[m]
+	return nil
 }
 
 // end counts a wait of mode m out, and runs leave if it failed and no
@@ -125,8 +134,8 @@ func (w *waits) end(m Mode, failed bool, leave func()) {
 	if w.n[m].Add(-1) > 0 || !failed {
 		return
 	}
-	w.mu[m].Lock()
-	defer w.mu[m].Unlock()
+	w.mu[m] <- struct{}{}
+	defer func() { <-w.mu[m] }()
 	if w.n[m].Load() == 0 {
 		leave()
 	}
@@ -142,6 +151,7 @@ func NewLock(k Kind) *Lock {
 	}
 	l.t = New(cfg)
 	l.owners.init(k.Modes)
+	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
 	l.t.onLoss = l.owners.reset
 	return l
 }
@@ -160,7 +170,9 @@ var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock
 func (l *Lock) wait(ctx context.Context, m Mode) error {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
-	l.waits.start(m)
+	if err := l.waits.start(ctx, m); err != nil {
+		return err
+	}
 	a := Asking{Blocking: true}
 	// mark names the waiter's last attempt, refused, in its lock's line:
 	// a grant is claimed only when it names that attempt (see
