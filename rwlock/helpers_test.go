@@ -131,3 +131,28 @@ func writeHold(t testing.TB, rw *rwlock.RWMutex) (context.Context, func()) {
 		}
 	}
 }
+
+// ctxHook is a go-redis hook that calls before and after, either of which
+// may be nil, with the ctx of every command: before it is sent, and once
+// it has its reply. Tests use it to see what a goroutine, marked by a ctx
+// value, sends.
+type ctxHook struct{ before, after func(ctx context.Context) }
+
+func (ctxHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h ctxHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.before != nil {
+			h.before(ctx)
+		}
+		err := next(ctx, cmd)
+		if h.after != nil {
+			h.after(ctx)
+		}
+		return err
+	}
+}
+
+func (ctxHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -312,11 +312,11 @@ func testReadersNotStarved(t *testing.T, e env) {
 	// begun after the count starts. Without the turn, a reader got in only
 	// when it won a race against the writers, after 3 to 40 write holds.
 	rc := e.client(t)
-	rc.AddHook(afterCommand(func(ctx context.Context) {
+	rc.AddHook(ctxHook{after: func(ctx context.Context) {
 		if from, ok := ctx.Value(countFrom{}).(*atomic.Int64); ok {
 			from.CompareAndSwap(-1, writes.Load())
 		}
-	}))
+	}})
 	var most int64
 	for range 5 {
 		r := rwlock.New(rc, name)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
@@ -18,7 +16,6 @@ import (
 // for that withdrawal (which may not take the new wait's announcement
 // away), but no longer than its own ctx allows, however slow Redis is.
 func TestRLockDeadlineDuringSiblingLeaveMini(t *testing.T) {
-
 	type slowLeaveKey struct{}
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
@@ -28,7 +25,7 @@ func TestRLockDeadlineDuringSiblingLeaveMini(t *testing.T) {
 
 	actx, cancelA := context.WithCancel(context.WithValue(ctx, slowLeaveKey{}, true))
 	leaving := make(chan struct{}, 1)
-	rdb.AddHook(beforeCommand(func(cctx context.Context) {
+	rdb.AddHook(ctxHook{before: func(cctx context.Context) {
 		// A command on A's values after A's ctx ended: its Leave. Redis
 		// is slow: it answers after the cleanup ctx ends.
 		if cctx.Value(slowLeaveKey{}) != nil && actx.Err() != nil {
@@ -38,7 +35,7 @@ func TestRLockDeadlineDuringSiblingLeaveMini(t *testing.T) {
 			}
 			<-cctx.Done()
 		}
-	}))
+	}})
 	aDone := make(chan error, 1)
 	go func() { aDone <- r.RLock(actx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(n.Readers()) })
@@ -59,21 +56,4 @@ func TestRLockDeadlineDuringSiblingLeaveMini(t *testing.T) {
 		t.Errorf("B's RLock with a 50ms deadline returned after %v: it waited out A's withdrawal", d)
 	}
 	mustUnlock(t, w)
-}
-
-// beforeCommand is a go-redis hook that calls f with a command's ctx
-// before the command is sent.
-type beforeCommand func(ctx context.Context)
-
-func (beforeCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f beforeCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		f(ctx)
-		return next(ctx, cmd)
-	}
-}
-
-func (beforeCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

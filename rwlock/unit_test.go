@@ -345,10 +345,7 @@ func TestReadersTurnMini(t *testing.T) {
 
 	// A reader that crashed while waiting: its turn lapses with its
 	// announcement.
-	keys := rwKeys("turn", "ghost")
-	if res, err := script.RWReadLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
-		t.Fatalf("ghost reader's attempt = %+v, %v; want refused", res, err)
-	}
+	refusedReader(t, rdb, "turn", "ghost", 1)
 	mustUnlock(t, w2)
 	if ok, _ := w1.TryLock(ctx); ok {
 		t.Fatal("a writer passed the turn of a live announcement")
@@ -358,9 +355,7 @@ func TestReadersTurnMini(t *testing.T) {
 		t.Fatalf("TryLock after the announcement lapsed = %v, %v", ok, err)
 	}
 	// ForceUnlock ends such a turn at once, though no lock is held.
-	if res, err := script.RWReadLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 2).Result(); err != nil || res.OK {
-		t.Fatalf("ghost reader's attempt = %+v, %v; want refused", res, err)
-	}
+	refusedReader(t, rdb, "turn", "ghost", 2)
 	mustUnlock(t, w1)
 	if ok, err := w1.ForceUnlock(ctx); ok || err != nil {
 		t.Fatalf("ForceUnlock of a free lock = %v, %v; want false, nil", ok, err)
@@ -383,10 +378,7 @@ func TestReadersTurnMini(t *testing.T) {
 
 	// A reader that gives up in its turn ends it, and wakes the writers
 	// the turn held back.
-	keys = rwKeys("turn", "quitter")
-	if res, err := script.RWReadLock(ctx, rdb, keys, "quitter", time.Minute, 0, true, rwlock.WriterPatience, 2).Result(); err != nil || res.OK {
-		t.Fatalf("quitter's attempt = %+v, %v; want refused", res, err)
-	}
+	keys := refusedReader(t, rdb, "turn", "quitter", 1)
 	mustUnlock(t, w1)
 	woken := rdb.Subscribe(ctx, n.WriterChannel())
 	defer woken.Close()
@@ -411,6 +403,20 @@ func TestReadersTurnMini(t *testing.T) {
 	assertNoKeysMini(t, rdb, "turn")
 }
 
+// refusedReader runs the blocking read attempt of mark for owner on the
+// lock called name, as a reader that then never comes back would: it must
+// be refused, which announces owner as a waiting reader. It returns the
+// keys owner sees.
+func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, mark uint64) script.RWKeys {
+	t.Helper()
+	keys := rwKeys(name, owner)
+	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WriterPatience, mark).Result()
+	if err != nil || res.OK {
+		t.Fatalf("%s's read attempt = %+v, %v; want refused", owner, res, err)
+	}
+	return keys
+}
+
 // TestSiblingGivesUpMini: two goroutines of one handle wait to read, and
 // share the handle's announcement; when one gives up, the other still
 // waits, so the announcement stays and the write release makes it the
@@ -427,14 +433,14 @@ func TestSiblingGivesUpMini(t *testing.T) {
 
 	// b's first command tells when b has been refused in Redis too.
 	asked := make(chan struct{}, 1)
-	rdb.AddHook(afterCommand(func(ctx context.Context) {
+	rdb.AddHook(ctxHook{after: func(ctx context.Context) {
 		if ctx.Value(siblingKey{}) != nil {
 			select {
 			case asked <- struct{}{}:
 			default:
 			}
 		}
-	}))
+	}})
 	bctx, cancel := context.WithCancel(context.WithValue(ctx, siblingKey{}, true))
 	bDone := make(chan error, 1)
 	go func() { bDone <- r.RLock(bctx) }()
@@ -458,24 +464,6 @@ func TestSiblingGivesUpMini(t *testing.T) {
 }
 
 type siblingKey struct{}
-
-// afterCommand is a go-redis hook that calls f with a command's ctx once
-// the command has its reply.
-type afterCommand func(ctx context.Context)
-
-func (afterCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f afterCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		f(ctx)
-		return err
-	}
-}
-
-func (afterCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 func TestWrongTypeMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)

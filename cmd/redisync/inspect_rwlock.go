@@ -23,6 +23,19 @@ const rwModeField = "mode"
 // whose turn it is, or announced waiters; that is reported as an rwlock
 // with mode "free".
 func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+	var notes []string
+	var waiting []*key
+	for _, z := range []struct{ key, note string }{
+		{n.Writers(), "%d writer(s) waiting ahead of new readers"},
+		{n.Readers(), "%d reader(s) waiting"},
+		{n.Turn(), "%d reader(s) to come ahead of new writers"},
+	} {
+		if k := keys[z.key]; k != nil && k.Type == "zset" {
+			zs, _ := k.Value.([]map[string]any)
+			notes = append(notes, fmt.Sprintf(z.note, len(zs)))
+			waiting = append(waiting, k)
+		}
+	}
 	if k := keys[n.Lock()]; k != nil {
 		if k.Type != "hash" {
 			return false
@@ -36,14 +49,9 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time
 		r.Holders = holdersOf(h, rwModeField)
 		r.TTLms = &k.TTLms
 		k.explained = true
+	} else if len(waiting) == 0 {
+		return false
 	} else {
-		waiting := false
-		for _, z := range []string{n.Writers(), n.Readers(), n.Turn()} {
-			waiting = waiting || keys[z] != nil && keys[z].Type == "zset"
-		}
-		if !waiting {
-			return false
-		}
 		r.Mode = "free"
 	}
 	r.Kind = kindRWLock
@@ -52,17 +60,8 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time
 			rk.explained = true
 		}
 	}
-	var notes []string
-	for _, z := range []struct{ key, note string }{
-		{n.Writers(), "%d writer(s) waiting ahead of new readers"},
-		{n.Readers(), "%d reader(s) waiting"},
-		{n.Turn(), "%d reader(s) to come ahead of new writers"},
-	} {
-		if k := keys[z.key]; k != nil && k.Type == "zset" {
-			zs, _ := k.Value.([]map[string]any)
-			notes = append(notes, fmt.Sprintf(z.note, len(zs)))
-			k.explained = true
-		}
+	for _, k := range waiting {
+		k.explained = true
 	}
 	r.note = strings.Join(notes, "; ")
 	return true

@@ -74,10 +74,10 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 // holds the write lock or a writer is announced (unless it is the turn of
 // the reader: see rwlock_writeunlock.lua); when refused and announce is
 // set, the owner is announced as a waiting reader for patience. reads is
-// the read hold
-// count the caller believes it has: a retry of an attempt that already went
-// through changes nothing. mark numbers the attempt among the owner's,
-// increasing: a give-back names it (see ReentrantAcquire).
+// the read hold count the caller believes it has: a retry of an attempt
+// that already went through changes nothing. mark numbers the attempt
+// among the owner's, increasing: a give-back names it (see
+// ReentrantAcquire).
 func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience))}
