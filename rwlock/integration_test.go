@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/observe"
 	"github.com/redisync/redisync/rwlock"
 )
 
@@ -102,26 +101,6 @@ func readOnce(ctx context.Context, rw *rwlock.RWMutex, readersIn, writersIn, max
 	return rw.RUnlock(ctx)
 }
 
-// parkCounter counts the acquires that parked (observe.Acquire.Park).
-type parkCounter struct {
-	observe.Nop
-	n atomic.Int64
-}
-
-func (p *parkCounter) Acquire(ctx context.Context, _ observe.Op, blocking bool) (context.Context, observe.Acquire) {
-	if !blocking {
-		return ctx, nil
-	}
-	return ctx, parkReport{p}
-}
-
-type parkReport struct{ p *parkCounter }
-
-func (r parkReport) Attempt(observe.Outcome, error)            {}
-func (r parkReport) Park()                                     { r.p.n.Add(1) }
-func (r parkReport) Wake(bool)                                 {}
-func (r parkReport) End(observe.Outcome, time.Duration, error) {}
-
 // TestReadersWokenTogether: 20 goroutines blocked in RLock behind a writer
 // all get in within 100ms of the write Unlock.
 func TestReadersWokenTogether(t *testing.T) { onBoth(t, testReadersWokenTogether) }
@@ -131,12 +110,7 @@ func testReadersWokenTogether(t *testing.T, e env) {
 	writer := rwlock.New(e.client(t), name)
 	mustLock(t, writer)
 	clients := []redis.UniversalClient{e.client(t), e.client(t)}
-	parks := &parkCounter{}
-	for _, c := range clients {
-		if err := observe.Attach(c, parks); err != nil {
-			t.Fatal(err)
-		}
-	}
+	parks := redistest.CountParks(t, clients...)
 	got := make(chan time.Time, 20)
 	readers := make([]*rwlock.RWMutex, 20)
 	for i := range readers {
@@ -149,7 +123,7 @@ func testReadersWokenTogether(t *testing.T, e env) {
 		}()
 	}
 	// Every reader parked: refused, or queued behind another of its client.
-	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.n.Load() == 20 })
+	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 20 })
 	start := time.Now()
 	mustUnlock(t, writer)
 	var last time.Duration

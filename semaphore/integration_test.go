@@ -177,8 +177,8 @@ func TestWakesAsManyAsAvailable(t *testing.T) {
 		if _, err := releaser.Drain(ctx); err != nil {
 			t.Fatal(err)
 		}
-		_, start := commandCalls(t, d.admin)
 		rdb := d.newClient(t)
+		parks := redistest.CountParks(t, rdb)
 		acquired := make(chan struct{}, 4)
 		var wg sync.WaitGroup
 		defer func() {
@@ -193,11 +193,8 @@ func TestWakesAsManyAsAvailable(t *testing.T) {
 				}
 			})
 		}
-		// Each waiter tries, subscribes, tries again and sleeps.
-		redistest.WaitFor(t, 5*time.Second, func() bool {
-			_, now := commandCalls(t, d.admin)
-			return now-start >= 8 && idle(t, d.admin, 50*time.Millisecond)
-		})
+		// Every waiter made its last attempt and sleeps.
+		redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 4 })
 		_, before := commandCalls(t, d.admin)
 		mustRelease(t, releaser, 2)
 		for range 2 {
@@ -228,6 +225,7 @@ func TestWakeUpFitsRequests(t *testing.T) {
 		name := redistest.UniqueName(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		rdb := d.newClient(t)
+		parks := redistest.CountParks(t, rdb)
 		releaser := semaphore.New(d.newClient(t), name)
 		// Load the release script on the node before counting.
 		mustRelease(t, releaser, 1)
@@ -246,7 +244,7 @@ func TestWakeUpFitsRequests(t *testing.T) {
 		waitSubscribed(t, d, name, 1)
 		smallDone := make(chan error, 1)
 		go func() { smallDone <- small.Acquire(ctx, 1) }()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return idle(t, d.admin, 50*time.Millisecond) })
+		redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 2 })
 		_, before := commandCalls(t, d.admin)
 		mustRelease(t, releaser, 1)
 		select {
