@@ -102,7 +102,10 @@ func readOnce(ctx context.Context, rw *rwlock.RWMutex, readersIn, writersIn, max
 }
 
 // TestReadersWokenTogether: 20 goroutines blocked in RLock behind a writer
-// all get in within 100ms of the write Unlock.
+// all get in within 100ms of the write Unlock, or, on a machine too busy
+// for that, all woken by its notification rather than by their sleeps'
+// end. (A sleep may end in the moment between the Unlock and its
+// notification; then the reader must still be in within 100ms.)
 func TestReadersWokenTogether(t *testing.T) { onBoth(t, testReadersWokenTogether) }
 
 func testReadersWokenTogether(t *testing.T, e env) {
@@ -124,6 +127,7 @@ func testReadersWokenTogether(t *testing.T, e env) {
 	}
 	// Every reader parked: refused, or queued behind another of its client.
 	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 20 })
+	unnotified := parks.Unnotified()
 	start := time.Now()
 	mustUnlock(t, writer)
 	var last time.Duration
@@ -134,8 +138,8 @@ func testReadersWokenTogether(t *testing.T, e env) {
 		mustRUnlock(t, r)
 	}
 	t.Logf("the last of 20 readers got in %v after the write Unlock", last)
-	if last > 100*time.Millisecond {
-		t.Fatalf("the last of 20 waiting readers got in %v after the write Unlock, want within 100ms", last)
+	if timed := parks.Unnotified() - unnotified; last > 100*time.Millisecond && timed > 0 {
+		t.Fatalf("the last of 20 waiting readers got in %v after the write Unlock, and %d woke without its notification; want within 100ms, or all notified", last, timed)
 	}
 	e.assertNoKeys(t, name)
 }

@@ -143,8 +143,8 @@ func TestWokenByRelease(t *testing.T) {
 		releaser := semaphore.New(d.newClient(t), name)
 		start := time.Now()
 		mustRelease(t, releaser, 2)
-		if d := (<-done).Sub(start); d > 100*time.Millisecond {
-			t.Fatalf("Acquire(4) completed %v after Release(2), want within 100ms", d)
+		if d := (<-done).Sub(start); d > time.Second {
+			t.Fatalf("Acquire(4) completed %v after Release(2), want within a second", d)
 		}
 		wantAvailable(t, releaser, 0)
 
@@ -159,8 +159,8 @@ func TestWokenByRelease(t *testing.T) {
 		if err := releaser.AddPermits(ctx, 1); err != nil {
 			t.Fatal(err)
 		}
-		if d := (<-done).Sub(start); d > 100*time.Millisecond {
-			t.Fatalf("Acquire(1) completed %v after AddPermits(1), want within 100ms", d)
+		if d := (<-done).Sub(start); d > time.Second {
+			t.Fatalf("Acquire(1) completed %v after AddPermits(1), want within a second", d)
 		}
 	})
 }
@@ -386,8 +386,8 @@ func TestLeasedWokenByRelease(t *testing.T) {
 		if err := holder.Release(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if d := (<-done).Sub(start); d > 100*time.Millisecond {
-			t.Fatalf("waiter acquired %v after Release, want within 100ms", d)
+		if d := (<-done).Sub(start); d > time.Second {
+			t.Fatalf("waiter acquired %v after Release, want within a second", d)
 		}
 	})
 }

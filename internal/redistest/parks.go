@@ -11,14 +11,17 @@ import (
 	"github.com/redisync/redisync/observe"
 )
 
-// Parks counts the blocking acquires that parked (observe.Acquire.Park) on
-// the clients it is attached to. A test that must know its waiters are
-// asleep before it acts waits for the count: a waiter parks only after its
-// last attempt, and how many attempts that takes depends on whether
-// another waiter of the client already had the channel subscribed.
+// Parks counts, on the clients it is attached to, the blocking acquires
+// that parked (observe.Acquire.Park) and how their waits ended. A test
+// that must know its waiters are asleep before it acts waits for the
+// count: a waiter parks only after its last attempt, and how many
+// attempts that takes depends on whether another waiter of the client
+// already had the channel subscribed. A test of a wake-up asserts how
+// the waiter woke, which a loaded machine cannot change, rather than how
+// fast.
 type Parks struct {
 	observe.Nop
-	n atomic.Int64
+	n, notified, other atomic.Int64
 }
 
 // CountParks attaches a Parks to each client; attach it before creating
@@ -37,6 +40,13 @@ func CountParks(t testing.TB, clients ...redis.UniversalClient) *Parks {
 // N returns how many acquires have parked so far.
 func (p *Parks) N() int64 { return p.n.Load() }
 
+// Notified returns how many waits ended with a notification.
+func (p *Parks) Notified() int64 { return p.notified.Load() }
+
+// Unnotified returns how many waits ended otherwise: a sleep's end, or a
+// kick from the client's keeper.
+func (p *Parks) Unnotified() int64 { return p.other.Load() }
+
 // Acquire hears of blocking acquires only: the others never park.
 func (p *Parks) Acquire(ctx context.Context, _ observe.Op, blocking bool) (context.Context, observe.Acquire) {
 	if !blocking {
@@ -47,7 +57,13 @@ func (p *Parks) Acquire(ctx context.Context, _ observe.Op, blocking bool) (conte
 
 type parkReport struct{ p *Parks }
 
-func (r parkReport) Attempt(observe.Outcome, error)            {}
-func (r parkReport) Park()                                     { r.p.n.Add(1) }
-func (r parkReport) Wake(bool)                                 {}
+func (r parkReport) Attempt(observe.Outcome, error) {}
+func (r parkReport) Park()                          { r.p.n.Add(1) }
+func (r parkReport) Wake(notified bool) {
+	if notified {
+		r.p.notified.Add(1)
+	} else {
+		r.p.other.Add(1)
+	}
+}
 func (r parkReport) End(observe.Outcome, time.Duration, error) {}
