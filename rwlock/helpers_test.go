@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -134,9 +135,12 @@ func writeHold(t testing.TB, rw *rwlock.RWMutex) (context.Context, func()) {
 
 // ctxHook is a go-redis hook that calls before and after, either of which
 // may be nil, with the ctx of every command: before it is sent, and once
-// it has its reply. Tests use it to see what a goroutine, marked by a ctx
-// value, sends.
-type ctxHook struct{ before, after func(ctx context.Context) }
+// it has its reply (with the command). Tests use it to see what a
+// goroutine, marked by a ctx value, sends.
+type ctxHook struct {
+	before func(ctx context.Context)
+	after  func(ctx context.Context, cmd redis.Cmder)
+}
 
 func (ctxHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -147,7 +151,7 @@ func (h ctxHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		err := next(ctx, cmd)
 		if h.after != nil {
-			h.after(ctx)
+			h.after(ctx, cmd)
 		}
 		return err
 	}
@@ -155,4 +159,24 @@ func (h ctxHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (ctxHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// countFrom is the ctx key of a *atomic.Int64 that countFromScript sets.
+type countFrom struct{}
+
+// countFromScript makes rdb record, in the *atomic.Int64 under countFrom
+// in a command's ctx (which must hold -1), what counter holds when the
+// first script of that ctx has its reply: the reply to a lock's first
+// attempt. The connection's handshake (HELLO and the like) and a NOSCRIPT
+// answer, which come before, do not count.
+func countFromScript(rdb redis.UniversalClient, counter *atomic.Int64) {
+	rdb.AddHook(ctxHook{after: func(ctx context.Context, cmd redis.Cmder) {
+		from, ok := ctx.Value(countFrom{}).(*atomic.Int64)
+		if !ok || cmd.Err() != nil {
+			return
+		}
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			from.CompareAndSwap(-1, counter.Load())
+		}
+	}})
 }

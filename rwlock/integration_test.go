@@ -202,7 +202,8 @@ func testCrashedReader(t *testing.T, e env) {
 }
 
 // TestWriterNotStarved: 16 goroutines keep taking overlapping 5ms read
-// holds; a writer that starts waiting gets the lock within 250ms.
+// holds; a writer that starts waiting gets the lock once the read holds
+// begun before it announced itself have ended.
 func TestWriterNotStarved(t *testing.T) { onBoth(t, testWriterNotStarved) }
 
 func testWriterNotStarved(t *testing.T, e env) {
@@ -228,22 +229,31 @@ func testWriterNotStarved(t *testing.T, e env) {
 		})
 	}
 	redistest.WaitFor(t, 10*time.Second, func() bool { return reads.Load() >= 100 })
-	// The writer's client has its connection before the clock starts (see
-	// testReadersNotStarved).
+	// Counted in read holds, not time, from the reply to the writer's
+	// first attempt (see testReadersNotStarved): a reader that asks after
+	// the writer announced itself is refused, so only the reads whose
+	// attempts were on their way then, one per goroutine at most, begin
+	// after the count starts. Without the announcement the writer got in
+	// only when it won a race against 16 overlapping readers.
 	wc := e.client(t)
-	if err := wc.Exists(t.Context(), lockKey(name)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	countFromScript(wc, &reads)
 	w := rwlock.New(wc, name)
+	var from atomic.Int64
+	from.Store(-1)
+	wctx, cancel := context.WithTimeout(context.WithValue(t.Context(), countFrom{}, &from), 10*time.Second)
+	defer cancel()
 	start := time.Now()
-	mustLock(t, w)
-	d := time.Since(start)
+	err := w.Lock(wctx)
+	d, after := time.Since(start), reads.Load()-from.Load()
 	stop()
-	mustUnlock(t, w)
 	wg.Wait()
-	t.Logf("the writer waited %v", d)
-	if d > 250*time.Millisecond {
-		t.Fatalf("writer waited %v behind a stream of readers, want within 250ms", d)
+	if err != nil {
+		t.Fatalf("the writer did not get the lock behind a stream of readers: %v", err)
+	}
+	mustUnlock(t, w)
+	t.Logf("the writer waited %v, for %d read holds to begin", d, after)
+	if after > 16 {
+		t.Fatalf("the writer waited for %d read holds to begin, want at most 16 (one per reading goroutine)", after)
 	}
 	e.assertNoKeys(t, name)
 }
@@ -253,11 +263,6 @@ func testWriterNotStarved(t *testing.T, e env) {
 // gets in after at most one more write hold, because a write release gives
 // the waiting readers their turn before any writer.
 func TestReadersNotStarved(t *testing.T) { onBoth(t, testReadersNotStarved) }
-
-// countFrom marks the ctx of a reader whose wait testReadersNotStarved
-// counts: the hook on its client notes the write holds begun by the reply
-// to its first command.
-type countFrom struct{}
 
 func testReadersNotStarved(t *testing.T, e env) {
 	name := redistest.UniqueName(t)
@@ -290,11 +295,7 @@ func testReadersNotStarved(t *testing.T, e env) {
 	// begun after the count starts. Without the turn, a reader got in only
 	// when it won a race against the writers, after 3 to 40 write holds.
 	rc := e.client(t)
-	rc.AddHook(ctxHook{after: func(ctx context.Context) {
-		if from, ok := ctx.Value(countFrom{}).(*atomic.Int64); ok {
-			from.CompareAndSwap(-1, writes.Load())
-		}
-	}})
+	countFromScript(rc, &writes)
 	var most int64
 	for range 5 {
 		r := rwlock.New(rc, name)

@@ -433,7 +433,7 @@ func TestSiblingGivesUpMini(t *testing.T) {
 
 	// b's first command tells when b has been refused in Redis too.
 	asked := make(chan struct{}, 1)
-	rdb.AddHook(ctxHook{after: func(ctx context.Context) {
+	rdb.AddHook(ctxHook{after: func(ctx context.Context, _ redis.Cmder) {
 		if ctx.Value(siblingKey{}) != nil {
 			select {
 			case asked <- struct{}{}:
