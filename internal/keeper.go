@@ -264,8 +264,10 @@ func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 const expiryMargin = 2 * time.Millisecond
 
 // refresh runs one pipeline for kept: a GETEX for each place (which
-// extends it, and reads its value: nil when gone), a PTTL for each lock,
-// and a PEXPIRE for each line that has one. It adds to soon the locks
+// extends it, and reads its value: nil when gone) or a ZADD XX GT for
+// each member of a sorted set (with a PEXPIRE GT for the set, and a TIME
+// for the next round's scores), a PTTL for each lock, and a PEXPIRE for
+// each line that has one. It adds to soon the locks
 // whose lease runs out before the next round (a grant to a dead waiter, or
 // a dead holder's lease, if nobody renews it), to be looked at again just
 // after.
@@ -287,9 +289,17 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	members := make([]*redis.IntCmd, len(kept))
 	expect := make([]string, len(kept))
 	sets := make(map[string]bool)
+	// One ZADD a member: the waiters of one handle that wait for one mode
+	// share its announcement, and a second ZADD GT with the same score
+	// would report no change, telling that waiter to attempt each round.
+	zadds := make(map[[2]string]*redis.IntCmd)
 	for i, kp := range kept {
 		if kp.place.Member != "" {
-			members[i] = k.keepMember(ctx, pipe, kp.place, sets)
+			id := [2]string{kp.place.Key, kp.place.Member}
+			if zadds[id] == nil {
+				zadds[id] = k.keepMember(ctx, pipe, kp.place, sets)
+			}
+			members[i] = zadds[id]
 			continue
 		}
 		kp.mu.Lock()

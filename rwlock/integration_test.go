@@ -370,3 +370,41 @@ func testParkedWaitersKept(t *testing.T, e env) {
 	mustUnlock(t, writer)
 	e.assertNoKeys(t, name)
 }
+
+// TestParkedSiblingReadersKept: goroutines of one handle parked to read
+// share one announcement, which their client keeps once a round: none of
+// them is told to attempt while the write hold lasts.
+func TestParkedSiblingReadersKept(t *testing.T) { onBoth(t, testParkedSiblingReadersKept) }
+
+func testParkedSiblingReadersKept(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	holder := rwlock.New(e.client(t), name)
+	mustLock(t, holder)
+	rdb := e.client(t)
+	parks := redistest.CountParks(t, rdb)
+	reader := rwlock.New(rdb, name)
+	done := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			if err := reader.RLock(ctx); err != nil {
+				t.Error(err)
+			}
+			done <- struct{}{}
+		}()
+	}
+	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 2 })
+	attempts := parks.Attempts()
+	// Several rounds of the keeper, each of which would tell one of them
+	// to attempt if it kept their shared member twice.
+	time.Sleep(rwlock.WriterPatience + time.Second)
+	if n := parks.Attempts() - attempts; n != 0 {
+		t.Errorf("the parked readers of one handle made %d attempts during the write hold, want none", n)
+	}
+	mustUnlock(t, holder)
+	<-done
+	<-done
+	mustRUnlock(t, reader)
+	mustRUnlock(t, reader)
+	e.assertNoKeys(t, name)
+}
