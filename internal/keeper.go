@@ -175,6 +175,7 @@ func (k *keeper) run() {
 			timer.Reset(time.Until(due))
 			continue
 		}
+		began := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		kept := k.snapshot(cancel)
 		if kept == nil {
@@ -191,11 +192,14 @@ func (k *keeper) run() {
 		k.round = nil
 		k.mu.Unlock()
 		cancel()
-		due = time.Now().Add(keepPeriod)
-		if len(soon.locks) > 0 {
+		// Rounds start a period apart, however long one took: an rwlock
+		// announcement lives only two periods from its last refresh.
+		due = began.Add(keepPeriod)
+		if len(soon.locks) > 0 && soon.at.Before(due) {
 			timer.Reset(time.Until(soon.at))
 		} else {
-			timer.Reset(keepPeriod)
+			soon = expiring{}
+			timer.Reset(time.Until(due))
 		}
 	}
 }
@@ -288,7 +292,7 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	places := make([]*redis.StringCmd, len(kept))
 	members := make([]*redis.IntCmd, len(kept))
 	expect := make([]string, len(kept))
-	sets := make(map[string]bool)
+	sets := make(map[string]*redis.Cmd) // each set's PEXPIRE
 	// One ZADD a member: the waiters of one handle that wait for one mode
 	// share its announcement, and a second ZADD GT with the same score
 	// would report no change, telling that waiter to attempt each round.
@@ -340,6 +344,9 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 			// 0: the member left (or a script just set it later): the
 			// waiter attempts, which finds out.
 			n, err := members[i].Result()
+			if err == nil {
+				err = sets[kp.place.Key].Err() // the set would lapse with the member
+			}
 			if err != nil || n == 0 || ferr != nil || free == -2 {
 				kp.wake()
 			}
@@ -370,12 +377,11 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 // still there and that is later (a script may have just set it); and, once
 // a round per set, the set's expiry moved as far, only if that is later
 // (as the scripts set it: the set lives as long as its latest member).
-func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]bool) *redis.IntCmd {
+func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]*redis.Cmd) *redis.IntCmd {
 	lapse := time.Now().Add(k.skew + p.TTL).UnixMilli()
 	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
-	if !sets[p.Key] {
-		sets[p.Key] = true
-		pipe.Do(ctx, "pexpire", p.Key, p.TTL.Milliseconds(), "gt")
+	if sets[p.Key] == nil {
+		sets[p.Key] = pipe.Do(ctx, "pexpire", p.Key, p.TTL.Milliseconds(), "gt")
 	}
 	return cmd
 }

@@ -70,9 +70,10 @@
 // waiter to attempt when its announcement is gone or the lock is free. So
 // a parked waiter makes no attempt to stay announced, while a writer that
 // crashed while waiting holds new readers back for at most WriterPatience
-// (2s). A writer whose Lock gives up (ctx done)
-// withdraws its announcement and, if it was the last one, wakes the readers
-// it held back.
+// (2s) after its client's last refresh (give or take how late that
+// client's reading of the server's clock was: a round trip). A writer
+// whose Lock gives up (ctx done) withdraws its announcement and, if it was
+// the last one, wakes the readers it held back.
 //
 // A reader that has to wait announces itself too, in the readers' sorted
 // set, kept alive the same way. A write release clears the writers'
