@@ -11,18 +11,26 @@ import (
 )
 
 // Place is a waiter's place in a lock's line in Redis: a key whose expiry
-// is the waiter's liveness (see package rlock). A waiter whose place the
-// client's keeper keeps need not attempt to keep it: it sleeps until a
-// release grants it the lock, or the keeper finds the lock free.
+// is the waiter's liveness (see package rlock), or a member of a sorted
+// set whose score is when it lapses (a waiting rwlock reader's or
+// writer's announcement). A waiter whose place the client's keeper keeps
+// need not attempt to keep it: it sleeps until a release grants it the
+// lock or wakes it, or the keeper finds the lock free.
 type Place struct {
-	Key  string        // the place
-	TTL  time.Duration // how long the place lives from a refresh
-	Lock string        // the lock's key
+	Key string // the place, or with Member the sorted set it is in
+	// Member, if set, is the place: a member of the sorted set Key, scored
+	// with the time it lapses on the server's clock, in milliseconds. A
+	// refresh moves that time TTL ahead, and the set's expiry with it,
+	// but never brings back a member that left.
+	Member string
+	TTL    time.Duration // how long the place lives from a refresh
+	Lock   string        // the lock's key
 	// Queue, if set, is the line's list, whose expiry each refresh sets
 	// to TTL too (rlock: it lives as long as its waiters' places).
 	Queue string
-	// Value returns what the place holds after the waiter's last refused
-	// attempt (its mark); called on the waiter's goroutine after each.
+	// Value, if set, returns what the place holds after the waiter's last
+	// refused attempt (its mark); called on the waiter's goroutine after
+	// each. Not for a Member.
 	Value func() string
 }
 
@@ -37,7 +45,8 @@ const keepPeriod = time.Second
 const keepBatch = 1000
 
 // keeper keeps the places of one client's parked waiters, all in one
-// pipeline a period: a GETEX for each place, a PTTL for each lock they
+// pipeline a period: a GETEX for each place (a ZADD XX GT for a member of
+// a sorted set, and a PEXPIRE GT for the set), a PTTL for each lock they
 // wait on, and a PEXPIRE for each line that lives as long as its places.
 // The waiter of a place found gone (a release granted the
 // lock and took the place, or the place lapsed) is woken to attempt, as
@@ -52,6 +61,13 @@ type keeper struct {
 	running bool
 	left    chan struct{}      // tells the goroutine, cap 1, that a waiter left
 	round   context.CancelFunc // cancels the round in flight, if any
+
+	// skew is the server's clock less ours, as the last round that kept a
+	// member of a sorted set read it (TIME), for the scores of the next:
+	// a member's score is a time on the server's clock. Only the keeper's
+	// goroutine uses it.
+	skew      time.Duration
+	skewKnown bool
 }
 
 func newKeeper(rdb redis.UniversalClient) *keeper {
@@ -159,6 +175,7 @@ func (k *keeper) run() {
 			timer.Reset(time.Until(due))
 			continue
 		}
+		began := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		kept := k.snapshot(cancel)
 		if kept == nil {
@@ -175,11 +192,14 @@ func (k *keeper) run() {
 		k.round = nil
 		k.mu.Unlock()
 		cancel()
-		due = time.Now().Add(keepPeriod)
-		if len(soon.locks) > 0 {
+		// Rounds start a period apart, however long one took: an rwlock
+		// announcement lives only two periods from its last refresh.
+		due = began.Add(keepPeriod)
+		if len(soon.locks) > 0 && soon.at.Before(due) {
 			timer.Reset(time.Until(soon.at))
 		} else {
-			timer.Reset(keepPeriod)
+			soon = expiring{}
+			timer.Reset(time.Until(due))
 		}
 	}
 }
@@ -248,8 +268,10 @@ func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 const expiryMargin = 2 * time.Millisecond
 
 // refresh runs one pipeline for kept: a GETEX for each place (which
-// extends it, and reads its value: nil when gone), a PTTL for each lock,
-// and a PEXPIRE for each line that has one. It adds to soon the locks
+// extends it, and reads its value: nil when gone) or a ZADD XX GT for
+// each member of a sorted set (with a PEXPIRE GT for the set, and a TIME
+// for the next round's scores), a PTTL for each lock, and a PEXPIRE for
+// each line that has one. It adds to soon the locks
 // whose lease runs out before the next round (a grant to a dead waiter, or
 // a dead holder's lease, if nobody renews it), to be looked at again just
 // after.
@@ -260,9 +282,30 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	ctx, cancel := context.WithTimeout(ctx, keepPeriod)
 	defer cancel()
 	pipe := k.rdb.Pipeline()
+	var clock *redis.TimeCmd // read on the way for the next round's scores
+	if slices.ContainsFunc(kept, func(kp *Kept) bool { return kp.place.Member != "" }) {
+		if !k.skewKnown {
+			k.readClock(ctx)
+		}
+		clock = pipe.Time(ctx)
+	}
 	places := make([]*redis.StringCmd, len(kept))
+	members := make([]*redis.IntCmd, len(kept))
 	expect := make([]string, len(kept))
+	sets := make(map[string]*redis.Cmd) // each set's PEXPIRE
+	// One ZADD a member: the waiters of one handle that wait for one mode
+	// share its announcement, and a second ZADD GT with the same score
+	// would report no change, telling that waiter to attempt each round.
+	zadds := make(map[[2]string]*redis.IntCmd)
 	for i, kp := range kept {
+		if kp.place.Member != "" {
+			id := [2]string{kp.place.Key, kp.place.Member}
+			if zadds[id] == nil {
+				zadds[id] = k.keepMember(ctx, pipe, kp.place, sets)
+			}
+			members[i] = zadds[id]
+			continue
+		}
 		kp.mu.Lock()
 		expect[i] = kp.expect
 		kp.mu.Unlock()
@@ -285,6 +328,9 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx)
 	read := time.Now() // the server read every PTTL before this
+	if clock != nil {
+		k.setSkew(clock, sent)
+	}
 	for lock, cmd := range locks {
 		// A lease that ends before the next round, unless renewed: it
 		// ends at the latest ttl after read.
@@ -293,12 +339,24 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		}
 	}
 	for i, kp := range kept {
+		free, ferr := locks[kp.place.Lock].Result()
+		if members[i] != nil {
+			// 0: the member left (or a script just set it later): the
+			// waiter attempts, which finds out.
+			n, err := members[i].Result()
+			if err == nil {
+				err = sets[kp.place.Key].Err() // the set would lapse with the member
+			}
+			if err != nil || n == 0 || ferr != nil || free == -2 {
+				kp.wake()
+			}
+			continue
+		}
 		value, err := places[i].Result()
 		gone := err == redis.Nil
 		if gone {
 			err = nil
 		}
-		free, ferr := locks[kp.place.Lock].Result()
 		if err == nil && !gone && value == expect[i] {
 			kp.mu.Lock()
 			if sent.After(kp.base) {
@@ -311,5 +369,37 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		if err != nil || gone || ferr != nil || free == -2 {
 			kp.wake()
 		}
+	}
+}
+
+// keepMember queues the refresh of a place that is a member of a sorted
+// set: its score moved TTL ahead on the server's clock, only if it is
+// still there and that is later (a script may have just set it); and, once
+// a round per set, the set's expiry moved as far, only if that is later
+// (as the scripts set it: the set lives as long as its latest member).
+func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]*redis.Cmd) *redis.IntCmd {
+	lapse := time.Now().Add(k.skew + p.TTL).UnixMilli()
+	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
+	if sets[p.Key] == nil {
+		sets[p.Key] = pipe.Do(ctx, "pexpire", p.Key, p.TTL.Milliseconds(), "gt")
+	}
+	return cmd
+}
+
+// readClock reads the server's clock before the first round that keeps a
+// member of a sorted set; after that each such round reads it on the way.
+// A failure leaves the skew unknown and zero: that round's scores are on
+// our clock, and the next round reads it again.
+func (k *keeper) readClock(ctx context.Context) {
+	sent := time.Now()
+	k.setSkew(k.rdb.Time(ctx), sent)
+}
+
+// setSkew records the skew that clock, a TIME sent at sent, shows. The
+// server read its clock after sent: the skew may come out too large by a
+// trip, which makes a member's lapse later by as much, never earlier.
+func (k *keeper) setSkew(clock *redis.TimeCmd, sent time.Time) {
+	if t, err := clock.Result(); err == nil {
+		k.skew, k.skewKnown = t.Sub(sent), true
 	}
 }

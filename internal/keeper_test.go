@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -117,5 +119,75 @@ func TestKeeperLooksAtShortLease(t *testing.T) {
 	// Two periods would be 2s; the early look comes just after 1.2s.
 	if d := time.Since(start); d > 1900*time.Millisecond {
 		t.Fatalf("told %v after the lease was set to run out at 1.2s; want well before the second period", d)
+	}
+}
+
+// The keeper keeps a parked waiter's place that is a member of a sorted
+// set (an rwlock waiter's announcement): the member's score, when it
+// lapses on the server's clock, and the set's expiry move ahead each
+// round; a member that left is not brought back, and its waiter is told
+// to attempt.
+func TestKeeperKeepsMember(t *testing.T) {
+	rdb := redistest.SharedServer(t).NewClient(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	lock, set := "{"+name+"}", "{"+name+"}:announced"
+	const ttl = 2 * time.Second
+	rdb.HSet(ctx, lock, "holder", 1)
+	rdb.PExpire(ctx, lock, time.Minute)
+	lapse := func() float64 { return float64(rdb.Time(ctx).Val().Add(ttl).UnixMilli()) }
+	rdb.ZAdd(ctx, set, redis.Z{Score: lapse(), Member: "a"}, redis.Z{Score: lapse(), Member: "b"})
+	rdb.PExpire(ctx, set, ttl)
+
+	c := internal.Attach(rdb)
+	defer c.Detach()
+	a := c.Keep(internal.Place{Key: set, Member: "a", TTL: ttl, Lock: lock})
+	defer a.Stop()
+	time.Sleep(ttl + 500*time.Millisecond) // past the member's lapse: it lives only if refreshed
+	now := float64(rdb.Time(ctx).Val().UnixMilli())
+	if score, err := rdb.ZScore(ctx, set, "a").Result(); err != nil || score <= now {
+		t.Fatalf("the kept member lapses at %v (%v), server time %v: not refreshed", score, err, now)
+	}
+	if score := rdb.ZScore(ctx, set, "b").Val(); score > now {
+		t.Fatalf("the member nobody keeps lapses at %v, server time %v: refreshed", score, now)
+	}
+	if d := rdb.PTTL(ctx, set).Val(); d < ttl-1500*time.Millisecond {
+		t.Fatalf("the set's expiry is %v away: not moved with its member", d)
+	}
+	if kicked(a, 0) {
+		t.Fatal("told to attempt with its member kept and the lock held")
+	}
+
+	rdb.ZRem(ctx, set, "a") // the waiter came in, or withdrew
+	if !kicked(a, 3*time.Second) {
+		t.Fatal("not told to attempt when its member was gone")
+	}
+	kicked(a, 3*time.Second) // one more round, which must not add it back
+	if err := rdb.ZScore(ctx, set, "a").Err(); err != redis.Nil {
+		t.Fatalf("ZSCORE of the member that left = %v: brought back", err)
+	}
+}
+
+// A member's score is a time on the server's clock, however far ours is
+// from it.
+func TestKeeperScoresOnServerClock(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	server := time.Now().Add(time.Hour) // the server's clock is an hour ahead
+	mr.SetTime(server)
+	const ttl = 2 * time.Second
+	rdb.ZAdd(ctx, "{n}:announced", redis.Z{Score: 1, Member: "a"})
+	c := internal.Attach(rdb)
+	defer c.Detach()
+	kp := c.Keep(internal.Place{Key: "{n}:announced", Member: "a", TTL: ttl, Lock: "{n}"})
+	defer kp.Stop()
+	// The lock is free, so every round tells the waiter to attempt.
+	if !kicked(kp, 3*time.Second) {
+		t.Fatal("no round ran")
+	}
+	score := rdb.ZScore(ctx, "{n}:announced", "a").Val()
+	want := float64(server.Add(ttl).UnixMilli())
+	if score < want-5000 || score > want+5000 {
+		t.Fatalf("score %v, want the server's time plus the TTL, about %v (%v off)", score, want, time.Duration(score-want)*time.Millisecond)
 	}
 }

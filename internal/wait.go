@@ -37,6 +37,17 @@ func Wait(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Durat
 	return w.wait(ctx)
 }
 
+// WaitKept is Wait for a waiter whose attempts, when refused, leave a
+// place of its in Redis that lapses unless kept (an rwlock waiter's
+// announcement): from its first refused attempt the client's keeper keeps
+// place (see Client.Keep), and the waiter attempts when notified, when
+// the keeper tells it to (its place is gone, or the lock is free), or
+// after maxSleep.
+func WaitKept(ctx context.Context, c *Client, channel string, maxSleep time.Duration, place *Place, try Attempt) error {
+	w := waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, client: c, place: place}
+	return w.wait(ctx)
+}
+
 // WaitNeeding is Wait for a waiter that needs need units of what the
 // channel's messages announce, such as a semaphore waiter for need permits:
 // a message announcing fewer free units does not wake it, and wakes a
@@ -303,7 +314,9 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 			if w.kept == nil {
 				w.keep()
 			}
-			w.kept.Expect(w.place.Value())
+			if w.place.Value != nil {
+				w.kept.Expect(w.place.Value())
+			}
 		}
 		if w.inLine != nil && w.sub != nil && wait > 0 {
 			w.sub.Expect(sent.Add(wait)) // for waiters that queue behind this one
@@ -333,8 +346,8 @@ type waiter struct {
 	need     int                                     // units of a message it needs to proceed
 	inLine   func() bool                             // WaitInLine: whether the waiter may queue; it records lease ends for those that do
 	claim    Claim                                   // WaitGranted: completes a grant
-	client   *Client                                 // WaitGranted: whose keeper keeps place
-	place    *Place                                  // WaitGranted: the waiter's place in line, if the keeper keeps it
+	client   *Client                                 // WaitGranted, WaitKept: whose keeper keeps place
+	place    *Place                                  // WaitGranted, WaitKept: the waiter's place, if the keeper keeps it
 	kept     *Kept                                   // the keeping of place, from the first refused attempt
 	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter, just subscribed, must attempt
 	refused  time.Time                               // when the last attempt was sent, if it was refused without error

@@ -21,8 +21,8 @@
 --          earlier mark of the owner
 -- ARGV[5]  "1": when refused, announce the caller as a waiting reader, so
 --          that the next write release gives it its turn
--- ARGV[6]  how long an announcement lasts, in milliseconds; a waiting
---          reader renews it with every attempt
+-- ARGV[6]  how long an announcement lasts, in milliseconds; each attempt
+--          renews it, and the waiter's client while it is parked
 --
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a

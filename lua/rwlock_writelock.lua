@@ -17,8 +17,8 @@
 --          since the caller counts the hold's validity from this call
 -- ARGV[4]  "1": when refused, announce the caller as a waiting writer, so
 --          that new readers wait behind it
--- ARGV[5]  how long an announcement lasts, in milliseconds; a waiting
---          writer renews it with every attempt
+-- ARGV[5]  how long an announcement lasts, in milliseconds; each attempt
+--          renews it, and the waiter's client while it is parked
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
 --

@@ -61,15 +61,22 @@
 // take read holds. Once the current readers leave, the last one
 // wakes a writer.
 //
-// A waiting writer renews its announcement with every attempt, and attempts
-// at least every third of WriterPatience, so a live writer keeps it alive
-// while a writer that crashed while waiting holds new readers back for at
-// most WriterPatience (2s). A writer whose Lock gives up (ctx done)
-// withdraws its announcement and, if it was the last one, wakes the readers
-// it held back.
+// A waiting writer's announcement is kept alive by its process: while the
+// writer is parked, its client moves the announcements of all its parked
+// waiters WriterPatience ahead once a second, in one pipeline, as it
+// refreshes rlock and fairlock places in line (the time read from the
+// server's clock as of the last refresh: a cluster's nodes are taken to
+// agree on the time within much less than WriterPatience), and tells a
+// waiter to attempt when its announcement is gone or the lock is free. So
+// a parked waiter makes no attempt to stay announced, while a writer that
+// crashed while waiting holds new readers back for at most WriterPatience
+// (2s) after its client's last refresh (give or take how late that
+// client's reading of the server's clock was: a round trip). A writer
+// whose Lock gives up (ctx done) withdraws its announcement and, if it was
+// the last one, wakes the readers it held back.
 //
 // A reader that has to wait announces itself too, in the readers' sorted
-// set, and renews that the same way. A write release clears the writers'
+// set, kept alive the same way. A write release clears the writers'
 // announcements and makes the readers announced then the readers whose
 // turn it is: until each of them has come (or given up, or lapsed), a new
 // writer does not take the lock, even a free one, and they come in past
@@ -92,8 +99,7 @@
 // reader of every process at once (they can all share the lock) and one
 // writer per process; the read release that frees the lock wakes one
 // writer per process and no reader (new readers were only waiting for the
-// writers). A waiting reader or writer attempts again at least every third
-// of WriterPatience, to renew its announcement. Notifications go over one pub/sub connection per Redis client,
+// writers). Notifications go over one pub/sub connection per Redis client,
 // however many waiters. Every sleep is bounded by the remaining lease of
 // whoever blocks the waiter (or of the announcements), so a lost
 // notification costs at most that, and after a pub/sub reconnect every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -313,5 +315,65 @@ func testReadersNotStarved(t *testing.T, e env) {
 	if most > 2 {
 		t.Fatalf("a reader waited for %d write holds to begin, want at most 2", most)
 	}
+	e.assertNoKeys(t, name)
+}
+
+// TestParkedWaitersKept: two goroutines of one handle parked to read and a
+// writer parked behind a write hold that lasts longer than WriterPatience
+// make no attempt while it lasts: their client keeps their announcements
+// alive, the readers' shared one once a round (keeping it twice would tell
+// one of them to attempt each round). When the hold ends the readers come
+// in first (their turn), then the writer.
+func TestParkedWaitersKept(t *testing.T) { onBoth(t, testParkedWaitersKept) }
+
+func testParkedWaitersKept(t *testing.T, e env) {
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	holder := rwlock.New(e.client(t), name)
+	mustLock(t, holder)
+	rdb := e.client(t)
+	parks := redistest.CountParks(t, rdb)
+	reader, writer := rwlock.New(rdb, name), rwlock.New(rdb, name)
+	order := make(chan string, 3)
+	for range 2 {
+		go func() {
+			if err := reader.RLock(ctx); err != nil {
+				t.Error(err)
+			}
+			order <- "reader"
+		}()
+	}
+	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 2 })
+	go func() {
+		if err := writer.Lock(ctx); err != nil {
+			t.Error(err)
+		}
+		order <- "writer"
+	}()
+	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 3 })
+	attempts := parks.Attempts()
+	// Past the announcements' life: they are there only if kept.
+	time.Sleep(rwlock.WriterPatience + time.Second)
+	if n := parks.Attempts() - attempts; n != 0 {
+		t.Errorf("the parked waiters made %d attempts during the write hold, want none", n)
+	}
+	node, names := e.node(t, name), internal.NewNames(name)
+	now := float64(node.Time(ctx).Val().UnixMilli())
+	for _, set := range []string{names.Readers(), names.Writers()} {
+		live := node.ZCount(ctx, set, strconv.FormatFloat(now, 'f', 0, 64), "+inf").Val()
+		if live != 1 {
+			t.Errorf("%s has %d live announcements, want 1", set, live)
+		}
+	}
+	mustUnlock(t, holder)
+	for range 2 {
+		if next := <-order; next != "reader" {
+			t.Fatalf("the %s came in before both readers after the write hold", next)
+		}
+	}
+	mustRUnlock(t, reader)
+	mustRUnlock(t, reader)
+	<-order
+	mustUnlock(t, writer)
 	e.assertNoKeys(t, name)
 }

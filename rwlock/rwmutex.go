@@ -2,7 +2,6 @@ package rwlock
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -17,7 +16,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	b := hold.NewBase("rwlock", rdb, name)
 	s := &sides{Base: b, cfg: newConfig(opts), keys: b.Keys.RWKeys(b.Owner)}
 	rw := &RWMutex{l: hold.NewLock(hold.Kind{
-		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, MaxSleep: s.maxSleep,
+		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, Place: s.announcement,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}
 	// A release that frees the lock wakes a writer on its channel.
@@ -82,10 +81,18 @@ func (s *sides) channel(m hold.Mode) string {
 	return s.keys.WriterChannel
 }
 
-// maxSleep bounds a waiter's sleep: a waiter's every attempt renews its
-// announcement, so none may outlast a third of its life.
-func (s *sides) maxSleep(hold.Mode) time.Duration {
-	return min(s.cfg.Lease(), WriterPatience/3)
+// announcement is where a refused blocking attempt of mode m announces
+// the handle: its member in the writers' or the readers' sorted set. The
+// client's keeper keeps it while the waiter is parked, once a second, so
+// the waiter need not attempt to renew it: it sleeps until a release wakes
+// it, the lease of whatever holds it back runs out, or the keeper tells it
+// to attempt (its announcement is gone, or the lock is free).
+func (s *sides) announcement(m hold.Mode) *internal.Place {
+	set := s.keys.Writers
+	if m == hold.Shared {
+		set = s.keys.Readers
+	}
+	return &internal.Place{Key: set, Member: s.Owner, TTL: WriterPatience, Lock: s.keys.Lock}
 }
 
 // withdraw removes the handle's announcement as a waiter of mode m, if

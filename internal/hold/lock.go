@@ -51,10 +51,11 @@ type Kind struct {
 	// when a later wait of the handle holds the lock. It runs only when no
 	// other wait of the handle for m is under way (see waits).
 	Leave func(ctx context.Context, m Mode) (granted bool, err error)
-	// Place, if set, is the waiter's place in line for mode m, which the
-	// client's keeper then keeps while the waiter is parked (see
-	// internal.Client.Keep): the waiter attempts only when told to or
-	// after MaxSleep, not every GrantLease/3.
+	// Place, if set, is the waiter's place for mode m (in line, or an
+	// announcement that lapses), which the client's keeper then keeps
+	// while the waiter is parked (see internal.Client.Keep): the waiter
+	// attempts only when woken, told to, or after MaxSleep, not to keep
+	// its place alive (every GrantLease/3 for a lock with Grants).
 	Place func(m Mode) *internal.Place
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
@@ -227,6 +228,8 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			sleep = maxSleep
 		}
 		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, l.recheck, try)
+	case l.k.Place != nil:
+		err = internal.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
 	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)

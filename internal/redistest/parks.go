@@ -21,7 +21,7 @@ import (
 // fast.
 type Parks struct {
 	observe.Nop
-	n, notified, other atomic.Int64
+	n, notified, other, attempts atomic.Int64
 }
 
 // CountParks attaches a Parks to each client; attach it before creating
@@ -40,6 +40,10 @@ func CountParks(t testing.TB, clients ...redis.UniversalClient) *Parks {
 // N returns how many acquires have parked so far.
 func (p *Parks) N() int64 { return p.n.Load() }
 
+// Attempts returns how many attempts the acquires have made (acquire
+// scripts run).
+func (p *Parks) Attempts() int64 { return p.attempts.Load() }
+
 // Notified returns how many waits ended with a notification.
 func (p *Parks) Notified() int64 { return p.notified.Load() }
 
@@ -57,7 +61,7 @@ func (p *Parks) Acquire(ctx context.Context, _ observe.Op, blocking bool) (conte
 
 type parkReport struct{ p *Parks }
 
-func (r parkReport) Attempt(observe.Outcome, error) {}
+func (r parkReport) Attempt(observe.Outcome, error) { r.p.attempts.Add(1) }
 func (r parkReport) Park()                          { r.p.n.Add(1) }
 func (r parkReport) Wake(notified bool) {
 	if notified {
