@@ -22,7 +22,7 @@ const rwModeField = "mode"
 // Between holders the lock may be free while those zsets remain: readers
 // whose turn it is, or announced waiters; that is reported as an rwlock
 // with mode "free".
-func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+func decodeRWLock(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
 	var notes []string
 	var waiting []*key
 	for _, z := range []struct{ key, note string }{
@@ -31,8 +31,20 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, _ time.Time
 		{n.Turn(), "%d reader(s) to come ahead of new writers"},
 	} {
 		if k := keys[z.key]; k != nil && k.Type == "zset" {
+			// A member's score is when it lapses (server time, ms); the
+			// scripts remove lapsed ones only when they look.
 			zs, _ := k.Value.([]map[string]any)
-			notes = append(notes, fmt.Sprintf(z.note, len(zs)))
+			live := 0
+			for _, m := range zs {
+				if score, _ := m["score"].(float64); int64(score) > now.UnixMilli() {
+					live++
+				}
+			}
+			note := fmt.Sprintf(z.note, live)
+			if lapsed := len(zs) - live; lapsed > 0 {
+				note += fmt.Sprintf(" (%d more lapsed)", lapsed)
+			}
+			notes = append(notes, note)
 			waiting = append(waiting, k)
 		}
 	}

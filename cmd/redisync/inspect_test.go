@@ -110,7 +110,8 @@ func TestInspectKinds(t *testing.T) {
 	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:o2", 3)
 	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
 	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
-	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)})
+	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)},
+		redis.Z{Member: "w0", Score: float64(now.UnixMilli() - 500)}) // a crashed writer's, lapsed
 	rdb.ZAdd(ctx, rw.Turn(), redis.Z{Member: "o3", Score: float64(now.UnixMilli() + 1500)}) // a reader yet to come
 	rdb.Set(ctx, sem.Lock(), 7, 0)
 	rdb.Set(ctx, sem.Sub("release:r1"), 1, 10*time.Second) // a recent Release's receipt
@@ -150,7 +151,7 @@ func TestInspectKinds(t *testing.T) {
 	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
-		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers; 1 reader(s) to come ahead of new writers",
+		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers (1 more lapsed); 1 reader(s) to come ahead of new writers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
