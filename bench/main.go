@@ -12,7 +12,8 @@
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
-// fairlock, rwlock, semaphore, latch, and the wake-up transport on a
+// fairlock, rwlock (and its parked waiters), semaphore, latch, and the
+// wake-up transport on a
 // three-master cluster it starts (with redis-cli --cluster create) against
 // standalone.
 // Flags bound the run; see -help.
