@@ -13,9 +13,8 @@
 // waiter, 16 workers with a 1 ms critical section, pure contention.
 // redisync only: watchdog load of many held locks, many parked waiters,
 // fairlock, rwlock (and its parked waiters), semaphore, latch, and the
-// wake-up transport on a
-// three-master cluster it starts (with redis-cli --cluster create) against
-// standalone.
+// wake-up transport on a three-master cluster it starts (with redis-cli
+// --cluster create) against standalone.
 // Flags bound the run; see -help.
 package main
 
