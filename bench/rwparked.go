@@ -57,7 +57,13 @@ func rwParked(ctx context.Context, e *env) (*table, error) {
 			}
 		})
 	}
-	defer wg.Wait()
+	// Deferred after cancel, so it runs before it: cancel first, or a
+	// return before the release below waits forever for waiters parked
+	// behind the holder.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
 	quiet, _ := settled(cnt)
 	if err := poll(wctx, parkTimeout, func() bool { return started.Load() == int64(n) && quiet() }); err != nil {
 		return nil, fmt.Errorf("rwlock waiters did not park: %w", err)

@@ -313,7 +313,10 @@ func TestWaiterWokenByUnlock(t *testing.T) {
 		}
 		got <- time.Now()
 	}()
-	waitSubscribed(t, srv.NewClient(t), name, 1)
+	// Parked, not only subscribed: between its SUBSCRIBE and its park the
+	// waiter checks the lock (HKEYS), and a release before that check
+	// has it attempt and take its grant without a wake.
+	redistest.WaitFor(t, 5*time.Second, func() bool { return wakes.N() == 1 })
 	start := time.Now()
 	mustUnlock(t, holder)
 	at := <-got
