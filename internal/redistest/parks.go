@@ -37,8 +37,8 @@ func CountParks(t testing.TB, clients ...redis.UniversalClient) *Parks {
 	return p
 }
 
-// N returns how many times the acquires have parked so far: once per
-// sleep, so a waiter woken that sleeps again counts twice.
+// N returns how many acquires have parked so far (once each, however
+// often they sleep: see observe.Acquire.Park).
 func (p *Parks) N() int64 { return p.n.Load() }
 
 // Attempts returns how many attempts the acquires have made (acquire
