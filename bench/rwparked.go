@@ -69,24 +69,10 @@ func rwParked(ctx context.Context, e *env) (*table, error) {
 		return nil, fmt.Errorf("rwlock waiters did not park: %w", err)
 	}
 
-	before, err := readServer(ctx, e.ctl)
+	cmds, trips, err := parkedCost(ctx, e, cnt)
 	if err != nil {
 		return nil, err
 	}
-	sent := readCounters(cnt)
-	start := time.Now()
-	select {
-	case <-time.After(parkedWindow):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	after, err := readServer(ctx, e.ctl)
-	if err != nil {
-		return nil, err
-	}
-	secs := time.Since(start).Seconds()
-	cmds := float64(after.commandsSince(before)) / secs
-	trips := float64(readCounters(cnt).sub(sent).trips) / secs
 	e.set("rwlock-parked", "redisync rwlock", "cmds/s", cmds)
 
 	drainStart := time.Now()

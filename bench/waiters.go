@@ -52,25 +52,11 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 	e.set("waiters", us, "heap", p.heap)
 
 	// While parked: what keeping every waiter's place in line costs the
-	// server and the client, over a window of a few refresh periods.
-	idleBefore, err := readServer(ctx, e.ctl)
+	// server and the client.
+	idleCmds, idleTrips, err := parkedCost(ctx, e, cnt)
 	if err != nil {
 		return nil, err
 	}
-	idleSent := readCounters(cnt)
-	idleStart := time.Now()
-	select {
-	case <-time.After(parkedWindow):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	idleAfter, err := readServer(ctx, e.ctl)
-	if err != nil {
-		return nil, err
-	}
-	idleSecs := time.Since(idleStart).Seconds()
-	idleCmds := float64(idleAfter.commandsSince(idleBefore)) / idleSecs
-	idleTrips := float64(readCounters(cnt).sub(idleSent).trips) / idleSecs
 
 	// Release: each lock passes through its waiters one after another.
 	before, err := readServer(ctx, e.ctl)
@@ -108,6 +94,29 @@ func waiters(ctx context.Context, e *env) (*table, error) {
 	tb.note("Heap and stack deltas after runtime.GC(), from before the waiters' handles were created until all were parked; they include the handles.")
 	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts); the client refreshes every parked waiter's place in line, in one pipeline a second.", parkedWindow)
 	return tb, nil
+}
+
+// parkedCost measures, over parkedWindow (a few refresh periods), the
+// Redis commands a second the server runs and the round trips a second
+// the waiting client cnt sends while its waiters are parked.
+func parkedCost(ctx context.Context, e *env, cnt *counter) (cmds, trips float64, err error) {
+	before, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return 0, 0, err
+	}
+	sent := readCounters(cnt)
+	start := time.Now()
+	select {
+	case <-time.After(parkedWindow):
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	}
+	after, err := readServer(ctx, e.ctl)
+	if err != nil {
+		return 0, 0, err
+	}
+	secs := time.Since(start).Seconds()
+	return float64(after.commandsSince(before)) / secs, float64(readCounters(cnt).sub(sent).trips) / secs, nil
 }
 
 // parking is a crowd of goroutines, each locking and unlocking once.
