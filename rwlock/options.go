@@ -12,10 +12,11 @@ const DefaultWatchdogTimeout = 30 * time.Second
 // WriterPatience is how long the announcement of a waiting writer holds new
 // readers back unless it is renewed. The writer's attempts renew it, and
 // while the writer is parked its client does, once a second, so a writer
-// that crashed while waiting blocks new readers for at most this long. A waiting
-// reader's announcement lasts as long, and so a reader that crashed while
-// waiting keeps the lock free in its turn after a write release (holding
-// back writers, and new readers behind them) for at most this long too.
+// that crashed while waiting blocks new readers for at most this long. A
+// waiting reader's announcement lasts as long, and so a reader that
+// crashed while waiting keeps the lock free in its turn after a write
+// release (holding back writers, and new readers behind them) for at most
+// this long too.
 const WriterPatience = 2 * time.Second
 
 // Option configures an RWMutex.

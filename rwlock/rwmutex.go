@@ -130,8 +130,8 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) { return rw.l.Try
 // Lock locks rw for writing. It waits until nobody else (no process, handle,
 // or other goroutine on this handle) holds the lock in either mode and the
 // readers that waited behind the last write hold have come (see the
-// package doc), or until ctx is done. While it waits it announces itself, so that new readers wait
-// behind it. With a ctx that carries rw's write hold (see Do) it re-enters
+// package doc), or until ctx is done. While it waits it announces itself,
+// so that new readers wait behind it. With a ctx that carries rw's write hold (see Do) it re-enters
 // it; with a ctx that carries a read hold (see [RWMutex.RDo]) it gets an
 // error wrapping [ErrUpgradeNotSupported] at once. On failure Lock returns
 // an error wrapping ctx.Err() or the Redis error, withdraws its announcement
