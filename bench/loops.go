@@ -21,6 +21,7 @@ type worker struct {
 	unlock func(ctx context.Context) error
 	think  time.Duration
 	hold   time.Duration
+	busy   bool // hold by spinning, not sleeping
 }
 
 // loops is a set of workers run side by side for a measured window.
@@ -141,7 +142,10 @@ func (st *loopState) work(ctx context.Context, i int, w worker) {
 		}
 		waited := time.Since(start)
 		st.enter(w.role)
-		if w.hold > 0 {
+		switch {
+		case w.hold > 0 && w.busy:
+			spin(w.hold)
+		case w.hold > 0:
 			time.Sleep(w.hold)
 		}
 		st.inside[w.role].Add(-1)

@@ -96,6 +96,7 @@ var scenarios = []scenario{
 	{"uncontended", uncontended},
 	{"handoff", handoff},
 	{"workers", workers},
+	{"workers-busy", workersBusy},
 	{"contention", contention},
 	{"watchdog", watchdogLoad},
 	{"waiters", waiters},

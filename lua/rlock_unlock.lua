@@ -23,6 +23,14 @@
 --          give-back changes nothing (-2) when the hold records a later
 --          attempt's mark (see rlock_acquire), one that took or reported
 --          the hold after the attempt given back
+-- ARGV[10] for a release that passes the lock within the releasing
+--          process, the owner id of the waiter it goes to, else "" (or
+--          absent): at the last level that waiter becomes the holder
+--          whatever its place in line (its process, the releaser's, is
+--          alive and has let it go on already), and nothing is published
+--          (it was told in the process)
+-- ARGV[11] with ARGV[10], the mark of that waiter's last refused attempt,
+--          recorded with its hold as a grant's is
 --
 -- The grantee's channel and place are built here because the grantee is
 -- only known inside the script; both carry the lock's hash tag, so the
@@ -49,7 +57,8 @@
 -- publishes "1" on KEYS[4].
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
--- and nobody live was in line), -1 when the owner does not hold the lock,
+-- and nobody live was in line), -1 when the owner does not hold the lock
+-- ({-1, to, 0, mark} when it passed the lock, free, to ARGV[10] all the same),
 -- -2 when the hold count differs from ARGV[4] or a give-back comes too
 -- late (nothing changed); or {0, grantee, token,
 -- mark} when the release granted the lock, so that a grantee in the
@@ -62,10 +71,40 @@ local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local prefix, grantLease, places, patience = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 local undoes = tonumber(ARGV[9])
+local to, toMark = ARGV[10] or '', ARGV[11]
+
+local function pass()
+  -- The place first, with pcall, for the reason given above for GETDEL:
+  -- nothing has changed when it fails.
+  local gone = redis.pcall('del', places .. to)
+  if type(gone) == 'table' and gone.err then
+    return redis.error_reply('TRYAGAIN the place of the waiter passed the lock is not on this node yet: ' .. gone.err)
+  end
+  redis.call('lrem', queue, 0, to)
+  redis.call('del', lock)
+  redis.call('hset', lock, to, 1, '@' .. to, toMark)
+  redis.call('pexpire', lock, grantLease)
+end
 
 local state = redis.call('hmget', lock, owner, '@' .. owner)
 local holds = state[1]
 if not holds then
+  if to == '' then
+    return {-1}
+  end
+  -- The waiter went on, its wait over. A free lock is its, as an attempt
+  -- would have taken it; a lock held by another is not, and the waiter
+  -- leaves the line. (A resend of a release that passed the lock finds
+  -- the waiter holding it: it leaves the line again, and nothing changes.)
+  if redis.call('exists', lock) == 0 then
+    local err = pass()
+    if err then
+      return err
+    end
+    return {-1, to, 0, toMark}
+  end
+  redis.call('del', places .. to)
+  redis.call('lrem', queue, 0, to)
   return {-1}
 end
 holds = tonumber(holds)
@@ -77,6 +116,14 @@ if holds > 1 then
   redis.call('hincrby', lock, owner, -1)
   redis.call('pexpire', lock, lease)
   return {holds - 1}
+end
+
+if to ~= '' then
+  local err = pass()
+  if err then
+    return err
+  end
+  return {0, to, 0, toMark}
 end
 
 local publish = sharded and 'spublish' or 'publish'

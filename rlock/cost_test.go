@@ -48,9 +48,28 @@ func TestRefusedAttemptCost(t *testing.T) {
 
 // TestGrantCost pins what a handoff costs: the release script grants the
 // lock to the parked waiter, and the waiter's process completes the hold
-// without running a script of its own.
+// without running a script of its own. A waiter of another handle on the
+// releaser's client is passed the lock: the same script, without the
+// line's pop and the publication.
 func TestGrantCost(t *testing.T) {
-	rdb := redistest.Start(t).NewClient(t)
+	srv := redistest.Start(t)
+	t.Run("grant", func(t *testing.T) {
+		rdb := srv.NewClient(t)
+		grantCost(t, rdb, srv.NewClient(t), map[string]int64{
+			"evalsha": 1, "hmget": 1, "lpop": 1, "getdel": 1, "del": 1, "hset": 1, "pexpire": 1, "publish": 1,
+		})
+	})
+	t.Run("pass", func(t *testing.T) {
+		rdb := srv.NewClient(t)
+		grantCost(t, rdb, rdb, map[string]int64{
+			"evalsha": 1, "hmget": 1, "lrem": 1, "del": 2, "hset": 1, "pexpire": 1,
+		})
+	})
+}
+
+// grantCost measures the handoff from a holder on rdb to a waiter on
+// other: the commands of the release, which must be want.
+func grantCost(t *testing.T, rdb, other *redis.Client, want map[string]int64) {
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
 	warm := rlock.New(rdb, name+"-warm") // loads the unlock script on the fresh server
@@ -66,7 +85,7 @@ func TestGrantCost(t *testing.T) {
 	}
 	start := commandCalls(t, rdb)
 	waited := make(chan error, 1)
-	waiter := rlock.New(rdb, name)
+	waiter := rlock.New(other, name)
 	go func() { waited <- waiter.Lock(ctx) }()
 	// Parked: in line and subscribed, after one attempt and, once
 	// subscribed, a check that the lock is still another's (no grant,
@@ -103,10 +122,8 @@ func TestGrantCost(t *testing.T) {
 		}
 	}
 	// The unlock: its own field, then the grant to the waiter in line,
-	// whose place tells in one GETDEL that it is live and what it asked.
-	want := map[string]int64{
-		"evalsha": 1, "hmget": 1, "lpop": 1, "getdel": 1, "del": 1, "hset": 1, "pexpire": 1, "publish": 1,
-	}
+	// whose place tells in one GETDEL that it is live and what it asked
+	// (or, passed within the process, the waiter taken out of the line).
 	if !maps.Equal(got, want) {
 		t.Fatalf("a handoff ran %v, want %v", got, want)
 	}

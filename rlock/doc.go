@@ -32,7 +32,19 @@
 // Redis; then the release goes to Redis and hands the lock to the first
 // waiter of another process or handle. A waiter elsewhere thus waits for
 // at most eight critical sections of a handle's goroutines, and two when
-// they are long. Not with [WithFencing]
+// they are long. Handles of one process (on the same Redis client) pass
+// the lock the same way, in the release script instead of none: the
+// release of the last level, with a waiter of another handle of the
+// client parked on the lock, lets that waiter (the first of them to park)
+// go on at once, and its script makes that waiter the holder, ahead of
+// the Redis line. Until the script has run the lock is still the
+// releaser's in Redis, so nobody else can take it; the waiter's hold is
+// valid no longer than the releaser's was, and its own scripts wait for
+// the release's reply. Should the release find the releaser's hold gone
+// and the lock another's, the waiter's hold ends as lost (Done closes,
+// the WithOnLost hook runs). These passes count with the local handoffs:
+// at most seven in a row and, after the first, only within 10ms of the
+// process taking the lock in Redis. Neither is made with [WithFencing]
 // (every hold takes a token of its own), [WithLeaseTime] or
 // [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
@@ -85,7 +97,8 @@
 // or when the lock was freed another way (a holder's lease ran out,
 // ForceUnlock): then whoever attempts first takes it. Goroutines waiting on one
 // handle wait in line in the process, behind the one that holds the
-// handle's place. A re-entry (a Lock with the hold's ctx) never queues:
+// handle's place, and a waiter of the releasing process goes before the
+// line, within the bounds given under Ownership. A re-entry (a Lock with the hold's ctx) never queues:
 // when Redis no longer has the hold it fails with an error wrapping
 // [ErrLost], and the hold ends as lost (Done closes, the [WithOnLost]
 // hook runs). An attempt whose reply comes too late to trust (after the

@@ -681,18 +681,34 @@ func TestLocalHandoff(t *testing.T) {
 
 // A hold passes between goroutines of a handle a bounded number of times:
 // a waiter of another process, parked in the Redis line, holds after at
-// most maxPasses+1 (8) critical sections of the handle.
+// most maxPasses+1 (8) critical sections of the handle. The same holds
+// for handles of one process, which pass the lock to each other in their
+// release scripts.
 func TestLocalHandoffServesOthers(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	admin := srv.NewClient(t)
-	name := redistest.UniqueName(t)
-	m := rlock.New(srv.NewClient(t), name)
-	other := rlock.New(srv.NewClient(t), name)
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "goroutines of a handle", false: "handles of a process"}[shared], func(t *testing.T) {
+			srv := redistest.SharedServer(t)
+			name := redistest.UniqueName(t)
+			rdb := srv.NewClient(t)
+			m := rlock.New(rdb, name)
+			handles := []*rlock.Mutex{m, m, m}
+			if !shared {
+				handles = []*rlock.Mutex{m, rlock.New(rdb, name), rlock.New(rdb, name)}
+			}
+			servesOthers(t, srv.NewClient(t), name, handles)
+		})
+	}
+}
+
+// servesOthers has a goroutine per handle lock and unlock in a loop, and
+// checks that a waiter of another process (on client other) holds after
+// at most 8 of their critical sections once it parked in line.
+func servesOthers(t *testing.T, other *redis.Client, name string, handles []*rlock.Mutex) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var sections atomic.Int64
 	var wg sync.WaitGroup
-	for range 3 {
+	for _, m := range handles {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				if err := m.Lock(ctx); err != nil {
@@ -704,19 +720,20 @@ func TestLocalHandoffServesOthers(t *testing.T) {
 		})
 	}
 	redistest.WaitFor(t, 2*time.Second, func() bool { return sections.Load() > 10 })
+	waiter := rlock.New(other, name)
 	got := make(chan error, 1)
-	go func() { got <- other.Lock(t.Context()) }()
+	go func() { got <- waiter.Lock(t.Context()) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool {
-		return admin.LLen(t.Context(), internal.NewNames(name).Queue()).Val() > 0
+		return other.LLen(t.Context(), internal.NewNames(name).Queue()).Val() > 0
 	})
 	parked := sections.Load()
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
 	if n := sections.Load() - parked; n > 8 {
-		t.Errorf("the handle held %d times while another process was parked in line, want at most 8", n)
+		t.Errorf("the process held %d times while another process was parked in line, want at most 8", n)
 	}
-	mustUnlock(t, other)
+	mustUnlock(t, waiter)
 	cancel()
 	wg.Wait()
 }

@@ -31,6 +31,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 			return d.acquire(ctx, m.l.Tracker(), held, a)
 		},
 		Release:     d.release,
+		ReleaseTo:   d.releaseTo,
 		Renew:       d.renew,
 		ForceUnlock: d.forceUnlock,
 		Leave:       d.leave,
@@ -90,6 +91,13 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
 	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, undoes).Result()
+	return hold.UnlockedGrant(u), err
+}
+
+// releaseTo releases the last level, passing the lock to tr's waiter, a
+// handle of this process (see hold.Transfer).
+func (d *described) releaseTo(ctx context.Context, expect int64, tr *hold.Transfer) (hold.Released, error) {
+	u, err := script.ReentrantUnlockTo(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, 0, tr.To, tr.Mark).Result()
 	return hold.UnlockedGrant(u), err
 }
 

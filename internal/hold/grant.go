@@ -56,6 +56,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	t.begin(levels, token, base, lease)
+	t.begin(levels, token, base, lease, nil)
 	return true, nil
 }

@@ -63,6 +63,12 @@ type Config struct {
 	// Probes is what a hold reports as (package observe), by the mode
 	// of the level that began it; the zero Probe reports nothing.
 	Probes [2]internal.Probe
+	// Pick, if set, is asked by the release of a hold's last level,
+	// valid until valid and the latest of run r, for a waiter of another
+	// handle of the process to pass the lock to (see Transfer); nil for
+	// none. ReleaseTo is then Release, passing it to that waiter.
+	Pick      func(valid time.Time, r run) *Transfer
+	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer) (Released, error)
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.
@@ -107,6 +113,11 @@ type hold struct {
 	// release's outcome tells whether that was a loss. Guarded by mu.
 	releasing bool
 	lostWhile error
+
+	// transfer is the passing that began the hold, if one did (see
+	// Transfer): the handle's scripts wait for its release first.
+	transfer *Transfer
+	run      run // the process's run of holds this one belongs to
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -181,14 +192,18 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 		// lost before the watchdog noticed.
 		t.end(h, internal.ErrLost)
 	}
-	t.begin(levels, token, sent, t.cfg.Lease)
+	t.begin(levels, token, sent, t.cfg.Lease, nil)
 }
 
 // begin makes a new hold of levels current, whose lease, until its first
-// renewal, is lease from sent.
-func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration) {
+// renewal, is lease from sent, and returns it. tr is the transfer that
+// passed it to the handle, if one did: the hold continues its run.
+func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration, tr *Transfer) *hold {
 	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
-		report: t.cfg.Probes[levels.began()].Hold(sent)}
+		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
+	if tr != nil {
+		h.transfer, h.run = tr, tr.run
+	}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -197,6 +212,7 @@ func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.
 	t.cur = h
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
+	return h
 }
 
 // entry is the watchdog's view of hold h.

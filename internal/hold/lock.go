@@ -75,6 +75,11 @@ type Kind struct {
 	// whose holds need nothing of their own from Redis (no fencing token,
 	// no fixed lease).
 	LocalHandoff bool
+	// ReleaseTo, if set with LocalHandoff and Grants, runs the release
+	// script once for the last level, passing the lock to tr's waiter, a
+	// handle of the same process (see Transfer): the lock passes between
+	// handles of a process as it does between goroutines of one handle.
+	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer) (Released, error)
 }
 
 // Asking is what kind of attempt an Acquire is.
@@ -100,6 +105,7 @@ type Lock struct {
 	probes [2]internal.Probe // what each mode reports as (package observe)
 	owners
 	waits waits
+	cand  *candidate // the handle's wait offered for a transfer; guarded by cohorts
 }
 
 // waits counts the handle's waits in Redis of each mode. Goroutines of one
@@ -150,6 +156,9 @@ func NewLock(k Kind) *Lock {
 	if k.Grants {
 		cfg.Granted = l.deliver
 	}
+	if l.passable(Exclusive) {
+		cfg.Pick, cfg.ReleaseTo = l.pick, k.ReleaseTo
+	}
 	l.t = New(cfg)
 	l.owners.init(k.Modes)
 	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
@@ -183,7 +192,11 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	// attempt. try and claim run on the waiting goroutine, one after the
 	// other.
 	var mark float64
+	passable := l.passable(m)
 	try := func(ctx context.Context) (bool, time.Duration, error) {
+		if mark != 0 && passable {
+			l.offer(0) // not while it attempts
+		}
 		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
 			a.Seq = seq
@@ -191,6 +204,9 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			if a.Refused && l.k.Grants {
 				mark = g.Mark
+				if passable {
+					l.offer(mark)
+				}
 			}
 			return g, err
 		})
@@ -203,6 +219,15 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	switch {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
+			if tr := l.takeTransfer(); tr != nil {
+				if mark == 0 || g.Mark != mark || tr.Mark != placeValue(mark, false) {
+					// Passed to an attempt before the last: the attempt
+					// that follows finds it, once the release has run.
+					tr.succeeded()
+					return false, nil
+				}
+				return l.t.ClaimTransfer(ctx, m, tr, uint64(mark))
+			}
 			if mark == 0 || g.Mark != mark {
 				// Not a grant to the last attempt: one read late, after
 				// the grant lapsed or went elsewhere and a later attempt
@@ -235,6 +260,9 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
 	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
+	}
+	if passable {
+		l.withdraw()
 	}
 	l.waits.end(m, err != nil && l.k.Leave != nil, func() { l.leave(ctx, m) })
 	return err

@@ -191,7 +191,9 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m == Exclusive {
-		l.passes, l.since = 0, time.Now()
+		// A hold passed from another handle of the process continues
+		// its run: the bounds of local handoffs count from its start.
+		l.passes, l.since = 0, cmp.Or(l.t.runSince(), time.Now())
 	}
 	if m == Shared && plain {
 		l.plainReads++

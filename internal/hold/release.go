@@ -79,18 +79,24 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		return err
 	}
 	defer t.op.Release(1)
+	if err := t.awaitTransfer(ctx); err != nil {
+		t.abandon(t.current(), m)
+		return err
+	}
 	// An owed give-back first: a level it gives back, which the handle
 	// does not count, would make this release mismatch, and that reads
 	// as its own earlier run. Should it fail again, it stays owed.
 	_ = t.repay(ctx)
 	h := t.current()
 	levels := t.releasing(h)
+	tr := t.pick(h, m, levels)
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m])
+	out, err := t.release(ctx, h, m, levels[m], tr)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
 	if err != nil {
+		tr.finishIf(false)
 		t.abandon(h, m)
 		t.report(h, lost)
 		return internal.CtxErr(ctx, err)
@@ -102,9 +108,15 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels[m]--
 	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
 		// The same: a release of the last level of m went through, but
-		// its reply was lost, and the level is gone since.
+		// its reply was lost, and the level is gone since. A transfer
+		// went through with it; should the hold have been lost instead,
+		// the grantee's validity ends no later than the releaser's would
+		// have, and its first renewal finds the lock gone.
+		out.Grantee = tr.grantee()
 		levels[m] = 0
 	case out.NotHeld:
+		// The lock may have been passed all the same: it was free.
+		tr.finishIf(out.Grantee != "" && out.Grantee == tr.grantee())
 		if h != nil && levels[m] > 0 {
 			t.end(h, internal.ErrLost)
 		}
@@ -113,7 +125,11 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	default:
 		levels = out.Levels
 	}
-	if out.Grantee != "" && t.cfg.Granted != nil {
+	if tr != nil {
+		// The waiter was told in the process already. A mismatch at the
+		// last level changed nothing: the lock was not passed.
+		tr.finish(out.Grantee == tr.To)
+	} else if out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
 	t.settle(h, levels, m, sent)
@@ -121,6 +137,31 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		t.report(h, lost)
 	}
 	return nil
+}
+
+// pick asks Config.Pick for a waiter of the process to pass the lock to,
+// for the release of the last level of hold h (see Transfer); nil when
+// the release is not that, or goes through Redis's line.
+func (t *Tracker) pick(h *hold, m Mode, levels Levels) *Transfer {
+	if h == nil || t.cfg.Pick == nil || m != Exclusive || levels != (Levels{Exclusive: 1}) || h.unsure[m] != 0 {
+		return nil
+	}
+	return t.cfg.Pick(h.wd.ValidTill(), h.run)
+}
+
+// finishIf is finish for a release that may carry no transfer.
+func (tr *Transfer) finishIf(ok bool) {
+	if tr != nil {
+		tr.finish(ok)
+	}
+}
+
+// grantee is the owner tr passes the lock to; "" for none.
+func (tr *Transfer) grantee() string {
+	if tr == nil {
+		return ""
+	}
+	return tr.To
 }
 
 // releasing marks hold h (nil when the handle holds nothing) as being
@@ -155,11 +196,17 @@ func (t *Tracker) released(h *hold) error {
 // through, so that the retry's answer is read right: at the last level the
 // script is not idempotent by itself, since a successful first run leaves
 // nothing to compare the retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (Released, error) {
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, tr *Transfer) (Released, error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
-		out, err := t.cfg.Release(ctx, m, expect, 0)
+		var out Released
+		var err error
+		if tr != nil {
+			out, err = t.cfg.ReleaseTo(ctx, expect, tr)
+		} else {
+			out, err = t.cfg.Release(ctx, m, expect, 0)
+		}
 		unknown := internal.OutcomeUnknown(err)
 		if err != nil && !unknown && internal.Transient(err) {
 			if refused.IsZero() {

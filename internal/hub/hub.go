@@ -239,8 +239,9 @@ func (s *Subscription) Parked(at time.Time) {
 // in-process handoff, without waiting for the message. It is accepted
 // only by a waiter on a confirmed subscription that parked (see Parked)
 // before sent: a later wait of the same waiter sent all its attempts
-// after the grant was made, so a late delivery never reaches it.
-func (h *Hub) Deliver(name string, g Grant, sent time.Time) {
+// after the grant was made, so a late delivery never reaches it. It
+// reports whether a waiter accepted it.
+func (h *Hub) Deliver(name string, g Grant, sent time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var ch *channel
@@ -250,11 +251,13 @@ func (h *Hub) Deliver(name string, g Grant, sent time.Time) {
 		ch = c.channels[name]
 	}
 	if ch == nil || !ch.isConfirmed || len(ch.subs) == 0 {
-		return
+		return false
 	}
 	if s := ch.subs[0]; !s.parked.IsZero() && s.parked.Before(sent) {
 		grantLocked(ch, g)
+		return true
 	}
+	return false
 }
 
 // Expect records that the waiter learned, from a refused attempt, that the

@@ -105,8 +105,17 @@ const (
 // reported the hold. go-redis never retries it: after a network error the
 // outcome is unknown, and only the caller knows how to retry safely.
 func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
+	return ReentrantUnlockTo(ctx, c, k, owner, lease, sharded, expect, grantLease, undoes, "", "")
+}
+
+// ReentrantUnlockTo is ReentrantUnlock passing the lock, at the last
+// level, to the waiter to (of the releasing process) rather than to the
+// first in line: to becomes the holder for grantLease, its hold recording
+// toMark, the mark of its last refused attempt, and nothing is published.
+// The reply names to as the grantee. With to empty it is ReentrantUnlock.
+func ReentrantUnlockTo(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64, to, toMark string) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes)}
+	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes, to, toMark)}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

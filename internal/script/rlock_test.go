@@ -238,3 +238,72 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		}
 	})
 }
+
+// A release passing the lock within the process makes the named waiter
+// the holder, ahead of the line, and takes it out of the line; a resend
+// changes nothing. A release by an owner that no longer holds a free lock
+// passes it all the same (reporting not held); one that finds the lock
+// another's only takes the waiter out of the line.
+func TestRLockUnlockTo(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		const lease, grant = 10 * time.Second, 2 * time.Second
+		wait := func(owner string, mark uint64) {
+			t.Helper()
+			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, owner, lease, false, 0, time.Minute, mark).Result(); err != nil || res.OK {
+				t.Fatalf("%s's waiting acquire = %+v, %v", owner, res, err)
+			}
+		}
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
+			t.Fatalf("a's acquire = %+v, %v", res, err)
+		}
+		wait("c", 1)
+		wait("b", 4)
+		u, err := script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "b", "4").Result()
+		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Mark != 4 {
+			t.Fatalf("a's unlock to b = %+v, %v; want released and passed to b, mark 4", u, err)
+		}
+		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "b", "4").Result() // a resend
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("resent unlock = %+v, %v; want not held, not passed", u, err)
+		}
+		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 2 || v["b"] != "1" || v["@b"] != "4" {
+			t.Fatalf("lock hash after the pass and its resend = %v, want b with one level and mark 4", v)
+		}
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
+			t.Fatalf("lease after the pass %v, want at most the grant lease %v", pttl, grant)
+		}
+		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 1 || line[0] != "c" {
+			t.Fatalf("line %v, want [c]", line)
+		}
+		if n := rdb.Exists(ctx, k.Places+"b").Val(); n != 0 {
+			t.Fatal("b's place left after the pass")
+		}
+
+		// The releaser's hold gone, the lock another's (b's): d only
+		// leaves the line.
+		wait("d", 2)
+		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "d", "2").Result()
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("unlock to d of b's lock = %+v, %v; want not held, not passed", u, err)
+		}
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
+			t.Fatalf("lock hash %v, want b's", v)
+		}
+		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 1 || rdb.Exists(ctx, k.Places+"d").Val() != 0 {
+			t.Fatalf("d still in line (%v) after a failed pass", line)
+		}
+
+		// The lock free: d holds it.
+		wait("d", 3)
+		rdb.Del(ctx, k.Lock) // d's wait found b's hold; now it is gone
+		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "d", "3").Result()
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "d" {
+			t.Fatalf("unlock to d of a free lock = %+v, %v; want not held, passed to d", u, err)
+		}
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["d"] != "1" {
+			t.Fatalf("lock hash %v, want d's", v)
+		}
+	})
+}

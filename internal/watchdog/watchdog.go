@@ -169,6 +169,42 @@ func (h *Hold) Touch(sent time.Time) {
 	h.w.mu.Unlock()
 }
 
+// ValidTill returns when the hold stops being valid for its holder unless
+// a renewal succeeds before: its last acquisition or renewal's sending,
+// plus the lease that set, minus the drift margin.
+func (h *Hold) ValidTill() time.Time {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.validTill
+}
+
+// Limit makes the hold's validity end by until at the latest, until a
+// renewal or Extend sets it anew.
+func (h *Hold) Limit(until time.Time) {
+	w := h.w
+	w.mu.Lock()
+	if h.removed || !until.Before(h.validTill) {
+		w.mu.Unlock()
+		return
+	}
+	h.validTill = until
+	if !w.running {
+		w.armLocked(h.needed())
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// Extend records that a command sent at sent set the hold's lease to
+// lease on the server, unless a later one did already.
+func (h *Hold) Extend(sent time.Time, lease time.Duration) {
+	h.w.mu.Lock()
+	if !h.removed && !sent.Before(h.lastSent) {
+		h.setSent(sent, lease)
+	}
+	h.w.mu.Unlock()
+}
+
 // Remove unregisters the hold; Lost will not be called after it returns.
 // It never blocks on Redis.
 func (h *Hold) Remove() {

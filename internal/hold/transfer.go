@@ -1,0 +1,280 @@
+package hold
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/hub"
+)
+
+// Passing the lock between handles of one process (see the package doc,
+// "In-process passing"). A release that would hand the lock to another
+// process's waiter through Redis, with a waiter of another handle of the
+// same client parked on the same lock, passes the lock to that waiter
+// instead, and lets it go on at once: the release script, sent next,
+// makes it the holder in Redis (rlock_unlock's ARGV[10]). Until that
+// script has run, the lock is still the releaser's in Redis, and the
+// releaser's process is the grantee's, so nobody else can take it; the
+// grantee's hold is valid no longer than the releaser's was (a transfer
+// is made only while the releaser's hold is valid for longer than the
+// grantee's first validity), and ends as lost if the script finds the
+// releaser's hold gone. The grantee's own scripts wait for the release's
+// outcome, so that Redis runs them after it.
+
+// Transfer is one passing of the lock from a releasing handle to a parked
+// waiter of another handle of the same client.
+type Transfer struct {
+	To   string    // the grantee's owner id
+	Mark string    // the mark of the grantee's last refused attempt, as its place holds it
+	at   time.Time // when it was decided: the release is sent after it
+	// lease is the grantee's first validity from at: its own lease or the
+	// grant lease, whichever is shorter (the script sets the grant lease).
+	lease time.Duration
+	// valid is when the releaser's hold stopped being valid: the
+	// grantee's hold is valid no longer until the release has passed it.
+	valid time.Time
+	run   run
+
+	done chan struct{} // closed once the release's outcome is known
+
+	mu       sync.Mutex
+	finished bool
+	ok       bool     // the release made the grantee the holder, as far as anyone can tell
+	t        *Tracker // the grantee's, once it claimed the transfer
+	h        *hold
+}
+
+// run is a chain of holds of one process, each passed the lock by the
+// one before within the process (a local handoff or a Transfer): how many
+// passes it has seen, and when its first hold began. It bounds how long
+// the processes waiting in Redis wait for it (see maxPasses).
+type run struct {
+	passes int
+	since  time.Time
+}
+
+// finish records the outcome of the release that carries tr, and ends
+// the grantee's hold as lost if the release did not make it the holder.
+func (tr *Transfer) finish(ok bool) {
+	tr.mu.Lock()
+	tr.finished, tr.ok = true, ok
+	t, h := tr.t, tr.h
+	tr.mu.Unlock()
+	close(tr.done)
+	switch {
+	case t == nil:
+	case ok:
+		h.wd.Extend(tr.at, tr.lease)
+	default:
+		t.end(h, errTransferLost)
+	}
+}
+
+// attach records that h, a hold of t, was claimed from tr: until the
+// release's outcome is known, h is valid no longer than the releaser's
+// hold was, and it ends as lost if the release did not pass it.
+func (tr *Transfer) attach(t *Tracker, h *hold) {
+	tr.mu.Lock()
+	failed := tr.finished && !tr.ok
+	if !tr.finished {
+		h.wd.Limit(tr.valid)
+		tr.t, tr.h = t, h
+	}
+	tr.mu.Unlock()
+	if failed {
+		t.end(h, errTransferLost)
+	}
+}
+
+// succeeded waits for tr's outcome and reports it.
+func (tr *Transfer) succeeded() bool {
+	<-tr.done
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.ok
+}
+
+var errTransferLost = fmt.Errorf("%w: the hold passed to it within the process was gone from Redis before the release reached it", internal.ErrLost)
+
+// cohorts lists, per client and lock, the parked waiters of handles that
+// may be passed the lock (see Lock.offer), in the order they parked.
+var cohorts = struct {
+	sync.Mutex
+	m map[cohortKey][]*candidate
+}{m: make(map[cohortKey][]*candidate)}
+
+type cohortKey struct {
+	rdb  redis.UniversalClient
+	lock string
+}
+
+// candidate is a handle's wait in Redis, offered for a transfer.
+type candidate struct {
+	l    *Lock
+	mark float64   // the mark of its last refused attempt; 0 while it attempts
+	tr   *Transfer // a transfer made to it that it has not taken yet
+}
+
+func (l *Lock) cohort() cohortKey { return cohortKey{l.k.RDB, l.k.Keys.Lock()} }
+
+// passable reports whether the handle's waits and releases take part in
+// transfers: a lock that grants, not fair between processes, whose holds
+// need nothing of their own from Redis (Kind.LocalHandoff).
+func (l *Lock) passable(m Mode) bool {
+	return m == Exclusive && l.k.Grants && l.k.LocalHandoff && l.k.ReleaseTo != nil
+}
+
+// offer lists the handle's wait for a transfer, its last attempt refused
+// with mark (0: an attempt is under way, and it is passed over).
+func (l *Lock) offer(mark float64) {
+	cohorts.Lock()
+	defer cohorts.Unlock()
+	if l.cand == nil {
+		l.cand = &candidate{l: l}
+		k := l.cohort()
+		cohorts.m[k] = append(cohorts.m[k], l.cand)
+	}
+	l.cand.mark = mark
+}
+
+// withdraw takes the handle's wait off the list when it ends. A transfer
+// made to it that it did not take is waited for: what the wait does next
+// (leave the line, give a grant back) must run in Redis after it.
+func (l *Lock) withdraw() {
+	cohorts.Lock()
+	c := l.cand
+	if c != nil {
+		k := l.cohort()
+		list := slices.DeleteFunc(cohorts.m[k], func(o *candidate) bool { return o == c })
+		if len(list) == 0 {
+			delete(cohorts.m, k)
+		} else {
+			cohorts.m[k] = list
+		}
+		l.cand = nil
+	}
+	cohorts.Unlock()
+	if c != nil && c.tr != nil {
+		<-c.tr.done
+	}
+}
+
+// takeTransfer returns the transfer made to the handle's wait, if any, and
+// forgets it.
+func (l *Lock) takeTransfer() *Transfer {
+	cohorts.Lock()
+	defer cohorts.Unlock()
+	if l.cand == nil {
+		return nil
+	}
+	tr := l.cand.tr
+	l.cand.tr = nil
+	return tr
+}
+
+// pick is Config.Pick: for the release of the last level of a hold valid
+// until valid, the latest of run r, it finds a parked waiter of another
+// handle of the client on the same lock, first parked first, and lets it
+// go on (a grant delivered to its wait); nil when there is none, the run
+// has passed the lock maxPasses times already, or more than once and for
+// maxPassTime (the bounds of local handoffs), or the releaser's hold is
+// not valid for long enough.
+func (l *Lock) pick(valid time.Time, r run) *Transfer {
+	if r.passes >= maxPasses || r.passes > 0 && time.Since(r.since) >= maxPassTime {
+		return nil
+	}
+	c := internal.Attach(l.k.RDB)
+	defer c.Detach()
+	cohorts.Lock()
+	defer cohorts.Unlock()
+	for _, cand := range cohorts.m[l.cohort()] {
+		if cand.l == l || cand.mark == 0 || cand.tr != nil {
+			continue
+		}
+		now := time.Now()
+		tr := &Transfer{
+			To: cand.l.k.Owner, Mark: placeValue(cand.mark, false), at: now,
+			lease: min(GrantLease, cand.l.t.cfg.Lease),
+			run:   run{passes: r.passes + 1, since: r.since},
+			done:  make(chan struct{}),
+		}
+		if time.Until(valid) < tr.lease/4 {
+			// The grantee would hold the lock for too short a time
+			// before the release has passed it (see attach).
+			return nil
+		}
+		tr.valid = valid
+		// Set before the delivery: the waiter takes it under cohorts'
+		// lock, which is held until the delivery's outcome is known.
+		cand.tr = tr
+		if c.Hub.Deliver(cand.l.k.Channel(Exclusive), hub.Grant{Mark: cand.mark}, now) {
+			return tr
+		}
+		cand.tr = nil // not parked after all
+	}
+	return nil
+}
+
+// ClaimTransfer completes the hold of one level of mode m that tr passed
+// to the handle, whose wait's last attempt, of mark seq, was refused: at
+// once, valid for tr's lease from when tr was made, until the release
+// that carries tr says otherwise. When ctx is done, it waits for that
+// release and gives the level back if it had been passed, and returns
+// ctx's error.
+func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq uint64) (bool, error) {
+	err := ctx.Err()
+	if err == nil {
+		err = t.op.Acquire(ctx, 1)
+	}
+	if err != nil {
+		if tr.succeeded() {
+			t.Undo(ctx, m, 1, seq)
+		}
+		return false, err
+	}
+	defer t.op.Release(1)
+	if t.Held(m) != 0 {
+		// Cannot be: a waiter holds nothing. Let an attempt sort it out,
+		// after the release has run.
+		tr.succeeded()
+		return false, nil
+	}
+	var levels Levels
+	levels[m] = 1
+	h := t.begin(levels, 0, tr.at, tr.lease, tr)
+	tr.attach(t, h)
+	return true, nil
+}
+
+// awaitTransfer waits, before a script of the handle runs, for the release
+// that passed the current hold to the handle, if it is still under way:
+// Redis must run that first.
+func (t *Tracker) awaitTransfer(ctx context.Context) error {
+	h := t.current()
+	if h == nil || h.transfer == nil {
+		return nil
+	}
+	select {
+	case <-h.transfer.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runSince returns when the run of the current hold began (see run); the
+// zero time when the handle holds nothing.
+func (t *Tracker) runSince() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return time.Time{}
+	}
+	return t.cur.run.since
+}
