@@ -175,9 +175,9 @@
 // another's (on a free lock the script passes it all the same). A waiter
 // that gives up as the pass reaches it waits for the release before it
 // gives the lock back or leaves the line, so that Redis runs them after
-// it. The passes of a run of holds (run) are bounded as local handoffs
-// are, and count with them: the lock leaves the process within maxPasses
-// passes, and after the first within maxPassTime. In the bench module's
+// it. Passes and local handoffs count together, per run of holds (run):
+// the lock leaves the process after at most maxPasses of them, and after
+// the first only within maxPassTime of the run's start. In the bench module's
 // workers with a busy 1 ms critical section, that is about 13% more
 // critical sections a second than a release through Redis (the gap
 // between holders of one process falls from one round trip and a wake-up

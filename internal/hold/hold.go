@@ -117,7 +117,7 @@ type hold struct {
 	// transfer is the passing that began the hold, if one did (see
 	// Transfer): the handle's scripts wait for its release first.
 	transfer *Transfer
-	run      run // the process's run of holds this one belongs to
+	run      run // the process's run of holds this one belongs to; guarded by mu
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.

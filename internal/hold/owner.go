@@ -72,10 +72,8 @@ type owners struct {
 	gen        uint64               // bumped by reset: releases of older holds change nothing
 
 	// Local handoff; see handOver.
-	queued int       // calls waiting at the gate for an exclusive hold
-	handed *hold     // the hold in Redis that waits for the next call through the gate
-	passes int       // local handoffs since the handle took its hold in Redis
-	since  time.Time // when the handle took its hold in Redis
+	queued int   // calls waiting at the gate for an exclusive hold
+	handed *hold // the hold in Redis that waits for the next call through the gate
 }
 
 func (o *owners) init(modes int) {
@@ -190,11 +188,6 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m == Exclusive {
-		// A hold passed from another handle of the process continues
-		// its run: the bounds of local handoffs count from its start.
-		l.passes, l.since = 0, cmp.Or(l.t.runSince(), time.Now())
-	}
 	if m == Shared && plain {
 		l.plainReads++
 		return nil, true, nil
@@ -325,13 +318,14 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	return l.Wrap(ops[m][1], err)
 }
 
-// The local handoff's bounds: a hold taken in Redis passes between
-// goroutines of the handle at most maxPasses times, and after the first
-// pass only within maxPassTime of being taken, before a release in Redis
-// hands the lock to the first waiter in the Redis line (another process,
-// or another handle). A waiter there waits for at most maxPasses+1
-// critical sections of the handle's goroutines, and for at most two when
-// they are longer than maxPassTime, however many wait on the handle.
+// The bounds of passing within a process (see run): a hold taken in Redis
+// passes between goroutines of the handle, or to other handles of the
+// process (see Transfer), at most maxPasses times in a row, and after the
+// first pass only within maxPassTime of being taken, before a release in
+// Redis hands the lock to the first waiter in the Redis line (another
+// process). A waiter there waits for at most maxPasses+1 critical
+// sections of the process, and for at most two when they are longer than
+// maxPassTime, however many wait in the process.
 // Within those bounds short critical sections pass without a round trip:
 // in the bench module's workers scenario (1 ms sections) that is the
 // difference between about 83% (3 passes, no time bound) and 87% of the
@@ -361,11 +355,10 @@ func (l *Lock) handOver(r *record, m Mode, gen uint64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if r != l.x || r.depth != 1 || r.reads != 0 || gen != l.gen || l.queued == 0 ||
-		l.handed != nil || l.passes >= maxPasses || l.passes > 0 && time.Since(l.since) >= maxPassTime {
+		l.handed != nil || !l.t.passOn(cur) {
 		return false
 	}
 	l.handed = cur
-	l.passes++
 	return true
 }
 

@@ -146,7 +146,10 @@ func (t *Tracker) pick(h *hold, m Mode, levels Levels) *Transfer {
 	if h == nil || t.cfg.Pick == nil || m != Exclusive || levels != (Levels{Exclusive: 1}) || h.unsure[m] != 0 {
 		return nil
 	}
-	return t.cfg.Pick(h.wd.ValidTill(), h.run)
+	t.mu.Lock()
+	r := h.run
+	t.mu.Unlock()
+	return t.cfg.Pick(h.wd.ValidTill(), r)
 }
 
 // finishIf is finish for a release that may carry no transfer.

@@ -186,7 +186,7 @@ func (l *Lock) takeTransfer() *Transfer {
 // maxPassTime (the bounds of local handoffs), or the releaser's hold is
 // not valid for long enough.
 func (l *Lock) pick(valid time.Time, r run) *Transfer {
-	if r.passes >= maxPasses || r.passes > 0 && time.Since(r.since) >= maxPassTime {
+	if !r.open() {
 		return nil
 	}
 	c := internal.Attach(l.k.RDB)
@@ -268,13 +268,21 @@ func (t *Tracker) awaitTransfer(ctx context.Context) error {
 	}
 }
 
-// runSince returns when the run of the current hold began (see run); the
-// zero time when the handle holds nothing.
-func (t *Tracker) runSince() time.Time {
+// passOn reports whether hold h's run may pass the lock on once more
+// within the process (see maxPasses), and counts the pass if so.
+func (t *Tracker) passOn(h *hold) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil {
-		return time.Time{}
+	if !h.run.open() {
+		return false
 	}
-	return t.cur.run.since
+	h.run.passes++
+	return true
+}
+
+// open reports whether the run may pass the lock on once more: at most
+// maxPasses times in a row and, after the first, only within maxPassTime
+// of its start.
+func (r run) open() bool {
+	return r.passes < maxPasses && (r.passes == 0 || time.Since(r.since) < maxPassTime)
 }
