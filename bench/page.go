@@ -162,7 +162,13 @@ client of the scenario.
    client has been parked for 20-30 ms; timed from the ` + "`Unlock`" + ` call to the
    moment the waiter holds the lock.
 3. **Workers**: 16 workers over 4 clients share one lock; each thinks for
-   0-4 ms outside it, then holds it for 1 ms.
+   0-4 ms outside it, then holds it for 1 ms (a sleep). 3b runs the
+   same workers with a critical section that spins on the CPU for 1 ms:
+   a sleep of 1 ms overshoots by up to a millisecond whenever the
+   process wakes for something else during it (Go waits for timers in
+   epoll, whose timeout is in whole milliseconds), so the share of the
+   serial limit in 3 also measures how often the process wakes during a
+   critical section, not only the gaps between holders.
 4. **Contention**: the same workers with no think time and an empty
    critical section.
 
