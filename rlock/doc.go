@@ -70,7 +70,8 @@
 // channel (one pub/sub connection per Redis client, however many
 // waiters), tries again and sleeps. The release of the last level hands
 // the lock over in the same script: it makes the first waiter in line
-// whose deadline has not passed the holder, with a short grant lease
+// whose deadline has not passed (or a waiter of the releasing process,
+// see Ownership) the holder, with a short grant lease
 // (3s), and tells it on its channel; the waiter's process completes the
 // hold (lease, watchdog, Done, token) without another script. A grant
 // whose message is lost is found by the waiter's next attempt: after a
