@@ -28,7 +28,8 @@
 --          absent): at the last level that waiter becomes the holder
 --          whatever its place in line (its process, the releaser's, is
 --          alive and has let it go on already), and nothing is published
---          (it was told in the process)
+--          (it was told in the process); whatever the outcome, that
+--          waiter leaves the line
 -- ARGV[11] with ARGV[10], the mark of that waiter's last refused attempt,
 --          recorded with its hold as a grant's is
 --
@@ -58,7 +59,8 @@
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody live was in line), -1 when the owner does not hold the lock
--- ({-1, to, 0, mark} when it passed the lock, free, to ARGV[10] all the same),
+-- ({-1, to, 0, mark} when ARGV[10] holds it: a resend of a pass that went
+-- through),
 -- -2 when the hold count differs from ARGV[4] or a give-back comes too
 -- late (nothing changed); or {0, grantee, token,
 -- mark} when the release granted the lock, so that a grantee in the
@@ -73,17 +75,11 @@ local prefix, grantLease, places, patience = ARGV[5], tonumber(ARGV[6]), ARGV[7]
 local undoes = tonumber(ARGV[9])
 local to, toMark = ARGV[10] or '', ARGV[11]
 
-local function pass()
-  -- The place first, with pcall, for the reason given above for GETDEL:
-  -- nothing has changed when it fails.
-  local gone = redis.pcall('del', places .. to)
-  if type(gone) == 'table' and gone.err then
-    return redis.error_reply('TRYAGAIN the place of the waiter passed the lock is not on this node yet: ' .. gone.err)
-  end
+-- The waiter that a pass (ARGV[10]) names went on in its process: it is
+-- no longer in line, whatever comes of the pass.
+local function leaveLine()
+  redis.call('del', places .. to)
   redis.call('lrem', queue, 0, to)
-  redis.call('del', lock)
-  redis.call('hset', lock, to, 1, '@' .. to, toMark)
-  redis.call('pexpire', lock, grantLease)
 end
 
 local state = redis.call('hmget', lock, owner, '@' .. owner)
@@ -92,23 +88,17 @@ if not holds then
   if to == '' then
     return {-1}
   end
-  -- The waiter went on, its wait over. A free lock is its, as an attempt
-  -- would have taken it; a lock held by another is not, and the waiter
-  -- leaves the line. (A resend of a release that passed the lock finds
-  -- the waiter holding it: it leaves the line again, and nothing changes.)
-  if redis.call('exists', lock) == 0 then
-    local err = pass()
-    if err then
-      return err
-    end
-    return {-1, to, 0, toMark}
+  if redis.call('hexists', lock, to) == 1 then
+    return {-1, to, 0, toMark} -- a resend of a pass that went through
   end
-  redis.call('del', places .. to)
-  redis.call('lrem', queue, 0, to)
+  leaveLine()
   return {-1}
 end
 holds = tonumber(holds)
 if expect > 0 and holds ~= expect or undoes > 0 and tonumber(state[2] or 0) > undoes then
+  if to ~= '' then
+    leaveLine()
+  end
   return {-2}
 end
 
@@ -119,10 +109,16 @@ if holds > 1 then
 end
 
 if to ~= '' then
-  local err = pass()
-  if err then
-    return err
+  -- The place first, with pcall, for the reason given above for GETDEL:
+  -- nothing has changed when it fails.
+  local gone = redis.pcall('del', places .. to)
+  if type(gone) == 'table' and gone.err then
+    return redis.error_reply('TRYAGAIN the place of the waiter passed the lock is not on this node yet: ' .. gone.err)
   end
+  redis.call('lrem', queue, 0, to)
+  redis.call('del', lock)
+  redis.call('hset', lock, to, 1, '@' .. to, toMark)
+  redis.call('pexpire', lock, grantLease)
   return {0, to, 0, toMark}
 end
 

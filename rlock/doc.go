@@ -40,9 +40,8 @@
 // the Redis line. Until the script has run the lock is still the
 // releaser's in Redis, so nobody else can take it; the waiter's hold is
 // valid no longer than the releaser's was, and its own scripts wait for
-// the release's reply. Should the release find the releaser's hold gone
-// and the lock another's, the waiter's hold ends as lost (Done closes,
-// the WithOnLost hook runs). These passes count with the local handoffs:
+// the release's reply. Should the release find the releaser's hold gone,
+// the waiter's hold ends as lost (Done closes, the WithOnLost hook runs). These passes count with the local handoffs:
 // at most seven in a row and, after the first, only within 10ms of the
 // process taking the lock in Redis. Neither is made with [WithFencing]
 // (every hold takes a token of its own), [WithLeaseTime] or

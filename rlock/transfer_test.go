@@ -3,6 +3,8 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,67 +64,72 @@ func TestPassWithinProcess(t *testing.T) {
 }
 
 // A pass is made before the release runs, so the waiter holds at once:
-// if the release then finds the releaser's hold gone from Redis and the
-// lock another's, the passed hold ends as lost and the waiter leaves the
-// line; if it finds the lock free, the waiter holds it all the same.
+// if the release then finds the releaser's hold gone from Redis (or not
+// the count it expects), the passed hold ends as lost, and the waiter
+// leaves the line. (Should the release's reply come before the waiter
+// took the pass, the waiter goes on waiting instead.)
 func TestPassedHoldLostWithReleaser(t *testing.T) {
-	srv := redistest.SharedServer(t)
-	admin := srv.NewClient(t)
-	name := redistest.UniqueName(t)
-	rdb := srv.NewClient(t)
-	parks := redistest.CountParks(t, rdb)
-	a := rlock.New(rdb, name)
-	lost := make(chan error, 1)
-	b := rlock.New(rdb, name, rlock.WithOnLost(func(err error) { lost <- err }))
-	mustLock(t, a)
-	bGot := make(chan error, 1)
-	go func() { bGot <- b.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 1 })
+	for _, how := range []string{"gone", "mismatch"} {
+		t.Run(how, func(t *testing.T) {
+			srv := redistest.SharedServer(t)
+			admin := srv.NewClient(t)
+			name := redistest.UniqueName(t)
+			n := internal.NewNames(name)
+			rdb := srv.NewClient(t)
+			parks := redistest.CountParks(t, rdb)
+			a := rlock.New(rdb, name)
+			lost := make(chan error, 1)
+			b := rlock.New(rdb, name, rlock.WithOnLost(func(err error) { lost <- err }))
+			mustLock(t, a)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			bGot := make(chan error, 1)
+			go func() { bGot <- b.Lock(ctx) }()
+			redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 1 })
 
-	// a's hold is gone, and the lock another's; a does not know.
-	admin.Del(t.Context(), internal.NewNames(name).Lock())
-	admin.HSet(t.Context(), internal.NewNames(name).Lock(), "someone", 1)
-	if err := a.Unlock(t.Context()); !errors.Is(err, rlock.ErrNotHeld) {
-		t.Fatalf("a's Unlock of a hold gone from Redis = %v, want ErrNotHeld", err)
+			holder := redistest.Holders(t.Context(), admin, n.Lock())
+			if how == "gone" {
+				// a's hold is gone, the lock another's; a does not know.
+				admin.Del(t.Context(), n.Lock())
+				admin.HSet(t.Context(), n.Lock(), "someone", 1)
+			} else {
+				for owner := range holder { // Redis counts two levels for a
+					admin.HIncrBy(t.Context(), n.Lock(), owner, 1)
+				}
+			}
+			err := a.Unlock(t.Context())
+			if how == "gone" && !errors.Is(err, rlock.ErrNotHeld) {
+				t.Fatalf("a's Unlock of a hold gone from Redis = %v, want ErrNotHeld", err)
+			}
+			select {
+			case err := <-bGot:
+				if err != nil {
+					t.Fatalf("b's Lock = %v, want the pass", err)
+				}
+				select {
+				case <-b.Done():
+				case <-time.After(time.Second):
+					t.Fatal("b's Done still open a second after the release failed to pass the lock")
+				}
+				if err := <-lost; !errors.Is(err, rlock.ErrLost) {
+					t.Fatalf("b's loss hook got %v, want ErrLost", err)
+				}
+				if err := b.Unlock(t.Context()); !errors.Is(err, rlock.ErrNotHeld) {
+					t.Fatalf("b's Unlock after the loss = %v, want ErrNotHeld", err)
+				}
+			case <-time.After(time.Second):
+				cancel() // still waiting: the reply came first
+				if err := <-bGot; !errors.Is(err, context.Canceled) {
+					t.Fatalf("b's Lock = %v, want its ctx's error", err)
+				}
+			}
+			if line := admin.LRange(t.Context(), n.Queue(), 0, -1).Val(); len(line) != 0 {
+				t.Fatalf("line %v after b's wait ended, want empty", line)
+			}
+			admin.Del(t.Context(), n.Lock())
+			assertNoKeys(t, admin, name)
+		})
 	}
-	if err := <-bGot; err != nil {
-		t.Fatalf("b's Lock = %v, want the pass", err)
-	}
-	select {
-	case <-b.Done():
-	case <-time.After(time.Second):
-		t.Fatal("b's Done still open a second after the release failed to pass the lock")
-	}
-	if err := <-lost; !errors.Is(err, rlock.ErrLost) {
-		t.Fatalf("b's loss hook got %v, want ErrLost", err)
-	}
-	if err := b.Unlock(t.Context()); !errors.Is(err, rlock.ErrNotHeld) {
-		t.Fatalf("b's Unlock after the loss = %v, want ErrNotHeld", err)
-	}
-	admin.Del(t.Context(), internal.NewNames(name).Lock())
-	assertNoKeys(t, admin, name)
-
-	// The same with the lock found free: b holds it.
-	mustLock(t, a)
-	go func() { bGot <- b.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 2 })
-	admin.Del(t.Context(), internal.NewNames(name).Lock())
-	if err := a.Unlock(t.Context()); !errors.Is(err, rlock.ErrNotHeld) {
-		t.Fatalf("a's Unlock of a hold gone from Redis = %v, want ErrNotHeld", err)
-	}
-	if err := <-bGot; err != nil {
-		t.Fatalf("b's Lock = %v, want the pass", err)
-	}
-	if ok, err := b.IsHeld(t.Context()); !ok || err != nil {
-		t.Fatalf("b IsHeld after a pass of a free lock = %v, %v", ok, err)
-	}
-	select {
-	case <-b.Done():
-		t.Fatal("b's hold of the free lock ended")
-	default:
-	}
-	mustUnlock(t, b)
-	assertNoKeys(t, admin, name)
 }
 
 // A release that passes the lock within the process and whose reply is
@@ -198,5 +205,53 @@ func within(t *testing.T, ch <-chan error) error {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no result within 5s")
 		return nil
+	}
+}
+
+// Local handoffs and passes between handles count together: once the
+// process has held the lock past maxPassTime, and passed it on once, the
+// release goes to the Redis line, whatever waits in the process.
+func TestPassesCountWithLocalHandoffs(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	name := redistest.UniqueName(t)
+	local, remote := srv.NewClient(t), srv.NewClient(t)
+	localParks, remoteParks := redistest.CountParks(t, local), redistest.CountParks(t, remote)
+	a, b := rlock.New(local, name), rlock.New(local, name)
+	c := rlock.New(remote, name)
+	var mu sync.Mutex
+	var order []string
+	section := func(who string) {
+		mu.Lock()
+		order = append(order, who)
+		mu.Unlock()
+		time.Sleep(15 * time.Millisecond) // past maxPassTime
+	}
+	var wg sync.WaitGroup
+	run := func(who string, m *rlock.Mutex) {
+		wg.Go(func() {
+			if err := m.Lock(t.Context()); err != nil {
+				t.Error(err)
+				return
+			}
+			section(who)
+			if err := m.Unlock(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	mustLock(t, a)
+	run("c", c)
+	redistest.WaitFor(t, 5*time.Second, func() bool { return remoteParks.N() == 1 })
+	run("b1", b)
+	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 1 })
+	run("a2", a)
+	redistest.WaitFor(t, 5*time.Second, func() bool { return rlock.Queued(a) == 1 })
+	run("b2", b)
+	redistest.WaitFor(t, 5*time.Second, func() bool { return rlock.Queued(b) == 1 })
+	section("a1")
+	mustUnlock(t, a)
+	wg.Wait()
+	if i := slices.Index(order, "c"); i != 2 {
+		t.Fatalf("order of holds %v, want c third: after a1 and one pass", order)
 	}
 }

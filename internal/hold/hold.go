@@ -215,11 +215,22 @@ func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.
 	return h
 }
 
-// entry is the watchdog's view of hold h.
+// entry is the watchdog's view of hold h. A hold passed within the
+// process is not renewed before the release that passed it has run: the
+// renewal would find it absent.
 func (t *Tracker) entry(h *hold) watchdog.Entry {
+	renew := t.cfg.Renew
+	if tr := h.transfer; tr != nil && renew != nil {
+		renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			if tr.pending() {
+				return func() (bool, error) { return false, errTransferPending }
+			}
+			return t.cfg.Renew(ctx, s)
+		}
+	}
 	return watchdog.Entry{
 		Lease: t.cfg.Lease,
-		Renew: t.cfg.Renew,
+		Renew: renew,
 		Lost: func(err error) {
 			t.end(h, fmt.Errorf("%w: %w", internal.ErrLost, err))
 		},

@@ -108,15 +108,12 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels[m]--
 	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
 		// The same: a release of the last level of m went through, but
-		// its reply was lost, and the level is gone since. A transfer
-		// went through with it; should the hold have been lost instead,
-		// the grantee's validity ends no later than the releaser's would
-		// have, and its first renewal finds the lock gone.
-		out.Grantee = tr.grantee()
+		// its reply was lost, and the level is gone since. A pass
+		// went through with it if the resend found the grantee holding
+		// (out.Grantee).
 		levels[m] = 0
 	case out.NotHeld:
-		// The lock may have been passed all the same: it was free.
-		tr.finishIf(out.Grantee != "" && out.Grantee == tr.grantee())
+		tr.finishIf(false)
 		if h != nil && levels[m] > 0 {
 			t.end(h, internal.ErrLost)
 		}
@@ -157,14 +154,6 @@ func (tr *Transfer) finishIf(ok bool) {
 	if tr != nil {
 		tr.finish(ok)
 	}
-}
-
-// grantee is the owner tr passes the lock to; "" for none.
-func (tr *Transfer) grantee() string {
-	if tr == nil {
-		return ""
-	}
-	return tr.To
 }
 
 // releasing marks hold h (nil when the handle holds nothing) as being

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -60,13 +61,13 @@ type run struct {
 }
 
 // finish records the outcome of the release that carries tr, and ends
-// the grantee's hold as lost if the release did not make it the holder.
+// the grantee's hold as lost if the release did not make it the holder,
+// before the grantee's scripts waiting for tr go on (awaitTransfer).
 func (tr *Transfer) finish(ok bool) {
 	tr.mu.Lock()
 	tr.finished, tr.ok = true, ok
 	t, h := tr.t, tr.h
 	tr.mu.Unlock()
-	close(tr.done)
 	switch {
 	case t == nil:
 	case ok:
@@ -74,21 +75,16 @@ func (tr *Transfer) finish(ok bool) {
 	default:
 		t.end(h, errTransferLost)
 	}
+	close(tr.done)
 }
 
-// attach records that h, a hold of t, was claimed from tr: until the
-// release's outcome is known, h is valid no longer than the releaser's
-// hold was, and it ends as lost if the release did not pass it.
-func (tr *Transfer) attach(t *Tracker, h *hold) {
-	tr.mu.Lock()
-	failed := tr.finished && !tr.ok
-	if !tr.finished {
-		h.wd.Limit(tr.valid)
-		tr.t, tr.h = t, h
-	}
-	tr.mu.Unlock()
-	if failed {
-		t.end(h, errTransferLost)
+// pending reports whether the release that carries tr is still under way.
+func (tr *Transfer) pending() bool {
+	select {
+	case <-tr.done:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -101,6 +97,11 @@ func (tr *Transfer) succeeded() bool {
 }
 
 var errTransferLost = fmt.Errorf("%w: the hold passed to it within the process was gone from Redis before the release reached it", internal.ErrLost)
+
+// errTransferPending is a renewal's outcome while the release that passed
+// the hold has not run: the watchdog tries again shortly, and the hold's
+// validity stays bounded by the releaser's meanwhile.
+var errTransferPending = errors.New("the release that passed the hold is still under way")
 
 // cohorts lists, per client and lock, the parked waiters of handles that
 // may be passed the lock (see Lock.offer), in the order they parked.
@@ -206,7 +207,7 @@ func (l *Lock) pick(valid time.Time, r run) *Transfer {
 		}
 		if time.Until(valid) < tr.lease/4 {
 			// The grantee would hold the lock for too short a time
-			// before the release has passed it (see attach).
+			// before the release has passed it (see ClaimTransfer).
 			return nil
 		}
 		tr.valid = valid
@@ -223,10 +224,11 @@ func (l *Lock) pick(valid time.Time, r run) *Transfer {
 
 // ClaimTransfer completes the hold of one level of mode m that tr passed
 // to the handle, whose wait's last attempt, of mark seq, was refused: at
-// once, valid for tr's lease from when tr was made, until the release
-// that carries tr says otherwise. When ctx is done, it waits for that
-// release and gives the level back if it had been passed, and returns
-// ctx's error.
+// once, valid for tr's lease from when tr was made, and no longer than the
+// releaser's hold until the release that carries tr has run. It reports
+// false when that release is known to have failed already: an attempt
+// follows. When ctx is done, it waits for that release and gives the
+// level back if it had been passed, and returns ctx's error.
 func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq uint64) (bool, error) {
 	err := ctx.Err()
 	if err == nil {
@@ -245,10 +247,20 @@ func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq u
 		tr.succeeded()
 		return false, nil
 	}
+	// Under tr.mu, so that finish either finds the hold or the hold is
+	// never begun for a release known to have failed.
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.finished && !tr.ok {
+		return false, nil
+	}
 	var levels Levels
 	levels[m] = 1
 	h := t.begin(levels, 0, tr.at, tr.lease, tr)
-	tr.attach(t, h)
+	if !tr.finished {
+		h.wd.Limit(tr.valid)
+		tr.t, tr.h = t, h
+	}
 	return true, nil
 }
 

@@ -241,9 +241,9 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 
 // A release passing the lock within the process makes the named waiter
 // the holder, ahead of the line, and takes it out of the line; a resend
-// changes nothing. A release by an owner that no longer holds a free lock
-// passes it all the same (reporting not held); one that finds the lock
-// another's only takes the waiter out of the line.
+// changes nothing and reports the waiter holding. A pass that fails (the
+// releaser holds no longer, or not the expected count) only takes the
+// waiter out of the line, which it left in its process.
 func TestRLockUnlockTo(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
@@ -265,8 +265,8 @@ func TestRLockUnlockTo(t *testing.T) {
 			t.Fatalf("a's unlock to b = %+v, %v; want released and passed to b, mark 4", u, err)
 		}
 		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "b", "4").Result() // a resend
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
-			t.Fatalf("resent unlock = %+v, %v; want not held, not passed", u, err)
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "b" {
+			t.Fatalf("resent unlock = %+v, %v; want not held, b holding", u, err)
 		}
 		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 2 || v["b"] != "1" || v["@b"] != "4" {
 			t.Fatalf("lock hash after the pass and its resend = %v, want b with one level and mark 4", v)
@@ -295,15 +295,32 @@ func TestRLockUnlockTo(t *testing.T) {
 			t.Fatalf("d still in line (%v) after a failed pass", line)
 		}
 
-		// The lock free: d holds it.
+		// The lock free: not passed either, and d leaves the line.
 		wait("d", 3)
 		rdb.Del(ctx, k.Lock) // d's wait found b's hold; now it is gone
 		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "d", "3").Result()
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "d" {
-			t.Fatalf("unlock to d of a free lock = %+v, %v; want not held, passed to d", u, err)
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("unlock to d of a free lock = %+v, %v; want not held, not passed", u, err)
 		}
-		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["d"] != "1" {
-			t.Fatalf("lock hash %v, want d's", v)
+		if n := rdb.Exists(ctx, k.Lock, k.Places+"d").Val(); n != 0 || rdb.LLen(ctx, k.Queue).Val() != 1 {
+			t.Fatal("a failed pass of a free lock left the lock or d's place in line")
+		}
+
+		// A count that is not the expected one changes nothing of the
+		// hold, but d leaves the line all the same.
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 5).Result(); err != nil || !res.OK {
+			t.Fatalf("a's acquire = %+v, %v", res, err)
+		}
+		wait("d", 4)
+		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 2, grant, 0, "d", "4").Result()
+		if err != nil || u.Holds != script.UnlockMismatch || u.Grantee != "" {
+			t.Fatalf("unlock to d expecting 2 levels = %+v, %v; want a mismatch", u, err)
+		}
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["a"] != "1" {
+			t.Fatalf("lock hash %v, want a's one level", v)
+		}
+		if rdb.Exists(ctx, k.Places+"d").Val() != 0 {
+			t.Fatal("d's place left after a pass that failed on a mismatch")
 		}
 	})
 }
