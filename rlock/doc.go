@@ -27,25 +27,24 @@
 // wait in line in the process (in arrival order) and only the first of them
 // asks Redis, so sharing a handle adds no Redis traffic. An Unlock with
 // another goroutine waiting on the handle passes the hold to it without a
-// round trip (the lock stays held in Redis), at most seven times in a row
-// and, after the first, only within 10ms of the handle taking the lock in
+// round trip (the lock stays held in Redis). Handles of one process (on
+// the same Redis client) pass the lock the same way, in the release
+// script instead of none: the release of the last level, with a waiter of
+// another handle of the client parked on the lock, lets that waiter (the
+// first of them to park) go on at once, and its script makes that waiter
+// the holder, ahead of the Redis line. Until the script has run the lock
+// is still the releaser's in Redis, so nobody else can take it; the
+// waiter's hold is valid no longer than the releaser's was, and its own
+// scripts wait for the release's reply. Should the release fail (the
+// releaser's hold gone, or Redis refusing it until the release times
+// out), the waiter's hold ends as lost (Done closes, the WithOnLost hook
+// runs). A process passes the lock on, both ways together, at most seven
+// times in a row and, after the first, only within 10ms of taking it in
 // Redis; then the release goes to Redis and hands the lock to the first
-// waiter of another process or handle. A waiter elsewhere thus waits for
-// at most eight critical sections of a handle's goroutines, and two when
-// they are long. Handles of one process (on the same Redis client) pass
-// the lock the same way, in the release script instead of none: the
-// release of the last level, with a waiter of another handle of the
-// client parked on the lock, lets that waiter (the first of them to park)
-// go on at once, and its script makes that waiter the holder, ahead of
-// the Redis line. Until the script has run the lock is still the
-// releaser's in Redis, so nobody else can take it; the waiter's hold is
-// valid no longer than the releaser's was, and its own scripts wait for
-// the release's reply. Should the release find the releaser's hold gone,
-// the waiter's hold ends as lost (Done closes, the WithOnLost hook runs). These passes count with the local handoffs:
-// at most seven in a row and, after the first, only within 10ms of the
-// process taking the lock in Redis. Neither is made with [WithFencing]
-// (every hold takes a token of its own), [WithLeaseTime] or
-// [WithReplicaAck]. A plain hold (taken
+// waiter in line, of another process. A waiter elsewhere thus waits for
+// at most eight critical sections of a process, and two when they are
+// long. Neither is made with [WithFencing] (every hold takes a token of
+// its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
 // [Mutex.Unlock] from any goroutine.
 //

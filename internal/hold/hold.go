@@ -91,6 +91,11 @@ type Tracker struct {
 	// owners.reset), under mu.
 	onLoss func()
 
+	// runMu guards the run of every hold (see passOn). It is taken with
+	// no other lock held and none is taken under it: a local handoff asks
+	// under the owners' lock, which mu's holder (finish) takes.
+	runMu sync.Mutex
+
 	// owed lists the give-backs that failed (see Undo), oldest first,
 	// under mu: the next attempt sends them again first.
 	owed []owed
@@ -117,7 +122,7 @@ type hold struct {
 	// transfer is the passing that began the hold, if one did (see
 	// Transfer): the handle's scripts wait for its release first.
 	transfer *Transfer
-	run      run // the process's run of holds this one belongs to; guarded by mu
+	run      run // the process's run of holds this one belongs to; guarded by Tracker.runMu
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.

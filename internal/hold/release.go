@@ -143,9 +143,9 @@ func (t *Tracker) pick(h *hold, m Mode, levels Levels) *Transfer {
 	if h == nil || t.cfg.Pick == nil || m != Exclusive || levels != (Levels{Exclusive: 1}) || h.unsure[m] != 0 {
 		return nil
 	}
-	t.mu.Lock()
+	t.runMu.Lock()
 	r := h.run
-	t.mu.Unlock()
+	t.runMu.Unlock()
 	return t.cfg.Pick(h.wd.ValidTill(), r)
 }
 

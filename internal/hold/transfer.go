@@ -2,7 +2,6 @@ package hold
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/watchdog"
 )
 
 // Passing the lock between handles of one process (see the package doc,
@@ -101,7 +101,7 @@ var errTransferLost = fmt.Errorf("%w: the hold passed to it within the process w
 // errTransferPending is a renewal's outcome while the release that passed
 // the hold has not run: the watchdog tries again shortly, and the hold's
 // validity stays bounded by the releaser's meanwhile.
-var errTransferPending = errors.New("the release that passed the hold is still under way")
+var errTransferPending = fmt.Errorf("%w: the release that passed the hold is still under way", watchdog.ErrPending)
 
 // cohorts lists, per client and lock, the parked waiters of handles that
 // may be passed the lock (see Lock.offer), in the order they parked.
@@ -248,10 +248,21 @@ func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq u
 		return false, nil
 	}
 	// Under tr.mu, so that finish either finds the hold or the hold is
-	// never begun for a release known to have failed.
+	// never begun for a release known to have failed. A pass taken too
+	// late to be worth holding (the waiter's goroutine was slow to run)
+	// is left to the attempt that follows, as Claim leaves a grant.
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if tr.finished && !tr.ok {
+	valid := watchdog.ValidUntil(tr.at, tr.lease)
+	if !tr.finished && tr.valid.Before(valid) {
+		valid = tr.valid
+	}
+	if tr.finished && !tr.ok || time.Until(valid) < tr.lease/4 {
+		if !tr.finished {
+			tr.mu.Unlock()
+			tr.succeeded() // the attempt must run after the release
+			tr.mu.Lock()
+		}
 		return false, nil
 	}
 	var levels Levels
@@ -283,8 +294,8 @@ func (t *Tracker) awaitTransfer(ctx context.Context) error {
 // passOn reports whether hold h's run may pass the lock on once more
 // within the process (see maxPasses), and counts the pass if so.
 func (t *Tracker) passOn(h *hold) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.runMu.Lock()
+	defer t.runMu.Unlock()
 	if !h.run.open() {
 		return false
 	}

@@ -1,6 +1,7 @@
 package watchdog
 
 import (
+	"errors"
 	"time"
 
 	"github.com/redisync/redisync/observe"
@@ -17,6 +18,8 @@ func (w *Watchdog) report(rs []result, d time.Duration) {
 	w.mu.Lock()
 	for _, res := range rs {
 		switch {
+		case errors.Is(res.err, ErrPending):
+			// Not due yet: nothing was sent.
 		case res.err != nil:
 			r.Failed++
 		case res.held:

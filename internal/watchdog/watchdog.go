@@ -55,6 +55,12 @@ func Stale(sent time.Time, lease time.Duration) bool {
 	return !time.Now().Before(ValidUntil(sent, lease))
 }
 
+// ErrPending, wrapped in a renewal's error, says that the renewal was not
+// sent because the hold is not renewable yet (a hold passed within the
+// process whose release has not run): it is tried again shortly, and it
+// is not reported as a failed renewal.
+var ErrPending = errors.New("renewal not due yet")
+
 // Entry describes one hold to keep alive.
 type Entry struct {
 	// Renew runs or queues the renewal on s and returns a function that
