@@ -142,11 +142,8 @@ func (st *loopState) work(ctx context.Context, i int, w worker) {
 		}
 		waited := time.Since(start)
 		st.enter(w.role)
-		switch {
-		case w.hold > 0 && w.busy:
-			spin(w.hold)
-		case w.hold > 0:
-			time.Sleep(w.hold)
+		if w.hold > 0 {
+			holdFor(w.hold, w.busy)
 		}
 		st.inside[w.role].Add(-1)
 		if st.measuring.Load() {

@@ -51,7 +51,7 @@ func permits(ctx context.Context, e *env) (*table, error) {
 		tb.add(name, num(n/r.elapsed.Seconds()), num(float64(r.cmds)/n), num(float64(r.trips)/n),
 			dur(wait.p50), dur(wait.p99), fmt.Sprint(r.roles[0].maxInside))
 	}
-	tb.add("(serial limit: 4 x back-to-back 1 ms sleeps)", num(nPermits*serialLimit(time.Millisecond)), "", "", "", "", "")
+	tb.add("(serial limit: 4 x back-to-back 1 ms sleeps)", num(nPermits*serialLimit(time.Millisecond, false)), "", "", "", "", "")
 	tb.note("Measured for %v after %v of warm-up.", e.cfg.window, e.cfg.warmup)
 	return tb, nil
 }

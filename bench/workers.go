@@ -26,16 +26,8 @@ type workload struct {
 // workers is scenario 3: 16 workers over 4 clients on one lock, thinking
 // 0-4 ms, then holding it for 1 ms.
 func workers(ctx context.Context, e *env) (*table, error) {
-	w := workload{"workers", "3. Workers: 16 workers over 4 clients, think 0-4 ms, 1 ms critical section",
-		4 * time.Millisecond, time.Millisecond, false}
-	tb, err := runWorkload(ctx, e, w)
-	if err != nil {
-		return nil, err
-	}
-	limit := serialLimit(w.cs)
-	e.set(w.name, "serial", "cs/s", limit)
-	tb.add("(serial limit: back-to-back 1 ms sleeps)", num(limit), "", "", "", "", "")
-	return tb, nil
+	return workersAgainstLimit(ctx, e, workload{"workers", "3. Workers: 16 workers over 4 clients, think 0-4 ms, 1 ms critical section",
+		4 * time.Millisecond, time.Millisecond, false})
 }
 
 // workersBusy is scenario 3 with a critical section that works (spins)
@@ -46,15 +38,23 @@ func workers(ctx context.Context, e *env) (*table, error) {
 // also measures how often the process wakes during a critical section,
 // not only the gaps between holders.
 func workersBusy(ctx context.Context, e *env) (*table, error) {
-	w := workload{"workers-busy", "3b. Workers, busy: 16 workers over 4 clients, think 0-4 ms, 1 ms critical section spinning on the CPU",
-		4 * time.Millisecond, time.Millisecond, true}
+	return workersAgainstLimit(ctx, e, workload{"workers-busy", "3b. Workers, busy: 16 workers over 4 clients, think 0-4 ms, 1 ms critical section spinning on the CPU",
+		4 * time.Millisecond, time.Millisecond, true})
+}
+
+// workersAgainstLimit runs w and adds the serial limit of its critical
+// sections to the table.
+func workersAgainstLimit(ctx context.Context, e *env, w workload) (*table, error) {
 	tb, err := runWorkload(ctx, e, w)
 	if err != nil {
 		return nil, err
 	}
-	limit := busyLimit(w.cs)
+	limit, how := serialLimit(w.cs, w.busy), "sleeps"
+	if w.busy {
+		how = "spins"
+	}
 	e.set(w.name, "serial", "cs/s", limit)
-	tb.add("(serial limit: back-to-back 1 ms spins)", num(limit), "", "", "", "", "")
+	tb.add("(serial limit: back-to-back 1 ms "+how+")", num(limit), "", "", "", "", "")
 	return tb, nil
 }
 
@@ -120,28 +120,24 @@ func mutexLoops(e *env, newLocker func(*redis.Client, string) locker, key string
 }
 
 // serialLimit is how many critical sections of length cs fit in a second
-// back to back on this machine: what a perfect lock would reach.
-func serialLimit(cs time.Duration) float64 {
+// back to back on this machine: what a perfect lock would reach. busy:
+// the sections spin on the CPU instead of sleeping.
+func serialLimit(cs time.Duration, busy bool) float64 {
 	const n = 200
 	start := time.Now()
 	for range n {
-		time.Sleep(cs)
+		holdFor(cs, busy)
 	}
 	return n / time.Since(start).Seconds()
 }
 
-// busyLimit is serialLimit for critical sections that spin for cs.
-func busyLimit(cs time.Duration) float64 {
-	const n = 200
-	start := time.Now()
-	for range n {
-		spin(cs)
+// holdFor spends d in a critical section: spinning on the CPU when busy,
+// else asleep.
+func holdFor(d time.Duration, busy bool) {
+	if !busy {
+		time.Sleep(d)
+		return
 	}
-	return n / time.Since(start).Seconds()
-}
-
-// spin keeps the CPU busy for d.
-func spin(d time.Duration) {
 	for start := time.Now(); time.Since(start) < d; {
 	}
 }
