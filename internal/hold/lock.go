@@ -220,7 +220,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
 			if tr := l.takeTransfer(); tr != nil {
-				if mark == 0 || g.Mark != mark || tr.Mark != placeValue(mark, false) {
+				if mark == 0 || tr.Mark != placeValue(mark, false) {
 					// Passed to an attempt before the last: the attempt
 					// that follows finds it, once the release has run.
 					tr.succeeded()

@@ -15,18 +15,17 @@ import (
 )
 
 // Passing the lock between handles of one process (see the package doc,
-// "In-process passing"). A release that would hand the lock to another
-// process's waiter through Redis, with a waiter of another handle of the
-// same client parked on the same lock, passes the lock to that waiter
-// instead, and lets it go on at once: the release script, sent next,
-// makes it the holder in Redis (rlock_unlock's ARGV[10]). Until that
-// script has run, the lock is still the releaser's in Redis, and the
+// "Passing between handles"). A release that would hand the lock to
+// another process's waiter through Redis, with a waiter of another handle
+// of the same client parked on the same lock, passes the lock to that
+// waiter instead, and lets it go on at once: the release script, sent
+// next, makes it the holder in Redis (rlock_unlock's ARGV[10]). Until
+// that script has run, the lock is still the releaser's in Redis, and the
 // releaser's process is the grantee's, so nobody else can take it; the
-// grantee's hold is valid no longer than the releaser's was (a transfer
-// is made only while the releaser's hold is valid for longer than the
-// grantee's first validity), and ends as lost if the script finds the
-// releaser's hold gone. The grantee's own scripts wait for the release's
-// outcome, so that Redis runs them after it.
+// grantee's hold is valid no longer than the releaser's was (Transfer.valid
+// caps it until the release's reply), and ends as lost if the release
+// fails. The grantee's own scripts wait for the release's outcome, so
+// that Redis runs them after it.
 
 // Transfer is one passing of the lock from a releasing handle to a parked
 // waiter of another handle of the same client.
@@ -252,26 +251,26 @@ func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq u
 	// late to be worth holding (the waiter's goroutine was slow to run)
 	// is left to the attempt that follows, as Claim leaves a grant.
 	tr.mu.Lock()
-	defer tr.mu.Unlock()
+	finished := tr.finished
 	valid := watchdog.ValidUntil(tr.at, tr.lease)
-	if !tr.finished && tr.valid.Before(valid) {
+	if !finished && tr.valid.Before(valid) {
 		valid = tr.valid
 	}
-	if tr.finished && !tr.ok || time.Until(valid) < tr.lease/4 {
-		if !tr.finished {
-			tr.mu.Unlock()
+	if finished && !tr.ok || time.Until(valid) < tr.lease/4 {
+		tr.mu.Unlock()
+		if !finished {
 			tr.succeeded() // the attempt must run after the release
-			tr.mu.Lock()
 		}
 		return false, nil
 	}
 	var levels Levels
 	levels[m] = 1
 	h := t.begin(levels, 0, tr.at, tr.lease, tr)
-	if !tr.finished {
+	if !finished {
 		h.wd.Limit(tr.valid)
 		tr.t, tr.h = t, h
 	}
+	tr.mu.Unlock()
 	return true, nil
 }
 
