@@ -58,15 +58,35 @@ func TestHandOverAndLossDoNotDeadlock(t *testing.T) {
 }
 
 // A pass claimed when too little of its validity is left is not claimed:
-// the attempt that follows (after the release) completes it.
+// the attempt that follows (after the release) completes it. While the
+// release is under way the releaser's validity caps the pass's; once it
+// has passed the lock, the grant lease from the pass does.
 func TestClaimOfLateTransfer(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	tk := New(Config{RDB: rdb, Lease: time.Minute})
 	now := time.Now()
-	tr := &Transfer{To: "w", Mark: "1", at: now, lease: GrantLease, valid: now.Add(-time.Millisecond), done: make(chan struct{})}
-	go tr.finish(true)
-	ok, err := tk.ClaimTransfer(context.Background(), Exclusive, tr, 1)
-	if ok || err != nil || tk.Held(Exclusive) != 0 {
-		t.Fatalf("ClaimTransfer past the releaser's validity = %v, %v (holding %d); want false, nil, nothing held", ok, err, tk.Held(Exclusive))
+	for _, tc := range []struct {
+		name string
+		tr   *Transfer
+	}{
+		{"releaser's validity over", &Transfer{To: "w", Mark: "1", at: now, lease: GrantLease, valid: now.Add(-time.Millisecond)}},
+		{"grant lease over", &Transfer{To: "w", Mark: "1", at: now.Add(-GrantLease), lease: GrantLease, valid: now.Add(time.Minute)}},
+	} {
+		tr := tc.tr
+		tr.done = make(chan struct{})
+		finished := make(chan struct{})
+		go func() {
+			// Before or after the claim looks. The first case's release
+			// fails, so that its pass is refused whichever comes first
+			// (a release that passed the lock before the claim looked
+			// would lift the releaser's cap); the second's succeeds.
+			tr.finish(tc.name != "releaser's validity over")
+			close(finished)
+		}()
+		ok, err := tk.ClaimTransfer(context.Background(), Exclusive, tr, 1)
+		<-finished
+		if ok || err != nil || tk.Held(Exclusive) != 0 {
+			t.Fatalf("%s: ClaimTransfer = %v, %v (holding %d); want false, nil, nothing held", tc.name, ok, err, tk.Held(Exclusive))
+		}
 	}
 }
