@@ -32,6 +32,12 @@
 --          waiter leaves the line
 -- ARGV[11] with ARGV[10], the mark of that waiter's last refused attempt,
 --          recorded with its hold as a grant's is
+-- ARGV[12..] without ARGV[10], the owner ids of the releasing process's
+--          waiters, when its run of passes has ended (see
+--          internal/hold.Transfer): the grant passes them over, keeping
+--          their places in line, for the first live waiter of another
+--          process, and goes to the first of them only when nobody else
+--          live is in line
 --
 -- The grantee's channel and place are built here because the grantee is
 -- only known inside the script; both carry the lock's hash tag, so the
@@ -55,7 +61,10 @@
 -- channel: the mark its last refused attempt stored in its place names
 -- the attempt the grant answers, so that a message read late is never
 -- taken for a later attempt's grant. A release that leaves the lock free
--- publishes "1" on KEYS[4].
+-- publishes "1" on KEYS[4]. Waiters passed over (ARGV[12..]) are asked
+-- whether they live with EXISTS, which leaves their places as they are,
+-- and go back to the head of the line, in their order, once the grantee
+-- is known.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody live was in line), -1 when the owner does not hold the lock
@@ -123,29 +132,70 @@ if to ~= '' then
 end
 
 local publish = sharded and 'spublish' or 'publish'
+local over, aside = {}, {}
+for i = 12, #ARGV do
+  over[ARGV[i]] = true
+end
+
+-- Puts the waiters passed over back at the head of the line, in order.
+local function restore()
+  for i = #aside, 1, -1 do
+    redis.call('lpush', queue, aside[i])
+  end
+  if #aside > 0 then
+    redis.call('pexpire', queue, patience)
+  end
+end
+
+-- Makes the waiter whose place held entry the holder, and tells it.
+local function grant(head, entry)
+  local token, mark = 0, entry
+  if string.sub(entry, 1, 1) == 'f' then
+    token = redis.call('incr', fence)
+    mark = string.sub(entry, 2)
+  end
+  redis.call('del', lock)
+  redis.call('hset', lock, head, 1, '@' .. head, mark)
+  redis.call('pexpire', lock, grantLease)
+  redis.call(publish, prefix .. head, 'g' .. token .. ':' .. mark)
+  return {0, head, token, mark}
+end
+
 while true do
   local head = redis.call('lpop', queue)
   if not head then
-    redis.call('del', lock)
-    redis.call(publish, channel, '1')
-    return {0}
+    break
   end
-  local entry = redis.pcall('getdel', places .. head)
+  local entry
+  if over[head] then
+    entry = redis.pcall('exists', places .. head)
+  else
+    entry = redis.pcall('getdel', places .. head)
+  end
   if type(entry) == 'table' and entry.err then
     redis.call('lpush', queue, head)
+    restore()
     redis.call('pexpire', queue, patience)
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
   end
-  if entry and head ~= owner then
-    local token, mark = 0, entry
-    if string.sub(entry, 1, 1) == 'f' then
-      token = redis.call('incr', fence)
-      mark = string.sub(entry, 2)
+  if over[head] then
+    if entry == 1 then
+      aside[#aside + 1] = head
     end
-    redis.call('del', lock)
-    redis.call('hset', lock, head, 1, '@' .. head, mark)
-    redis.call('pexpire', lock, grantLease)
-    redis.call(publish, prefix .. head, 'g' .. token .. ':' .. mark)
-    return {0, head, token, mark}
+  elseif entry and head ~= owner then
+    restore()
+    return grant(head, entry)
   end
 end
+
+-- Nobody of another process is live in line: the first waiter passed
+-- over, if any (its place exists: EXISTS said so in this script).
+local first = table.remove(aside, 1)
+if first then
+  local entry = redis.call('getdel', places .. first)
+  restore()
+  return grant(first, entry)
+end
+redis.call('del', lock)
+redis.call(publish, channel, '1')
+return {0}

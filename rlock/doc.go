@@ -41,7 +41,9 @@
 // runs). A process passes the lock on, both ways together, at most seven
 // times in a row and, after the first, only within 10ms of taking it in
 // Redis; then the release goes to Redis and hands the lock to the first
-// waiter in line, of another process. A waiter elsewhere thus waits for
+// waiter in line of another process, passing over the process's own
+// waiters there (they keep their places, and are served first only when
+// nobody else waits). A waiter elsewhere thus waits for
 // at most eight critical sections of a process, and two when they are
 // long. Neither is made with [WithFencing] (every hold takes a token of
 // its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken

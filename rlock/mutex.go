@@ -95,9 +95,16 @@ func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, undo
 }
 
 // releaseTo releases the last level, passing the lock to tr's waiter, a
-// handle of this process (see hold.Transfer).
-func (d *described) releaseTo(ctx context.Context, expect int64, tr *hold.Transfer) (hold.Released, error) {
-	u, err := script.ReentrantUnlockTo(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, 0, tr.To, tr.Mark).Result()
+// handle of this process (see hold.Transfer), or, with tr nil, granting it
+// past the waiters of this process named in over.
+func (d *described) releaseTo(ctx context.Context, expect int64, tr *hold.Transfer, over []string) (hold.Released, error) {
+	var u script.Unlocked
+	var err error
+	if tr != nil {
+		u, err = script.ReentrantUnlockTo(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, 0, tr.To, tr.Mark).Result()
+	} else {
+		u, err = script.ReentrantUnlockPast(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, over).Result()
+	}
 	return hold.UnlockedGrant(u), err
 }
 

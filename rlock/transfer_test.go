@@ -63,6 +63,57 @@ func TestPassWithinProcess(t *testing.T) {
 	assertNoKeys(t, admin, name)
 }
 
+// When a process's run of passes has ended, the release grants the lock
+// in Redis past the process's own waiters, even one first in the Redis
+// line, to the first waiter of another process: otherwise the lock would
+// stay in the process for a fresh run. The waiter passed over keeps its
+// place, and is granted the lock next.
+func TestRunEndsPastTheProcess(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	local, remote := srv.NewClient(t), srv.NewClient(t)
+	localParks, remoteParks := redistest.CountParks(t, local), redistest.CountParks(t, remote)
+	a, b, c := rlock.New(local, name), rlock.New(local, name), rlock.New(local, name)
+	r := rlock.New(remote, name)
+	mustLock(t, a)
+
+	// The Redis line: b, c (a's process), then r.
+	bGot, cGot, rGot := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+	go func() { bGot <- b.Lock(t.Context()) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 1 })
+	go func() { cGot <- c.Lock(t.Context()) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 2 })
+	go func() { rGot <- r.Lock(t.Context()) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return remoteParks.N() == 1 })
+	// A run passes the lock on after its first pass only within 10ms of
+	// its start (maxPassTime): past that, a's pass to b is its last.
+	time.Sleep(20 * time.Millisecond)
+
+	mustUnlock(t, a)
+	if err := within(t, bGot); err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, b)
+	if err := within(t, rGot); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cGot:
+		t.Fatalf("c, of the process whose run ended, returned %v while r held", err)
+	default:
+	}
+	if line := admin.LRange(t.Context(), internal.NewNames(name).Queue(), 0, -1).Val(); len(line) != 1 {
+		t.Fatalf("line %v while r holds, want c's place alone", line)
+	}
+	mustUnlock(t, r)
+	if err := within(t, cGot); err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, c)
+	assertNoKeys(t, admin, name)
+}
+
 // A pass is made before the release runs, so the waiter holds at once:
 // if the release then finds the releaser's hold gone from Redis (or not
 // the count it expects), the passed hold ends as lost, and the waiter

@@ -66,9 +66,12 @@ type Config struct {
 	// Pick, if set, is asked by the release of a hold's last level,
 	// valid until valid and the latest of run r, for a waiter of another
 	// handle of the process to pass the lock to (see Transfer); nil for
-	// none. ReleaseTo is then Release, passing it to that waiter.
-	Pick      func(valid time.Time, r run) *Transfer
-	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer) (Released, error)
+	// none. When r may not pass the lock on, it returns instead the
+	// owner ids of the process's waiters, which the grant in Redis
+	// passes over. ReleaseTo is then Release, passing the lock to tr's
+	// waiter, or over those.
+	Pick      func(valid time.Time, r run) (tr *Transfer, over []string)
+	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.

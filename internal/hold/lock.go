@@ -79,7 +79,9 @@ type Kind struct {
 	// script once for the last level, passing the lock to tr's waiter, a
 	// handle of the same process (see Transfer): the lock passes between
 	// handles of a process as it does between goroutines of one handle.
-	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer) (Released, error)
+	// With tr nil, the grant in Redis passes over the waiters whose owner
+	// ids are in over, the process's, once its run has ended (see run).
+	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
 }
 
 // Asking is what kind of attempt an Acquire is.

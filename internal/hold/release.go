@@ -89,9 +89,9 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	_ = t.repay(ctx)
 	h := t.current()
 	levels := t.releasing(h)
-	tr := t.pick(h, m, levels)
+	tr, over := t.pick(h, m, levels)
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m], tr)
+	out, err := t.release(ctx, h, m, levels[m], tr, over)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -137,11 +137,12 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 }
 
 // pick asks Config.Pick for a waiter of the process to pass the lock to,
-// for the release of the last level of hold h (see Transfer); nil when
-// the release is not that, or goes through Redis's line.
-func (t *Tracker) pick(h *hold, m Mode, levels Levels) *Transfer {
+// for the release of the last level of hold h (see Transfer), or for the
+// waiters of the process that the grant in Redis must pass over; nothing
+// when the release is not that.
+func (t *Tracker) pick(h *hold, m Mode, levels Levels) (*Transfer, []string) {
 	if h == nil || t.cfg.Pick == nil || m != Exclusive || levels != (Levels{Exclusive: 1}) || h.unsure[m] != 0 {
-		return nil
+		return nil, nil
 	}
 	t.runMu.Lock()
 	r := h.run
@@ -188,14 +189,14 @@ func (t *Tracker) released(h *hold) error {
 // through, so that the retry's answer is read right: at the last level the
 // script is not idempotent by itself, since a successful first run leaves
 // nothing to compare the retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, tr *Transfer) (Released, error) {
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, tr *Transfer, over []string) (Released, error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
 		var out Released
 		var err error
-		if tr != nil {
-			out, err = t.cfg.ReleaseTo(ctx, expect, tr)
+		if tr != nil || over != nil {
+			out, err = t.cfg.ReleaseTo(ctx, expect, tr, over)
 		} else {
 			out, err = t.cfg.Release(ctx, m, expect, 0)
 		}

@@ -181,14 +181,41 @@ func (l *Lock) takeTransfer() *Transfer {
 // pick is Config.Pick: for the release of the last level of a hold valid
 // until valid, the latest of run r, it finds a parked waiter of another
 // handle of the client on the same lock, first parked first, and lets it
-// go on (a grant delivered to its wait); nil when there is none, the run
-// has passed the lock maxPasses times already, or more than once and for
-// maxPassTime (the bounds of local handoffs), or the releaser's hold is
-// not valid for long enough.
-func (l *Lock) pick(valid time.Time, r run) *Transfer {
+// go on (a grant delivered to its wait); nil when there is none, or the
+// releaser's hold is not valid for long enough. When the run has passed
+// the lock maxPasses times already, or more than once and for
+// maxPassTime (the bounds of local handoffs), it returns no transfer but
+// the owner ids of those waiters (at most maxPassOver), for the grant in
+// Redis to pass over: otherwise, with one of them first in the Redis
+// line, the lock would stay in the process for a fresh run.
+func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
 	if !r.open() {
-		return nil
+		return nil, l.passOver()
 	}
+	return l.transfer(valid, r), nil
+}
+
+// maxPassOver bounds the waiters a release asks Redis to pass over: the
+// script reads the place of each it finds in line.
+const maxPassOver = 32
+
+// passOver returns the owner ids of the waiters of other handles of the
+// client on the lock, parked or attempting (their places in line stay),
+// first parked first; nil when there are none.
+func (l *Lock) passOver() []string {
+	cohorts.Lock()
+	defer cohorts.Unlock()
+	var over []string
+	for _, cand := range cohorts.m[l.cohort()] {
+		if cand.l != l && len(over) < maxPassOver {
+			over = append(over, cand.l.k.Owner)
+		}
+	}
+	return over
+}
+
+// transfer makes the transfer of pick, if it can.
+func (l *Lock) transfer(valid time.Time, r run) *Transfer {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
 	cohorts.Lock()

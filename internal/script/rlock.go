@@ -114,8 +114,25 @@ func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string,
 // toMark, the mark of its last refused attempt, and nothing is published.
 // The reply names to as the grantee. With to empty it is ReentrantUnlock.
 func ReentrantUnlockTo(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64, to, toMark string) UnlockCmd {
+	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, undoes, to, toMark, nil)
+}
+
+// ReentrantUnlockPast is ReentrantUnlock whose grant, at the last level,
+// passes over the waiters named in over (the releasing process's, whose
+// run of passes has ended), leaving them their places in line, for the
+// first live waiter of another process; it goes to the first live one of
+// them only when nobody else live is in line.
+func ReentrantUnlockPast(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, over []string) UnlockCmd {
+	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, 0, "", "", over)
+}
+
+func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64, to, toMark string, over []string) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	return UnlockCmd{rlockUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes, to, toMark)}
+	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes, to, toMark}
+	for _, o := range over {
+		args = append(args, o)
+	}
+	return UnlockCmd{rlockUnlock.run(ctx, c, keys, args...)}
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

@@ -1,6 +1,7 @@
 package script_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -249,12 +250,7 @@ func TestRLockUnlockTo(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
-		wait := func(owner string, mark uint64) {
-			t.Helper()
-			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, owner, lease, false, 0, time.Minute, mark).Result(); err != nil || res.OK {
-				t.Fatalf("%s's waiting acquire = %+v, %v", owner, res, err)
-			}
-		}
+		wait := func(owner string, mark uint64) { joinLine(t, rdb, k, owner, mark) }
 		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
@@ -323,4 +319,79 @@ func TestRLockUnlockTo(t *testing.T) {
 			t.Fatal("d's place left after a pass that failed on a mismatch")
 		}
 	})
+}
+
+// A release whose process's run has ended grants the lock past that
+// process's waiters (ARGV[12..]), who keep their places and their order
+// in line, to the first live waiter of another process; to the first live
+// one of them when nobody else live is in line; and frees it when the
+// line is empty. A resend changes nothing.
+func TestRLockUnlockPast(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		const lease, grant = 10 * time.Second, 2 * time.Second
+		wait := func(owner string, mark uint64) { joinLine(t, rdb, k, owner, mark) }
+		line := func(want ...string) {
+			t.Helper()
+			if got := rdb.LRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, want) {
+				t.Fatalf("line %v, want %v", got, want)
+			}
+		}
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
+			t.Fatalf("a's acquire = %+v, %v", res, err)
+		}
+		// a's process waits as c, e and g; g died (its place expired).
+		wait("c", 1)
+		wait("g", 2)
+		wait("b", 3)
+		wait("e", 4)
+		rdb.Del(ctx, k.Places+"g")
+		over := []string{"c", "e", "g"}
+		u, err := script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, over).Result()
+		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Mark != 3 {
+			t.Fatalf("a's unlock past %v = %+v, %v; want a grant to b, mark 3", over, u, err)
+		}
+		line("c", "e")
+		if n := rdb.Exists(ctx, k.Places+"c", k.Places+"e", k.Places+"b").Val(); n != 2 {
+			t.Fatalf("%d of the places of c, e (kept) and b (taken) exist, want 2", n)
+		}
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, over).Result() // a resend
+		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
+		}
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
+			t.Fatalf("lock hash %v, want b's", v)
+		}
+		line("c", "e")
+
+		// Nobody else live in line: the first live waiter passed over.
+		rdb.Del(ctx, k.Places+"c")
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "b", lease, false, 1, grant, over).Result()
+		if err != nil || u.Holds != 0 || u.Grantee != "e" || u.Mark != 4 {
+			t.Fatalf("b's unlock past %v = %+v, %v; want a grant to e, mark 4", over, u, err)
+		}
+		line()
+		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
+			t.Fatalf("lease after the grant %v, want at most the grant lease %v", pttl, grant)
+		}
+
+		// Nobody in line: the lock is freed.
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "e", lease, false, 1, grant, over).Result()
+		if err != nil || u.Holds != 0 || u.Grantee != "" {
+			t.Fatalf("e's unlock = %+v, %v; want released, no grant", u, err)
+		}
+		if n := rdb.Exists(ctx, k.Lock, k.Queue).Val(); n != 0 {
+			t.Fatalf("%d of the lock's keys left after the last release", n)
+		}
+	})
+}
+
+// joinLine has owner's waiting attempt of mark refused by a held lock,
+// which puts it in line (a plain lock, a place for a minute).
+func joinLine(t *testing.T, rdb *redis.Client, k script.LockKeys, owner string, mark uint64) {
+	t.Helper()
+	if res, err := script.ReentrantAcquireWaiting(t.Context(), rdb, k, owner, 10*time.Second, false, 0, time.Minute, mark).Result(); err != nil || res.OK {
+		t.Fatalf("%s's waiting acquire = %+v, %v", owner, res, err)
+	}
 }
