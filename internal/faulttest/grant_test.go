@@ -245,17 +245,23 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		wctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		waiterName := "grant-waiter-" + name
-		w := lockAsync(wctx, p.new(srv.NewClient(t, func(o *redis.Options) { o.ClientName = waiterName }), name, lease))
+		proxy := redistest.NewProxy(t, srv.Addr())
+		w := lockAsync(wctx, p.new(proxy.NewClient(t, func(o *redis.Options) { o.ClientName = waiterName }), name, lease))
 		line := parked(t, admin, name, 1)
 		x := lockAsync(t.Context(), p.new(srv.NewClient(t), name, lease))
 		parked(t, admin, name, 2)
-		// Kill only the first waiter's pub/sub connection.
+		// Kill only the first waiter's pub/sub connection, which cannot
+		// come back (the proxy refuses new connections) before the ctx
+		// has ended: a resubscription would bring the grant's message.
+		proxy.Refuse(true)
 		killPubSub(t, admin, waiterName)
-		if err := holder.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		err := holder.Unlock(t.Context())
 		granted := admin.HGet(t.Context(), mainKey(name), line[0]).Val()
 		cancel()
+		proxy.Refuse(false)
+		if err != nil {
+			t.Fatal(err)
+		}
 		released := time.Now()
 		if r := <-w; !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("the cancelled waiter's Lock = %v, want context.Canceled", r.err)
