@@ -155,9 +155,10 @@
 // the waiters of other processes, so it is bounded: at most maxPasses (7)
 // times in a row, and after the first only within maxPassTime (10ms) of
 // the hold's start in Redis; then the release goes to Redis, which grants
-// the lock to the first waiter in the Redis line. A fair lock never does it, nor a
-// hold that needs something of its own from Redis (a fencing token, a
-// fixed lease, replica acknowledgements).
+// the lock to the first waiter in the Redis line of another process (see
+// below). A fair lock never does it, nor a hold that needs something of
+// its own from Redis (a fencing token, a fixed lease, replica
+// acknowledgements).
 //
 // Passing between handles (Kind.ReleaseTo, rlock; see Transfer). The
 // release of a hold's last level, with a waiter of another handle of the
