@@ -183,12 +183,14 @@
 // handoffs count together, per run of holds (run): the lock leaves the
 // process after at most maxPasses of them, and after the first only
 // within maxPassTime of the run's start. Leaving means to another
-// process: the release that ends a run names the process's waiters (its
-// cohort's owner ids, parked or attempting) to the script (rlock_unlock's
-// ARGV[12..]), which grants the lock past them, keeping their places, to
-// the first live waiter of another process, and to them only when there
-// is none. Otherwise one of them first in the Redis line would be granted
-// the lock and start a fresh run. The gap between two holders of
+// process: a release that passes the lock to no waiter of the process
+// (the run ended, or none is parked to take it) names the process's
+// waiters (its cohort's owner ids, parked or attempting, at most
+// maxPassOver) to the script (rlock_unlock's ARGV[12..]), which grants
+// the lock past them, keeping their places, to the first live waiter of
+// another process, and to them only when there is none. Otherwise one of
+// them first in the Redis line would be granted the lock and start a
+// fresh run. The gap between two holders of
 // one process falls from a round trip and a wake-up to a wake-up: in the
 // bench module's workers-busy scenario (1 ms critical sections that spin)
 // a handle per worker went from 79% to about 91% of what one shared

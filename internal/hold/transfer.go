@@ -181,22 +181,28 @@ func (l *Lock) takeTransfer() *Transfer {
 // pick is Config.Pick: for the release of the last level of a hold valid
 // until valid, the latest of run r, it finds a parked waiter of another
 // handle of the client on the same lock, first parked first, and lets it
-// go on (a grant delivered to its wait); nil when there is none, or the
-// releaser's hold is not valid for long enough. When the run has passed
-// the lock maxPasses times already, or more than once and for
-// maxPassTime (the bounds of local handoffs), it returns no transfer but
-// the owner ids of those waiters (at most maxPassOver), for the grant in
-// Redis to pass over: otherwise, with one of them first in the Redis
-// line, the lock would stay in the process for a fresh run.
+// go on (a grant delivered to its wait), unless the run has passed the
+// lock maxPasses times already, or more than once and for maxPassTime
+// (the bounds of local handoffs), or the releaser's hold is not valid for
+// long enough. When it makes no transfer (those reasons, or no waiter
+// parked to take it: all attempting, or not parked yet), it returns the
+// owner ids of the waiters of the client's other handles on the lock (at
+// most maxPassOver), for the grant in Redis to pass over: the lock leaves
+// the process. Otherwise, with one of them first in the Redis line, it
+// would stay in the process, for a fresh run.
 func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
-	if !r.open() {
-		return nil, l.passOver()
+	if r.open() {
+		if tr := l.transfer(valid, r); tr != nil {
+			return tr, nil
+		}
 	}
-	return l.transfer(valid, r), nil
+	return nil, l.passOver()
 }
 
-// maxPassOver bounds the waiters a release asks Redis to pass over: the
-// script reads the place of each it finds in line.
+// maxPassOver bounds the waiters a release asks Redis to pass over, and
+// so the work of its script, which reads the place of each it finds in
+// line: with more handles of one client waiting on one lock, those that
+// waited last are served as if they were another process's.
 const maxPassOver = 32
 
 // passOver returns the owner ids of the waiters of other handles of the

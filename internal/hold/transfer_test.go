@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +88,38 @@ func TestClaimOfLateTransfer(t *testing.T) {
 		<-finished
 		if ok || err != nil || tk.Held(Exclusive) != 0 {
 			t.Fatalf("%s: ClaimTransfer = %v, %v (holding %d); want false, nil, nothing held", tc.name, ok, err, tk.Held(Exclusive))
+		}
+	}
+}
+
+// A release that passes the lock to no waiter of the process, whether its
+// run has ended or no waiter is parked to take it (one attempting, one
+// refused but not parked in the hub yet), names the waiters of the
+// client's other handles, in the order they waited, for the grant in
+// Redis to pass over; the releasing handle's own wait is not among them.
+func TestPickPassesOverWithoutTransfer(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	name := "pick-" + t.Name()
+	mk := func() *Lock {
+		tk := New(Config{RDB: rdb, Lease: time.Minute})
+		t.Cleanup(tk.Drop)
+		b := NewBase("rlock", rdb, name)
+		channel := func(Mode) string { return b.Keys.WaiterChannel(b.Owner) }
+		return &Lock{k: Kind{Base: b, Grants: true, LocalHandoff: true, Channel: channel}, t: tk}
+	}
+	releaser, attempting, unparked := mk(), mk(), mk()
+	releaser.offer(2) // a wait of the releasing handle (a goroutine of it)
+	attempting.offer(0)
+	unparked.offer(3)
+	defer releaser.withdraw()
+	defer attempting.withdraw()
+	defer unparked.withdraw()
+	want := []string{attempting.k.Owner, unparked.k.Owner}
+	now := time.Now()
+	for _, r := range []run{{}, {passes: 2, since: now}, {passes: maxPasses, since: now}, {passes: 1, since: now.Add(-time.Second)}} {
+		tr, over := releaser.pick(now.Add(time.Minute), r)
+		if tr != nil || !slices.Equal(over, want) {
+			t.Errorf("pick with run %+v = %v, %v; want no transfer, passing over %v", r, tr, over, want)
 		}
 	}
 }

@@ -353,6 +353,9 @@ func TestRLockUnlockPast(t *testing.T) {
 			t.Fatalf("a's unlock past %v = %+v, %v; want a grant to b, mark 3", over, u, err)
 		}
 		line("c", "e")
+		if pttl := rdb.PTTL(ctx, k.Queue).Val(); pttl <= 0 {
+			t.Fatalf("line's TTL %v once the waiters passed over are back, want it to expire", pttl)
+		}
 		if n := rdb.Exists(ctx, k.Places+"c", k.Places+"e", k.Places+"b").Val(); n != 2 {
 			t.Fatalf("%d of the places of c, e (kept) and b (taken) exist, want 2", n)
 		}
