@@ -38,6 +38,7 @@ type loops struct {
 type roleStats struct {
 	ops       int64
 	waits     []time.Duration // from the lock call to holding
+	held      time.Duration   // the critical sections' time, all together
 	maxInside int32           // most holders of the role at once
 }
 
@@ -114,6 +115,7 @@ type loopState struct {
 	// Per worker, each written only by its worker and read after it ended.
 	done  []int64
 	waits [][]time.Duration
+	held  []time.Duration
 }
 
 func newLoopState(l loops) *loopState {
@@ -124,6 +126,7 @@ func newLoopState(l loops) *loopState {
 		errs:      make(chan error, len(l.workers)),
 		done:      make([]int64, len(l.workers)),
 		waits:     make([][]time.Duration, len(l.workers)),
+		held:      make([]time.Duration, len(l.workers)),
 	}
 }
 
@@ -145,10 +148,12 @@ func (st *loopState) work(ctx context.Context, i int, w worker) {
 		if w.hold > 0 {
 			holdFor(w.hold, w.busy)
 		}
+		held := time.Since(start) - waited
 		st.inside[w.role].Add(-1)
 		if st.measuring.Load() {
 			st.done[i]++
 			st.waits[i] = append(st.waits[i], waited)
+			st.held[i] += held
 		}
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 		err := w.unlock(uctx)
@@ -181,6 +186,7 @@ func (st *loopState) result() loopsResult {
 		s := &r.roles[w.role]
 		s.ops += st.done[i]
 		s.waits = append(s.waits, st.waits[i]...)
+		s.held += st.held[i]
 		most = max(most, st.done[i])
 	}
 	for i := range r.roles {

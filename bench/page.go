@@ -168,7 +168,10 @@ client of the scenario.
    process wakes for something else during it (Go waits for timers in
    epoll, whose timeout is in whole milliseconds), so the share of the
    serial limit in 3 also measures how often the process wakes during a
-   critical section, not only the gaps between holders.
+   critical section, not only the gaps between holders. The tables split
+   the time per critical section in two: how long the critical sections
+   took (CS mean) and the rest (gap/CS), so the two effects can be told
+   apart.
 4. **Contention**: the same workers with no think time and an empty
    critical section.
 
