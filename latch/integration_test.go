@@ -116,8 +116,11 @@ func TestWakeUp(t *testing.T) {
 			slowest = max(slowest, at.Sub(last))
 		}
 		t.Logf("the last of %d waiters returned %v after the last CountDown was sent", waiters, slowest)
-		if slowest > 100*time.Millisecond {
-			t.Errorf("the last waiter returned %v after the last CountDown, want within 100ms", slowest)
+		// The waiters poll once a minute: returning within a second
+		// means the CountDown's message woke them, with room for a
+		// loaded machine (it takes a few milliseconds on a quiet one).
+		if slowest > time.Second {
+			t.Errorf("the last waiter returned %v after the last CountDown, want within 1s", slowest)
 		}
 		wantNoCount(t, d.admin, name)
 		redistest.WaitFor(t, 5*time.Second, func() bool { return d.subscribers(t, name) == 0 })

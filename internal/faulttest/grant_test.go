@@ -310,16 +310,18 @@ func killPubSub(t *testing.T, admin *redis.Client, name string) {
 }
 
 // When the grantee is a handle of the releasing process's client, the
-// release's reply hands it the lock (the in-process handoff): it holds
-// at once even when the grant's message is lost, before the hub has
-// reconnected.
+// release's reply hands it the lock (the in-process handoff; for rlock, a
+// pass before the release is sent): it holds even though the grant's
+// message is lost and its pub/sub connection cannot come back (the proxy
+// refuses new connections until it holds).
 func TestInProcessHandoff(t *testing.T) {
 	forEachGranting(t, func(t *testing.T, p primitive) {
 		srv := redistest.Start(t) // its own server: the kill hits nobody else
 		admin := srv.NewClient(t)
 		name := redistest.UniqueName(t)
 		clientName := "in-process-" + name
-		rdb := srv.NewClient(t, func(o *redis.Options) { o.ClientName = clientName })
+		proxy := redistest.NewProxy(t, srv.Addr())
+		rdb := proxy.NewClient(t, func(o *redis.Options) { o.ClientName = clientName })
 		holder := p.new(rdb, name, 30*time.Second)
 		if err := holder.Lock(t.Context()); err != nil {
 			t.Fatal(err)
@@ -327,26 +329,45 @@ func TestInProcessHandoff(t *testing.T) {
 		waiter := p.new(rdb, name, 30*time.Second)
 		got := lockAsync(t.Context(), waiter)
 		parked(t, admin, name, 1)
-		killPubSub(t, admin, clientName) // the message would come only after a reconnect
+		// Idle connections in the pool for the release and the keeper,
+		// which must not need a new one while the proxy refuses them.
+		warmPool(t, rdb, 4)
+		// An attempt of the waiter (its keeper finding the grant, say)
+		// is held back: the waiter must hold without one.
+		attempt := proxy.Hold(redistest.ScriptCall(t, p.name+"_acquire.lua", p.key(name)))
+		proxy.Refuse(true)
+		killPubSub(t, admin, clientName)
 		if err := holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		released := time.Now()
 		select {
 		case r := <-got:
+			proxy.Refuse(false)
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
-			d := r.at.Sub(released)
-			t.Logf("waiter held %v after the release returned", d.Round(time.Microsecond))
-			if d > 60*time.Millisecond { // a reconnect takes about 100ms
-				t.Errorf("waiter held %v after the release returned: not handed over in process", d)
-			}
+		case <-attempt.Caught():
+			t.Fatal("the waiter attempted after the release: not handed over in process")
 		case <-time.After(5 * time.Second):
-			t.Fatal("the waiter never held the lock")
+			t.Fatal("the waiter did not hold within 5s of the release, its pub/sub connection down")
 		}
 		if err := waiter.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// warmPool leaves n idle connections in rdb's pool.
+func warmPool(t *testing.T, rdb *redis.Client, n int) {
+	t.Helper()
+	conns := make([]*redis.Conn, n)
+	for i := range conns {
+		conns[i] = rdb.Conn()
+		if err := conns[i].Ping(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
 }
