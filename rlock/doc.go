@@ -40,12 +40,13 @@
 // out), the waiter's hold ends as lost (Done closes, the WithOnLost hook
 // runs). A process passes the lock on, both ways together, at most seven
 // times in a row and, after the first, only within 10ms of taking it in
-// Redis; then the release goes to Redis and hands the lock to the first
-// waiter in line of another process, passing over the process's own
-// waiters there (they keep their places, and are served first only when
-// nobody else waits). A waiter elsewhere thus waits for
-// at most eight critical sections of a process, and two when they are
-// long. Neither is made with [WithFencing] (every hold takes a token of
+// Redis. A release that passes the lock to none of the process's
+// waiters (that bound reached, or none of them parked to take it) hands
+// it in Redis to the first waiter in line of another process, passing
+// over the process's own waiters there (they keep their places, and are
+// served first only when nobody else waits). A waiter elsewhere thus
+// waits for at most eight critical sections of a process, and two when
+// they are long. Neither is made with [WithFencing] (every hold takes a token of
 // its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
 // [Mutex.Unlock] from any goroutine.

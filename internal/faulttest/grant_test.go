@@ -248,7 +248,8 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		proxy := redistest.NewProxy(t, srv.Addr())
 		w := lockAsync(wctx, p.new(proxy.NewClient(t, func(o *redis.Options) { o.ClientName = waiterName }), name, lease))
 		line := parked(t, admin, name, 1)
-		x := lockAsync(t.Context(), p.new(srv.NewClient(t), name, lease))
+		next := p.new(srv.NewClient(t), name, lease)
+		x := lockAsync(t.Context(), next)
 		parked(t, admin, name, 2)
 		// Kill only the first waiter's pub/sub connection, which cannot
 		// come back (the proxy refuses new connections) before the ctx
@@ -284,6 +285,9 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		}
 		if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 || v[line[0]] != "" {
 			t.Fatalf("lock hash = %v, want the next waiter alone", v)
+		}
+		if err := next.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
@@ -332,8 +336,15 @@ func TestInProcessHandoff(t *testing.T) {
 		// Idle connections in the pool for the release and the keeper,
 		// which must not need a new one while the proxy refuses them.
 		warmPool(t, rdb, 4)
-		// An attempt of the waiter (its keeper finding the grant, say)
-		// is held back: the waiter must hold without one.
+		// The keeper's next round is held back (its refresh of the
+		// waiter's place: GETEX, or ZADD for a fair lock's line): run
+		// after the release, it would find the place gone and have the
+		// waiter attempt, perhaps before it took the grant it was
+		// handed. Any attempt of the waiter is held back too: it must
+		// hold without one.
+		proxy.Hold(func(args []string) bool {
+			return strings.EqualFold(args[0], "GETEX") || strings.EqualFold(args[0], "ZADD")
+		})
 		attempt := proxy.Hold(redistest.ScriptCall(t, p.name+"_acquire.lua", p.key(name)))
 		proxy.Refuse(true)
 		killPubSub(t, admin, clientName)
