@@ -77,14 +77,19 @@ type queued struct {
 
 // key is one Redis key of the name, raw.
 type key struct {
-	Key       string `json:"key"`
-	Type      string `json:"type"`
-	TTLms     int64  `json:"ttl_ms"` // -1: no expiry
-	Value     any    `json:"value"`
-	explained bool   // a decoder showed its meaning
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	TTLms int64  `json:"ttl_ms"` // -1: no expiry
+	Value any    `json:"value"`
+	// Size is how many members a sorted set has: Value shows at most
+	// keyLimit of them, those of the lowest scores.
+	Size      int64 `json:"size,omitempty"`
+	live      int64 // members of a sorted set scored later than the server's now
+	explained bool  // a decoder showed its meaning
 }
 
 // keyLimit bounds how many elements of one list, set, zset or hash are read.
+// The counts a decoder reports do not depend on it (see key.live).
 const keyLimit = 1000
 
 func runInspect(ctx context.Context, out *output, args []string) error {
@@ -138,11 +143,11 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	if err != nil {
 		return nil, err
 	}
-	keys, err := readKeys(ctx, node, n)
+	now, err := node.Time(ctx).Result()
 	if err != nil {
 		return nil, err
 	}
-	now, err := node.Time(ctx).Result()
+	keys, err := readKeys(ctx, node, n, now)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +201,10 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 	decodeLatch,
 }
 
-// readKeys returns the name's keys with their types, TTLs and contents.
-func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names) ([]*key, error) {
+// readKeys returns the name's keys with their types, TTLs and contents;
+// now is the server's time, which a sorted set's live members are scored
+// after.
+func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time) ([]*key, error) {
 	names, err := scanNode(ctx, node, globEscape(n.Lock())+"*")
 	if err != nil {
 		return nil, err
@@ -227,7 +234,7 @@ func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names)
 		if ttls[i].Val() < 0 {
 			k.TTLms = -1 // no expiry (or deleted since the scan)
 		}
-		values[i] = queueValue(ctx, pipe, k)
+		values[i] = queueValue(ctx, pipe, k, now)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !internal.IsNil(err) {
 		return nil, err
@@ -241,8 +248,10 @@ func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names)
 }
 
 // queueValue queues the read of k's contents on pipe and returns how to
-// get them after Exec.
-func queueValue(ctx context.Context, pipe redis.Pipeliner, k *key) func() (any, error) {
+// get them after Exec. For a sorted set it also counts the members, all
+// and those scored after now (k.Size, k.live): the scores of redisync's
+// sets are when their members lapse.
+func queueValue(ctx context.Context, pipe redis.Pipeliner, k *key, now time.Time) func() (any, error) {
 	switch k.Type {
 	case "string":
 		c := pipe.Get(ctx, k.Key)
@@ -258,8 +267,11 @@ func queueValue(ctx context.Context, pipe redis.Pipeliner, k *key) func() (any, 
 		return func() (any, error) { return c.Result() }
 	case "zset":
 		c := pipe.ZRangeWithScores(ctx, k.Key, 0, keyLimit-1)
+		size := pipe.ZCard(ctx, k.Key)
+		live := pipe.ZCount(ctx, k.Key, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf")
 		return func() (any, error) {
 			zs, err := c.Result()
+			k.Size, k.live = size.Val(), live.Val()
 			m := make([]map[string]any, len(zs))
 			for i, z := range zs {
 				m[i] = map[string]any{"member": z.Member, "score": z.Score}

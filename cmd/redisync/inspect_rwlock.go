@@ -33,15 +33,8 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		if k := keys[z.key]; k != nil && k.Type == "zset" {
 			// A member's score is when it lapses (server time, ms); the
 			// scripts remove lapsed ones only when they look.
-			zs, _ := k.Value.([]map[string]any)
-			live := 0
-			for _, m := range zs {
-				if score, _ := m["score"].(float64); int64(score) > now.UnixMilli() {
-					live++
-				}
-			}
-			note := fmt.Sprintf(z.note, live)
-			if lapsed := len(zs) - live; lapsed > 0 {
+			note := fmt.Sprintf(z.note, k.live)
+			if lapsed := k.Size - k.live; lapsed > 0 {
 				note += fmt.Sprintf(" (%d more lapsed)", lapsed)
 			}
 			notes = append(notes, note)

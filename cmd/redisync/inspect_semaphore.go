@@ -65,7 +65,7 @@ func hours(d time.Duration) string {
 // integer string under :permits and its acquired permits a zset of permit
 // id -> lease expiry (server clock, Unix ms) under the main key. Available
 // permits are the total minus the permits whose lease has not run out;
-// each acquired permit is shown as a holder.
+// each acquired permit is shown as a holder (of those read: see keyLimit).
 func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
 	total, leases := keys[n.Sub("permits")], keys[n.Lock()]
 	if total == nil || total.Type != "string" || (leases != nil && leases.Type != "zset") {
@@ -82,9 +82,9 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 			expiry, _ := z["score"].(float64)
 			if int64(expiry) > now.UnixMilli() {
 				r.Holders = append(r.Holders, holder{ID: id, Count: 1})
-				v--
 			}
 		}
+		v -= leases.live
 		leases.explained = true
 	}
 	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
