@@ -189,14 +189,20 @@ func (l *Lock) takeTransfer() *Transfer {
 // owner ids of the waiters of the client's other handles on the lock (at
 // most maxPassOver), for the grant in Redis to pass over: the lock leaves
 // the process. Otherwise, with one of them first in the Redis line, it
-// would stay in the process, for a fresh run.
+// would stay in the process, for a fresh run. Both come from one look at
+// the client's waiters on the lock, under cohorts' lock.
 func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
+	c := internal.Attach(l.k.RDB)
+	defer c.Detach()
+	cohorts.Lock()
+	defer cohorts.Unlock()
+	waiting := cohorts.m[l.cohort()]
 	if r.open() {
-		if tr := l.transfer(valid, r); tr != nil {
+		if tr := l.transfer(c, waiting, valid, r); tr != nil {
 			return tr, nil
 		}
 	}
-	return nil, l.passOver()
+	return nil, l.passOver(waiting)
 }
 
 // maxPassOver bounds the waiters a release asks Redis to pass over, and
@@ -205,14 +211,12 @@ func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
 // waited last are served as if they were another process's.
 const maxPassOver = 32
 
-// passOver returns the owner ids of the waiters of other handles of the
-// client on the lock, parked or attempting (their places in line stay),
-// first parked first; nil when there are none.
-func (l *Lock) passOver() []string {
-	cohorts.Lock()
-	defer cohorts.Unlock()
+// passOver returns the owner ids of the waiters of other handles among
+// waiting (the client's on the lock, parked or attempting: their places in
+// line stay), first parked first; nil when there are none.
+func (l *Lock) passOver(waiting []*candidate) []string {
 	var over []string
-	for _, cand := range cohorts.m[l.cohort()] {
+	for _, cand := range waiting {
 		if cand.l != l && len(over) < maxPassOver {
 			over = append(over, cand.l.k.Owner)
 		}
@@ -220,13 +224,10 @@ func (l *Lock) passOver() []string {
 	return over
 }
 
-// transfer makes the transfer of pick, if it can.
-func (l *Lock) transfer(valid time.Time, r run) *Transfer {
-	c := internal.Attach(l.k.RDB)
-	defer c.Detach()
-	cohorts.Lock()
-	defer cohorts.Unlock()
-	for _, cand := range cohorts.m[l.cohort()] {
+// transfer makes the transfer of pick to the first of waiting that can
+// take it, if any, delivering it through c's hub; cohorts' lock is held.
+func (l *Lock) transfer(c *internal.Client, waiting []*candidate, valid time.Time, r run) *Transfer {
+	for _, cand := range waiting {
 		if cand.l == l || cand.mark == 0 || cand.tr != nil {
 			continue
 		}
