@@ -28,12 +28,8 @@ func TestPassWithinProcess(t *testing.T) {
 	c := rlock.New(remote, name)
 	mustLock(t, a)
 
-	cGot := make(chan error, 1)
-	go func() { cGot <- c.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return remoteParks.N() == 1 })
-	bGot := make(chan error, 1)
-	go func() { bGot <- b.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 1 })
+	cGot := lockParked(t, t.Context(), c, remoteParks, 1)
+	bGot := lockParked(t, t.Context(), b, localParks, 1)
 
 	redistest.LoadScripts(t, admin) // no NOSCRIPT and resend in the count
 	scripts := evalCalls(t, admin)
@@ -79,13 +75,9 @@ func TestRunEndsPastTheProcess(t *testing.T) {
 	mustLock(t, a)
 
 	// The Redis line: b, c (a's process), then r.
-	bGot, cGot, rGot := make(chan error, 1), make(chan error, 1), make(chan error, 1)
-	go func() { bGot <- b.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 1 })
-	go func() { cGot <- c.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return localParks.N() == 2 })
-	go func() { rGot <- r.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return remoteParks.N() == 1 })
+	bGot := lockParked(t, t.Context(), b, localParks, 1)
+	cGot := lockParked(t, t.Context(), c, localParks, 2)
+	rGot := lockParked(t, t.Context(), r, remoteParks, 1)
 	// A run passes the lock on after its first pass only within 10ms of
 	// its start (maxPassTime): past that, a's pass to b is its last.
 	time.Sleep(20 * time.Millisecond)
@@ -134,9 +126,7 @@ func TestPassedHoldLostWithReleaser(t *testing.T) {
 			mustLock(t, a)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			bGot := make(chan error, 1)
-			go func() { bGot <- b.Lock(ctx) }()
-			redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 1 })
+			bGot := lockParked(t, ctx, b, parks, 1)
 
 			holder := redistest.Holders(t.Context(), admin, n.Lock())
 			if how == "gone" {
@@ -193,9 +183,7 @@ func TestPassSurvivesLostReply(t *testing.T) {
 	parks := redistest.CountParks(t, via)
 	a, b := rlock.New(via, name), rlock.New(via, name)
 	mustLock(t, a)
-	bGot := make(chan error, 1)
-	go func() { bGot <- b.Lock(t.Context()) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == 1 })
+	bGot := lockParked(t, t.Context(), b, parks, 1)
 
 	dropped := proxy.DropReply(redistest.ScriptCall(t, "rlock_unlock.lua", internal.NewNames(name).Lock()))
 	mustUnlock(t, a)
@@ -231,9 +219,7 @@ func TestPassToWaiterThatGivesUp(t *testing.T) {
 	for i := range 20 {
 		mustLock(t, a)
 		ctx, cancel := context.WithCancel(t.Context())
-		got := make(chan error, 1)
-		go func() { got <- b.Lock(ctx) }()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return parks.N() == int64(i+1) })
+		got := lockParked(t, ctx, b, parks, int64(i+1))
 		go cancel()
 		mustUnlock(t, a)
 		if err := <-got; err == nil {
