@@ -66,10 +66,10 @@ type Config struct {
 	// Pick, if set, is asked by the release of a hold's last level,
 	// valid until valid and the latest of run r, for a waiter of another
 	// handle of the process to pass the lock to (see Transfer); nil for
-	// none. When r may not pass the lock on, it returns instead the
-	// owner ids of the process's waiters, which the grant in Redis
-	// passes over. ReleaseTo is then Release, passing the lock to tr's
-	// waiter, or over those.
+	// none. When it passes the lock to nobody (r may not pass it on, or
+	// no waiter can take it), it returns instead the owner ids of the
+	// process's waiters, which the grant in Redis passes over. ReleaseTo
+	// is then Release, passing the lock to tr's waiter, or over those.
 	Pick      func(valid time.Time, r run) (tr *Transfer, over []string)
 	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
 }

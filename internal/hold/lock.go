@@ -80,7 +80,8 @@ type Kind struct {
 	// handle of the same process (see Transfer): the lock passes between
 	// handles of a process as it does between goroutines of one handle.
 	// With tr nil, the grant in Redis passes over the waiters whose owner
-	// ids are in over, the process's, once its run has ended (see run).
+	// ids are in over, the process's, which the release passed the lock
+	// to none of (see Lock.pick).
 	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
 }
 
