@@ -54,7 +54,7 @@ func workersAgainstLimit(ctx context.Context, e *env, w workload) (*table, error
 		how = "spins"
 	}
 	e.set(w.name, "serial", "cs/s", limit)
-	tb.add("(serial limit: back-to-back 1 ms "+how+")", num(limit), dur(time.Duration(float64(time.Second)/limit)), "", "", "", "", "", "")
+	tb.add("(serial limit: back-to-back 1 ms "+how+")", num(limit), dur(every(limit)), "", "", "", "", "", "")
 	return tb, nil
 }
 
@@ -97,7 +97,7 @@ func runWorkload(ctx context.Context, e *env, w workload) (*table, error) {
 			tb.note("%s, per CS: %s", c.name, r.breakdown)
 		}
 		held := r.roles[0].held / time.Duration(n)
-		tb.add(c.name, num(perSec), dur(held), dur(max(time.Duration(float64(time.Second)/perSec)-held, 0)), num(cmds), trips,
+		tb.add(c.name, num(perSec), dur(held), dur(max(every(perSec)-held, 0)), num(cmds), trips,
 			dur(wait.p50), dur(wait.p99), fmt.Sprintf("%.0f%%", 100*r.maxShare))
 	}
 	tb.note("Measured for %v after %v of warm-up. CS mean: how long a critical section took, from holding the lock to calling Unlock (a sleep overshoots when the process wakes during it). Gap/CS: the rest of the time per critical section, when no worker was in one: the handoffs, and any moment nobody wanted the lock. Redis commands from INFO commandstats, counting those run inside scripts; round trips counted by the go-redis clients (\"-\" for a library on a client of its own). Wait: from the Lock call to holding the lock. Max CS share: the busiest worker's share of all critical sections (fair: %.0f%%).",
@@ -142,3 +142,7 @@ func holdFor(d time.Duration, busy bool) {
 	for start := time.Now(); time.Since(start) < d; {
 	}
 }
+
+// every is the time between two of something that happens rate times a
+// second.
+func every(rate float64) time.Duration { return time.Duration(float64(time.Second) / rate) }
