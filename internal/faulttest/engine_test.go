@@ -43,14 +43,10 @@ func TestGrantFoundByAttemptLostReply(t *testing.T) {
 	go func() { got <- waiter.Lock(wctx) }()
 	parked(t, direct, name, 1)
 	dropped := proxy.DropReply(redistest.ScriptCall(t, "rlock_acquire.lua", mainKey(name)))
-	// The grant's message is lost: the waiter's pub/sub connection is
-	// killed, and cannot come back before the release has run (a
-	// resubscription in between would bring the message after all, and
-	// no attempt would be made). An attempt finds the grant.
-	proxy.Refuse(true)
-	killPubSub(t, direct, waiterName)
-	err := holder.Unlock(ctx)
-	proxy.Refuse(false)
+	// The grant's message is lost (else no attempt would be made): an
+	// attempt finds the grant.
+	var err error
+	whilePubSubDown(t, direct, proxy, waiterName, func() { err = holder.Unlock(ctx) })
 	if err != nil {
 		t.Fatal(err)
 	}

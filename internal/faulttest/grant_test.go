@@ -251,15 +251,15 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		next := p.new(srv.NewClient(t), name, lease)
 		x := lockAsync(t.Context(), next)
 		parked(t, admin, name, 2)
-		// Kill only the first waiter's pub/sub connection, which cannot
-		// come back (the proxy refuses new connections) before the ctx
-		// has ended: a resubscription would bring the grant's message.
-		proxy.Refuse(true)
-		killPubSub(t, admin, waiterName)
-		err := holder.Unlock(t.Context())
-		granted := admin.HGet(t.Context(), mainKey(name), line[0]).Val()
-		cancel()
-		proxy.Refuse(false)
+		// Only the first waiter's pub/sub connection is down, until its
+		// ctx has ended.
+		var err error
+		var granted string
+		whilePubSubDown(t, admin, proxy, waiterName, func() {
+			err = holder.Unlock(t.Context())
+			granted = admin.HGet(t.Context(), mainKey(name), line[0]).Val()
+			cancel()
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,6 +290,19 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// whilePubSubDown kills the pub/sub connection of the client called name,
+// which reaches the server through proxy, and runs fn before it can come
+// back: the proxy refuses new connections until fn returns. A message
+// published meanwhile is lost for good (a resubscription before it would
+// bring it after all).
+func whilePubSubDown(t *testing.T, admin *redis.Client, proxy *redistest.Proxy, name string, fn func()) {
+	t.Helper()
+	proxy.Refuse(true)
+	defer proxy.Refuse(false)
+	killPubSub(t, admin, name)
+	fn()
 }
 
 // killPubSub kills the pub/sub connection of the client called name.
@@ -346,21 +359,21 @@ func TestInProcessHandoff(t *testing.T) {
 			return strings.EqualFold(args[0], "GETEX") || strings.EqualFold(args[0], "ZADD")
 		})
 		attempt := proxy.Hold(redistest.ScriptCall(t, p.name+"_acquire.lua", p.key(name)))
-		proxy.Refuse(true)
-		killPubSub(t, admin, clientName)
-		if err := holder.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case r := <-got:
-			proxy.Refuse(false)
-			if r.err != nil {
-				t.Fatal(r.err)
+		var r lockResult
+		whilePubSubDown(t, admin, proxy, clientName, func() {
+			if err := holder.Unlock(t.Context()); err != nil {
+				t.Fatal(err)
 			}
-		case <-attempt.Caught():
-			t.Fatal("the waiter attempted after the release: not handed over in process")
-		case <-time.After(5 * time.Second):
-			t.Fatal("the waiter did not hold within 5s of the release, its pub/sub connection down")
+			select {
+			case r = <-got:
+			case <-attempt.Caught():
+				t.Fatal("the waiter attempted after the release: not handed over in process")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter did not hold within 5s of the release, its pub/sub connection down")
+			}
+		})
+		if r.err != nil {
+			t.Fatal(r.err)
 		}
 		if err := waiter.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
