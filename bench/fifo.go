@@ -13,16 +13,17 @@ import (
 )
 
 // bareFIFO is the least a strictly fair lock through Redis does, written
-// for this page as the ceiling such a lock can reach here: the release
-// makes the first waiter in line the holder and publishes to it, and the
-// waiter's process, parked on its client's one subscription, goes on
-// when the message arrives. Every handoff between holders is one script
-// and one message, as with redisync's grants, and none is ever made
-// within a process: the line decides. It has none of what a lock for
-// use needs (a watchdog, crashed waiters, lost messages beyond a check
-// every second, cancellation beyond leaving the line), so it is a floor
-// for the time a fair handoff takes and a ceiling for the critical
-// sections a fair lock can serve, not a contender.
+// for the page as a measure of what such a lock can reach here: the
+// release makes the first waiter in line the holder and publishes to it,
+// and the waiter's process, parked on its client's one subscription, goes
+// on when the message arrives. Every handoff between holders is one
+// script and one message, as with redisync's grants, and none is ever
+// made within a process: the line decides. It has none of what a lock
+// for use needs (a watchdog, crashed waiters, lost messages beyond a
+// check every second, cancellation beyond leaving the line), so it is a
+// floor for the time a fair handoff takes and about the most critical
+// sections a fair lock can serve, give or take the run's noise; not a
+// contender.
 const bareFIFO = "bare FIFO lock"
 
 // fifoAcquire takes the lock (KEYS[1]) for token ARGV[1] when it is free,

@@ -162,8 +162,10 @@ client of the scenario.
   redisync's grants, and the line alone decides who is next. It has
   nothing a lock in use needs (a watchdog, crashed waiters, lost
   messages beyond a check every second), so its handoff is the least a
-  fair handoff takes here, and its workers rows the most critical
-  sections a fair lock can serve here, redisync fairlock's ceiling.
+  fair handoff takes here, and its workers rows about the most critical
+  sections a fair lock can serve here, give or take the run's noise: a
+  lock that serves its line in order never passes the lock within a
+  process, and each handoff costs at least this script and message.
 
 ## Scenarios
 

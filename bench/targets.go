@@ -55,8 +55,8 @@ var goals = []target{
 		limit, _ := e.get("workers", "serial", "cs/s")
 		return fmt.Sprintf("%.0f%%", 100*v/limit), v >= 0.9*limit, ok && limit > 0
 	}},
-	// The bare FIFO lock's share is the most a strictly fair lock reaches
-	// here, shown next to fairlock's.
+	// The bare FIFO lock's share is about the most a strictly fair lock
+	// reaches here, shown next to fairlock's.
 	{"workers (fairlock, a handle per worker): at least 90% of the serial limit", func(e *env) (string, bool, bool) {
 		v, ok := e.get("workers", usFair, "cs/s")
 		limit, _ := e.get("workers", "serial", "cs/s")
