@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -86,7 +85,7 @@ func BenchmarkHandoff(b *testing.B) {
 			}
 			acquired <- time.Now()
 		}()
-		for redistest.NumSub(b, admin, internal.NewNames(name).Channel()) == 0 {
+		for numSub(b, admin, name) == 0 {
 			time.Sleep(time.Millisecond)
 		}
 		time.Sleep(5 * time.Millisecond) // the waiter is parked, the probe idle

@@ -473,7 +473,7 @@ func waitSubscribed(t *testing.T, admin redis.UniversalClient, name string, n in
 
 // numSub counts the parked waiters of the lock called name: those in
 // line whose own channel is subscribed.
-func numSub(t *testing.T, admin redis.UniversalClient, name string) int64 {
+func numSub(t testing.TB, admin redis.UniversalClient, name string) int64 {
 	t.Helper()
 	n := internal.NewNames(name)
 	var parked int64
