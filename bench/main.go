@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -169,7 +170,8 @@ func main() {
 	flag.Usage = usage
 	flag.Parse()
 	cfg.args = os.Args[1:]
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM too (kill's default): the run then stops its server.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, cfg, os.Stdout)
 	stop()
 	if errors.Is(err, errNoServer) && os.Getenv("REDISYNC_REQUIRE_REDIS") != "1" {
