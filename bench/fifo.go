@@ -12,18 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// bareFIFO is the least a strictly fair lock through Redis does, written
-// for the page as a measure of what such a lock can reach here: the
-// release makes the first waiter in line the holder and publishes to it,
-// and the waiter's process, parked on its client's one subscription, goes
-// on when the message arrives. Every handoff between holders is one
-// script and one message, as with redisync's grants, and none is ever
-// made within a process: the line decides. It has none of what a lock
-// for use needs (a watchdog, crashed waiters, lost messages beyond a
-// check every second, cancellation beyond leaving the line), so it is a
-// floor for the time a fair handoff takes and about the most critical
-// sections a fair lock can serve, give or take the run's noise; not a
-// contender.
+// bareFIFO is a minimal strictly fair lock through Redis, written for the
+// page as a reference for redisync fairlock: the release makes the first
+// waiter in line the holder and publishes to it, and the waiter's
+// process, parked on its client's one subscription, goes on when the
+// message arrives. Every handoff between holders is one script and one
+// message, and the line alone decides who is next. It has no watchdog,
+// nothing for crashed waiters, and nothing for a lost message but a check
+// every second; a wait whose ctx ends leaves the line, or passes on a
+// grant that came meanwhile. So its rows show what a fair lock this simple
+// reaches in the same run, not a bound: a fair lock can still save the
+// message when the next in line is on the releaser's client.
 const bareFIFO = "bare FIFO lock"
 
 // fifoAcquire takes the lock (KEYS[1]) for token ARGV[1] when it is free,
@@ -87,6 +86,10 @@ func (l *fifoLocker) Lock(ctx context.Context) error {
 	took, err := fifoAcquire.Run(ctx, l.rdb, []string{l.key, l.line}, token, lease).Int()
 	if err != nil {
 		return err
+	}
+	if took == 1 {
+		l.token = token
+		return nil
 	}
 	check := time.NewTicker(time.Second)
 	defer check.Stop()

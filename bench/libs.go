@@ -70,8 +70,8 @@ var contenders = []contender{
 	// key is parked, so it has no parked check: its one failed attempt
 	// takes a round trip, well within the handoff's 20 ms before unlocking.
 	{name: "rueidislock", newLocker: newRueidislock, waits: true, ownClient: true, close: closeRueidislock},
-	// Not a library: about the most a strictly fair lock through Redis
-	// reaches on this machine (see bareFIFO), next to redisync fairlock.
+	// Not a library: a minimal strictly fair lock through Redis, a
+	// reference for redisync fairlock (see bareFIFO).
 	{name: bareFIFO, newLocker: newBareFIFO, waits: true, parked: fifoParked, close: closeBareFIFO},
 	{name: "rlock scripts alone", newLocker: newScriptsOnly},
 	{name: "bare SET NX", newLocker: newBare, bare: true},

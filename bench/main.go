@@ -170,7 +170,9 @@ func main() {
 	flag.Usage = usage
 	flag.Parse()
 	cfg.args = os.Args[1:]
-	// SIGTERM too (kill's default): the run then stops its server.
+	// SIGTERM too (kill's default), sent to this process: the run then
+	// stops its server. (Under go run, kill the bench process itself or
+	// its process group: go run does not pass SIGTERM on.)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, cfg, os.Stdout)
 	stop()

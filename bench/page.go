@@ -153,19 +153,16 @@ client of the scenario.
   uncontended scenario, next to **rlock scripts alone**: redisync's two
   scripts called directly from go-redis, which shows how much of redisync's
   cost is Redis running its scripts and how much is the library's Go code.
-- **bare FIFO lock**: not a library but a floor, written for this page: the
-  least a strictly fair lock through Redis does. A script takes the free
-  key or puts the caller at the end of a list; the release makes the
-  list's first the holder and publishes to it, and the waiter's process,
-  parked on one subscription per client, goes on when the message
-  arrives. Every handoff is one script and one message, as with
-  redisync's grants, and the line alone decides who is next. It has
-  nothing a lock in use needs (a watchdog, crashed waiters, lost
-  messages beyond a check every second), so its handoff is the least a
-  fair handoff takes here, and its workers rows about the most critical
-  sections a fair lock can serve here, give or take the run's noise: a
-  lock that serves its line in order never passes the lock within a
-  process, and each handoff costs at least this script and message.
+- **bare FIFO lock**: not a library but a reference, written for this
+  page: a minimal strictly fair lock through Redis. A script takes the
+  free key or puts the caller at the end of a list; the release makes
+  the list's first the holder and publishes to it, and the waiter's
+  process, parked on one subscription per client, goes on when the
+  message arrives. Every handoff is one script and one message, and the
+  line alone decides who is next. It has no watchdog, nothing for
+  crashed waiters, and nothing for a lost message but a check every
+  second. Its rows show what a fair lock this simple reaches in the same
+  run, next to redisync fairlock.
 
 ## Scenarios
 

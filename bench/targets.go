@@ -55,8 +55,8 @@ var goals = []target{
 		limit, _ := e.get("workers", "serial", "cs/s")
 		return fmt.Sprintf("%.0f%%", 100*v/limit), v >= 0.9*limit, ok && limit > 0
 	}},
-	// The bare FIFO lock's share is about the most a strictly fair lock
-	// reaches here, shown next to fairlock's.
+	// The bare FIFO lock's share, what a minimal strictly fair lock
+	// reaches in the same run, is shown next to fairlock's.
 	{"workers (fairlock, a handle per worker): at least 90% of the serial limit", func(e *env) (string, bool, bool) {
 		v, ok := e.get("workers", usFair, "cs/s")
 		limit, _ := e.get("workers", "serial", "cs/s")
@@ -75,10 +75,11 @@ var goals = []target{
 	{"handoff p50 at least 2x faster than rueidislock (rlock, fairlock)", func(e *env) (string, bool, bool) {
 		a, oka := ratioOf(e, "handoff", "p50", rueidi, us)
 		b, okb := ratioOf(e, "handoff", "p50", rueidi, usFair)
-		// What 2x would take: rueidislock's time over the bare grant's,
-		// the least a handoff through Redis takes here.
-		floor, _ := ratioOf(e, "handoff", "p50", rueidi, bareGrant)
-		return fmt.Sprintf("%.2fx, %.2fx (rueidislock is %.2fx the bare grant)", a, b, floor), min(a, b) >= 2, oka && okb
+		// Shown with rueidislock's time over the bare grant's: a handoff
+		// takes at least the bare grant, so 2x is within reach only while
+		// rueidislock takes over twice the bare grant.
+		rueidiOverGrant, _ := ratioOf(e, "handoff", "p50", rueidi, bareGrant)
+		return fmt.Sprintf("%.2fx, %.2fx (rueidislock is %.2fx the bare grant)", a, b, rueidiOverGrant), min(a, b) >= 2, oka && okb
 	}},
 	// Commands per critical section before grants (issue 16): rlock 15,
 	// fairlock 42.
