@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -100,13 +102,7 @@ func TestClaimOfLateTransfer(t *testing.T) {
 func TestPickPassesOverWithoutTransfer(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	name := "pick-" + t.Name()
-	mk := func() *Lock {
-		tk := New(Config{RDB: rdb, Lease: time.Minute})
-		t.Cleanup(tk.Drop)
-		b := NewBase("rlock", rdb, name)
-		channel := func(Mode) string { return b.Keys.WaiterChannel(b.Owner) }
-		return &Lock{k: Kind{Base: b, Grants: true, LocalHandoff: true, Channel: channel}, t: tk}
-	}
+	mk := func() *Lock { return passableLock(t, rdb, name) }
 	releaser, attempting, unparked := mk(), mk(), mk()
 	releaser.offer(2) // a wait of the releasing handle (a goroutine of it)
 	attempting.offer(0)
@@ -122,4 +118,57 @@ func TestPickPassesOverWithoutTransfer(t *testing.T) {
 			t.Errorf("pick with run %+v = %v, %v; want no transfer, passing over %v", r, tr, over, want)
 		}
 	}
+}
+
+// A release whose hold is valid for too short a time makes no transfer,
+// even to a waiter parked to take it: the grantee's hold would be valid no
+// longer than the releaser's. It names that waiter for the grant in Redis
+// to pass over instead, and the waiter's wait hears of nothing. Valid for
+// long enough, the same release passes the lock to it.
+func TestPickWithHoldTooShort(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	name := "pick-" + t.Name()
+	mk := func() *Lock { return passableLock(t, rdb, name) }
+	releaser, parked := mk(), mk()
+	c := internal.Attach(rdb)
+	defer c.Detach()
+	sub, err := c.Hub.Subscribe(t.Context(), parked.k.Channel(Exclusive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sub.Parked(time.Now().Add(-time.Second))
+	parked.offer(7)
+	defer parked.withdraw()
+
+	lease := min(GrantLease, parked.t.cfg.Lease)
+	tr, over := releaser.pick(time.Now().Add(lease/8), run{})
+	if tr != nil {
+		tr.finish(false) // withdraw waits for the release that carries tr
+	}
+	if tr != nil || !slices.Equal(over, []string{parked.k.Owner}) {
+		t.Fatalf("pick of a hold valid for %v = %v, %v; want no transfer, passing over the parked waiter", lease/8, tr, over)
+	}
+	if _, granted := sub.Granted(); granted {
+		t.Fatal("the parked waiter was granted the lock by a pick that made no transfer")
+	}
+
+	tr, over = releaser.pick(time.Now().Add(time.Minute), run{})
+	if tr == nil || tr.To != parked.k.Owner || over != nil {
+		t.Fatalf("pick of a hold valid for a minute = %v, %v; want a transfer to the parked waiter", tr, over)
+	}
+	tr.finish(false) // withdraw waits for the release that carries tr
+	if _, granted := sub.Granted(); !granted {
+		t.Fatal("the transfer did not reach the parked waiter's wait")
+	}
+}
+
+// passableLock returns a handle, as rlock makes one, on the lock called
+// name, whose waits and releases take part in transfers.
+func passableLock(t *testing.T, rdb redis.UniversalClient, name string) *Lock {
+	tk := New(Config{RDB: rdb, Lease: time.Minute})
+	t.Cleanup(tk.Drop)
+	b := NewBase("rlock", rdb, name)
+	channel := func(Mode) string { return b.Keys.WaiterChannel(b.Owner) }
+	return &Lock{k: Kind{Base: b, Grants: true, LocalHandoff: true, Channel: channel}, t: tk}
 }
