@@ -149,26 +149,47 @@ func TestPickWithHoldTooShort(t *testing.T) {
 	if tr != nil || !slices.Equal(over, []string{parked.k.Owner}) {
 		t.Fatalf("pick of a hold valid for %v = %v, %v; want no transfer, passing over the parked waiter", lease/8, tr, over)
 	}
+	select {
+	case <-sub.C():
+		t.Fatal("a pick that made no transfer woke the parked waiter")
+	default:
+	}
 	if _, granted := sub.Granted(); granted {
 		t.Fatal("the parked waiter was granted the lock by a pick that made no transfer")
 	}
 
 	tr, over = releaser.pick(time.Now().Add(time.Minute), run{})
+	if tr != nil {
+		tr.finish(false)
+	}
 	if tr == nil || tr.To != parked.k.Owner || over != nil {
 		t.Fatalf("pick of a hold valid for a minute = %v, %v; want a transfer to the parked waiter", tr, over)
 	}
-	tr.finish(false) // withdraw waits for the release that carries tr
-	if _, granted := sub.Granted(); !granted {
-		t.Fatal("the transfer did not reach the parked waiter's wait")
+	select {
+	case <-sub.C():
+	default:
+		t.Fatal("the transfer did not wake the parked waiter")
+	}
+	if g, granted := sub.Granted(); !granted || g.Mark != 7 {
+		t.Fatalf("the parked waiter's grant = %+v, %v; want the mark of its last refused attempt, 7", g, granted)
 	}
 }
 
-// passableLock returns a handle, as rlock makes one, on the lock called
-// name, whose waits and releases take part in transfers.
+// passableLock returns a handle on the lock called name whose waits and
+// releases take part in transfers (passable), for tests that call offer
+// and pick themselves: its release script is never run.
 func passableLock(t *testing.T, rdb redis.UniversalClient, name string) *Lock {
 	tk := New(Config{RDB: rdb, Lease: time.Minute})
 	t.Cleanup(tk.Drop)
 	b := NewBase("rlock", rdb, name)
 	channel := func(Mode) string { return b.Keys.WaiterChannel(b.Owner) }
-	return &Lock{k: Kind{Base: b, Grants: true, LocalHandoff: true, Channel: channel}, t: tk}
+	releaseTo := func(context.Context, int64, *Transfer, []string) (Released, error) {
+		t.Error("the release script ran")
+		return Released{}, nil
+	}
+	l := &Lock{k: Kind{Base: b, Grants: true, LocalHandoff: true, Channel: channel, ReleaseTo: releaseTo}, t: tk}
+	if !l.passable(Exclusive) {
+		t.Fatal("passableLock's handle does not take part in transfers")
+	}
+	return l
 }
