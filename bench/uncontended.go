@@ -103,8 +103,7 @@ func (t *uncontendedTotal) count(ctx context.Context, e *env, l locker, cnt *cou
 }
 
 // lockUnlock locks and unlocks l n times and returns how many times it did.
-// It stops when ctx ends: a lock that finds the key free does not wait, so
-// it may never look at ctx.
+// It stops when ctx ends, whatever a locker does with a ctx that has ended.
 func lockUnlock(ctx context.Context, l locker, n int) (int, error) {
 	for done := range n {
 		if err := ctx.Err(); err != nil {
