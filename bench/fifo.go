@@ -69,6 +69,9 @@ type fifoLocker struct {
 
 func fifoLine(key string) string { return key + ":line" }
 
+// fifoLease is leaseTTL in milliseconds, as the scripts take it.
+var fifoLease = strconv.FormatInt(leaseTTL.Milliseconds(), 10)
+
 func newBareFIFO(rdb *redis.Client, key string) locker {
 	l := &fifoLocker{rdb: rdb, key: key, line: fifoLine(key), channels: key + ":to:",
 		id: rand.Text(), grants: make(chan string, 1)}
@@ -82,8 +85,7 @@ func (l *fifoLocker) Lock(ctx context.Context) error {
 	}
 	l.n++
 	token := l.id + "." + strconv.Itoa(l.n)
-	lease := strconv.FormatInt(leaseTTL.Milliseconds(), 10)
-	took, err := fifoAcquire.Run(ctx, l.rdb, []string{l.key, l.line}, token, lease).Int()
+	took, err := fifoAcquire.Run(ctx, l.rdb, []string{l.key, l.line}, token, fifoLease).Int()
 	if err != nil {
 		return err
 	}
@@ -131,8 +133,7 @@ func (l *fifoLocker) Unlock(ctx context.Context) error {
 // release hands the lock on if token holds it, and reports whether it
 // did; else it takes token out of the line.
 func (l *fifoLocker) release(ctx context.Context, token string) (bool, error) {
-	lease := strconv.FormatInt(leaseTTL.Milliseconds(), 10)
-	held, err := fifoRelease.Run(ctx, l.rdb, []string{l.key, l.line}, token, lease, l.channels).Int()
+	held, err := fifoRelease.Run(ctx, l.rdb, []string{l.key, l.line}, token, fifoLease, l.channels).Int()
 	return held == 1, err
 }
 
@@ -152,21 +153,15 @@ type fifoClient struct {
 	subs map[string]chan string // by channel
 }
 
-var fifoClients = struct {
-	sync.Mutex
-	m map[*redis.Client]*fifoClient
-}{m: make(map[*redis.Client]*fifoClient)}
+var fifoClients perClient[*redis.Client, *fifoClient]
 
 // fifoClientOf returns rdb's fifoClient, made and started on first use.
 func fifoClientOf(rdb *redis.Client) *fifoClient {
-	fifoClients.Lock()
-	defer fifoClients.Unlock()
-	c, ok := fifoClients.m[rdb]
-	if !ok {
-		c = &fifoClient{rdb: rdb, ps: rdb.Subscribe(context.Background()), subs: make(map[string]chan string)}
-		fifoClients.m[rdb] = c
+	c, _ := fifoClients.get(rdb, func() (*fifoClient, error) {
+		c := &fifoClient{rdb: rdb, ps: rdb.Subscribe(context.Background()), subs: make(map[string]chan string)}
 		go c.route(c.ps.Channel())
-	}
+		return c, nil
+	})
 	return c
 }
 
@@ -211,11 +206,4 @@ func (c *fifoClient) subscribe(channel string, grants chan string) error {
 }
 
 // closeBareFIFO ends every client's subscription.
-func closeBareFIFO() {
-	fifoClients.Lock()
-	defer fifoClients.Unlock()
-	for rdb, c := range fifoClients.m {
-		_ = c.ps.Close()
-		delete(fifoClients.m, rdb)
-	}
-}
+func closeBareFIFO() { fifoClients.drain(func(c *fifoClient) { _ = c.ps.Close() }) }

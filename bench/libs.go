@@ -79,12 +79,46 @@ var contenders = []contender{
 
 func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
 
+// perClient keeps one V per key (a go-redis client, or a client and a
+// lock), made on first use, for what the handles made on one client
+// share.
+type perClient[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]V
+}
+
+// get returns k's V, made by newV if there is none yet. A V that newV
+// fails to make is not kept.
+func (p *perClient[K, V]) get(k K, newV func() (V, error)) (V, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.m[k]; ok {
+		return v, nil
+	}
+	v, err := newV()
+	if err != nil {
+		return v, err
+	}
+	if p.m == nil {
+		p.m = map[K]V{}
+	}
+	p.m[k] = v
+	return v, nil
+}
+
+// drain forgets every V, passing each to end.
+func (p *perClient[K, V]) drain(end func(V)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range p.m {
+		end(v)
+		delete(p.m, k)
+	}
+}
+
 // sharedHandles holds the one rlock handle per client and key of
 // newRedisyncShared.
-var sharedHandles = struct {
-	sync.Mutex
-	m map[sharedKey]*rlock.Mutex
-}{m: make(map[sharedKey]*rlock.Mutex)}
+var sharedHandles perClient[sharedKey, *rlock.Mutex]
 
 type sharedKey struct {
 	rdb *redis.Client
@@ -94,14 +128,7 @@ type sharedKey struct {
 // newRedisyncShared returns the handle on key that every worker on rdb
 // shares.
 func newRedisyncShared(rdb *redis.Client, key string) locker {
-	sharedHandles.Lock()
-	defer sharedHandles.Unlock()
-	k := sharedKey{rdb, key}
-	m, ok := sharedHandles.m[k]
-	if !ok {
-		m = rlock.New(rdb, key)
-		sharedHandles.m[k] = m
-	}
+	m, _ := sharedHandles.get(sharedKey{rdb, key}, func() (*rlock.Mutex, error) { return rlock.New(rdb, key), nil })
 	return m
 }
 
@@ -178,10 +205,7 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 // of its own, per go-redis client that handles were made on: the handles
 // of one go-redis client share a Locker, as the other libraries' handles
 // share their client's pool.
-var rueidislockers = struct {
-	sync.Mutex
-	m map[*redis.Client]rueidislock.Locker
-}{m: make(map[*redis.Client]rueidislock.Locker)}
+var rueidislockers perClient[*redis.Client, rueidislock.Locker]
 
 // rueidislockLocker is a handle on a rueidislock lock; Unlock cancels what
 // WithContext returned.
@@ -200,13 +224,9 @@ type rueidislockLocker struct {
 // key validity, its extension and the invalidations that wake waiters
 // are rueidislock's defaults.
 func newRueidislock(rdb *redis.Client, key string) locker {
-	rueidislockers.Lock()
-	defer rueidislockers.Unlock()
-	l, ok := rueidislockers.m[rdb]
-	if !ok {
+	l, err := rueidislockers.get(rdb, func() (rueidislock.Locker, error) {
 		opt := rdb.Options()
-		var err error
-		l, err = rueidislock.NewLocker(rueidislock.LockerOption{
+		return rueidislock.NewLocker(rueidislock.LockerOption{
 			ClientOption: rueidis.ClientOption{
 				InitAddress: []string{opt.Addr},
 				Username:    opt.Username,
@@ -216,23 +236,15 @@ func newRueidislock(rdb *redis.Client, key string) locker {
 			KeyMajority:    1,
 			NoLoopTracking: true,
 		})
-		if err != nil {
-			return &rueidislockLocker{err: fmt.Errorf("rueidislock: %w", err)}
-		}
-		rueidislockers.m[rdb] = l
+	})
+	if err != nil {
+		return &rueidislockLocker{err: fmt.Errorf("rueidislock: %w", err)}
 	}
 	return &rueidislockLocker{l: l, key: key}
 }
 
 // closeRueidislock closes the Lockers and their rueidis clients.
-func closeRueidislock() {
-	rueidislockers.Lock()
-	defer rueidislockers.Unlock()
-	for rdb, l := range rueidislockers.m {
-		l.Close()
-		delete(rueidislockers.m, rdb)
-	}
-}
+func closeRueidislock() { rueidislockers.drain(rueidislock.Locker.Close) }
 
 func (l *rueidislockLocker) Lock(ctx context.Context) error {
 	if l.err != nil {
