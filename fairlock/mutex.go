@@ -71,8 +71,8 @@ func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error)
 	return script.FairRenew(ctx, s, l.keys, l.Owner, l.cfg.Lease(), l.Sharded).Result
 }
 
-func (l *line) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded).Result()
+func (l *line) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
+	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded, aim).Result()
 }
 
 // leave takes the handle out of the line after a failed Lock, and

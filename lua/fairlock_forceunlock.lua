@@ -10,13 +10,23 @@
 -- ARGV[1]  wake-up channel prefix: a waiter's channel is ARGV[1] .. owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
+-- ARGV[4..] the aim: the holds the caller read and means to delete, as the
+--          hash's attempt marks ('@' .. owner fields), field and value
+--          pairs (none for a free lock)
+--
+-- A mark only grows for an owner, so a later hold never has the marks of
+-- an earlier one. When the hash's marks are not exactly the aimed ones,
+-- the holds the caller meant are gone and the script changes nothing: a
+-- copy of it that Redis runs late (sent before a stall, run after it)
+-- cannot delete a hold taken since, whatever became of the receipt.
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The line itself is kept: waiters keep their order. The head is
 -- woken whenever the lock is free afterwards, so a force unlock also
 -- restarts a line whose wake-up was lost.
 --
--- Returns 1 when a lock was deleted, 0 when there was none.
+-- Returns 1 when a lock was deleted, 0 when there was none, -1 when the
+-- holds are not the ones aimed at (nothing changed).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
@@ -28,11 +38,25 @@ if seen then
   return tonumber(seen)
 end
 
-local holders = redis.call('hlen', lock)
+local all = redis.call('hgetall', lock)
 redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
-if holders > 0 and redis.call('hexists', lock, 'mode') == 1 then
-  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+local marks, n = {}, 0
+for i = 1, #all, 2 do
+  if all[i] == 'mode' then
+    return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+  end
+  if string.sub(all[i], 1, 1) == '@' then
+    marks[all[i]], n = all[i + 1], n + 1
+  end
 end
+local aimed = n * 2 == #ARGV - 3
+for i = 4, #ARGV, 2 do
+  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+end
+if not aimed then
+  return -1
+end
+local holders = #all
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

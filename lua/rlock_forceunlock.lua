@@ -12,12 +12,22 @@
 -- ARGV[2]  receipt lifetime in milliseconds
 -- ARGV[3]  wake-up channel prefix: a waiter's channel is ARGV[3] .. owner id
 --          (built here because the head is only known inside the script)
+-- ARGV[4..] the aim: the holds the caller read and means to delete, as the
+--          hash's attempt marks ('@' .. owner fields), field and value
+--          pairs (none for a free lock)
+--
+-- A mark only grows for an owner, so a later hold never has the marks of
+-- an earlier one. When the hash's marks are not exactly the aimed ones,
+-- the holds the caller meant are gone and the script changes nothing: a
+-- copy of it that Redis runs late (sent before a stall, run after it)
+-- cannot delete a hold taken since, whatever became of the receipt.
 --
 -- The woken waiter's attempt takes the free lock. A dead waiter woken
 -- instead is no worse: every waiter in line attempts at least every
 -- third of the grant lease.
 --
--- Returns 1 when a lock was deleted, 0 when there was none.
+-- Returns 1 when a lock was deleted, 0 when there was none, -1 when the
+-- holds are not the ones aimed at (nothing changed).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
@@ -29,12 +39,26 @@ if seen then
   return tonumber(seen)
 end
 
-if redis.call('hlen', lock) == 0 then
+local all = redis.call('hgetall', lock)
+local marks, n = {}, 0
+for i = 1, #all, 2 do
+  if all[i] == 'mode' then
+    return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+  end
+  if string.sub(all[i], 1, 1) == '@' then
+    marks[all[i]], n = all[i + 1], n + 1
+  end
+end
+local aimed = n * 2 == #ARGV - 3
+for i = 4, #ARGV, 2 do
+  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+end
+if not aimed then
+  return -1
+end
+if #all == 0 then
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
-end
-if redis.call('hexists', lock, 'mode') == 1 then
-  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 redis.call('del', lock)
 local publish = sharded and 'spublish' or 'publish'

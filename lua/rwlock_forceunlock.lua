@@ -14,6 +14,18 @@
 -- KEYS[8]  zset of the readers whose turn it is
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
+-- ARGV[3..] the aim: the holds the caller read and means to delete, as the
+--          hash's mode and attempt marks ('@' .. field), field and value
+--          pairs (none for a free lock)
+--
+-- A mark only grows for an owner, so a later hold never has the marks of
+-- an earlier one. When the hash's mode and marks are not exactly the
+-- aimed ones, the holds the caller meant are gone and the script changes
+-- nothing: a copy of it that Redis runs late (sent before a stall, run
+-- after it) cannot delete a hold taken since, whatever became of the
+-- receipt. A late copy aimed at a free lock that finds it free clears the
+-- announcements and the readers' turn, as it was sent to do; the waiters
+-- it wakes announce themselves again with their next attempt.
 --
 -- Keys derived in the script: the readers' timeout keys are KEYS[2] ..
 -- owner id, the one exception to "every key through KEYS": the script only
@@ -26,7 +38,8 @@
 -- writer per subscribed process.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none (its waiters'
--- announcements and the readers' turn are deleted all the same).
+-- announcements and the readers' turn are deleted all the same), -1 when
+-- the holds are not the ones aimed at (nothing changed).
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE and is left untouched.
 
@@ -39,8 +52,26 @@ if seen then
   return tonumber(seen)
 end
 
+local all = redis.call('hgetall', lock)
+local marks, n = {}, 0
+for i = 1, #all, 2 do
+  if all[i] == 'mode' or string.sub(all[i], 1, 1) == '@' then
+    marks[all[i]], n = all[i + 1], n + 1
+  end
+end
+if #all > 0 and not marks['mode'] then
+  return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
+end
+local aimed = n * 2 == #ARGV - 2
+for i = 3, #ARGV, 2 do
+  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+end
+if not aimed then
+  return -1
+end
+
 local publish = sharded and 'spublish' or 'publish'
-if redis.call('hlen', lock) == 0 then
+if #all == 0 then
   -- A free lock may still hold waiters back: readers whose turn it is
   -- (a crashed one's for up to its patience) or announcements.
   if redis.call('del', writers, readers, turn) > 0 then
@@ -50,12 +81,9 @@ if redis.call('hlen', lock) == 0 then
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
 end
-if not redis.call('hget', lock, 'mode') then
-  return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
-end
-for _, field in ipairs(redis.call('hkeys', lock)) do
-  if string.sub(field, 1, 2) == 'r:' then
-    redis.call('del', prefix .. string.sub(field, 3))
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == 'r:' then
+    redis.call('del', prefix .. string.sub(all[i], 3))
   end
 end
 redis.call('del', lock, writers, readers, turn)

@@ -119,8 +119,8 @@ func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, e
 	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()).Result
 }
 
-func (d *described) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.ReentrantForceUnlock(ctx, d.RDB, d.keys, receipt, internal.ReceiptTTL, d.Sharded).Result()
+func (d *described) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
+	return script.ReentrantForceUnlock(ctx, d.RDB, d.keys, receipt, internal.ReceiptTTL, d.Sharded, aim).Result()
 }
 
 // Name returns the name of the lock.

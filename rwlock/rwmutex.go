@@ -68,8 +68,8 @@ func (s *sides) renew(ctx context.Context, sc redis.Scripter) func() (bool, erro
 	return script.RWRenew(ctx, sc, s.keys, s.Owner, s.cfg.Lease()).Result
 }
 
-func (s *sides) forceUnlock(ctx context.Context, receipt string) (bool, error) {
-	return script.RWForceUnlock(ctx, s.RDB, s.keys, receipt, internal.ReceiptTTL, s.Sharded).Result()
+func (s *sides) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
+	return script.RWForceUnlock(ctx, s.RDB, s.keys, receipt, internal.ReceiptTTL, s.Sharded, aim).Result()
 }
 
 // channel is where waiters of mode m sleep: a write release wakes every

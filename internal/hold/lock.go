@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Kind describes a lock primitive to the engine: its keys and scripts, how
@@ -28,8 +30,9 @@ type Kind struct {
 	// Renew queues a renewal of everything the handle holds (see Config).
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// ForceUnlock runs the force-unlock script once under receipt, a key
-	// that makes a repeated run report what the first did.
-	ForceUnlock func(ctx context.Context, receipt string) (bool, error)
+	// that makes a repeated run report what the first did, aimed at the
+	// holds aim names (script.Aim); it returns a script.Force outcome.
+	ForceUnlock func(ctx context.Context, receipt string, aim []any) (int64, error)
 
 	// Channel is the channel a waiter for mode m sleeps on.
 	Channel func(m Mode) string
@@ -404,23 +407,30 @@ func (l *Lock) release(ctx context.Context, m Mode) error {
 	return l.t.Release(ctx, m)
 }
 
+// forceTries bounds how many times ForceUnlock reads the holds again
+// because they changed between its read and its script.
+const forceTries = 8
+
 // ForceUnlock deletes the lock whoever holds it and reports whether there
 // was one. A repeated run after a lost reply reports what the first did.
+//
+// It aims at the holds it read (script.Aim): the script deletes the lock
+// only if it finds exactly those, so a copy of it that Redis runs late,
+// after the lock was released and taken again, deletes nothing. When the
+// holds changed between the read and the script, it reads them again.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewOwnerID())
 	// The hold the script ends, if this handle has one: a hold that one of
 	// its goroutines takes after the script deleted the lock is not it.
 	before := l.t.current()
-	var deleted bool
-	err := internal.Once(ctx, receipt, func(receipt string) (err error) {
-		deleted, err = l.k.ForceUnlock(ctx, receipt)
-		return err
-	})
-	// The outcome is known: the receipt has served. Should deleting it
-	// fail, it expires by itself.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	l.k.RDB.Del(dctx, receipt)
-	cancel()
+	var outcome int64 = script.ForceMoved
+	var err error
+	for try := 0; outcome == script.ForceMoved && err == nil; try++ {
+		if try == forceTries {
+			err = errors.New("the lock's holds kept changing; try again")
+			break
+		}
+		outcome, err = l.forceOnce(ctx)
+	}
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
@@ -429,7 +439,34 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		// the holds of its goroutines (dropIf forgets them).
 		l.t.dropIf(before)
 	}
-	return deleted, nil
+	return outcome == script.ForceDeleted, nil
+}
+
+// forceOnce reads the lock's holds and runs the force-unlock script aimed
+// at them, under a receipt of its own.
+func (l *Lock) forceOnce(ctx context.Context) (int64, error) {
+	fields, err := l.k.RDB.HGetAll(ctx, l.k.Keys.Lock()).Result()
+	if err != nil && !internal.IsWrongType(err) {
+		return 0, err
+	}
+	// A key of another type is the script's to report, as every script
+	// does, naming the key.
+	aim := script.Aim(fields)
+	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewOwnerID())
+	var outcome int64
+	// The script needs no deadline: the aim, not the receipt, keeps a late
+	// copy from deleting a later hold.
+	err = internal.Once(ctx, nil, func() string { return receipt }, func(receipt string, _ int64) (err error) {
+		outcome, err = l.k.ForceUnlock(ctx, receipt, aim)
+		return err
+	})
+	// The outcome is known: the receipt has served. Should deleting it
+	// fail, it expires by itself. A copy of the script still on its way
+	// finds no receipt; the aim keeps it from deleting a later hold.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	l.k.RDB.Del(dctx, receipt)
+	cancel()
+	return outcome, err
 }
 
 // IsLocked reports whether anyone holds the lock.

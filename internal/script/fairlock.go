@@ -65,12 +65,14 @@ func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, 
 	return BoolCmd{fairRenew.queue(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
 }
 
-// FairForceUnlock runs fairlock_forceunlock.lua: delete the lock whoever
-// holds it and wake the waiter first in line, once for the call whose
-// receipt key, which lives for ttl, is receipt. The reply is false when
-// there was no lock; a repeated call reports what the first did.
-func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), k.Waiter, flag(sharded), ms(ttl))}
+// FairForceUnlock runs fairlock_forceunlock.lua: delete the lock, if its
+// holds are still the ones aim names (see Aim), and wake the waiter first
+// in line, once for the call whose receipt key, which lives for ttl, is
+// receipt. The reply is one of the Force outcomes; a repeated call reports
+// what the first did.
+func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt string, ttl time.Duration, sharded bool, aim []any) IntCmd {
+	args := append([]any{k.Waiter, flag(sharded), ms(ttl)}, aim...)
+	return IntCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), args...)}
 }
 
 // FairLeave runs fairlock_leave.lua: take owner out of the line, waking the

@@ -141,12 +141,14 @@ func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, l
 	return BoolCmd{rlockRenew.queue(ctx, c, []string{lock}, owner, ms(lease))}
 }
 
-// ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock whoever
-// holds it and wake the waiter first in line, once for the call whose
-// receipt key, which lives for ttl, is receipt. The reply is false when
-// there was no lock; a repeated call reports what the first did.
-func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt, k.Channel}, flag(sharded), ms(ttl), k.Waiter)}
+// ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock, if
+// its holds are still the ones aim names (see Aim), and wake the waiter
+// first in line, once for the call whose receipt key, which lives for ttl,
+// is receipt. The reply is one of the Force outcomes; a repeated call
+// reports what the first did.
+func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt string, ttl time.Duration, sharded bool, aim []any) IntCmd {
+	args := append([]any{flag(sharded), ms(ttl), k.Waiter}, aim...)
+	return IntCmd{rlockForceUnlock.run(ctx, c, []string{k.Lock, k.Queue, receipt, k.Channel}, args...)}
 }
 
 // ReentrantLeave runs rlock_leave.lua: take owner out of the line. The

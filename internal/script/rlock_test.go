@@ -91,15 +91,37 @@ func TestRLockScripts(t *testing.T) {
 		if second.Token <= first.Token {
 			t.Fatalf("token %d after %d: not increasing", second.Token, first.Token)
 		}
-		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result(); !ok {
-			t.Fatal("force unlock found no lock")
+		force := func(receipt string, aim []any) int64 {
+			t.Helper()
+			n, err := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+receipt, time.Second, false, aim).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
 		}
-		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result(); !ok {
-			t.Fatal("a repeated force unlock did not report what the first did")
+		aimed := script.Aim(rdb.HGetAll(ctx, k.Lock).Val())
+		if n := force("stale", script.Aim(nil)); n != script.ForceMoved {
+			t.Fatalf("force unlock aimed at a free lock, of a held one = %d, want ForceMoved", n)
 		}
-		if ok, _ := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:other", time.Second, false).Result(); ok {
-			t.Fatal("force unlock of a free lock reported a deletion")
+		if n := force(t.Name(), aimed); n != script.ForceDeleted {
+			t.Fatalf("force unlock = %d, want ForceDeleted", n)
 		}
+		if n := force(t.Name(), aimed); n != script.ForceDeleted {
+			t.Fatalf("a repeated force unlock = %d, did not report what the first did", n)
+		}
+		if n := force("other", nil); n != script.ForceNone {
+			t.Fatalf("force unlock of a free lock = %d, want ForceNone", n)
+		}
+		// A late copy, its receipt gone, aimed at b's hold: b took the
+		// lock again since, with a later mark, and keeps it.
+		if _, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 2).Result(); err != nil {
+			t.Fatal(err)
+		}
+		if n := force("late", aimed); n != script.ForceMoved || rdb.HExists(ctx, k.Lock, "b").Val() != true {
+			t.Fatalf("a late force unlock aimed at an earlier hold = %d; the later hold kept: %v",
+				n, rdb.HExists(ctx, k.Lock, "b").Val())
+		}
+		force("end", script.Aim(rdb.HGetAll(ctx, k.Lock).Val()))
 	})
 }
 
@@ -111,7 +133,7 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0, 1).Result()
 		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second, 0).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
-		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false).Result()
+		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false, nil).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
 			if !internal.IsWrongType(err) {
 				t.Errorf("%s on a string key: %v, want WRONGTYPE", op, err)

@@ -121,14 +121,14 @@ func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, leas
 	return BoolCmd{rwlockRenew.queue(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease))}
 }
 
-// RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, its
-// readers' timeout keys and the waiters' announcements, and wake the
-// waiters, once for the call whose receipt key, which lives for ttl, is
-// receipt. The reply is false when there was no lock; a repeated call
-// reports what the first did.
-func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
+// RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, if its
+// holds are still the ones aim names (see Aim), its readers' timeout keys
+// and the waiters' announcements, and wake the waiters, once for the call
+// whose receipt key, which lives for ttl, is receipt. The reply is one of
+// the Force outcomes; a repeated call reports what the first did.
+func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, ttl time.Duration, sharded bool, aim []any) IntCmd {
 	keys := []string{k.Lock, k.ReaderPrefix, k.Writers, k.ReadChannel, k.WriterChannel, receipt, k.Readers, k.Turn}
-	return BoolCmd{rwlockForceUnlock.run(ctx, c, keys, flag(sharded), ms(ttl))}
+	return IntCmd{rwlockForceUnlock.run(ctx, c, keys, append([]any{flag(sharded), ms(ttl)}, aim...)...)}
 }
 
 // RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as a
