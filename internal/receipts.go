@@ -2,6 +2,7 @@ package internal
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -64,22 +65,43 @@ func (n Names) Receipt(kind, id string) string { return n.ReceiptPrefix(kind) + 
 // lost.
 const onceRetries = 2
 
+// onceRestarts is how many times Once starts a request anew, under a new
+// receipt and deadline, after Redis refused it as late before it ran at
+// all (a clock estimate that was off; see ServerClock).
+const onceRestarts = 2
+
 // Once runs request, a script that changes something at most once per
-// receipt, under the receipt key receipt (see Names.Receipt), which the
-// script writes with the lifetime ReceiptTTL: a request whose reply was
-// lost is resent under the same receipt, and a resent request that finds
-// the first went through changes nothing and reports what the first did.
+// receipt, under a receipt key made by receipt (see Names.Receipt), with a
+// deadline on the server's clock (see RequestWindow). The script writes
+// the receipt to live ReceiptTTL past the deadline: a request whose reply
+// was lost is resent under the same receipt and deadline, and a resent
+// request that finds the first went through changes nothing and reports
+// what the first did; a copy that runs after the deadline changes nothing
+// at all.
 //
 // The scripts run without go-redis resends (see package script), so the
-// resends are only these, and none starts after half the receipt's
-// lifetime: with a read timeout under that, every send lands while the
-// receipt lives. Once returns the last error, made to match ctx.Err()
-// when ctx is done.
-func Once(ctx context.Context, receipt string, request func(receipt string) error) error {
-	start := time.Now()
+// resends are only these, and none is sent after the deadline. A copy
+// refused as late is known to have changed nothing, and so is every other
+// copy of its request when none was sent before it, or when the refusal
+// came while a receipt written in time would still live; then Once learns
+// the server's clock from the refusal and starts the request anew.
+// Once returns the last error, made to match ctx.Err() when ctx is done.
+func Once(ctx context.Context, clock *ServerClock, receipt func() string, request func(receipt string, deadline int64) error) error {
+	rcpt, start, deadline := receipt(), time.Now(), clock.Deadline(RequestWindow)
+	restarts := 0
 	for try := 0; ; try++ {
-		err := request(receipt)
-		if !OutcomeUnknown(err) || CtxDone(ctx) != nil || try == onceRetries || time.Since(start) > ReceiptTTL/2 {
+		err := request(rcpt, deadline)
+		if now, late := Late(err); late {
+			clock.Learn(now)
+			sure := try == 0 || now <= deadline+ReceiptTTL.Milliseconds()
+			if !sure || restarts == onceRestarts || CtxDone(ctx) != nil {
+				return CtxErr(ctx, fmt.Errorf("%w: %w", ErrLate, err))
+			}
+			restarts++
+			rcpt, start, deadline, try = receipt(), time.Now(), clock.Deadline(RequestWindow), -1
+			continue
+		}
+		if !OutcomeUnknown(err) || CtxDone(ctx) != nil || try == onceRetries || time.Since(start) >= RequestWindow {
 			return CtxErr(ctx, err)
 		}
 	}

@@ -3,8 +3,10 @@ package internal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/redisync/redisync/internal"
 )
@@ -27,8 +29,10 @@ func TestOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var receipts []string
-			err := internal.Once(t.Context(), "r1", func(receipt string) error {
+			var deadlines []int64
+			err := internal.Once(t.Context(), nil, func() string { return "r1" }, func(receipt string, deadline int64) error {
 				receipts = append(receipts, receipt)
+				deadlines = append(deadlines, deadline)
 				return tc.errs[min(len(receipts), len(tc.errs))-1]
 			})
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -37,10 +41,52 @@ func TestOnce(t *testing.T) {
 			if len(receipts) != tc.sends {
 				t.Errorf("%d sends, want %d", len(receipts), tc.sends)
 			}
-			for _, r := range receipts {
-				if r != "r1" {
-					t.Errorf("sent under receipt %q, want r1", r)
+			for i, r := range receipts {
+				if r != "r1" || deadlines[i] != deadlines[0] {
+					t.Errorf("send %d under receipt %q and deadline %d, want r1 and the first's %d", i, r, deadlines[i], deadlines[0])
 				}
+			}
+		})
+	}
+}
+
+// A request that Redis refused as late changed nothing: when that is sure
+// (the refused copy was the only one sent, or the refusal came while a
+// receipt written in time would live), Once learns the server's clock
+// from the refusal and starts the request anew, under a new receipt and
+// a deadline on that clock; otherwise it reports the refusal.
+func TestOnceLate(t *testing.T) {
+	server := time.Now().Add(time.Hour).UnixMilli() // a server clock an hour ahead
+	late := replyErr(fmt.Sprintf("LATE %d", server))
+	for _, tc := range []struct {
+		name  string
+		errs  []error
+		sends int
+		fresh int // receipts used
+		err   bool
+	}{
+		{"refused first, then in time", []error{late, nil}, 2, 2, false},
+		{"lost, then refused long after the deadline", []error{io.EOF, late}, 2, 1, true},
+		{"always refused", []error{late}, 3, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var clock internal.ServerClock
+			made, sends := 0, 0
+			var last int64
+			err := internal.Once(t.Context(), &clock, func() string { made++; return fmt.Sprint("r", made) },
+				func(receipt string, deadline int64) error {
+					sends++
+					last = deadline
+					return tc.errs[min(sends, len(tc.errs))-1]
+				})
+			if (err != nil) != tc.err || (err != nil && !errors.Is(err, internal.ErrLate)) {
+				t.Errorf("Once = %v, want an error matching ErrLate: %v", err, tc.err)
+			}
+			if sends != tc.sends || made != tc.fresh {
+				t.Errorf("%d sends under %d receipts, want %d under %d", sends, made, tc.sends, tc.fresh)
+			}
+			if !tc.err && last < server {
+				t.Errorf("the restarted request's deadline %d is not on the server's clock (%d)", last, server)
 			}
 		})
 	}
@@ -49,7 +95,7 @@ func TestOnce(t *testing.T) {
 func TestOnceCtxDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	sends := 0
-	err := internal.Once(ctx, "r1", func(string) error {
+	err := internal.Once(ctx, nil, func() string { return "r1" }, func(string, int64) error {
 		sends++
 		cancel() // the ctx ends while the request is in flight
 		return io.ErrUnexpectedEOF

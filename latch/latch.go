@@ -38,7 +38,8 @@ type Latch struct {
 	keys    script.LatchKeys
 	sharded bool
 	cfg     config
-	probe   internal.Probe // what Wait reports to the client's Observer
+	clock   internal.ServerClock // the server's clock, for the deadlines of requests
+	probe   internal.Probe       // what Wait reports to the client's Observer
 }
 
 // New returns a handle on the count-down latch called name. It does no
@@ -77,8 +78,8 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 		return false, l.wrap("try set count", fmt.Errorf("%w: %d", ErrBadCount, n))
 	}
 	var ok bool
-	err := l.once(ctx, internal.ReceiptSetCount, func(receipt string) (err error) {
-		ok, err = script.LatchTrySetCount(ctx, l.rdb, l.keys, receipt, n, receiptTTL).Result()
+	err := l.once(ctx, internal.ReceiptSetCount, func(r script.Request) (err error) {
+		ok, err = script.LatchTrySetCount(ctx, l.rdb, l.keys, r, n).Result()
 		return err
 	})
 	return ok, l.wrap("try set count", err)
@@ -93,8 +94,8 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // nothing more. An error from a network fault leaves unknown whether it
 // counted down.
 func (l *Latch) CountDown(ctx context.Context) error {
-	err := l.once(ctx, internal.ReceiptCountDown, func(receipt string) error {
-		_, err := script.LatchCountDown(ctx, l.rdb, l.keys, receipt, receiptTTL, l.sharded).Result()
+	err := l.once(ctx, internal.ReceiptCountDown, func(r script.Request) error {
+		_, err := script.LatchCountDown(ctx, l.rdb, l.keys, r, l.sharded).Result()
 		return err
 	})
 	return l.wrap("count down", err)
@@ -138,8 +139,8 @@ func (l *Latch) Wait(ctx context.Context) error {
 // what its first run did.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	var deleted bool
-	err := l.once(ctx, internal.ReceiptDelete, func(receipt string) (err error) {
-		deleted, err = script.LatchDelete(ctx, l.rdb, l.keys, receipt, receiptTTL, l.sharded).Result()
+	err := l.once(ctx, internal.ReceiptDelete, func(r script.Request) (err error) {
+		deleted, err = script.LatchDelete(ctx, l.rdb, l.keys, r, l.sharded).Result()
 		return err
 	})
 	return deleted, l.wrap("delete", err)
@@ -164,8 +165,11 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
-func (l *Latch) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	return internal.Once(ctx, l.names.Receipt(kind, internal.NewOwnerID()), request)
+func (l *Latch) once(ctx context.Context, kind string, request func(r script.Request) error) error {
+	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewOwnerID()) },
+		func(receipt string, deadline int64) error {
+			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
+		})
 }
 
 func (l *Latch) wrap(op string, err error) error {

@@ -9,10 +9,18 @@
 --          takes nothing more
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
+-- ARGV[3]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns the count left after the request: 0 when it reached zero, and
--- also when the latch was at zero already (then nothing changed and no
--- receipt is written: a latch at zero leaves no key). Only the step to
+-- also when the latch was at zero already (then nothing changed; the
+-- receipt records that outcome too, so that a copy run after a new count
+-- was set does not count it down). Only the step to
 -- zero publishes, "-1": every waiter of every process is woken.
 -- A key of another type, or a string that is not a positive integer, is
 -- a WRONGTYPE error, raised before anything is written.
@@ -27,7 +35,14 @@ local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
+local ttl, deadline = ARGV[2], tonumber(ARGV[3])
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 if not raw then
+  redis.call('set', receipt, 0, 'px', deadline - now + ttl)
   return 0
 end
 local left = redis.call('decr', count)
@@ -39,5 +54,5 @@ if left == 0 then
     redis.call('publish', channel, '-1')
   end
 end
-redis.call('set', receipt, left, 'px', ARGV[2])
+redis.call('set', receipt, left, 'px', deadline - now + ttl)
 return left

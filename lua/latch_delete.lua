@@ -9,9 +9,18 @@
 --          delete a count set since
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
+-- ARGV[3]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns 1 when the request deleted the count (now or in an earlier
--- run), 0 when the latch was at zero (nothing changed, no receipt).
+-- run), 0 when the latch was at zero (nothing changed; the receipt
+-- records that outcome too, so that a copy run after a new count was set
+-- does not delete it).
 -- A key of another type, or a string that is not a positive integer, is
 -- a WRONGTYPE error and is left untouched.
 
@@ -21,10 +30,18 @@ local raw = redis.call('get', count)
 if raw and not string.match(raw, '^[1-9]%d*$') then
   return redis.error_reply('WRONGTYPE the latch key does not hold a positive count')
 end
-if redis.call('exists', receipt) == 1 then
-  return 1
+local seen = redis.call('get', receipt)
+if seen then
+  return tonumber(seen)
+end
+local ttl, deadline = ARGV[2], tonumber(ARGV[3])
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
 end
 if not raw then
+  redis.call('set', receipt, '0', 'px', deadline - now + ttl)
   return 0
 end
 redis.call('del', count)
@@ -33,5 +50,5 @@ if ARGV[1] == '1' then
 else
   redis.call('publish', channel, '-1')
 end
-redis.call('set', receipt, '1', 'px', ARGV[2])
+redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 return 1

@@ -10,6 +10,13 @@
 -- ARGV[1]  the permits to add, non-zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
+-- ARGV[4]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Expired permits are returned to the pool first.
 -- Returns the available count afterwards (total minus acquired; may be
@@ -20,7 +27,7 @@
 -- error, raised before anything is written.
 
 local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local delta, sharded = tonumber(ARGV[1]), ARGV[2] == '1'
+local delta, sharded, ttl, deadline = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3], tonumber(ARGV[4])
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
@@ -28,12 +35,15 @@ if raw and not string.match(raw, '^%-?%d+$') then
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local added = redis.call('exists', receipt) == 0
+if added and (now > deadline or deadline - now > tonumber(ttl)) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local total = tonumber(raw or '0')
-local added = redis.call('exists', receipt) == 0
 if added then
   total = redis.call('incrby', permits, ARGV[1])
-  redis.call('set', receipt, '1', 'px', ARGV[3])
+  redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 end
 local available = total - redis.call('zcard', leases)
 

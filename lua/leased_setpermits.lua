@@ -14,18 +14,26 @@
 -- ARGV[2]  "1": only if the total does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[4]  receipt lifetime in milliseconds
+-- ARGV[5]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Expired permits are returned to the pool first. The available count,
 -- total minus acquired, may be negative after a reduction.
 -- Returns 1 when the request set the total (now or in an earlier run), 0
--- when ARGV[2] is "1" and a total already existed (nothing changed). When
+-- when ARGV[2] is "1" and a total already existed (nothing changed; the
+-- receipt records that outcome too, and a copy reports it). When
 -- more permits are available afterwards than before, the notification
 -- carries the available count (capped at a million).
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
 -- error, raised before anything is written.
 
 local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local onlyNew, sharded = ARGV[2] == '1', ARGV[3] == '1'
+local onlyNew, sharded, ttl, deadline = ARGV[2] == '1', ARGV[3] == '1', ARGV[4], tonumber(ARGV[5])
 
 local raw = redis.call('get', permits)
 local total = 0
@@ -37,17 +45,23 @@ if raw then
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local seen = redis.call('get', receipt)
+if not seen and (now > deadline or deadline - now > tonumber(ttl)) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local acquired = redis.call('zcard', leases)
 local before = total - acquired
 local set = 0
-if redis.call('exists', receipt) == 1 then
-  set = 1
+if seen then
+  set = tonumber(seen)
 elseif not (raw and onlyNew) then
   redis.call('set', permits, ARGV[1])
-  redis.call('set', receipt, '1', 'px', ARGV[4])
   total = tonumber(ARGV[1])
   set = 1
+end
+if not seen then
+  redis.call('set', receipt, set, 'px', deadline - now + ttl)
 end
 
 local available = total - acquired

@@ -13,6 +13,13 @@
 --          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  n, the permits wanted (>= 1)
 -- ARGV[2]  receipt lifetime in milliseconds (an hour: see above)
+-- ARGV[3]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns {1, available} when the request holds its n permits afterwards
 -- (also when an earlier run of the same request took them), {0, available}
@@ -24,7 +31,7 @@
 -- WRONGTYPE error, raised before anything is written.
 
 local permits, receipt = KEYS[1], KEYS[2]
-local n, ttl = tonumber(ARGV[1]), ARGV[2]
+local n, ttl, deadline = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 
 local raw = redis.call('get', permits)
 local available = 0
@@ -47,6 +54,11 @@ if seen then
   end
   return {1, available}
 end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 
 if available < n then
   if raw then
@@ -55,5 +67,5 @@ if available < n then
   return {0, available, 0}
 end
 available = redis.call('decrby', permits, ARGV[1])
-redis.call('set', receipt, ARGV[1], 'px', ttl)
+redis.call('set', receipt, ARGV[1], 'px', deadline - now + ttl)
 return {1, available}

@@ -10,9 +10,18 @@
 --          outcome it knows (settled), to delete: at most a few, possibly
 --          none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  receipt lifetime in milliseconds
+-- ARGV[2]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns how many permits the request took; 0, changing nothing, when
--- none was available (the count is missing, zero or negative).
+-- none was available (the count is missing, zero or negative). Every
+-- outcome is recorded in the receipt, 0 too, so that a copy run after
+-- permits came back does not take them.
 -- A permit count that is not an integer, or a key of another type, is a
 -- WRONGTYPE error, raised before anything is written.
 
@@ -31,10 +40,15 @@ local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
-local available = tonumber(raw or '0')
-if available <= 0 then
-  return 0
+local ttl, deadline = ARGV[1], tonumber(ARGV[2])
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
 end
-redis.call('set', permits, 0)
-redis.call('set', receipt, available, 'px', ARGV[1])
+local available = math.max(tonumber(raw or '0'), 0)
+if available > 0 then
+  redis.call('set', permits, 0)
+end
+redis.call('set', receipt, available, 'px', deadline - now + ttl)
 return available

@@ -14,6 +14,13 @@
 --          leave the count below zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
+-- ARGV[4]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns the available count afterwards (also when an earlier run of the
 -- same request added the permits). When permits were added and some are
@@ -23,7 +30,7 @@
 -- WRONGTYPE error, raised before anything is written.
 
 local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
-local delta, sharded, ttl = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3]
+local delta, sharded, ttl, deadline = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3], tonumber(ARGV[4])
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
@@ -37,9 +44,14 @@ end
 if redis.call('exists', receipt) == 1 then
   return tonumber(raw or '0')
 end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 
 local available = redis.call('incrby', permits, ARGV[1])
-redis.call('set', receipt, '1', 'px', ttl)
+redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 if delta > 0 and available > 0 then
   if sharded then
     redis.call('spublish', channel, math.min(available, 1000000))

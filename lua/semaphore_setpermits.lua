@@ -16,9 +16,17 @@
 -- ARGV[2]  "1": only if the count does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[4]  receipt lifetime in milliseconds
+-- ARGV[5]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- Returns 1 when the request set the count (now or in an earlier run), 0
--- when ARGV[2] is "1" and a count already existed (nothing changed). When
+-- when ARGV[2] is "1" and a count already existed (nothing changed; the
+-- receipt records that outcome too, and a copy reports it). When
 -- the count grew, the notification carries the new count (capped at a
 -- million): each process wakes at most that many waiters.
 -- A permit count that is not an integer, or a key of another type, is a
@@ -26,6 +34,7 @@
 
 local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
 local n, onlyNew, sharded = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3] == '1'
+local ttl, deadline = ARGV[4], tonumber(ARGV[5])
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
@@ -36,19 +45,26 @@ end
 if #KEYS >= 4 then
   redis.call('del', unpack(KEYS, 4))
 end
-if redis.call('exists', receipt) == 1 then
-  return 1
+local seen = redis.call('get', receipt)
+if seen then
+  return tonumber(seen)
+end
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
 end
 local old = 0
 if raw then
   if onlyNew then
+    redis.call('set', receipt, '0', 'px', deadline - now + ttl)
     return 0
   end
   old = tonumber(raw)
 end
 
 redis.call('set', permits, ARGV[1])
-redis.call('set', receipt, '1', 'px', ARGV[4])
+redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 if n > 0 and n > old then
   if sharded then
     redis.call('spublish', channel, math.min(n, 1000000))

@@ -11,21 +11,33 @@
 -- ARGV[1]  receipt lifetime in milliseconds: as long as the request's,
 --          since a copy of the request may still be on its way
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  the request's deadline, server time in milliseconds (every copy
+--          of the request carries the same): a run after it, or more
+--          than a receipt lifetime before it, changes nothing and
+--          answers the error 'LATE <server time in ms>'; a receipt
+--          written lives a receipt lifetime past it, so that every
+--          copy that runs in time finds it. However late a copy comes,
+--          it cannot act twice (see internal.RequestWindow).
 --
 -- The receipt is marked cancelled ("x") either way, so that the request,
 -- should it still arrive or be retried, takes nothing.
 -- Returns the permits given back: 0 when the request had taken none.
 
 local permits, receipt, channel = KEYS[1], KEYS[2], KEYS[3]
-local ttl, sharded = ARGV[1], ARGV[2] == '1'
+local ttl, sharded, deadline = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])
 
 -- Delete the settled receipts passed along.
 if #KEYS >= 4 then
   redis.call('del', unpack(KEYS, 4))
 end
 
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline or deadline - now > tonumber(ttl) then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 local seen = redis.call('get', receipt)
-redis.call('set', receipt, 'x', 'px', ttl)
+redis.call('set', receipt, 'x', 'px', math.max(deadline - now + ttl, redis.call('pttl', receipt)))
 if not seen or seen == 'x' then
   return 0
 end

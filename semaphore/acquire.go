@@ -93,9 +93,11 @@ type request struct {
 // attempt runs the acquire script once for request r.
 func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	var res script.Taken
-	err := s.withSettled(func(settled []string) (err error) {
-		res, err = script.SemaphoreAcquire(ctx, s.rdb, s.keys, r.receipt, r.n, acquireReceiptTTL, settled).Result()
-		return err
+	err := s.withSettled(func(settled []string) error {
+		return s.inTime(r.receipt, func(req script.Request) (err error) {
+			res, err = script.SemaphoreAcquire(ctx, s.rdb, s.keys, req, r.n, settled).Result()
+			return err
+		})
 	})
 	switch {
 	case err != nil:
@@ -157,9 +159,29 @@ func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	return s.withSettled(func(settled []string) error {
-		_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, acquireReceiptTTL, s.sharded, settled).Result()
-		return err
+		return s.inTime(receipt, func(req script.Request) error {
+			_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, req, s.sharded, settled).Result()
+			return err
+		})
 	})
+}
+
+// inTime runs one script of the acquire request of receipt, with a
+// deadline of its own (see internal.RequestWindow): a copy of the script
+// that Redis runs after it changes nothing, and the receipt, which every
+// run that writes it makes live an hour past its deadline, keeps every
+// copy that runs in time from taking twice. When Redis refused the script
+// as late (the server's clock is not where this client thought it was),
+// nothing changed: inTime learns the server's clock and runs it once more.
+func (s *Semaphore) inTime(receipt string, run func(req script.Request) error) error {
+	for try := 0; ; try++ {
+		err := run(script.Request{Receipt: receipt, TTL: acquireReceiptTTL, Deadline: s.clock.Deadline(internal.RequestWindow)})
+		now, late := internal.Late(err)
+		if !late || try == 1 {
+			return err
+		}
+		s.clock.Learn(now)
+	}
 }
 
 // receipt returns the receipt key of a new acquire request.

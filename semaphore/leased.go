@@ -24,6 +24,7 @@ type Leased struct {
 	keys    script.LeasedKeys
 	sharded bool
 	cfg     config
+	clock   internal.ServerClock // the server's clock, for the deadlines of requests
 
 	mu   sync.Mutex               // protects kept
 	kept map[string]*hold.Tracker // permits the watchdog keeps alive, by id: one hold each
@@ -63,8 +64,8 @@ func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, l.wrap("try set permits", negative("permits", n))
 	}
 	var ok bool
-	err := l.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
-		ok, err = script.LeasedSetPermits(ctx, l.rdb, l.keys, receipt, n, true, l.sharded, receiptTTL).Result()
+	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
+		ok, err = script.LeasedSetPermits(ctx, l.rdb, l.keys, r, n, true, l.sharded).Result()
 		return err
 	})
 	return ok, l.wrap("try set permits", err)
@@ -78,8 +79,8 @@ func (l *Leased) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return l.wrap("set permits", negative("permits", n))
 	}
-	err := l.once(ctx, internal.ReceiptSet, func(receipt string) error {
-		_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, receipt, n, false, l.sharded, receiptTTL).Result()
+	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) error {
+		_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, r, n, false, l.sharded).Result()
 		return err
 	})
 	return l.wrap("set permits", err)
@@ -94,8 +95,8 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	err := l.once(ctx, internal.ReceiptAdd, func(receipt string) error {
-		_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, receipt, n, l.sharded, receiptTTL).Result()
+	err := l.once(ctx, internal.ReceiptAdd, func(r script.Request) error {
+		_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, r, n, l.sharded).Result()
 		return err
 	})
 	return l.wrap("add permits", err)
@@ -103,8 +104,12 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
-func (l *Leased) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	return internal.Once(ctx, internal.NewNames(l.name).Receipt(kind, internal.NewOwnerID()), request)
+func (l *Leased) once(ctx context.Context, kind string, request func(r script.Request) error) error {
+	names := internal.NewNames(l.name)
+	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewOwnerID()) },
+		func(receipt string, deadline int64) error {
+			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
+		})
 }
 
 // Available returns the number of permits that can be acquired now: the

@@ -168,7 +168,8 @@ func TestCancelledReceiptOutlivesLateCopyMini(t *testing.T) {
 	mr.FastForward(internal.ReceiptTTL + time.Second)
 	n := internal.NewNames("late")
 	k := script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()}
-	late, err := script.SemaphoreAcquire(ctx, rdb, k, receipts[0], 2, internal.AcquireReceiptTTL, nil).Result()
+	req := script.Request{Receipt: receipts[0], TTL: internal.AcquireReceiptTTL, Deadline: time.Now().Add(internal.RequestWindow).UnixMilli()}
+	late, err := script.SemaphoreAcquire(ctx, rdb, k, req, 2, nil).Result()
 	if err != nil || late.OK || !late.Cancelled {
 		t.Fatalf("late copy of the cancelled request = %+v, %v; want it cancelled", late, err)
 	}

@@ -40,8 +40,9 @@ type Semaphore struct {
 	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
-	settled settledQueue   // acquire receipts to delete (see settled.go)
-	probe   internal.Probe // what its acquires report as (package observe)
+	clock   internal.ServerClock // the server's clock, for the deadlines of requests
+	settled settledQueue         // acquire receipts to delete (see settled.go)
+	probe   internal.Probe       // what its acquires report as (package observe)
 }
 
 // New returns a handle on the counting semaphore called name. It does no
@@ -76,9 +77,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, s.wrap("try set permits", negative("permits", n))
 	}
 	var ok bool
-	err := s.once(ctx, internal.ReceiptSet, func(receipt string) (err error) {
+	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
 		return s.withSettled(func(settled []string) (err error) {
-			ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, true, s.sharded, receiptTTL, settled).Result()
+			ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, r, n, true, s.sharded, settled).Result()
 			return err
 		})
 	})
@@ -91,9 +92,9 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 	if n < 0 {
 		return s.wrap("set permits", negative("permits", n))
 	}
-	err := s.once(ctx, internal.ReceiptSet, func(receipt string) error {
+	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
-			_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, receipt, n, false, s.sharded, receiptTTL, settled).Result()
+			_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, r, n, false, s.sharded, settled).Result()
 			return err
 		})
 	})
@@ -142,9 +143,9 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
-	return s.once(ctx, internal.ReceiptRelease, func(receipt string) error {
+	return s.once(ctx, internal.ReceiptRelease, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
-			_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, receipt, delta, receiptTTL, s.sharded, settled).Result()
+			_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, r, delta, s.sharded, settled).Result()
 			return err
 		})
 	})
@@ -152,8 +153,11 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
-func (s *Semaphore) once(ctx context.Context, kind string, request func(receipt string) error) error {
-	return internal.Once(ctx, s.names.Receipt(kind, internal.NewOwnerID()), request)
+func (s *Semaphore) once(ctx context.Context, kind string, request func(r script.Request) error) error {
+	return internal.Once(ctx, &s.clock, func() string { return s.names.Receipt(kind, internal.NewOwnerID()) },
+		func(receipt string, deadline int64) error {
+			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
+		})
 }
 
 // Available returns the number of available permits: 0 for a semaphore
@@ -179,9 +183,9 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // and changes nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.once(ctx, internal.ReceiptDrain, func(receipt string) (err error) {
+	err := s.once(ctx, internal.ReceiptDrain, func(r script.Request) (err error) {
 		return s.withSettled(func(settled []string) (err error) {
-			n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, receipt, receiptTTL, settled).Result()
+			n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, r, settled).Result()
 			return err
 		})
 	})

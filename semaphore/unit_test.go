@@ -128,25 +128,28 @@ func TestUndoIsExactMini(t *testing.T) {
 	names := internal.NewNames("u")
 	k := script.SemaphoreKeys{Permits: names.Lock(), Channel: names.Channel()}
 	rdb.Set(ctx, k.Permits, 5, 0)
-	taken, err := script.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:1"), 3, time.Minute, nil).Result()
+	req := func(id string) script.Request {
+		return script.Request{Receipt: names.Sub("acquire:" + id), TTL: time.Minute, Deadline: time.Now().Add(internal.RequestWindow).UnixMilli()}
+	}
+	taken, err := script.SemaphoreAcquire(ctx, rdb, k, req("1"), 3, nil).Result()
 	if err != nil || !taken.OK || taken.Available != 2 {
 		t.Fatalf("acquire = %+v, %v", taken, err)
 	}
-	again, err := script.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:1"), 3, time.Minute, nil).Result()
+	again, err := script.SemaphoreAcquire(ctx, rdb, k, req("1"), 3, nil).Result()
 	if err != nil || !again.OK || again.Available != 2 {
 		t.Fatalf("repeated acquire = %+v, %v; want success taking nothing", again, err)
 	}
-	if n, err := script.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:1"), time.Minute, false, nil).Result(); n != 3 || err != nil {
+	if n, err := script.SemaphoreUndo(ctx, rdb, k, req("1"), false, nil).Result(); n != 3 || err != nil {
 		t.Fatalf("undo = %d, %v; want 3 given back", n, err)
 	}
-	if n, _ := script.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:1"), time.Minute, false, nil).Result(); n != 0 {
+	if n, _ := script.SemaphoreUndo(ctx, rdb, k, req("1"), false, nil).Result(); n != 0 {
 		t.Fatalf("second undo gave back %d", n)
 	}
 	// Undo before the request arrives: the request takes nothing.
-	if n, _ := script.SemaphoreUndo(ctx, rdb, k, names.Sub("acquire:2"), time.Minute, false, nil).Result(); n != 0 {
+	if n, _ := script.SemaphoreUndo(ctx, rdb, k, req("2"), false, nil).Result(); n != 0 {
 		t.Fatalf("undo of a request that never ran gave back %d", n)
 	}
-	late, err := script.SemaphoreAcquire(ctx, rdb, k, names.Sub("acquire:2"), 1, time.Minute, nil).Result()
+	late, err := script.SemaphoreAcquire(ctx, rdb, k, req("2"), 1, nil).Result()
 	if err != nil || late.OK {
 		t.Fatalf("late acquire after undo = %+v, %v; want nothing taken", late, err)
 	}

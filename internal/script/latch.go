@@ -2,7 +2,6 @@ package script
 
 import (
 	"context"
-	"time"
 )
 
 var (
@@ -23,8 +22,8 @@ type LatchKeys struct {
 // (nothing changed); a repeated request reports true and changes nothing.
 // go-redis never resends it: the caller retries a lost reply while the
 // receipt lives (internal.Once).
-func LatchTrySetCount(ctx context.Context, c Processor, k LatchKeys, receipt string, n int64, ttl time.Duration) BoolCmd {
-	return BoolCmd{latchTrySetCount.run(ctx, c, []string{k.Count, receipt}, n, ms(ttl))}
+func LatchTrySetCount(ctx context.Context, c Processor, k LatchKeys, r Request, n int64) BoolCmd {
+	return BoolCmd{latchTrySetCount.run(ctx, c, []string{k.Count, r.Receipt}, n, ms(r.TTL), r.Deadline)}
 }
 
 // LatchCountDown runs latch_countdown.lua: take one from the count, once
@@ -33,8 +32,8 @@ func LatchTrySetCount(ctx context.Context, c Processor, k LatchKeys, receipt str
 // the count left (0 also when the latch was at zero, which changes
 // nothing); a repeated request reports what the first left. go-redis
 // never resends it, as LatchTrySetCount.
-func LatchCountDown(ctx context.Context, c Processor, k LatchKeys, receipt string, ttl time.Duration, sharded bool) IntCmd {
-	return IntCmd{latchCountDown.run(ctx, c, []string{k.Count, k.Channel, receipt}, flag(sharded), ms(ttl))}
+func LatchCountDown(ctx context.Context, c Processor, k LatchKeys, r Request, sharded bool) IntCmd {
+	return IntCmd{latchCountDown.run(ctx, c, []string{k.Count, k.Channel, r.Receipt}, flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // LatchDelete runs latch_delete.lua: delete the count, whatever it is,
@@ -42,6 +41,6 @@ func LatchCountDown(ctx context.Context, c Processor, k LatchKeys, receipt strin
 // lives for ttl, is receipt. The reply is false when the latch was at
 // zero (nothing changed); a repeated request reports what the first did.
 // go-redis never resends it, as LatchTrySetCount.
-func LatchDelete(ctx context.Context, c Processor, k LatchKeys, receipt string, ttl time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{latchDelete.run(ctx, c, []string{k.Count, k.Channel, receipt}, flag(sharded), ms(ttl))}
+func LatchDelete(ctx context.Context, c Processor, k LatchKeys, r Request, sharded bool) BoolCmd {
+	return BoolCmd{latchDelete.run(ctx, c, []string{k.Count, k.Channel, r.Receipt}, flag(sharded), ms(r.TTL), r.Deadline)}
 }

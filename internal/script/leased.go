@@ -80,8 +80,8 @@ func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string,
 // reply is false when onlyNew found a total (nothing changed). go-redis
 // never resends it: the caller retries a lost reply while the receipt
 // lives (internal.Once).
-func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration) BoolCmd {
-	return BoolCmd{leasedSetPermits.run(ctx, c, append(k.list(), receipt), n, flag(onlyNew), flag(sharded), ms(ttl))}
+func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, n int64, onlyNew, sharded bool) BoolCmd {
+	return BoolCmd{leasedSetPermits.run(ctx, c, append(k.list(), r.Receipt), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // LeasedAddPermits runs leased_addpermits.lua: add delta (non-zero; negative
@@ -89,8 +89,8 @@ func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, receipt st
 // key, which lives for ttl, is receipt: a repeated request adds nothing.
 // The reply is the available count afterwards, which may be negative.
 // go-redis never resends it, as LeasedSetPermits.
-func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, receipt string, delta int64, sharded bool, ttl time.Duration) IntCmd {
-	return IntCmd{leasedAddPermits.run(ctx, c, append(k.list(), receipt), delta, flag(sharded), ms(ttl))}
+func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, delta int64, sharded bool) IntCmd {
+	return IntCmd{leasedAddPermits.run(ctx, c, append(k.list(), r.Receipt), delta, flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // LeasedAvailable runs leased_available.lua: the total minus the live

@@ -141,3 +141,15 @@ func ParseMark(s string) float64 {
 	}
 	return f
 }
+
+// Request is what a script that changes a count once per request is told
+// of the request: the receipt key its first run writes (so that a copy of
+// the request reports that run's outcome), the receipt's lifetime, and the
+// request's deadline on the server's clock in milliseconds, past which a
+// copy changes nothing and is answered with an error "LATE <server time>"
+// (see internal.RequestWindow).
+type Request struct {
+	Receipt  string
+	TTL      time.Duration
+	Deadline int64
+}

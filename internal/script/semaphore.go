@@ -2,7 +2,6 @@ package script
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -58,8 +57,8 @@ func (c TakenCmd) Result() (Taken, error) {
 // resend after the receipt expired would take the permits twice, so a
 // lost reply comes back as an error and the caller cancels the request
 // (SemaphoreUndo).
-func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, ttl time.Duration, settled []string) TakenCmd {
-	return TakenCmd{semaphoreAcquire.run(ctx, c, plusSettled(settled, k.Permits, receipt), n, ms(ttl))}
+func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, settled []string) TakenCmd {
+	return TakenCmd{semaphoreAcquire.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt), n, ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreRelease runs semaphore_release.lua: add delta permits (non-zero;
@@ -69,8 +68,8 @@ func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // available. A repeated request with the same receipt adds nothing. The
 // reply is the available count afterwards. go-redis never resends it: the
 // caller retries a lost reply while the receipt lives (internal.Once).
-func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, delta int64, ttl time.Duration, sharded bool, settled []string) IntCmd {
-	return IntCmd{semaphoreRelease.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, receipt), delta, flag(sharded), ms(ttl))}
+func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Request, delta int64, sharded bool, settled []string) IntCmd {
+	return IntCmd{semaphoreRelease.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, r.Receipt), delta, flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
@@ -79,8 +78,8 @@ func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, receipt
 // lives for ttl, is receipt: a repeated request reports success and
 // changes nothing. The reply is false when onlyNew found a count (nothing
 // changed). go-redis never resends it, as SemaphoreRelease.
-func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, n int64, onlyNew, sharded bool, ttl time.Duration, settled []string) BoolCmd {
-	return BoolCmd{semaphoreSetPermits.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, receipt), n, flag(onlyNew), flag(sharded), ms(ttl))}
+func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, onlyNew, sharded bool, settled []string) BoolCmd {
+	return BoolCmd{semaphoreSetPermits.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, r.Receipt), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua: take every available permit,
@@ -88,16 +87,16 @@ func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, rece
 // The reply is how many the request took (a repeated request reports what
 // the first took); 0 (nothing changed) when none was available. go-redis
 // never resends it, as SemaphoreRelease.
-func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, settled []string) IntCmd {
-	return IntCmd{semaphoreDrain.run(ctx, c, plusSettled(settled, k.Permits, receipt), ms(ttl))}
+func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, r Request, settled []string) IntCmd {
+	return IntCmd{semaphoreDrain.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt), ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire request recorded
 // under receipt, giving back the permits it took, if any, and making sure
 // it takes nothing should it still arrive. ttl is the receipt lifetime the
 // request used. The reply is the number of permits given back.
-func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, receipt string, ttl time.Duration, sharded bool, settled []string) IntCmd {
-	return IntCmd{semaphoreUndo.run(ctx, c, plusSettled(settled, k.Permits, receipt, k.Channel), ms(ttl), flag(sharded))}
+func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, r Request, sharded bool, settled []string) IntCmd {
+	return IntCmd{semaphoreUndo.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt, k.Channel), ms(r.TTL), flag(sharded), r.Deadline)}
 }
 
 // plusSettled returns a script's own keys followed by the settled receipts.

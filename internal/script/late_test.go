@@ -1,0 +1,136 @@
+package script_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
+)
+
+// deadlineRows runs, per script that changes a count under a receipt, one
+// request r of it on a name whose keys setup prepared.
+var deadlineRows = []struct {
+	name  string
+	setup func(ctx context.Context, rdb *redis.Client, n internal.Names)
+	run   func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error
+}{
+	{"semaphore_acquire", setPermits, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.SemaphoreAcquire(ctx, rdb, semKeys(n), r, 1, nil).Result())
+	}},
+	{"semaphore_undo", takenPermit, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		r.Receipt = n.Receipt(internal.ReceiptAcquire, "taken")
+		return errOf(script.SemaphoreUndo(ctx, rdb, semKeys(n), r, false, nil).Result())
+	}},
+	{"semaphore_release", setPermits, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.SemaphoreRelease(ctx, rdb, semKeys(n), r, 1, false, nil).Result())
+	}},
+	{"semaphore_setpermits", setPermits, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.SemaphoreSetPermits(ctx, rdb, semKeys(n), r, 7, false, false, nil).Result())
+	}},
+	{"semaphore_drain", setPermits, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.SemaphoreDrain(ctx, rdb, semKeys(n), r, nil).Result())
+	}},
+	{"leased_setpermits", nothing, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.LeasedSetPermits(ctx, rdb, leasedKeys(n), r, 3, false, false).Result())
+	}},
+	{"leased_addpermits", nothing, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.LeasedAddPermits(ctx, rdb, leasedKeys(n), r, 3, false).Result())
+	}},
+	{"latch_trysetcount", nothing, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.LatchTrySetCount(ctx, rdb, latchKeys(n), r, 2).Result())
+	}},
+	{"latch_countdown", setCount, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.LatchCountDown(ctx, rdb, latchKeys(n), r, false).Result())
+	}},
+	{"latch_delete", setCount, func(ctx context.Context, rdb *redis.Client, n internal.Names, r script.Request) error {
+		return errOf(script.LatchDelete(ctx, rdb, latchKeys(n), r, false).Result())
+	}},
+}
+
+// TestDeadlines: a request that runs after its deadline, or with one
+// further ahead of the server's clock than its receipt lives, changes
+// nothing and is answered "LATE <server time>"; one in time acts and
+// writes a receipt that lives a receipt lifetime past the deadline.
+func TestDeadlines(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		for _, row := range deadlineRows {
+			t.Run(row.name, func(t *testing.T) {
+				ctx := t.Context()
+				n := internal.NewNames(redistest.UniqueName(t))
+				row.setup(ctx, rdb, n)
+				before := snapshot(t, rdb, n)
+				now := time.Now()
+				for what, deadline := range map[string]time.Time{
+					"past":      now.Add(-time.Second),
+					"far ahead": now.Add(2 * internal.ReceiptTTL),
+				} {
+					r := script.Request{Receipt: n.Receipt("test", what), TTL: internal.ReceiptTTL, Deadline: deadline.UnixMilli()}
+					err := row.run(ctx, rdb, n, r)
+					server, late := internal.Late(err)
+					if !late || server < now.Add(-time.Minute).UnixMilli() {
+						t.Fatalf("a request with its deadline %s = %v; want LATE and the server's time", what, err)
+					}
+					if after := snapshot(t, rdb, n); !maps.Equal(before, after) {
+						t.Fatalf("a request refused as late changed %v into %v", before, after)
+					}
+				}
+				deadline := now.Add(internal.RequestWindow)
+				r := script.Request{Receipt: n.Receipt("test", "in time"), TTL: internal.ReceiptTTL, Deadline: deadline.UnixMilli()}
+				if err := row.run(ctx, rdb, n, r); err != nil {
+					t.Fatalf("a request in time: %v", err)
+				}
+				ttl := rdb.PTTL(ctx, r.Receipt).Val()
+				if row.name == "semaphore_undo" {
+					ttl = rdb.PTTL(ctx, n.Receipt(internal.ReceiptAcquire, "taken")).Val()
+				}
+				if want := time.Until(deadline) + internal.ReceiptTTL - time.Second; ttl < want {
+					t.Fatalf("the receipt lives %v, want at least %v: a receipt lifetime past the deadline", ttl, want)
+				}
+			})
+		}
+	})
+}
+
+func semKeys(n internal.Names) script.SemaphoreKeys {
+	return script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()}
+}
+
+func leasedKeys(n internal.Names) script.LeasedKeys {
+	return script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()}
+}
+
+func latchKeys(n internal.Names) script.LatchKeys {
+	return script.LatchKeys{Count: n.Latch(), Channel: n.LatchChannel()}
+}
+
+func setPermits(ctx context.Context, rdb *redis.Client, n internal.Names) { rdb.Set(ctx, n.Lock(), 5, 0) }
+func setCount(ctx context.Context, rdb *redis.Client, n internal.Names)   { rdb.Set(ctx, n.Latch(), 3, 0) }
+func nothing(context.Context, *redis.Client, internal.Names)              {}
+
+// takenPermit: a semaphore of 5 of which one request took 2.
+func takenPermit(ctx context.Context, rdb *redis.Client, n internal.Names) {
+	rdb.Set(ctx, n.Lock(), 3, 0)
+	rdb.Set(ctx, n.Receipt(internal.ReceiptAcquire, "taken"), 2, time.Minute)
+}
+
+// snapshot returns every string key of the name n and its value.
+func snapshot(t *testing.T, rdb *redis.Client, n internal.Names) map[string]string {
+	t.Helper()
+	keys, err := rdb.Keys(t.Context(), "*"+n.Lock()+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]string)
+	for _, k := range keys {
+		m[k] = rdb.Get(t.Context(), k).Val()
+	}
+	return m
+}
+
+func errOf[T any](_ T, err error) error { return err }
