@@ -77,8 +77,8 @@ func (l *line) forceUnlock(ctx context.Context, receipt string, aim []any) (int6
 
 // leave takes the handle out of the line after a failed Lock, and
 // reports whether a release granted it the lock meanwhile.
-func (l *line) leave(ctx context.Context, _ hold.Mode) (bool, error) {
-	n, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded).Result()
+func (l *line) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool, error) {
+	n, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded, a.Seq).Result()
 	return n == script.LeftGranted, err
 }
 

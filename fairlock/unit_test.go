@@ -130,7 +130,7 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	go func() { got <- waiter.Lock(ctx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, rdb, "leave") == 2 })
 	mustUnlock(t, holder) // grants the lock to the ghost, which never comes
-	if n, err := script.FairLeave(ctx, rdb, k, "ghost", false).Result(); n != script.LeftGranted || err != nil {
+	if n, err := script.FairLeave(ctx, rdb, k, "ghost", false, 1<<62).Result(); n != script.LeftGranted || err != nil {
 		t.Fatalf("ghost leave = %v, %v; want LeftGranted: it was granted the lock, not in line", n, err)
 	}
 	if held := rdb.HGet(ctx, k.Lock, "ghost").Val(); held != "1" {

@@ -8,6 +8,13 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  wake-up channel prefix: a waiter's channel is ARGV[2] .. owner id
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[4]  the mark of the wait's last attempt: every attempt of the wait
+--          that is leaving has a mark no higher, every attempt of a later
+--          wait of the owner a higher one
+--
+-- A place that holds a mark above ARGV[4] is a later wait's: this copy
+-- ran late (sent before a stall, run after it, when the owner waits
+-- again), and it changes nothing and returns 0.
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. When the line has a new head and the lock is free, the new head
@@ -23,7 +30,12 @@
 -- A key of another type raises WRONGTYPE before anything is written.
 
 local lock, queue, timeouts, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, prefix, sharded = ARGV[1], ARGV[2], ARGV[3] == '1'
+local owner, prefix, sharded, last = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
+
+local at = redis.call('get', place)
+if at and tonumber(string.match(at, '%d+$')) > last then
+  return 0
+end
 
 local first = redis.call('lindex', queue, 0)
 

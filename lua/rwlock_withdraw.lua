@@ -10,6 +10,11 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  "w" to withdraw a waiting writer, "r" a waiting reader
+-- ARGV[4]  the withdrawal's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          the owner may be waiting again) changes nothing and answers
+--          the error 'LATE <server time in ms>' (see
+--          internal.RequestWindow)
 --
 -- When a writer leaves and no live writer's announcement is left, every
 -- waiting reader is woken: the readers this writer was holding back may
@@ -20,8 +25,14 @@
 -- changed).
 
 local writers, rchannel, readers, turn, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, sharded, writer = ARGV[1], ARGV[2] == '1', ARGV[3] == 'w'
+local owner, sharded, writer, deadline = ARGV[1], ARGV[2] == '1', ARGV[3] == 'w', tonumber(ARGV[4])
 local publish = sharded and 'spublish' or 'publish'
+
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if now > deadline then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 
 if not writer then
   local waited = redis.call('zrem', readers, owner)
@@ -37,8 +48,6 @@ end
 if redis.call('zrem', writers, owner) == 0 then
   return 0
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('zremrangebyscore', writers, '-inf', now)
 if redis.call('zcard', writers) == 0 then
   redis.call(publish, rchannel, '-1')

@@ -110,8 +110,8 @@ func (d *described) releaseTo(ctx context.Context, expect int64, tr *hold.Transf
 
 // leave takes the handle out of the line after a failed Lock, and
 // reports whether a release granted it the lock meanwhile.
-func (d *described) leave(ctx context.Context, _ hold.Mode) (bool, error) {
-	n, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner).Result()
+func (d *described) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool, error) {
+	n, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner, a.Seq).Result()
 	return n == script.LeftGranted, err
 }
 

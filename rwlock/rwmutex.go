@@ -97,8 +97,8 @@ func (s *sides) announcement(m hold.Mode) *internal.Place {
 
 // withdraw removes the handle's announcement as a waiter of mode m, if
 // any, after a failed Lock or RLock, waking the waiters it held back.
-func (s *sides) withdraw(ctx context.Context, m hold.Mode) (bool, error) {
-	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, m == hold.Shared, s.Sharded).Result()
+func (s *sides) withdraw(ctx context.Context, m hold.Mode, a hold.Asking) (bool, error) {
+	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, m == hold.Shared, s.Sharded, a.Deadline).Result()
 	return false, err
 }
 

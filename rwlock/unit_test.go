@@ -385,7 +385,7 @@ func TestReadersTurnMini(t *testing.T) {
 	if _, err := woken.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := script.RWWithdraw(ctx, rdb, keys, "quitter", true, false).Result(); err != nil || !ok {
+	if ok, err := script.RWWithdraw(ctx, rdb, keys, "quitter", true, false, time.Now().Add(internal.RequestWindow).UnixMilli()).Result(); err != nil || !ok {
 		t.Fatalf("quitter's withdrawal = %v, %v", ok, err)
 	}
 	select {

@@ -53,7 +53,10 @@ type Kind struct {
 	// a hold itself: it may run late (sent before a stall, run after it),
 	// when a later wait of the handle holds the lock. It runs only when no
 	// other wait of the handle for m is under way (see waits).
-	Leave func(ctx context.Context, m Mode) (granted bool, err error)
+	// a names the wait that leaves: Seq is the mark of its last attempt
+	// and Deadline the latest server time a copy of the script may run
+	// at (a later wait of the handle may have begun by then).
+	Leave func(ctx context.Context, m Mode, a Asking) (granted bool, err error)
 	// Place, if set, is the waiter's place for mode m (in line, or an
 	// announcement that lapses), which the client's keeper then keeps
 	// while the waiter is parked (see internal.Client.Keep): the waiter
@@ -101,6 +104,11 @@ type Asking struct {
 	// one higher than the last (see Try), and names the attempt to a give-back
 	// and, for a lock that grants, to a grant (see script.Acquired.Mark).
 	Seq uint64
+	// Deadline is the latest time, on the server's clock in milliseconds,
+	// at which a copy of the script may still run (see
+	// internal.RequestWindow); a script that reads the clock refuses a
+	// copy that runs later with internal.Late's error, changing nothing.
+	Deadline int64
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -108,7 +116,8 @@ type Asking struct {
 type Lock struct {
 	k      Kind
 	t      *Tracker
-	probes [2]internal.Probe // what each mode reports as (package observe)
+	clock  internal.ServerClock // the server's clock, for the deadlines of scripts
+	probes [2]internal.Probe    // what each mode reports as (package observe)
 	owners
 	waits waits
 	cand  *candidate // the handle's wait offered for a transfer; guarded by cohorts
@@ -315,7 +324,13 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	for range 2 {
-		granted, err := l.k.Leave(ctx, m)
+		granted, err := l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: l.clock.Deadline(internal.RequestWindow)})
+		if now, late := internal.Late(err); late {
+			// Refused unrun: the server's clock is not where this
+			// client thought it was.
+			l.clock.Learn(now)
+			continue
+		}
 		if granted && l.t.Held(m) == 0 {
 			// Its reply read, the script has run: no later wait of the
 			// handle has begun, so the level is this wait's grant. It

@@ -78,7 +78,9 @@ func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt strin
 // FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
 // next waiter if owner was first and the lock is free. The reply is
 // LeftLine, LeftGranted (owner was not in line and holds one level) or
-// LeftNothing; a hold is never released.
-func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool) IntCmd {
-	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+owner), owner, k.Waiter, flag(sharded))}
+// LeftNothing; a hold is never released. last is the mark of the wait's
+// last attempt: a copy that finds the place of a later wait (a higher
+// mark) changes nothing.
+func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool, last uint64) IntCmd {
+	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+owner), owner, k.Waiter, flag(sharded), last)}
 }

@@ -153,7 +153,9 @@ func ReentrantForceUnlock(ctx context.Context, c Processor, k LockKeys, receipt 
 
 // ReentrantLeave runs rlock_leave.lua: take owner out of the line. The
 // reply is LeftLine, LeftGranted (owner was not in line and holds one
-// level) or LeftNothing; a hold is never released.
-func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string) IntCmd {
-	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Places + owner}, owner)}
+// level) or LeftNothing; a hold is never released. last is the mark of
+// the wait's last attempt: a copy that finds the place of a later wait
+// (a higher mark) changes nothing.
+func ReentrantLeave(ctx context.Context, c Processor, k LockKeys, owner string, last uint64) IntCmd {
+	return IntCmd{rlockLeave.run(ctx, c, []string{k.Lock, k.Queue, k.Places + owner}, owner, last)}
 }

@@ -135,11 +135,13 @@ func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, t
 // waiting writer (or, if reader is set, as a waiting reader), waking the
 // readers when no writer's announcement is left (the writers when the
 // readers' turn ends). The reply is false when owner was not announced.
-func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader, sharded bool) BoolCmd {
+// A copy that runs after deadline (server time in milliseconds) changes
+// nothing: it may find a later wait's announcement.
+func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader, sharded bool, deadline int64) BoolCmd {
 	keys := []string{k.Writers, k.ReadChannel, k.Readers, k.Turn, k.WriterChannel}
 	side := "w"
 	if reader {
 		side = "r"
 	}
-	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side)}
+	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side, deadline)}
 }
