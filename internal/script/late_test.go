@@ -109,9 +109,13 @@ func latchKeys(n internal.Names) script.LatchKeys {
 	return script.LatchKeys{Count: n.Latch(), Channel: n.LatchChannel()}
 }
 
-func setPermits(ctx context.Context, rdb *redis.Client, n internal.Names) { rdb.Set(ctx, n.Lock(), 5, 0) }
-func setCount(ctx context.Context, rdb *redis.Client, n internal.Names)   { rdb.Set(ctx, n.Latch(), 3, 0) }
-func nothing(context.Context, *redis.Client, internal.Names)              {}
+func setPermits(ctx context.Context, rdb *redis.Client, n internal.Names) {
+	rdb.Set(ctx, n.Lock(), 5, 0)
+}
+func setCount(ctx context.Context, rdb *redis.Client, n internal.Names) {
+	rdb.Set(ctx, n.Latch(), 3, 0)
+}
+func nothing(context.Context, *redis.Client, internal.Names) {}
 
 // takenPermit: a semaphore of 5 of which one request took 2.
 func takenPermit(ctx context.Context, rdb *redis.Client, n internal.Names) {
