@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +26,13 @@ import (
 // pub/sub connection reads, so that the hub's reader sees replies late, as
 // a busy reader would.
 type subTap struct {
-	mu   sync.Mutex
-	gate chan struct{}   // while non-nil, reads of pub/sub connections wait for it
-	sent []tappedSubsc   // every SSUBSCRIBE written, in order
-	read map[string]bool // addresses whose pub/sub connection had bytes held back
+	mu     sync.Mutex
+	gate   chan struct{}   // while non-nil, reads of pub/sub connections wait for it
+	sent   []tappedSub     // every SSUBSCRIBE written, in order
+	heldOn map[string]bool // addresses whose pub/sub connection had bytes held back
 }
 
-type tappedSubsc struct{ addr, channel string }
+type tappedSub struct{ addr, channel string }
 
 func (tp *subTap) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
@@ -67,7 +65,7 @@ func (tp *subTap) hold() (release func()) {
 func (tp *subTap) held(addr string) bool {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	return tp.read[addr]
+	return tp.heldOn[addr]
 }
 
 // sentTo returns the addresses an SSUBSCRIBE of a channel starting with
@@ -98,7 +96,7 @@ func (c *tapConn) Write(b []byte) (int, error) {
 		c.pubsub.Store(true)
 		c.tap.mu.Lock()
 		for _, ch := range chans {
-			c.tap.sent = append(c.tap.sent, tappedSubsc{c.addr, ch})
+			c.tap.sent = append(c.tap.sent, tappedSub{c.addr, ch})
 		}
 		c.tap.mu.Unlock()
 	}
@@ -113,10 +111,10 @@ func (c *tapConn) Read(p []byte) (int, error) {
 		c.tap.mu.Lock()
 		gate := c.tap.gate
 		if gate != nil {
-			if c.tap.read == nil {
-				c.tap.read = make(map[string]bool)
+			if c.tap.heldOn == nil {
+				c.tap.heldOn = make(map[string]bool)
 			}
-			c.tap.read[c.addr] = true
+			c.tap.heldOn[c.addr] = true
 		}
 		c.tap.mu.Unlock()
 		if gate != nil {
@@ -127,8 +125,7 @@ func (c *tapConn) Read(p []byte) (int, error) {
 }
 
 // ssubscribed returns the channels of the SSUBSCRIBE commands in b, a
-// write of whole RESP commands (arrays of bulk strings); what it cannot
-// parse it skips.
+// write of whole commands; it stops at what it cannot read.
 func ssubscribed(b []byte) []string {
 	if !bytes.Contains(bytes.ToUpper(b), []byte("SSUBSCRIBE")) {
 		return nil
@@ -136,7 +133,7 @@ func ssubscribed(b []byte) []string {
 	r := bufio.NewReader(bytes.NewReader(b))
 	var out []string
 	for {
-		args, err := readCommand(r)
+		args, err := redistest.ReadCommand(r)
 		if err != nil {
 			return out
 		}
@@ -144,40 +141,6 @@ func ssubscribed(b []byte) []string {
 			out = append(out, args[1:]...)
 		}
 	}
-}
-
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	if !strings.HasPrefix(line, "*") {
-		return nil, fmt.Errorf("not an array: %q", line)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil {
-		return nil, err
-	}
-	args := make([]string, 0, n)
-	for range n {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasPrefix(line, "$") {
-			return nil, fmt.Errorf("not a bulk string: %q", line)
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args = append(args, string(buf[:size]))
-	}
-	return args, nil
 }
 
 // twoSlotsOnOneMaster returns two lock names whose slots differ and are
