@@ -420,7 +420,9 @@ func redirectSlot(msg string) (int, bool) {
 // whose slot is not the oldest command's is that reply, and answers
 // nothing in flight: charged to the oldest command (say, the SSUBSCRIBE of
 // a channel of another slot), it would send that channel to the moved
-// slot's new owner.
+// slot's new owner. Another error names no slot and still goes to the
+// oldest; one charged wrongly that way costs a pause, as the channel is
+// then placed by the slot map.
 func (n *node) answeredLocked(msg string) (pending, bool) {
 	if len(n.inflight) == 0 {
 		return pending{}, false
