@@ -62,16 +62,22 @@ type keeper struct {
 	left    chan struct{}      // tells the goroutine, cap 1, that a waiter left
 	round   context.CancelFunc // cancels the round in flight, if any
 
-	// skew is the server's clock less ours, as the last round that kept a
-	// member of a sorted set read it (TIME), for the scores of the next:
-	// a member's score is a time on the server's clock. Only the keeper's
-	// goroutine uses it.
-	skew      time.Duration
-	skewKnown bool
+	// server is the server's clock as the last round that kept a member
+	// of a sorted set read it (TIME), and serverAt when that TIME was sent,
+	// on our clock with its monotonic reading: a member's score is server
+	// plus the time since serverAt on the monotonic clock, which a step of
+	// our wall clock (an NTP step, a VM resumed) does not move. Only the
+	// keeper's goroutine uses them.
+	server, serverAt time.Time
+
+	// wall reads the client's wall clock (time.Now), for scores while the
+	// server's clock is unknown; a test replaces it before the first Keep
+	// to step the clock.
+	wall func() time.Time
 }
 
 func newKeeper(rdb redis.UniversalClient) *keeper {
-	return &keeper{rdb: rdb, kept: make(map[*Kept]struct{}), left: make(chan struct{}, 1)}
+	return &keeper{rdb: rdb, kept: make(map[*Kept]struct{}), left: make(chan struct{}, 1), wall: time.Now}
 }
 
 // Kept is one waiter's place, kept by the client's keeper until Stop.
@@ -284,7 +290,7 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	pipe := k.rdb.Pipeline()
 	var clock *redis.TimeCmd // read on the way for the next round's scores
 	if slices.ContainsFunc(kept, func(kp *Kept) bool { return kp.place.Member != "" }) {
-		if !k.skewKnown {
+		if k.server.IsZero() {
 			k.readClock(ctx)
 		}
 		clock = pipe.Time(ctx)
@@ -329,7 +335,7 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	_, _ = pipe.Exec(ctx)
 	read := time.Now() // the server read every PTTL before this
 	if clock != nil {
-		k.setSkew(clock, sent)
+		k.setClock(clock, sent)
 	}
 	for lock, cmd := range locks {
 		// A lease that ends before the next round, unless renewed: it
@@ -378,7 +384,7 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 // a round per set, the set's expiry moved as far, only if that is later
 // (as the scripts set it: the set lives as long as its latest member).
 func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]*redis.Cmd) *redis.IntCmd {
-	lapse := time.Now().Add(k.skew + p.TTL).UnixMilli()
+	lapse := k.serverNow().Add(p.TTL).UnixMilli()
 	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
 	if sets[p.Key] == nil {
 		sets[p.Key] = pipe.Do(ctx, "pexpire", p.Key, p.TTL.Milliseconds(), "gt")
@@ -388,18 +394,28 @@ func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, 
 
 // readClock reads the server's clock before the first round that keeps a
 // member of a sorted set; after that each such round reads it on the way.
-// A failure leaves the skew unknown and zero: that round's scores are on
-// our clock, and the next round reads it again.
+// A failure leaves it unknown: that round's scores are on our wall clock,
+// and the next round reads it again.
 func (k *keeper) readClock(ctx context.Context) {
 	sent := time.Now()
-	k.setSkew(k.rdb.Time(ctx), sent)
+	k.setClock(k.rdb.Time(ctx), sent)
 }
 
-// setSkew records the skew that clock, a TIME sent at sent, shows. The
-// server read its clock after sent: the skew may come out too large by a
-// trip, which makes a member's lapse later by as much, never earlier.
-func (k *keeper) setSkew(clock *redis.TimeCmd, sent time.Time) {
+// setClock records the server's clock from clock, a TIME sent at sent.
+// The server read it after sent: the scores based on it may come out
+// later by a trip, never earlier.
+func (k *keeper) setClock(clock *redis.TimeCmd, sent time.Time) {
 	if t, err := clock.Result(); err == nil {
-		k.skew, k.skewKnown = t.Sub(sent), true
+		k.server, k.serverAt = t, sent
 	}
+}
+
+// serverNow returns the server's clock now, as far as the keeper knows it:
+// the last reading moved on by the monotonic time since; our wall clock
+// while it has none.
+func (k *keeper) serverNow() time.Time {
+	if k.server.IsZero() {
+		return k.wall()
+	}
+	return k.server.Add(time.Since(k.serverAt))
 }

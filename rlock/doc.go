@@ -43,10 +43,13 @@
 // Redis. A release that passes the lock to none of the process's
 // waiters (that bound reached, or none of them parked to take it) hands
 // it in Redis to the first waiter in line of another process, passing
-// over the process's own waiters there (they keep their places, and are
-// served first only when nobody else waits). A waiter elsewhere thus
-// waits for at most eight critical sections of a process, and two when
-// they are long. Neither is made with [WithFencing] (every hold takes a token of
+// over the process's own waiters there, however many (they keep their
+// places, and are served first only when nobody else waits). A waiter
+// elsewhere thus waits for at most eight critical sections of a process,
+// and two when they are long. Passing over many costs Redis time: with
+// 1000 handles of one client waiting, a release that ends a run takes
+// about 2ms in its script; goroutines sharing one handle wait in the
+// process and cost nothing of it. Neither is made with [WithFencing] (every hold takes a token of
 // its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
 // [Mutex.Unlock] from any goroutine.

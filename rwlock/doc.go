@@ -64,9 +64,11 @@
 // A waiting writer's announcement is kept alive by its process: while the
 // writer is parked, its client moves the announcements of all its parked
 // waiters WriterPatience ahead once a second, in one pipeline, as it
-// refreshes rlock and fairlock places in line (the time read from the
-// server's clock as of the last refresh: a cluster's nodes are taken to
-// agree on the time within much less than WriterPatience), and tells a
+// refreshes rlock and fairlock places in line (the server's clock as the
+// last refresh read it, moved on by the client's monotonic clock, so that
+// a step of the client's wall clock does not move an announcement; a
+// cluster's nodes are taken to agree on the time within much less than
+// WriterPatience), and tells a
 // waiter to attempt when its announcement is gone or the lock is free. So
 // a parked waiter makes no attempt to stay announced, while a writer that
 // crashed while waiting holds new readers back for at most WriterPatience

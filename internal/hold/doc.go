@@ -185,8 +185,8 @@
 // within maxPassTime of the run's start. Leaving means to another
 // process: a release that passes the lock to no waiter of the process
 // (the run ended, or none is parked to take it) names the process's
-// waiters (its cohort's owner ids, parked or attempting, at most
-// maxPassOver) to the script (rlock_unlock's ARGV[12..]), which grants
+// waiters (its cohort's owner ids, parked or attempting, every one of
+// them) to the script (rlock_unlock's ARGV[12..]), which grants
 // the lock past them, keeping their places, to the first live waiter of
 // another process, and to them only when there is none. Otherwise one of
 // them first in the Redis line would be granted the lock and start a

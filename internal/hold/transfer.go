@@ -186,11 +186,11 @@ func (l *Lock) takeTransfer() *Transfer {
 // (the bounds of local handoffs), or the releaser's hold is not valid for
 // long enough. When it makes no transfer (those reasons, or no waiter
 // parked to take it: all attempting, or not parked yet), it returns the
-// owner ids of the waiters of the client's other handles on the lock (at
-// most maxPassOver), for the grant in Redis to pass over: the lock leaves
-// the process. Otherwise, with one of them first in the Redis line, it
-// would stay in the process, for a fresh run. Both come from one look at
-// the client's waiters on the lock, under cohorts' lock.
+// owner ids of the waiters of the client's other handles on the lock, all
+// of them, for the grant in Redis to pass over: the lock leaves the
+// process. Otherwise, with one of them first in the Redis line, it would
+// stay in the process, for a fresh run. Both come from one look at the
+// client's waiters on the lock, under cohorts' lock.
 func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
@@ -205,19 +205,21 @@ func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
 	return nil, l.passOver(waiting)
 }
 
-// maxPassOver bounds the waiters a release asks Redis to pass over, and
-// so the work of its script, which reads the place of each it finds in
-// line: with more handles of one client waiting on one lock, those that
-// waited last are served as if they were another process's.
-const maxPassOver = 32
-
 // passOver returns the owner ids of the waiters of other handles among
 // waiting (the client's on the lock, parked or attempting: their places in
-// line stay), first parked first; nil when there are none.
+// line stay), first parked first; nil when there are none. There is no cap:
+// one left out that stands ahead of another process's waiter in line is
+// granted the lock and begins a fresh run, and the bound on how long other
+// processes wait is gone (with a cap of 32 and 48 handles waiting, a
+// waiter of another process held after 16 short critical sections of the
+// process instead of 8). The script's work grows with them: it reads the
+// name of each (a table entry) and the place of each it finds in line
+// ahead of the first live waiter of another process (an EXISTS), as the
+// client's keeper reads every parked waiter's place once a second.
 func (l *Lock) passOver(waiting []*candidate) []string {
 	var over []string
 	for _, cand := range waiting {
-		if cand.l != l && len(over) < maxPassOver {
+		if cand.l != l {
 			over = append(over, cand.l.k.Owner)
 		}
 	}

@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/auth"
+
+	"github.com/redisync/redisync/internal/keyslot"
 )
 
 // On a cluster the hub keeps one connection per primary that owns the slot
@@ -327,9 +330,7 @@ func (n *node) handle(v any) {
 	h.mu.Lock()
 	switch v := v.(type) {
 	case errorReply:
-		// Only SSUBSCRIBE, SUNSUBSCRIBE and PING are sent, and replies come
-		// in order: an error answers the oldest command not yet answered.
-		p, ok := n.popLocked()
+		p, ok := n.answeredLocked(string(v))
 		if !ok || p.kind != 's' || !n.carriesLocked(p.ch) {
 			break
 		}
@@ -395,6 +396,43 @@ func movedTo(msg string) (string, bool) {
 		return "", false
 	}
 	return f[2], true
+}
+
+// redirectSlot returns the slot a MOVED or ASK error names.
+func redirectSlot(msg string) (int, bool) {
+	f := strings.Fields(msg)
+	if len(f) != 3 || (f[0] != "MOVED" && f[0] != "ASK") {
+		return 0, false
+	}
+	slot, err := strconv.Atoi(f[1])
+	return slot, err == nil
+}
+
+// answeredLocked removes the command that an error reply answers and
+// returns it. Only SSUBSCRIBE, SUNSUBSCRIBE and PING are sent, and replies
+// come in order: an error answers the oldest command not yet answered.
+// Not quite always: after a slot left the node, Redis pushes an
+// unrequested "sunsubscribe" for each channel of it, and answers a
+// SUNSUBSCRIBE of one of them with -MOVED; a push read after such a
+// SUNSUBSCRIBE was sent takes its entry (handle cannot tell it from the
+// reply), and the -MOVED that follows answers a command no longer in
+// flight. A redirection names the slot of the channel it answers, so one
+// whose slot is not the oldest command's is that reply, and answers
+// nothing in flight: charged to the oldest command (say, the SSUBSCRIBE of
+// a channel of another slot), it would send that channel to the moved
+// slot's new owner. Another error names no slot and still goes to the
+// oldest; one charged wrongly that way costs a pause, as the channel is
+// then placed by the slot map.
+func (n *node) answeredLocked(msg string) (pending, bool) {
+	if len(n.inflight) == 0 {
+		return pending{}, false
+	}
+	if slot, ok := redirectSlot(msg); ok {
+		if p := n.inflight[0]; p.kind == 'p' || keyslot.Of(p.name) != slot {
+			return pending{}, false
+		}
+	}
+	return n.popLocked()
 }
 
 // popLocked removes the oldest command awaiting its reply.

@@ -128,3 +128,13 @@ func splitInline(line string) []string {
 	}
 	return out
 }
+
+// ReadCommand reads one command, as a client writes it, from r and
+// returns its arguments, for a test that looks at what a client sends.
+func ReadCommand(r *bufio.Reader) ([]string, error) {
+	f, err := readFrame(r)
+	if err != nil {
+		return nil, err
+	}
+	return f.args, nil
+}
