@@ -80,3 +80,18 @@ func Late(err error) (serverMs int64, ok bool) {
 // ErrLate reports a request that Redis refused because its deadline had
 // passed: it changed nothing.
 var ErrLate = errors.New("the request reached Redis after its deadline and changed nothing")
+
+// InTime runs a script with a deadline on clock's estimate of the server's
+// time (see RequestWindow). When Redis refused it as late, which changed
+// nothing, InTime learns the server's clock from the refusal and runs it
+// once more, with a deadline on that clock.
+func InTime(clock *ServerClock, run func(deadline int64) error) error {
+	for try := 0; ; try++ {
+		err := run(clock.Deadline(RequestWindow))
+		now, late := Late(err)
+		if !late || try == 1 {
+			return err
+		}
+		clock.Learn(now)
+	}
+}

@@ -7,6 +7,11 @@
 -- ARGV[1]  permit id
 -- ARGV[2]  lease in milliseconds
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[4]  the attempt's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          its caller has given the id up and may have released it)
+--          takes nothing and answers the error 'LATE <server time in ms>'
+--          (see internal.RequestWindow)
 --
 -- Expired permits are returned to the pool first; if that leaves permits
 -- available, waiters are notified with the count.
@@ -20,7 +25,7 @@
 -- error, raised before anything is written.
 
 local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
-local id, lease, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local id, lease, sharded, deadline = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 
 local raw = redis.call('get', permits)
 local total = 0
@@ -32,6 +37,9 @@ if raw then
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if now > deadline then
+  return redis.error_reply(string.format('LATE %d', now))
+end
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local available = total - redis.call('zcard', leases)
 

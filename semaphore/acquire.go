@@ -174,14 +174,9 @@ func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 // as late (the server's clock is not where this client thought it was),
 // nothing changed: inTime learns the server's clock and runs it once more.
 func (s *Semaphore) inTime(receipt string, run func(req script.Request) error) error {
-	for try := 0; ; try++ {
-		err := run(script.Request{Receipt: receipt, TTL: acquireReceiptTTL, Deadline: s.clock.Deadline(internal.RequestWindow)})
-		now, late := internal.Late(err)
-		if !late || try == 1 {
-			return err
-		}
-		s.clock.Learn(now)
-	}
+	return internal.InTime(&s.clock, func(deadline int64) error {
+		return run(script.Request{Receipt: receipt, TTL: acquireReceiptTTL, Deadline: deadline})
+	})
 }
 
 // receipt returns the receipt key of a new acquire request.

@@ -189,7 +189,11 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // unknown sets late, if not nil (see Acquire).
 func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool, late *atomic.Bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
-		res, err := script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
+		var res script.LeaseTaken
+		err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+			res, err = script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded, deadline).Result()
+			return err
+		})
 		*unset = err == nil && res.Unset
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}

@@ -215,7 +215,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
 			a.Seq = seq
-			g, err := l.k.Acquire(ctx, m, held, a)
+			g, err := l.acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			if a.Refused && l.k.Grants {
 				mark = g.Mark
@@ -324,13 +324,11 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	for range 2 {
-		granted, err := l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: l.clock.Deadline(internal.RequestWindow)})
-		if now, late := internal.Late(err); late {
-			// Refused unrun: the server's clock is not where this
-			// client thought it was.
-			l.clock.Learn(now)
-			continue
-		}
+		var granted bool
+		err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+			granted, err = l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: deadline})
+			return err
+		})
 		if granted && l.t.Held(m) == 0 {
 			// Its reply read, the script has run: no later wait of the
 			// handle has begun, so the level is this wait's grant. It
@@ -349,10 +347,24 @@ func (l *Lock) leave(ctx context.Context, m Mode) {
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
-		return l.k.Acquire(ctx, m, held, Asking{Seq: seq})
+		return l.acquire(ctx, m, held, Asking{Seq: seq})
 	})
 	internal.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
+}
+
+// acquire runs the acquire script once for mode m with a deadline (see
+// Asking.Deadline), and once more if Redis refused it as late (see
+// internal.InTime): a copy that Redis runs after the deadline, when the
+// handle has given the attempt up, takes nothing and joins no line.
+func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
+	var g Grant
+	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+		a.Deadline = deadline
+		g, err = l.k.Acquire(ctx, m, held, a)
+		return err
+	})
+	return g, err
 }
 
 // Probes returns what the modes of a lock of base b with the given number

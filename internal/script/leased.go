@@ -53,9 +53,11 @@ func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
 
 // LeasedAcquire runs leased_acquire.lua: take a permit for id with the given
 // lease, after returning expired permits to the pool. A repeated request
-// with the same id takes nothing more.
-func LeasedAcquire(ctx context.Context, c Processor, k LeasedKeys, id string, lease time.Duration, sharded bool) LeaseTakenCmd {
-	return LeaseTakenCmd{leasedAcquire.run(ctx, c, k.list(), id, ms(lease), flag(sharded))}
+// with the same id takes nothing more. A copy that runs after deadline
+// (server time in milliseconds) takes nothing: its caller has given the
+// id up and may have released it.
+func LeasedAcquire(ctx context.Context, c Processor, k LeasedKeys, id string, lease time.Duration, sharded bool, deadline int64) LeaseTakenCmd {
+	return LeaseTakenCmd{leasedAcquire.run(ctx, c, k.list(), id, ms(lease), flag(sharded), deadline)}
 }
 
 // LeasedRelease runs leased_release.lua: give back the permit of id and

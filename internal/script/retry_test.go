@@ -65,7 +65,7 @@ func TestRetriedLeasedAcquireRearmsLease(t *testing.T) {
 		rdb.Set(t.Context(), k.Permits, 1, 0)
 		acquire := func() {
 			t.Helper()
-			res, err := script.LeasedAcquire(t.Context(), rdb, k, "id", lease, false).Result()
+			res, err := script.LeasedAcquire(t.Context(), rdb, k, "id", lease, false, time.Now().Add(internal.RequestWindow).UnixMilli()).Result()
 			if err != nil || !res.OK {
 				t.Fatalf("acquire = %+v, %v", res, err)
 			}
