@@ -512,6 +512,9 @@ func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)
 		}
+		if rdb.PTTL(t.Context(), k).Val() == -1 {
+			t.Fatalf("fencing counter %q left without an expiry", k)
+		}
 	}
 }
 
