@@ -137,5 +137,8 @@
 // The scripts run unchanged on miniredis. miniredis expires keys only when
 // the test advances its clock with FastForward, and its TIME (which the
 // scripts use for waiter deadlines) follows SetTime; a test that wants
-// waiter deadlines to pass moves both.
+// waiter deadlines to pass moves both. So does one of [WithFencing]: a
+// token reads TIME, while the fencing counter expires by FastForward, and
+// a test that fast-forwards past the counter's lifetime with the time
+// standing still gets the last token again.
 package fairlock

@@ -172,4 +172,9 @@
 // The scripts run unchanged on miniredis, so tests of code using rlock can
 // run without a server. miniredis expires keys only when the test advances
 // its clock (FastForward), so leases never run out by themselves there.
+// With [WithFencing], a token reads miniredis's TIME, which follows
+// SetTime (the real clock if the test never set it), while the fencing
+// counter expires by FastForward: a test that sets the time and then
+// fast-forwards past the counter's lifetime gets the last token again,
+// unless it moves the time forward too.
 package rlock

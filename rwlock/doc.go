@@ -189,4 +189,9 @@
 // the test advances its clock (FastForward), so leases never run out by
 // themselves there; a waiting writer's or reader's announcement (and the
 // readers' turn) also ends when the clock is advanced past WriterPatience.
+// With [WithFencing], a token reads miniredis's TIME, which follows
+// SetTime (the real clock if the test never set it), while the fencing
+// counter expires by FastForward: a test that sets the time and then
+// fast-forwards past the counter's lifetime gets the last token again,
+// unless it moves the time forward too.
 package rwlock
