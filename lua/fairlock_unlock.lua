@@ -30,12 +30,12 @@
 -- and the grant lease, takes the next fencing token when its place asks
 -- for one (0 otherwise; the larger of the counter + 1 and the server's
 -- clock in microseconds, recorded in the hash's field '@token' as
--- fairlock_acquire records it) and publishes "g" .. token .. ":" .. mark on the
--- waiter's channel (ARGV[4] .. head, built here because the head is only
--- known inside the script): the mark its last refused attempt stored in
--- its place names the attempt the grant answers. A lock found free with
--- waiters in line (its holder's lease ran out) is granted the same way,
--- whoever calls.
+-- fairlock_acquire records it) and publishes "g" .. token .. ":" .. mark
+-- on the waiter's channel (ARGV[4] .. head, built here because the head
+-- is only known inside the script): the mark its last refused attempt
+-- stored in its place names the attempt the grant answers. A lock found
+-- free with waiters in line (its holder's lease ran out) is granted the
+-- same way, whoever calls.
 --
 -- The place is a key the script does not declare (the head is only known
 -- here): Redis Cluster allows it, in the slot of the declared keys, except
@@ -44,10 +44,9 @@
 -- migrating slot). While the fencing counter is absent (no fencing, or it
 -- expired) the whole script is refused before it runs (it is a declared
 -- key); otherwise GETDEL is called with pcall before the lock changes: on
--- such an error
--- the waiter goes back to the head, and the script fails with TRYAGAIN
--- having changed nothing but the removal of dead waiters; the caller
--- resends it.
+-- such an error the waiter goes back to the head, and the script fails
+-- with TRYAGAIN having changed nothing but the removal of dead waiters;
+-- the caller resends it.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
