@@ -20,12 +20,13 @@
 // expires a grant lease (3s) after its last attempt (its liveness when
 // the lock passes to it; its value names that attempt), and listens on a
 // channel of its own, redisync:{name}:chan:<owner id>. With
-// [WithFencing], the counter redisync:{name}:fence (which never expires)
-// hands out fencing tokens. Everything shares the hash tag {name}, so on a
-// Redis Cluster each lock lives in one slot. Every state change is one Lua
-// script (see package lua), and every script first drops the waiters whose
-// deadline has passed. When the lock is released and nobody waits, no key
-// is left but the fencing counter.
+// [WithFencing], the hold's fencing token is the hash's field "@token",
+// and the string redisync:{name}:fence keeps the name's last token for one
+// lease after it was taken (see Fencing tokens). Everything shares the
+// hash tag {name}, so on a Redis Cluster each lock lives in one slot.
+// Every state change is one Lua script (see package lua), and every
+// script first drops the waiters whose deadline has passed. When the lock is released and nobody waits, no key
+// is left but the fencing counter, which expires by itself.
 //
 // # Ownership
 //
@@ -82,6 +83,21 @@
 // waiter retries at once. A Lock that gives up after a grant reached it
 // in Redis releases it, and the lock passes on.
 //
+// # Fencing tokens
+//
+// With [WithFencing], every first acquisition (one that takes the lock, or
+// a release granting it to the head of the line) takes a new token, which
+// [Mutex.Token] returns while the hold lasts, as in package rlock: the
+// larger of the name's counter + 1 and the Redis server's clock (TIME) in
+// microseconds, stored back as the counter, which lives one lease after
+// the last token. Tokens strictly increase across all handles and
+// processes, and keep increasing when the counter expired or Redis lost
+// it (a restart without persistence, a failover to a replica that missed
+// it), as long as the server's clock has not been set back by more than
+// the time since the last token was taken (after a failover, the promoted
+// replica's clock must not be behind the old primary's by more than that
+// either).
+//
 // # Leases, the watchdog and loss
 //
 // As in rlock: without [WithLeaseTime], a hold has the lease
@@ -121,5 +137,8 @@
 // The scripts run unchanged on miniredis. miniredis expires keys only when
 // the test advances its clock with FastForward, and its TIME (which the
 // scripts use for waiter deadlines) follows SetTime; a test that wants
-// waiter deadlines to pass moves both.
+// waiter deadlines to pass moves both. So does one of [WithFencing]: a
+// token reads TIME, while the fencing counter expires by FastForward, and
+// a test that fast-forwards past the counter's lifetime with the time
+// standing still gets the last token again.
 package fairlock

@@ -67,7 +67,7 @@ func queueLen(t testing.TB, rdb redis.UniversalClient, name string) int {
 }
 
 // assertNoKeys fails t if any key of the lock but its fencing counter is
-// left in Redis.
+// left in Redis, or the counter has no expiry.
 func assertNoKeys(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -97,6 +97,9 @@ func assertNoKeys(t testing.TB, rdb redis.UniversalClient, name string) {
 	for _, k := range keys {
 		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)
+		}
+		if rdb.PTTL(ctx, k).Val() == -1 {
+			t.Fatalf("fencing counter %q left without an expiry", k)
 		}
 	}
 }

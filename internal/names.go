@@ -25,7 +25,9 @@ func NewNames(name string) Names {
 // Lock is the main key: the lock hash, or the semaphore's permit count.
 func (n Names) Lock() string { return n.tag }
 
-// Fence is the fencing-token counter; it never expires.
+// Fence is the fencing-token counter: the last token taken under the name,
+// which expires a lease after it was taken (a token is never below the
+// server's clock in microseconds, so the counter need not outlive it).
 func (n Names) Fence() string { return n.tag + ":fence" }
 
 // Channel is the unlock notification channel shared by all waiters.

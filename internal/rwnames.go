@@ -42,5 +42,6 @@ func (n Names) RWKeys(owner string) script.RWKeys {
 		Reader:        n.ReaderTimeout(owner),
 		ReadChannel:   n.Channel(),
 		WriterChannel: n.WriterChannel(),
+		Fence:         n.Fence(),
 	}
 }

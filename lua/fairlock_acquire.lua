@@ -4,14 +4,16 @@
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
 --          time in milliseconds after which the waiter counts as dead
--- KEYS[4]  fencing counter (never expires): touched when ARGV[3] == "1",
+-- KEYS[4]  fencing counter: the last token of the name, which expires a
+--          lease (ARGV[2]) after it was taken; touched when ARGV[3] == "1",
 --          or when a grant goes to a waiter that asked for fencing
 -- KEYS[5]  the owner's place: a string holding the mark of its last refused
 --          attempt (ARGV[9]), prefixed with "f" when a grant to it must
 --          take a fencing token; it lives the grant lease (or the waiter
 --          timeout, if shorter) from that attempt
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds (re-armed on re-entry)
+-- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
+--          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
@@ -52,9 +54,15 @@
 -- fairlock_unlock). An attempt whose mark is below it ran late itself:
 -- its caller has given up, so it changes nothing and is refused.
 --
+-- A fencing token is the larger of the counter + 1 and the server's clock
+-- in microseconds, stored back as the counter and recorded in the hash's
+-- field '@token' with the hold it belongs to (see rlock_acquire); a
+-- repeated first acquisition reports it from there.
+--
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
--- a grant, it is the counter's current value), or {0, wait}: wait is the
+-- a grant, it is the token the hold recorded, or a new one if it recorded
+-- none: a hold taken by an older version), or {0, wait}: wait is the
 -- holder's remaining lease; -1 when unknown. A blocking attempt's refusal
 -- is {0, wait, mark}: ARGV[9], which a grant to it names (see
 -- fairlock_unlock).
@@ -65,6 +73,20 @@ local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
+
+-- takeToken takes the next fencing token (see above), stores it as the
+-- counter for a lease, records it in the lock hash and returns it. A
+-- token is written with %.0f, never tostring(): it has 16 digits, and Lua
+-- prints 14.
+local function takeToken()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  local digits = string.format('%.0f', token)
+  redis.call('set', fence, digits, 'px', lease)
+  redis.call('hset', lock, '@token', digits)
+  return token
+end
 
 local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner)
 if state[2] then
@@ -91,7 +113,7 @@ if held then
   if held ~= expect then
     local token = 0
     if fencing and held == 1 then
-      token = tonumber(redis.call('get', fence) or 0)
+      token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, '@' .. owner, mark)
     redis.call('pexpire', lock, lease)
@@ -132,7 +154,7 @@ end
 if free and (not head or head == owner) then
   local token = 0
   if fencing then
-    token = redis.call('incr', fence)
+    token = takeToken()
   end
   redis.call('hset', lock, owner, 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
@@ -173,10 +195,10 @@ redis.call('lpop', queue)
 redis.call('zrem', timeouts, head)
 local token, granted = 0, entry
 if string.sub(entry, 1, 1) == 'f' then
-  token = redis.call('incr', fence)
+  token = takeToken()
   granted = string.sub(entry, 2)
 end
 redis.call('hset', lock, head, 1, '@' .. head, granted)
 redis.call('pexpire', lock, grantLease)
-redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. granted)
+redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, granted))
 return {0, grantLease, mark}

@@ -5,9 +5,11 @@
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
 -- KEYS[4]  fencing counter: a grant to a waiter that asked for fencing
---          takes its next value
+--          takes the next token (see fairlock_acquire), and the counter
+--          then lives ARGV[2] from now
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds, re-armed while holds remain
+-- ARGV[2]  lease in milliseconds, re-armed while holds remain; the fencing
+--          counter's lifetime
 -- ARGV[3]  the hold count the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
@@ -26,23 +28,25 @@
 -- dropped, so that dead waiters never hold the lock one grant lease after
 -- another), takes its place (GETDEL), makes it the holder with one level
 -- and the grant lease, takes the next fencing token when its place asks
--- for one (0 otherwise) and publishes "g" .. token .. ":" .. mark on the
--- waiter's channel (ARGV[4] .. head, built here because the head is only
--- known inside the script): the mark its last refused attempt stored in
--- its place names the attempt the grant answers. A lock found free with
--- waiters in line (its holder's lease ran out) is granted the same way,
--- whoever calls.
+-- for one (0 otherwise; the larger of the counter + 1 and the server's
+-- clock in microseconds, recorded in the hash's field '@token' as
+-- fairlock_acquire records it) and publishes "g" .. token .. ":" .. mark
+-- on the waiter's channel (ARGV[4] .. head, built here because the head
+-- is only known inside the script): the mark its last refused attempt
+-- stored in its place names the attempt the grant answers. A lock found
+-- free with waiters in line (its holder's lease ran out) is granted the
+-- same way, whoever calls.
 --
 -- The place is a key the script does not declare (the head is only known
 -- here): Redis Cluster allows it, in the slot of the declared keys, except
 -- while that slot migrates and the place is not on this node (moved ahead
 -- of the lock, or lapsed: Redis redirects a key it does not have in a
--- migrating slot). Without fencing the whole script is refused before it
--- runs (the absent fencing counter is a declared key); with it, GETDEL
--- is called with pcall before the lock changes: on such an error
--- the waiter goes back to the head, and the script fails with TRYAGAIN
--- having changed nothing but the removal of dead waiters; the caller
--- resends it.
+-- migrating slot). While the fencing counter is absent (no fencing, or it
+-- expired) the whole script is refused before it runs (it is a declared
+-- key); otherwise GETDEL is called with pcall before the lock changes: on
+-- such an error the waiter goes back to the head, and the script fails
+-- with TRYAGAIN having changed nothing but the removal of dead waiters;
+-- the caller resends it.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
@@ -103,17 +107,29 @@ local function live(releasing)
   end
 end
 
+-- takeToken takes the next fencing token (see fairlock_acquire), stores it
+-- as the counter for a lease and returns it. A token is written with %.0f,
+-- never tostring(): it has 16 digits, and Lua prints 14.
+local function takeToken()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  redis.call('set', fence, string.format('%.0f', token), 'px', lease)
+  return token
+end
+
 -- grant makes head, a live waiter whose place held entry, the holder of
 -- the free lock, and returns its token and mark.
 local function grant(head, entry)
   local token, mark = 0, entry
   if string.sub(entry, 1, 1) == 'f' then
-    token = redis.call('incr', fence)
+    token = takeToken()
     mark = string.sub(entry, 2)
+    redis.call('hset', lock, '@token', string.format('%.0f', token))
   end
   redis.call('hset', lock, head, 1, '@' .. head, mark)
   redis.call('pexpire', lock, grantLease)
-  redis.call(sharded and 'spublish' or 'publish', prefix .. head, 'g' .. token .. ':' .. mark)
+  redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, mark))
   return token, mark
 end
 

@@ -6,9 +6,11 @@
 --          waiter counts as live, holding the mark of its last refused
 --          attempt (ARGV[6]), prefixed with "f" when a grant to it must
 --          take a fencing token
--- KEYS[4]  fencing counter (never expires; touched when ARGV[3] == "1")
+-- KEYS[4]  fencing counter: the last token of the name, which expires a
+--          lease (ARGV[2]) after it was taken; touched when ARGV[3] == "1"
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds (re-armed on re-entry)
+-- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
+--          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
 --          have a grant to this waiter take one
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
@@ -36,6 +38,14 @@
 -- its reply: its caller has given up, so it changes nothing and is
 -- refused.
 --
+-- A fencing token is the larger of the counter + 1 and the server's clock
+-- (TIME) in microseconds, and is stored back as the counter: tokens keep
+-- increasing while the counter lives, and, once it has expired or was lost
+-- with Redis's data, as long as the server's clock has not been set back
+-- by more than the time since the last token. The hold records its token
+-- in the hash's field '@token', so that it lives exactly as long as the
+-- hold, and a repeated first acquisition reports it from there.
+--
 -- A free lock goes to the caller, whoever waits: a newcomer may take a
 -- lock it finds free (a release never leaves it free while a live waiter
 -- is in line: it grants it to the first). The caller's own place in line,
@@ -43,8 +53,8 @@
 --
 -- Returns {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition or a
--- grant it is the counter's current value, which is this hold's token
--- because nobody else can have acquired since), or {0, pttl} when another
+-- grant it is the token the hold recorded, or a new one if it recorded
+-- none: a hold taken by an older version), or {0, pttl} when another
 -- owner holds it (pttl is -1 when the key has no expiry); a blocking
 -- attempt's refusal is {0, pttl, mark}: ARGV[6], now stored in the
 -- waiter's place, which a grant to it names (see rlock_unlock).
@@ -63,13 +73,27 @@ local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, mark = tonumber(ARGV[5]), ARGV[6]
 
+-- takeToken takes the next fencing token (see above), stores it as the
+-- counter for a lease, records it in the lock hash and returns it. A
+-- token is written with %.0f, never tostring(): it has 16 digits, and Lua
+-- prints 14.
+local function takeToken()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  local digits = string.format('%.0f', token)
+  redis.call('set', fence, digits, 'px', lease)
+  redis.call('hset', lock, '@token', digits)
+  return token
+end
+
 -- PTTL first: it tells a free lock (-2) from a held one and is the reply
 -- to a waiter.
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   local token = 0
   if fencing then
-    token = redis.call('incr', fence)
+    token = takeToken()
   end
   redis.call('hset', lock, owner, 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
@@ -94,7 +118,7 @@ if held then
   if held ~= expect then
     local token = 0
     if fencing and held == 1 then
-      token = tonumber(redis.call('get', fence) or 0)
+      token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, '@' .. owner, mark)
     redis.call('pexpire', lock, lease)

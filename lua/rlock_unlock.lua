@@ -4,11 +4,13 @@
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list: owner ids, oldest first
 -- KEYS[3]  fencing counter: a grant to a waiter that asked for fencing
---          takes its next value
+--          takes the next token (see rlock_acquire), and the counter then
+--          lives ARGV[2] from now
 -- KEYS[4]  the lock's release channel, for those who watch the lock
 --          without standing in line (a group of locks, older clients)
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds, re-armed while holds remain
+-- ARGV[2]  lease in milliseconds, re-armed while holds remain; the fencing
+--          counter's lifetime
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[4]  the hold count the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
@@ -57,7 +59,9 @@
 -- is dropped, as is the releasing owner's own place left by a Lock whose
 -- leave failed), makes that waiter the holder with one level and the grant
 -- lease, takes the next fencing token when its place asks for one (0
--- otherwise) and publishes "g" .. token .. ":" .. mark on the waiter's
+-- otherwise; the larger of the counter + 1 and the server's clock in
+-- microseconds, recorded in the hash's field '@token' as rlock_acquire
+-- records it) and publishes "g" .. token .. ":" .. mark on the waiter's
 -- channel: the mark its last refused attempt stored in its place names
 -- the attempt the grant answers, so that a message read late is never
 -- taken for a later attempt's grant. A release that leaves the lock free
@@ -147,17 +151,31 @@ local function restore()
   end
 end
 
+-- Takes the next fencing token (see rlock_acquire), stores it as the
+-- counter for a lease and returns it. A token is written with %.0f, never
+-- tostring(): it has 16 digits, and Lua prints 14.
+local function takeToken()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  redis.call('set', fence, string.format('%.0f', token), 'px', lease)
+  return token
+end
+
 -- Makes the waiter whose place held entry the holder, and tells it.
 local function grant(head, entry)
   local token, mark = 0, entry
   if string.sub(entry, 1, 1) == 'f' then
-    token = redis.call('incr', fence)
+    token = takeToken()
     mark = string.sub(entry, 2)
   end
   redis.call('del', lock)
   redis.call('hset', lock, head, 1, '@' .. head, mark)
+  if token > 0 then
+    redis.call('hset', lock, '@token', string.format('%.0f', token))
+  end
   redis.call('pexpire', lock, grantLease)
-  redis.call(publish, prefix .. head, 'g' .. token .. ':' .. mark)
+  redis.call(publish, prefix .. head, string.format('g%.0f:%s', token, mark))
   return {0, head, token, mark}
 end
 

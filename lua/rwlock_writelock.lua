@@ -7,6 +7,8 @@
 -- KEYS[3]  the caller's read timeout key: its read lease
 -- KEYS[4]  zset of the readers whose turn it is (see rwlock_writeunlock):
 --          member = owner id, score = when its announcement lapses
+-- KEYS[5]  fencing counter: the last token of the name, which expires a
+--          lease (ARGV[2]) after it was taken; touched when ARGV[7] == "1"
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (a re-entry re-arms it, and the owner's
 --          read lease with it)
@@ -21,28 +23,38 @@
 --          renews it, and the waiter's client while it is parked
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
+-- ARGV[7]  "1": take a fencing token on a first write acquisition
 --
 -- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
 -- attempt that took, re-entered or reported the write holds, as
 -- rwlock_readlock keeps it for read holds (see there); an attempt whose
 -- mark is below the owner's mark of either mode ran late, and is refused.
 --
+-- A first write acquisition with fencing takes a token: the larger of the
+-- counter + 1 and the server's clock in microseconds, stored back as the
+-- counter, as rlock_acquire takes it, and recorded in the hash's field
+-- '@token' for as long as the write hold lasts (rwlock_writeunlock drops
+-- it); a repeated first acquisition reports it from there.
+--
 -- A free lock is not taken while it is the turn of readers that waited
 -- behind the last write hold and have not come yet (and have not
 -- lapsed): they go first, as with sync.RWMutex.
 --
--- Returns {1, reads, writes}, the owner's hold counts, when it holds the
--- write lock afterwards (its own announcement is then withdrawn); {0, pttl}
--- when another owner holds the lock in either mode, or it is the readers'
--- turn (pttl of whatever holds the caller back, -1 when unknown);
+-- Returns {1, reads, writes, token}, the owner's hold counts and, for a
+-- first write acquisition with fencing, its token (0 otherwise; on a
+-- repeated first acquisition, the token the hold recorded), when it holds
+-- the write lock afterwards (its own announcement is then withdrawn);
+-- {0, pttl} when another owner holds the lock in either mode, or it is
+-- the readers' turn (pttl of whatever holds the caller back, -1 when
+-- unknown);
 -- {-1, 0} when the caller holds a read lock but not the write lock: an
 -- upgrade, which would wait for itself, is refused and nothing changes.
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE before anything is written.
 
-local lock, writers, timeout, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local lock, writers, timeout, turn, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local announce, patience, mark = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
+local announce, patience, mark, fencing = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local mode = redis.call('hget', lock, 'mode')
@@ -70,13 +82,31 @@ local function readersTurn()
   return redis.call('exists', turn) == 1
 end
 
+-- takeToken takes the next fencing token (see above), stores it as the
+-- counter for a lease, records it in the lock hash and returns it. A
+-- token is written with %.0f, never tostring(): it has 16 digits, and Lua
+-- prints 14.
+local function takeToken()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  local digits = string.format('%.0f', token)
+  redis.call('set', fence, digits, 'px', lease)
+  redis.call('hset', lock, '@token', digits)
+  return token
+end
+
 local wait = lock
 if not mode then
   if not readersTurn() then
+    local token = 0
+    if fencing then
+      token = takeToken()
+    end
     redis.call('hset', lock, 'mode', 'write', wfield, 1, '@' .. wfield, mark)
     redis.call('pexpire', lock, lease)
     redis.call('zrem', writers, owner)
-    return {1, 0, 1}
+    return {1, 0, 1, token}
   end
   wait = turn
 elseif mode == 'write' then
@@ -90,8 +120,11 @@ elseif mode == 'write' then
     if reading() then
       reads = tonumber(redis.call('hget', lock, rfield))
     end
+    local token = 0
     if writes == expect then
       writes = writes + 1
+    elseif fencing and writes == 1 then
+      token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, wfield, writes, '@' .. wfield, mark)
     if redis.call('pttl', lock) < lease then
@@ -100,7 +133,7 @@ elseif mode == 'write' then
     if reads > 0 then
       redis.call('pexpire', timeout, lease)
     end
-    return {1, reads, writes}
+    return {1, reads, writes, token}
   end
 elseif reading() then
   return {-1, 0}

@@ -20,7 +20,9 @@
 --          attempt's mark (see rwlock_readlock)
 --
 -- On the last write level, an owner that also holds read locks stays a
--- reader (a downgrade); otherwise the lock is deleted. Either way every
+-- reader (a downgrade), and the write hold's fencing token ('@token', see
+-- rwlock_writelock) goes with the write hold; otherwise the lock is
+-- deleted. Either way every
 -- waiting reader and one waiting writer per subscribed process are woken,
 -- and the writers' announcements are cleared: the readers that waited
 -- behind this writer get their turn, and writers still waiting announce
@@ -74,7 +76,7 @@ if redis.call('exists', readers) == 1 then
   end
 end
 if reads > 0 then
-  redis.call('hdel', lock, wfield, '@' .. wfield)
+  redis.call('hdel', lock, wfield, '@' .. wfield, '@token')
   redis.call('hset', lock, 'mode', 'read')
   redis.call('pexpire', lock, redis.call('pttl', timeout))
 else

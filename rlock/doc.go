@@ -12,12 +12,13 @@
 // redisync:{name}:place:<owner id>, which expires [WaiterTimeout] after its
 // last attempt (its liveness; its value names that attempt), and listens
 // on a channel of its own, redisync:{name}:chan:<owner id>. With
-// [WithFencing], the counter redisync:{name}:fence (which never expires)
-// hands out fencing tokens. Every key and channel shares the hash tag
-// {name}, so on a Redis Cluster each lock lives in one slot and its
-// scripts never fail with CROSSSLOT. Every state change is one Lua script
+// [WithFencing], the hold's fencing token is the hash's field "@token",
+// and the string redisync:{name}:fence keeps the name's last token for one
+// lease after it was taken (see Fencing tokens). Every key and channel
+// shares the hash tag {name}, so on a Redis Cluster each lock lives in
+// one slot and its scripts never fail with CROSSSLOT. Every state change is one Lua script
 // (see package lua). When the lock is free and nobody waits, no key is
-// left but the fencing counter.
+// left but the fencing counter, which expires by itself.
 //
 // # Ownership
 //
@@ -118,6 +119,25 @@
 // script instead, which sets the hold's own lease (and waits for the
 // replicas).
 //
+// # Fencing tokens
+//
+// With [WithFencing], every first acquisition (a Lock or TryLock that
+// takes the lock, or a release granting it to the handle) takes a new
+// token, which [Mutex.Token] returns while the hold lasts: the larger of
+// the name's counter + 1 and the Redis server's clock (TIME) in
+// microseconds, stored back as the counter. Tokens therefore strictly
+// increase across all handles and processes, and they keep increasing
+// when the counter is gone, whether it expired (it lives one lease after
+// the last token) or Redis lost it (a restart without persistence, a
+// failover to a replica that missed it), on one condition: the server's
+// clock has not been set back by more than the time since the last token
+// was taken (after a failover, the promoted replica's clock must not be
+// behind the old primary's by more than that either). Tokens are 16-digit
+// numbers (below 2^53, so exact in a float64 too), and overtake a counter
+// an earlier redisync release left. An acquisition retried after a lost
+// reply reports the token the hold got, which the hold records in its
+// hash.
+//
 // # Leases, the watchdog and loss
 //
 // Without [WithLeaseTime], a hold has the lease [WithWatchdogTimeout]
@@ -155,4 +175,9 @@
 // The scripts run unchanged on miniredis, so tests of code using rlock can
 // run without a server. miniredis expires keys only when the test advances
 // its clock (FastForward), so leases never run out by themselves there.
+// With [WithFencing], a token reads miniredis's TIME, which follows
+// SetTime (the real clock if the test never set it), while the fencing
+// counter expires by FastForward: a test that sets the time and then
+// fast-forwards past the counter's lifetime gets the last token again,
+// unless it moves the time forward too.
 package rlock

@@ -512,6 +512,9 @@ func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)
 		}
+		if rdb.PTTL(t.Context(), k).Val() == -1 {
+			t.Fatalf("fencing counter %q left without an expiry", k)
+		}
 	}
 }
 
@@ -544,7 +547,8 @@ func TestGrantToFixedLeaseWaiter(t *testing.T) {
 	mustUnlock(t, waiter)
 }
 
-// A grant takes the next fencing token, and the grantee's Token is it.
+// A grant takes a new fencing token, above the releaser's, and the
+// grantee's Token is it: the one its hold records in Redis.
 func TestGrantTakesFencingToken(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)
@@ -553,8 +557,13 @@ func TestGrantTakesFencingToken(t *testing.T) {
 	first := holder.Token()
 	waiter := rlock.New(srv.NewClient(t), name, rlock.WithFencing())
 	grantTo(t, holder, waiter)
-	if tok := waiter.Token(); tok != first+1 {
-		t.Fatalf("grantee's token %d, want %d", tok, first+1)
+	tok := waiter.Token()
+	if tok <= first {
+		t.Fatalf("grantee's token %d, want above the releaser's %d", tok, first)
+	}
+	n := internal.NewNames(name)
+	if got := srv.NewClient(t).HGet(t.Context(), n.Lock(), "@token").Val(); got != strconv.FormatUint(tok, 10) {
+		t.Fatalf("the hold records token %q, want the grantee's %d", got, tok)
 	}
 	mustUnlock(t, waiter)
 }

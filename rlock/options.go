@@ -35,11 +35,13 @@ func WithLeaseTime(d time.Duration) Option { return keep(hold.LeaseTime("rlock",
 // DefaultWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTimeout("rlock", d)) }
 
-// WithFencing makes every first acquisition take the next value of a
-// per-name counter that never expires; Token returns it. Tokens strictly
-// increase across all handles and processes, so a resource that remembers
-// the highest token it has seen can refuse a stale holder. The default is
-// no fencing.
+// WithFencing makes every first acquisition take a new fencing token,
+// which Token returns: the larger of the name's counter + 1 and the Redis
+// server's clock in microseconds. Tokens strictly increase across all
+// handles and processes, and across Redis losing its data (see the package
+// doc for the condition on the server's clock), so a resource that
+// remembers the highest token it has seen can refuse a stale holder. The
+// default is no fencing.
 func WithFencing() Option {
 	return func(c *config) { c.fencing = true }
 }

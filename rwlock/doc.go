@@ -15,14 +15,18 @@
 // Next to each count, @r:<owner> or @w:<owner> holds the number of the
 // handle's latest attempt that took or re-entered those holds, so that a
 // give-back of an earlier attempt, run late by a stalled Redis, leaves
-// them alone. Every reading handle also has a timeout key, redisync:{name}:reader:<owner>,
+// them alone. With [WithFencing], a write hold's fencing token is the
+// field @token, and the string redisync:{name}:fence keeps the name's last
+// token for one lease after it was taken (see Fencing tokens). Every
+// reading handle also has a timeout key, redisync:{name}:reader:<owner>,
 // whose expiry is its read lease. The hash expires with the longest lease
 // of its holders: each acquisition or renewal pushes its expiry out to at
 // least the new lease, and whenever a reader leaves the expiry is
 // recomputed from the remaining readers' timeout keys, dropping readers
 // whose lease has run out. So a crashed reader holds the lock only until
 // its own lease ends, a reader leaving never cuts short the lease of one
-// that stays, and after the last release no key of the lock remains.
+// that stays, and after the last release no key of the lock remains but
+// the fencing counter, which expires by itself.
 //
 // Waiting writers announce themselves in a sorted set,
 // redisync:{name}:writers, and waiting readers in redisync:{name}:readers;
@@ -116,6 +120,23 @@
 // preference instead of standing in a line. A woken waiter tries again,
 // one more round trip than a grant.
 //
+// # Fencing tokens
+//
+// With [WithFencing], every first write acquisition takes a new token,
+// which [RWMutex.Token] returns while the write hold lasts, as rlock's
+// WithFencing does: the larger of the name's counter + 1 and the Redis
+// server's clock (TIME) in microseconds, stored back as the counter,
+// which lives one lease after the last token. Tokens strictly increase
+// across all handles and processes, and keep increasing when the counter
+// expired or Redis lost it (a restart without persistence, a failover to
+// a replica that missed it), as long as the server's clock has not been
+// set back by more than the time since the last token was taken (after a
+// failover, the promoted replica's clock must not be behind the old
+// primary's by more than that either). Read holds take no token: readers
+// share the lock, so a token per reader would not tell a stale reader
+// from a live one. A writer that downgrades keeps its read holds, not
+// its token.
+//
 // # Leases, the watchdog and loss
 //
 // Without [WithLeaseTime], holds have the lease [WithWatchdogTimeout] (30s by
@@ -159,13 +180,10 @@
 //
 // # What rlock has and RWMutex has not
 //
-// RWMutex has no fencing token (Token, WithFencing), no IsHeld or HoldCount,
-// and no WithReplicaAck. A token orders exclusive holders; readers share the
-// lock, so one token per read hold would not tell a stale reader from a live
-// one, and a token for writers alone is not built yet. Guard a resource that
-// must refuse stale writers with an rlock.Mutex and its WithFencing around
-// the write. [RWMutex.IsLocked] and [RWMutex.TTL] report the lock in either
-// mode; Done reports this handle's hold.
+// RWMutex has no IsHeld or HoldCount, no WithReplicaAck, and fencing
+// tokens for write holds only (see Fencing tokens). [RWMutex.IsLocked] and
+// [RWMutex.TTL] report the lock in either mode; Done reports this handle's
+// hold.
 //
 // # Testing with miniredis
 //
@@ -173,4 +191,9 @@
 // the test advances its clock (FastForward), so leases never run out by
 // themselves there; a waiting writer's or reader's announcement (and the
 // readers' turn) also ends when the clock is advanced past WriterPatience.
+// With [WithFencing], a token reads miniredis's TIME, which follows
+// SetTime (the real clock if the test never set it), while the fencing
+// counter expires by FastForward: a test that sets the time and then
+// fast-forwards past the counter's lifetime gets the last token again,
+// unless it moves the time forward too.
 package rwlock

@@ -24,6 +24,7 @@ type Option func(*config)
 
 type config struct {
 	hold.Keeping
+	fencing bool
 }
 
 // keep makes a shared option one of this package.
@@ -42,6 +43,18 @@ func WithLeaseTime(d time.Duration) Option { return keep(hold.LeaseTime("rwlock"
 // holder, reader or writer, blocks others. d must be at least 30ms. The
 // default is DefaultWatchdogTimeout.
 func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTimeout("rwlock", d)) }
+
+// WithFencing makes every first write acquisition take a fencing token,
+// which [RWMutex.Token] returns while the write hold lasts: the larger of
+// the name's counter + 1 and the Redis server's clock in microseconds.
+// Tokens strictly increase across all handles and processes, and across
+// Redis losing its data (see the package doc for the condition on the
+// server's clock), so a resource that remembers the highest token it has
+// seen can refuse a stale writer. Read holds take no token. The default is
+// no fencing.
+func WithFencing() Option {
+	return func(c *config) { c.fencing = true }
+}
 
 // WithOnLost sets a function called once when a hold is lost rather than
 // released: its lease ran out, someone force-unlocked it, or renewals kept

@@ -42,7 +42,7 @@ func testRetriedScripts(t *testing.T, e env) {
 		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
 	}
 	for range 2 {
-		res, err := script.RWWriteLock(ctx, rdb, keys, "o", time.Minute, 0, false, time.Second, 1).Result()
+		res, err := script.RWWriteLock(ctx, rdb, keys, "o", time.Minute, false, 0, false, time.Second, 1).Result()
 		if err != nil || !res.OK || res.Writes != 1 {
 			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
 		}
@@ -130,7 +130,7 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 				t.Helper()
 				var cmd script.RWHoldsCmd // the wrappers run the script at once
 				if mode == "write" {
-					cmd = script.RWWriteLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1)
+					cmd = script.RWWriteLock(ctx, rdb, keys, "o", lease, false, 0, false, time.Second, 1)
 				} else {
 					cmd = script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1)
 				}

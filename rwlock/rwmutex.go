@@ -42,10 +42,10 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 	if m == hold.Shared {
 		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
 	} else {
-		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
+		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.cfg.fencing, held, a.Blocking, WriterPatience, a.Seq)
 	}
 	res, err := cmd.Result()
-	g := hold.Grant{OK: res.OK, Levels: levels(res), Wait: res.Wait}
+	g := hold.Grant{OK: res.OK, Levels: levels(res), Token: res.Token, Wait: res.Wait}
 	if res.Upgrade {
 		g.Refused = ErrUpgradeNotSupported
 	}

@@ -297,7 +297,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {
@@ -578,4 +578,62 @@ func TestDoMini(t *testing.T) {
 		t.Fatalf("IsLocked after Do and RDo = %v, %v; want free", locked, err)
 	}
 	assertNoKeysMini(t, rdb, "do")
+}
+
+// With WithFencing every first write acquisition takes a new token,
+// above every earlier one also after Redis lost the counter, and Token
+// returns it while the write hold lasts: a re-entry keeps it, read holds
+// (a downgraded writer's included) have none, and neither has a handle
+// without fencing.
+func TestFencingMini(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	w := rwlock.New(rdb, "fence", rwlock.WithFencing())
+	mustLock(t, w)
+	first := w.Token()
+	if first == 0 {
+		t.Fatal("a write hold with fencing has no token")
+	}
+	mustUnlock(t, w)
+	if w.Token() != 0 {
+		t.Fatal("Token not 0 after the release")
+	}
+	mustRLock(t, w)
+	if w.Token() != 0 {
+		t.Fatal("a read hold has a token")
+	}
+	mustRUnlock(t, w)
+
+	wctx, wend := writeHold(t, w)
+	second := w.Token()
+	if second <= first {
+		t.Fatalf("second write hold's token %d, want above %d", second, first)
+	}
+	if err := w.Lock(wctx); err != nil || w.Token() != second {
+		t.Fatalf("re-entry = %v, token %d; want the hold's %d", err, w.Token(), second)
+	}
+	if err := w.Unlock(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RLock(wctx); err != nil { // a downgrade
+		t.Fatal(err)
+	}
+	wend()
+	if w.Token() != 0 {
+		t.Fatalf("Token %d after the write hold ended, its read hold left; want 0", w.Token())
+	}
+	mustRUnlock(t, w)
+
+	mr.FlushAll() // Redis lost its data, the counter with it
+	other := rwlock.New(rdb, "fence", rwlock.WithFencing())
+	mustLock(t, other)
+	if tok := other.Token(); tok <= second {
+		t.Fatalf("token after the data loss %d, want above %d", tok, second)
+	}
+	mustUnlock(t, other)
+	plain := rwlock.New(rdb, "fence")
+	if ok, err := plain.TryLock(ctx); !ok || err != nil || plain.Token() != 0 {
+		t.Fatalf("TryLock without fencing = %v, %v, token %d; want held, no token", ok, err, plain.Token())
+	}
+	mustUnlock(t, plain)
 }

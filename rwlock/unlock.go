@@ -61,6 +61,11 @@ func (rw *RWMutex) TTL(ctx context.Context) (time.Duration, error) { return rw.l
 // handle holds nothing it returns a closed channel.
 func (rw *RWMutex) Done() <-chan struct{} { return rw.l.Done() }
 
+// Token returns the fencing token of the handle's current write hold (see
+// [WithFencing]): 0 without fencing, or when the handle holds no write
+// lock (read holds, a downgraded writer's included, have none).
+func (rw *RWMutex) Token() uint64 { return rw.l.Token() }
+
 // Do write-locks rw (or re-enters the write hold ctx carries), runs fn
 // with a ctx that carries the hold and is cancelled if it is lost, and
 // unlocks. With fn's ctx, Lock re-enters the hold and RLock downgrades

@@ -19,8 +19,8 @@ const inspectAbout = `
 Shows what each named lock, semaphore or latch is in Redis: its kind,
 holders and hold counts, TTL, the fair lock's queue with deadlines, the
 read-write lock's mode and readers, the semaphore's permits, the latch's
-count, the fencing counter, and how many clients are subscribed waiting for
-it. Keys it cannot explain are listed raw.
+count, the current hold's fencing token and the fencing counter, and how
+many clients are subscribed waiting for it. Keys it cannot explain are listed raw.
 NAME is the name given to New in the code ("orders:42"), not a Redis key.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
@@ -48,7 +48,9 @@ type report struct {
 	Queue       []queued `json:"queue,omitempty"`
 	Permits     *int64   `json:"permits,omitempty"`
 	Count       *int64   `json:"count,omitempty"` // a latch's count
-	Fence       *int64   `json:"fence,omitempty"`
+	Token       *int64   `json:"token,omitempty"` // the current (write) hold's fencing token
+	Fence       *int64   `json:"fence,omitempty"` // the fencing counter: the last token handed out
+	fenceTTLms  int64    // the counter's expiry
 	Subscribers int64    `json:"subscribers"` // subscriptions to the unlock channel and the queued waiters' own
 	Keys        []*key   `json:"keys"`
 	note        string   // shown after the kind in text
@@ -158,7 +160,13 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	}
 	if k := byName[n.Fence()]; k != nil && k.Type == "string" {
 		if v, ok := parseInt(k.Value); ok {
-			r.Fence, k.explained = &v, true
+			r.Fence, r.fenceTTLms, k.explained = &v, k.TTLms, true
+		}
+	}
+	if k := byName[n.Lock()]; k != nil && k.Type == "hash" {
+		h, _ := k.Value.(map[string]string)
+		if v, ok := parseInt(h[tokenField]); ok {
+			r.Token = &v
 		}
 	}
 	r.Kind = kindUnknown
@@ -316,9 +324,13 @@ func parseInt(v any) (int64, bool) {
 	return n, err == nil
 }
 
+// tokenField is the field of a lock hash that holds the fencing token of
+// its (write) hold.
+const tokenField = "@token"
+
 // holdersOf reads a lock hash (owner id -> hold count, "@" owner id ->
-// attempt mark), skipping the given fields; values that are no integer
-// are returned as count 0.
+// attempt mark, and "@token"), skipping the given fields; values that are
+// no integer are returned as count 0.
 func holdersOf(h map[string]string, skip ...string) []holder {
 	var hs []holder
 	for id, v := range h {
@@ -386,8 +398,15 @@ func (r *report) writeText(w io.Writer) {
 	} else if r.Subscribers > 0 {
 		line("waiting", "%d subscription(s) to the unlock channel or a queued waiter's own", r.Subscribers)
 	}
+	if r.Token != nil {
+		line("token", "%d (the current hold's fencing token)", *r.Token)
+	}
 	if r.Fence != nil {
-		line("fence", "%d (last fencing token handed out)", *r.Fence)
+		expiry := "expires in " + fmtTTL(r.fenceTTLms)
+		if r.fenceTTLms < 0 {
+			expiry = "no expiry: left by an older release"
+		}
+		line("fence", "%d (last fencing token handed out; %s)", *r.Fence, expiry)
 	}
 	for _, k := range r.Keys {
 		if !k.explained {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,11 @@ func TestInspectHeldRLock(t *testing.T) {
 		if r.Fence == nil || *r.Fence != int64(holder.Token()) {
 			t.Errorf("fence = %v, want the holder's token %d", r.Fence, holder.Token())
 		}
+		if r.Token == nil || *r.Token != int64(holder.Token()) {
+			t.Errorf("token = %v, want the holder's %d", r.Token, holder.Token())
+		}
 		stdout, _ := mustRun(t, exitOK, b.args("inspect", name)...)
-		for _, want := range []string{"kind         mutex", "waiters in line", owners[0] + "  holds 2", "ttl          ", "fence", "1. "} {
+		for _, want := range []string{"kind         mutex", "waiters in line", owners[0] + "  holds 2", "ttl          ", "fence", "expires in", "token        " + strconv.FormatUint(holder.Token(), 10), "1. "} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("text output lacks %q:\n%s", want, stdout)
 			}

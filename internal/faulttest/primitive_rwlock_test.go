@@ -24,6 +24,9 @@ var rwlockPrimitive = primitive{
 	notHeld:   func(err error) bool { return errors.Is(err, rwlock.ErrNotHeld) },
 	reentrant: true,
 	leased:    true,
+	fenced: func(rdb redis.UniversalClient, name string, lease time.Duration) fencedLocker {
+		return rwlock.New(rdb, name, rwlock.WithWatchdogTimeout(lease), rwlock.WithFencing())
+	},
 }
 
 func init() { primitives = append(primitives, rwlockPrimitive) }

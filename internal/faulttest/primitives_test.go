@@ -57,6 +57,8 @@ type primitive struct {
 	// whether err says an acquisition was not acknowledged.
 	newAcked  func(rdb redis.UniversalClient, name string, lease time.Duration, replicas int, timeout time.Duration) locker
 	ackFailed func(err error) bool
+	// fenced, if set, is new with fencing tokens (WithFencing).
+	fenced func(rdb redis.UniversalClient, name string, lease time.Duration) fencedLocker
 }
 
 // primitives is every primitive the suite runs against.
@@ -86,6 +88,9 @@ var rlockPrimitive = primitive{
 		return rlock.New(rdb, name, rlock.WithWatchdogTimeout(lease), rlock.WithReplicaAck(replicas, timeout))
 	},
 	ackFailed: func(err error) bool { return errors.Is(err, rlock.ErrNotReplicated) },
+	fenced: func(rdb redis.UniversalClient, name string, lease time.Duration) fencedLocker {
+		return rlock.New(rdb, name, rlock.WithWatchdogTimeout(lease), rlock.WithFencing())
+	},
 }
 
 var fairlockPrimitive = primitive{
@@ -99,6 +104,9 @@ var fairlockPrimitive = primitive{
 	reentrant: true,
 	grants:    true,
 	leased:    true,
+	fenced: func(rdb redis.UniversalClient, name string, lease time.Duration) fencedLocker {
+		return fairlock.New(rdb, name, fairlock.WithWatchdogTimeout(lease), fairlock.WithFencing())
+	},
 }
 
 // leasedPrimitive is a Leased semaphore with one permit, taken with lease

@@ -154,11 +154,13 @@ func (t *Tracker) Done() <-chan struct{} {
 	return t.cur.done
 }
 
-// Token returns the fencing token of the current hold; 0 when none.
+// Token returns the fencing token of the current hold; 0 when none, or
+// when the hold has no exclusive level (a read-write lock's write hold
+// ended, its downgraded read holds remaining: the token was the writer's).
 func (t *Tracker) Token() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil {
+	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
 		return 0
 	}
 	return t.cur.token

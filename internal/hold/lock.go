@@ -298,8 +298,8 @@ func placeValue(mark float64, fencing bool) string {
 // refused attempt, must attempt again: the lock is its own (a release
 // granted it meanwhile) or free (released another way, ForceUnlock or an
 // expired lease, with a wake-up published before the subscription). One
-// command: a mutex's hash has two fields, its holder's owner id and that
-// holder's attempt mark.
+// command: a mutex's hash has few fields, its holder's owner id, that
+// holder's attempt mark and, with fencing, the hold's token.
 func (l *Lock) recheck(ctx context.Context) (bool, error) {
 	f, err := l.k.RDB.HKeys(ctx, l.k.Keys.Lock()).Result()
 	return err == nil && (len(f) == 0 || slices.Contains(f, l.k.Owner)), err

@@ -20,7 +20,7 @@ type FairKeys struct {
 	Lock     string // the lock hash
 	Queue    string // the waiter list
 	Timeouts string // the zset of waiter deadlines
-	Fence    string // the fencing counter
+	Fence    string // the fencing counter: the name's last token, for a lease
 	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
 	Places   string // the prefix of the waiters' places: Places + owner id
 }
@@ -29,7 +29,7 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 
 // FairAcquire runs fairlock_acquire.lua: take or re-enter the lock for owner
 // with the given lease if nobody waits before it, taking a fencing token on
-// a first acquisition when fencing is set. When the lock cannot be taken and
+// a first acquisition when fencing is set (see ReentrantAcquire). When the lock cannot be taken and
 // patience is positive, owner joins the line (or keeps its place) with the
 // deadline patience from now on the server's clock; with patience 0 it
 // never joins. holds is the hold count the caller believes it has: a retry

@@ -18,7 +18,7 @@ var (
 // LockKeys names the keys and channels of one reentrant lock.
 type LockKeys struct {
 	Lock   string // the lock hash
-	Fence  string // the fencing counter
+	Fence  string // the fencing counter: the name's last token, for a lease
 	Queue  string // the waiter list
 	Places string // the prefix of the waiters' places in line: Places + owner id
 	// Patience is the waiter timeout: the longest a place lives.
@@ -69,7 +69,9 @@ func (c AcquireCmd) Result() (Acquired, error) {
 
 // ReentrantAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
 // with the given lease, taking a fencing token on a first acquisition when
-// fencing is set. holds is the hold count the caller believes it has: a
+// fencing is set: the larger of the counter + 1 and the server's clock in
+// microseconds, which the hold records (a repeated first acquisition
+// reports it) and which the counter keeps for lease. holds is the hold count the caller believes it has: a
 // retry of an attempt that already went through changes nothing, and a
 // grant the caller has not completed is reported as held, with lease set.
 // mark numbers the attempt among the owner's, increasing (see

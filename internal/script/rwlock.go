@@ -28,6 +28,7 @@ type RWKeys struct {
 	Reader        string // this owner's read timeout key: ReaderPrefix + owner
 	ReadChannel   string // wakes waiting readers
 	WriterChannel string // wakes waiting writers
+	Fence         string // the fencing counter of write holds
 }
 
 // RWHolds is the outcome of a read-write lock acquire attempt or release.
@@ -38,6 +39,7 @@ type RWHolds struct {
 	Upgrade  bool          // write acquire: refused, the owner holds a read lock
 	Reads    int64         // the owner's read holds afterwards, when OK
 	Writes   int64         // the owner's write holds afterwards, when OK
+	Token    uint64        // write acquire, when OK: the fencing token of a first write acquisition, else 0
 	Wait     time.Duration // acquire refused: how long the blocker's lease runs; 0 if unknown
 }
 
@@ -55,6 +57,8 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 		return RWHolds{}, err
 	}
 	switch {
+	case v[0] == 1 && len(v) == 4 && !c.release:
+		return RWHolds{OK: true, Reads: v[1], Writes: v[2], Token: uint64(v[3])}, nil
 	case v[0] == 1 && len(v) == 3:
 		return RWHolds{OK: true, Reads: v[1], Writes: v[2]}, nil
 	case c.release && v[0] == UnlockNotHeld:
@@ -84,12 +88,15 @@ func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease 
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
-// owner with the given lease. When refused and announce is set, the owner
-// is announced as a waiting writer for patience. writes is the write hold
-// count the caller believes it has; mark numbers the attempt (see
-// RWReadLock). A read holder is refused with Upgrade.
-func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, writes int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, []string{k.Lock, k.Writers, k.Reader, k.Turn}, owner, ms(lease), writes, flag(announce), ms(patience), mark)}
+// owner with the given lease, taking a fencing token on a first write
+// acquisition when fencing is set (see ReentrantAcquire). When refused and
+// announce is set, the owner is announced as a waiting writer for
+// patience. writes is the write hold count the caller believes it has;
+// mark numbers the attempt (see RWReadLock). A read holder is refused with
+// Upgrade.
+func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
+	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, flag(fencing))}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
