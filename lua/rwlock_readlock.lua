@@ -23,6 +23,11 @@
 --          that the next write release gives it its turn
 -- ARGV[6]  how long an announcement lasts, in milliseconds; each attempt
 --          renews it, and the waiter's client while it is parked
+-- ARGV[7]  the attempt's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          its caller has given the attempt up) takes nothing, announces
+--          nobody and answers the error 'LATE <server time in ms>' (see
+--          internal.RequestWindow)
 --
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a
@@ -53,6 +58,12 @@ local lock, writers, timeout, readers, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect, mark = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local announce, patience = ARGV[5] == '1', tonumber(ARGV[6])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+
+local clock = redis.call('time')
+local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if late > tonumber(ARGV[7]) then
+  return redis.error_reply(string.format('LATE %d', late))
+end
 
 local state = redis.call('hmget', lock, 'mode', rfield, wfield, '@' .. rfield, '@' .. wfield)
 local mode, reads, writes = state[1], tonumber(state[2] or 0), tonumber(state[3] or 0)

@@ -24,6 +24,11 @@
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
 -- ARGV[7]  "1": take a fencing token on a first write acquisition
+-- ARGV[8]  the attempt's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          its caller has given the attempt up) takes nothing, announces
+--          nobody and answers the error 'LATE <server time in ms>' (see
+--          internal.RequestWindow)
 --
 -- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
 -- attempt that took, re-entered or reported the write holds, as
@@ -56,6 +61,12 @@ local lock, writers, timeout, turn, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local announce, patience, mark, fencing = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+
+local clock = redis.call('time')
+local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if late > tonumber(ARGV[8]) then
+  return redis.error_reply(string.format('LATE %d', late))
+end
 
 local mode = redis.call('hget', lock, 'mode')
 if not mode and redis.call('exists', lock) == 1 then

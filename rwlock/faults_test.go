@@ -25,7 +25,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	// The ghost writer makes one announcing attempt and is never seen again.
 	keys := rwKeys(name, "ghost")
 	start := time.Now()
-	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1).Result()
+	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}

@@ -26,7 +26,7 @@ func testRetriedScripts(t *testing.T, e env) {
 	rdb, name := e.client(t), redistest.UniqueName(t)
 	keys := rwKeys(name, "o")
 	for range 2 { // the second run is a retry of the first
-		res, err := script.RWReadLock(ctx, rdb, keys, "o", time.Minute, 0, false, time.Second, 1).Result()
+		res, err := script.RWReadLock(ctx, rdb, keys, "o", time.Minute, 0, false, time.Second, 1, redistest.InTime()).Result()
 		if err != nil || !res.OK || res.Reads != 1 {
 			t.Fatalf("RWLockRLock = %+v, %v; want 1 read hold", res, err)
 		}
@@ -42,7 +42,7 @@ func testRetriedScripts(t *testing.T, e env) {
 		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
 	}
 	for range 2 {
-		res, err := script.RWWriteLock(ctx, rdb, keys, "o", time.Minute, false, 0, false, time.Second, 1).Result()
+		res, err := script.RWWriteLock(ctx, rdb, keys, "o", time.Minute, false, 0, false, time.Second, 1, redistest.InTime()).Result()
 		if err != nil || !res.OK || res.Writes != 1 {
 			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
 		}
@@ -130,9 +130,9 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 				t.Helper()
 				var cmd script.RWHoldsCmd // the wrappers run the script at once
 				if mode == "write" {
-					cmd = script.RWWriteLock(ctx, rdb, keys, "o", lease, false, 0, false, time.Second, 1)
+					cmd = script.RWWriteLock(ctx, rdb, keys, "o", lease, false, 0, false, time.Second, 1, redistest.InTime())
 				} else {
-					cmd = script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1)
+					cmd = script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1, redistest.InTime())
 				}
 				res, err := cmd.Result()
 				if err != nil || !res.OK || (mode == "read" && res.Reads != 1) || (mode == "write" && res.Writes != 1) {
@@ -141,7 +141,7 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 			}
 			acquire()
 			if mode == "write" { // the writer's read lease is re-armed too
-				if res, err := script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1).Result(); err != nil || res.Reads != 1 {
+				if res, err := script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1, redistest.InTime()).Result(); err != nil || res.Reads != 1 {
 					t.Fatalf("write holder's RLock = %+v, %v", res, err)
 				}
 			}

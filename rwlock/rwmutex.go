@@ -40,9 +40,9 @@ type sides struct {
 func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq)
+		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq, a.Deadline)
 	} else {
-		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.cfg.fencing, held, a.Blocking, WriterPatience, a.Seq)
+		cmd = script.RWWriteLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.cfg.fencing, held, a.Blocking, WriterPatience, a.Seq, a.Deadline)
 	}
 	res, err := cmd.Result()
 	g := hold.Grant{OK: res.OK, Levels: levels(res), Token: res.Token, Wait: res.Wait}

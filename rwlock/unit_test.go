@@ -297,7 +297,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1, redistest.InTime()).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {
@@ -410,7 +410,7 @@ func TestReadersTurnMini(t *testing.T) {
 func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, mark uint64) script.RWKeys {
 	t.Helper()
 	keys := rwKeys(name, owner)
-	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WriterPatience, mark).Result()
+	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WriterPatience, mark, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("%s's read attempt = %+v, %v; want refused", owner, res, err)
 	}

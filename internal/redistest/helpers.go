@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -63,3 +64,8 @@ func Holders(ctx context.Context, rdb redis.Cmdable, key string) map[string]stri
 	}
 	return all
 }
+
+// InTime returns a deadline for a script run now by a test (see
+// internal.RequestWindow): five seconds ahead on the local clock, which is
+// the server's, both on this machine.
+func InTime() int64 { return time.Now().Add(5 * time.Second).UnixMilli() }

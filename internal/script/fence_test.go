@@ -51,7 +51,7 @@ func fencedKinds(name string) map[string]fencedKind {
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				h, err := script.RWWriteLock(ctx, rdb, n.RWKeys(owner), owner, fenceLease, true, 0, false, time.Second, 1).Result()
+				h, err := script.RWWriteLock(ctx, rdb, n.RWKeys(owner), owner, fenceLease, true, 0, false, time.Second, 1, redistest.InTime()).Result()
 				return h.OK, h.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {

@@ -54,7 +54,7 @@ func markedKinds(name string) map[string]marked {
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWWriteLock(ctx, rdb, rk, owner, lease, false, held, false, time.Second, mark).Result()
+				h, err := script.RWWriteLock(ctx, rdb, rk, owner, lease, false, held, false, time.Second, mark, redistest.InTime()).Result()
 				return rw(h, err, writes)
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
@@ -64,7 +64,7 @@ func markedKinds(name string) map[string]marked {
 		},
 		"rwlock read": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWReadLock(ctx, rdb, rk, owner, lease, held, false, time.Second, mark).Result()
+				h, err := script.RWReadLock(ctx, rdb, rk, owner, lease, held, false, time.Second, mark, redistest.InTime()).Result()
 				return rw(h, err, reads)
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {

@@ -82,9 +82,12 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 // that already went through changes nothing. mark numbers the attempt
 // among the owner's, increasing: a give-back names it (see
 // ReentrantAcquire).
-func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
+//
+// A copy that runs after deadline (server time in milliseconds) changes
+// nothing and is answered with internal.Late's error.
+func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience))}
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience), deadline)}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
@@ -94,9 +97,10 @@ func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease 
 // patience. writes is the write hold count the caller believes it has;
 // mark numbers the attempt (see RWReadLock). A read holder is refused with
 // Upgrade.
-func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64) RWHoldsCmd {
+// A copy that runs after deadline changes nothing (see RWReadLock).
+func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, flag(fencing))}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, flag(fencing), deadline)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
