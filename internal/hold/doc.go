@@ -47,7 +47,9 @@
 //   - Waiting. Every blocking waiter of a mutex has a place in a line in
 //     Redis: its owner id in a list in arrival order, and a key of its
 //     own that expires when the waiter's process stops refreshing it
-//     (WaiterTimeout for rlock, the grant lease for fairlock) and names
+//     (the grant lease, so that the waiters that died with a grantee
+//     have lapsed when its grant does; fairlock's is shorter when the
+//     waiter's timeout is) and names
 //     its last attempt (script.Acquired.Mark); a fairlock waiter also has
 //     its waiter timeout as a score in a zset (server time), which decides
 //     membership. The acquire script of a refused blocking attempt joins
