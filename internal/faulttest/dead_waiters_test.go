@@ -4,13 +4,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
 // Dead waiters at the head of a line: however many of them died there,
-// the live waiters behind them lose one grant lease at most.
+// the live waiters behind them lose one grant lease at most, and no more
+// than a fairlock waiter's own WithWaiterTimeout when that is shorter.
+
+// fairlockWait1s is fairlock with WithWaiterTimeout(1s) on every handle.
+// It is not in primitives (the rest of the suite need not run on it); the
+// helper processes find it by name.
+var fairlockWait1s = primitive{
+	name: "fairlock-wait-1s",
+	new: func(rdb redis.UniversalClient, name string, lease time.Duration) locker {
+		return fairlock.New(rdb, name, fairlock.WithWatchdogTimeout(lease), fairlock.WithWaiterTimeout(time.Second))
+	},
+	key:     mainKey,
+	held:    exists,
+	grants:  true,
+	leased:  true,
+	notHeld: fairlockPrimitive.notHeld,
+}
 
 // liveHold is when one of several live waiters (by index) held the lock.
 type liveHold struct {
@@ -108,5 +127,52 @@ func deadWaitersAtHead(t *testing.T, p primitive, lapsed bool) {
 		if err := live[r.i].Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A fairlock waiter whose process was SIGKILLed at the head of the line,
+// every handle with WithWaiterTimeout(1s), the holder released at the
+// kill: the release grants the dead head the lock (its place has not
+// lapsed), but only for its waiter timeout, not the grant lease, so the
+// live waiter behind it holds within 2s of the release.
+func TestDeadHeadWithShortWaiterTimeout(t *testing.T) {
+	p := fairlockWait1s
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	const lease = 30 * time.Second
+	holder := p.new(srv.NewClient(t), name, lease)
+	if err := holder.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	dead := redistest.StartHelper(t, "wait", helperArgs(p, srv.Addr(), name, lease)...)
+	parked(t, admin, name, 1)
+	next := p.new(srv.NewClient(t), name, lease)
+	got := lockAsync(t.Context(), next)
+	line := parked(t, admin, name, 2)
+	dead.Kill()
+	released := time.Now()
+	if err := holder.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	grant := admin.PTTL(t.Context(), mainKey(name)).Val()
+	if admin.HGet(t.Context(), mainKey(name), line[0]).Val() == "1" {
+		t.Logf("the release granted the dead head the lock for %v", grant)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		took := r.at.Sub(released)
+		t.Logf("the waiter behind the dead head held %v after the release", took.Round(time.Millisecond))
+		if took > 2*time.Second {
+			t.Errorf("the waiter behind the dead head held %v after the release, want within 2s", took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter behind the dead head never held the lock")
+	}
+	if err := next.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }
