@@ -17,8 +17,9 @@
 // redisync:{name}:timeouts (owner id, scored by the Redis server time in
 // milliseconds after which that waiter counts as dead). Each waiter keeps
 // a place of its own, the string redisync:{name}:place:<owner id>, which
-// expires a grant lease (3s) after its last attempt (its liveness when
-// the lock passes to it; its value names that attempt), and listens on a
+// expires the waiter's grant lease (3s, or its waiter timeout if shorter)
+// after its last attempt or refresh (its liveness when the lock passes to
+// it; its value names that attempt and that lease), and listens on a
 // channel of its own, redisync:{name}:chan:<owner id>. With
 // [WithFencing], the hold's fencing token is the hash's field "@token",
 // and the string redisync:{name}:fence keeps the name's last token for one
@@ -43,16 +44,27 @@
 // the end of the line, subscribes to its own channel (one pub/sub
 // connection per Redis client, however many waiters), tries again and
 // sleeps. Unlock grants the lock to the first waiter in line that is
-// live, in the same script, with a short grant lease (3s), and tells it on
+// live, in the same script, with a short grant lease (3s, or the
+// waiter's timeout if shorter: the waiter's grant lease), and tells it on
 // its channel: the waiter's process completes the hold without another
 // script, and no herd of waiters races for the lock. Live means its place
-// has not lapsed: it made an attempt within the last grant lease. A
-// waiter silent for longer (its process died) is dropped from the line
-// when the lock would pass to it, so dead waiters never hold the lock one
-// grant lease after another. A grantee whose process died just before the
-// grant keeps the lock only until the grant lease runs out; the next live
-// waiter's attempt then grants it on. When the first
-// waiter gives up while the lock is free, the next one is woken.
+// has not lapsed: it, or its client, refreshed it within its grant
+// lease. A waiter silent for longer (its process died) is dropped from
+// the line when the lock would pass to it, so dead waiters never hold the
+// lock one grant lease after another. A grantee whose process died just
+// before the grant keeps the lock only until its grant lease runs out;
+// the lock is then free, and goes to the next live waiter in line: its
+// client, having seen the grant's lease about to run out, wakes it just
+// after, and its attempt takes the lock (an attempt by anyone else that
+// comes first grants it the lock instead of taking it; waiters that died
+// with the grantee have lapsed by then, and are dropped). In the fault
+// suite, with WithWaiterTimeout(1s) and the lock released just after
+// the head waiter's process was SIGKILLed, the waiter behind it held the
+// lock 1.0s after the release (3.0s, the grant lease, when grants did not
+// heed the waiter timeout); with two waiters SIGKILLed at the head and
+// the default timeout, both live waiters behind them held it 3.0s after
+// the kill. When the first waiter gives up while the lock is free, the
+// next one is woken.
 // docs/semantics.md in the repository tells the whole design. A re-entry
 // (a Lock with the hold's ctx) never queues: when Redis no longer has the
 // hold, it fails with an error wrapping [ErrLost] and the hold ends as
@@ -66,9 +78,9 @@
 // what a grant looks for), waking a waiter whose lock it finds free.
 // A waiter that stops refreshing, because its process died or lost
 // Redis, is dropped from the line once the timeout has passed since its
-// last refresh, or earlier when the lock would pass to it after a grant
+// last refresh, or earlier when the lock would pass to it after its grant
 // lease of silence; it never blocks the waiters behind it for longer
-// than one grant lease.
+// than its grant lease (3s, or the timeout if shorter).
 // Deadlines are measured on the Redis server's clock, so clients with
 // skewed clocks agree on them.
 //

@@ -24,8 +24,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Base: b, Keeping: cfg.Keeping,
 		Acquire: l.acquire, Release: l.release, Renew: l.renew, ForceUnlock: l.forceUnlock, Leave: l.leave,
 		// Each waiter has a channel of its own, on which a release grants
-		// it the lock.
-		Grants: true, Fencing: cfg.fencing,
+		// it the lock, for no longer than its waiter timeout.
+		Grants: true, Fencing: cfg.fencing, GrantLease: cfg.grantLease(),
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
 		// The client's keeper keeps parked waiters' places (a grant goes
@@ -33,7 +33,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// deadlines in line, server time, are kept by their attempts, at
 		// least every third of the waiter timeout.
 		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: min(cfg.waiterTimeout, hold.GrantLease), Lock: n.Lock()}
+			return &internal.Place{Key: n.Place(b.Owner), TTL: cfg.grantLease(), Lock: n.Lock()}
 		},
 	})}
 	// Not announced: a group of locks cannot sleep on the head's channel.

@@ -49,10 +49,14 @@ func WithWatchdogTimeout(d time.Duration) Option { return keep(hold.WatchdogTime
 // third of d, however long the holder keeps the lock, and its client its
 // place every second, so only a waiter whose process died or lost Redis
 // for d is dropped from the line.
-// The lock passes by a waiter silent for a grant lease (3s) already (see
-// the package doc), so a dead waiter blocks the waiters behind it for at
-// most that long. d must be at least 100ms. The default is
-// DefaultWaiterTimeout.
+// The lock passes by a waiter silent for the shorter of d and the grant
+// lease (3s) already, and a grant to a waiter whose process died just
+// before lasts as long (see the package doc), so a dead waiter blocks the
+// waiters behind it for at most that long. A live waiter's process must
+// then complete a grant within d too (it does in a wake-up): one that
+// stalls for longer loses the grant and its place in line, as it loses
+// its place when it stops refreshing it. d must be at least 100ms. The
+// default is DefaultWaiterTimeout.
 func WithWaiterTimeout(d time.Duration) Option {
 	if d < minWaiterTimeout {
 		panic(fmt.Sprintf("fairlock: WithWaiterTimeout(%v): timeout must be at least %v", d, minWaiterTimeout))
@@ -76,6 +80,14 @@ func WithFencing() Option {
 // failing. It runs on the watchdog goroutine and must not block. The
 // default is none; Done reports the loss either way.
 func WithOnLost(f func(err error)) Option { return keep(hold.OnLost(f)) }
+
+// grantLease is how long a waiter's place lives from its last refresh,
+// and how long a grant to it lasts: the grant lease, or the waiter
+// timeout if shorter, so that a waiter whose process died blocks those
+// behind it for no longer than either.
+func (c *config) grantLease() time.Duration {
+	return min(c.waiterTimeout, hold.GrantLease)
+}
 
 // maxSleep bounds every sleep of a waiting Lock: a third of the waiter
 // timeout, so that the attempt that refreshes the waiter's place runs well

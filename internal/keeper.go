@@ -35,8 +35,10 @@ type Place struct {
 }
 
 // keepPeriod is how often a client's keeper refreshes the places of its
-// parked waiters, and looks at their locks: well within a place's TTL,
-// and within the grant lease (see hold.GrantLease) of a grant to a dead
+// parked waiters, and looks at their locks: well within a place's TTL
+// (the grant lease, 3s: see hold.GrantLease; a fairlock waiter whose
+// timeout is shorter refreshes its place by its own attempts too, every
+// third of that timeout), and within the grant lease of a grant to a dead
 // waiter running out, for the live waiters behind it.
 const keepPeriod = time.Second
 

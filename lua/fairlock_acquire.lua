@@ -9,8 +9,12 @@
 --          or when a grant goes to a waiter that asked for fencing
 -- KEYS[5]  the owner's place: a string holding the mark of its last refused
 --          attempt (ARGV[9]), prefixed with "f" when a grant to it must
---          take a fencing token; it lives the grant lease (or the waiter
---          timeout, if shorter) from that attempt
+--          take a fencing token, and followed by "/" and the waiter's own
+--          grant lease in milliseconds: the shorter of the grant lease and
+--          its waiter timeout. The place lives that long from that attempt
+--          (or from a later refresh), and a grant to the waiter lasts that
+--          long, so that a waiter whose process died costs those behind it
+--          no more than the waiter timeout it set.
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
 --          counter's lifetime
@@ -28,7 +32,7 @@
 --          (the same name as internal.Names.WaiterChannel, in the same slot;
 --          built here because the head is only known inside the script)
 -- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
--- ARGV[8]  grant lease in milliseconds
+-- ARGV[8]  grant lease in milliseconds: the longest a grant lasts
 -- ARGV[9]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner, which a grant to it names
 -- ARGV[10] place prefix: a waiter's place is the key ARGV[10] .. owner id
@@ -40,7 +44,7 @@
 -- free with another waiter first in line (its holder's or grantee's lease
 -- ran out) is granted to that waiter as fairlock_unlock grants it, but
 -- only if its place still exists: a head whose process has been silent
--- for longer than a grant lease (it died) is dropped first, so that dead
+-- for longer than its grant lease (it died) is dropped first, so that dead
 -- waiters do not hold the lock one grant lease after another.
 --
 -- An owner that holds the lock although the caller believes it holds
@@ -63,9 +67,9 @@
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the token the hold recorded, or a new one if it recorded
 -- none: a hold taken by an older version), or {0, wait}: wait is the
--- holder's remaining lease; -1 when unknown. A blocking attempt's refusal
--- is {0, wait, mark}: ARGV[9], which a grant to it names (see
--- fairlock_unlock).
+-- holder's remaining lease (the grant lease of a grant this attempt made);
+-- -1 when unknown. A blocking attempt's refusal is {0, wait, mark}:
+-- ARGV[9], which a grant to it names (see fairlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
 -- field) under the same name, raises WRONGTYPE before anything is written.
 
@@ -171,11 +175,11 @@ if patience > 0 then
   if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
   end
-  local own = mark
+  local own, ownLease = mark, math.min(patience, grantLease)
   if fencing then
     own = 'f' .. mark
   end
-  redis.call('set', place, own, 'px', math.min(patience, grantLease))
+  redis.call('set', place, own .. '/' .. ownLease, 'px', ownLease)
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
@@ -190,15 +194,17 @@ end
 if not free then
   return {0, ttl, mark}
 end
--- Free, with another live waiter first in line: grant it to that waiter.
+-- Free, with another live waiter first in line: grant it to that waiter,
+-- for its own grant lease (see KEYS[5]; at most ARGV[8]).
 redis.call('lpop', queue)
 redis.call('zrem', timeouts, head)
-local token, granted = 0, entry
+local granted, headLease = string.match(entry, '^f?([^/]*)/?(.*)$')
+headLease = math.min(grantLease, tonumber(headLease) or grantLease)
+local token = 0
 if string.sub(entry, 1, 1) == 'f' then
   token = takeToken()
-  granted = string.sub(entry, 2)
 end
 redis.call('hset', lock, head, 1, '@' .. head, granted)
-redis.call('pexpire', lock, grantLease)
+redis.call('pexpire', lock, headLease)
 redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, granted))
-return {0, grantLease, mark}
+return {0, headLease, mark}

@@ -33,7 +33,7 @@ local lock, queue, timeouts, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, prefix, sharded, last = ARGV[1], ARGV[2], ARGV[3] == '1', tonumber(ARGV[4])
 
 local at = redis.call('get', place)
-if at and tonumber(string.match(at, '%d+$')) > last then
+if at and tonumber(string.match(at, '^f?(%d+)')) > last then
   return 0
 end
 

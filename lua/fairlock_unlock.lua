@@ -15,7 +15,7 @@
 --          reply was lost must not release a second level)
 -- ARGV[4]  wake-up channel prefix: a waiter's channel is ARGV[4] .. owner id
 -- ARGV[5]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
--- ARGV[6]  grant lease in milliseconds
+-- ARGV[6]  grant lease in milliseconds: the longest a grant lasts
 -- ARGV[7]  place prefix: a waiter's place is the key ARGV[7] .. owner id
 --          (see fairlock_acquire), in the slot of the declared keys
 -- ARGV[8]  for a give-back, the mark of the attempt it undoes, else "0": a
@@ -27,7 +27,9 @@
 -- waiter silent for longer than a grant lease is taken for dead and
 -- dropped, so that dead waiters never hold the lock one grant lease after
 -- another), takes its place (GETDEL), makes it the holder with one level
--- and the grant lease, takes the next fencing token when its place asks
+-- and the waiter's own grant lease (its place says it: the shorter of
+-- ARGV[6] and its waiter timeout, see fairlock_acquire; ARGV[6] for a
+-- place that does not), takes the next fencing token when its place asks
 -- for one (0 otherwise; the larger of the counter + 1 and the server's
 -- clock in microseconds, recorded in the hash's field '@token' as
 -- fairlock_acquire records it) and publishes "g" .. token .. ":" .. mark
@@ -119,16 +121,16 @@ local function takeToken()
 end
 
 -- grant makes head, a live waiter whose place held entry, the holder of
--- the free lock, and returns its token and mark.
+-- the free lock for its own grant lease, and returns its token and mark.
 local function grant(head, entry)
-  local token, mark = 0, entry
+  local mark, own = string.match(entry, '^f?([^/]*)/?(.*)$')
+  local token = 0
   if string.sub(entry, 1, 1) == 'f' then
     token = takeToken()
-    mark = string.sub(entry, 2)
     redis.call('hset', lock, '@token', string.format('%.0f', token))
   end
   redis.call('hset', lock, head, 1, '@' .. head, mark)
-  redis.call('pexpire', lock, grantLease)
+  redis.call('pexpire', lock, math.min(grantLease, tonumber(own) or grantLease))
   redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, mark))
   return token, mark
 end

@@ -27,7 +27,7 @@ local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
 local owner, last = ARGV[1], tonumber(ARGV[2])
 
 local at = redis.call('get', place)
-if at and tonumber(string.match(at, '%d+$')) > last then
+if at and tonumber(string.match(at, '^f?(%d+)')) > last then
   return 0
 end
 if redis.call('del', place) == 1 then

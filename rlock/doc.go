@@ -9,8 +9,9 @@
 // earlier attempt, run late by a stalled Redis, leaves the hold alone).
 // Waiters stand in line in the list redisync:{name}:queue (owner ids,
 // oldest first); each keeps a place of its own, the string
-// redisync:{name}:place:<owner id>, which expires [WaiterTimeout] after its
-// last attempt (its liveness; its value names that attempt), and listens
+// redisync:{name}:place:<owner id>, which expires [WaiterTimeout] (the
+// grant lease, 3s) after its last attempt or refresh (its liveness; its
+// value names its last attempt), and listens
 // on a channel of its own, redisync:{name}:chan:<owner id>. With
 // [WithFencing], the hold's fencing token is the hash's field "@token",
 // and the string redisync:{name}:fence keeps the name's last token for one
@@ -71,7 +72,7 @@
 // # Waiting
 //
 // Lock makes one attempt; if the lock is held it joins the line in Redis
-// with a liveness deadline (WaiterTimeout, 5s), subscribes to its own
+// with a liveness deadline (WaiterTimeout, 3s), subscribes to its own
 // channel (one pub/sub connection per Redis client, however many
 // waiters), tries again and sleeps. The release of the last level hands
 // the lock over in the same script: it makes the first waiter in line
@@ -86,22 +87,33 @@
 // PTTL and the line's PEXPIRE for each lock they wait on), and wakes a waiter to attempt when
 // its place is gone (a grant took it) or its lock is free (a grant or a
 // lease ran out with nobody told). A waiter whose process died is dropped
-// from the line 5s (WaiterTimeout) after its last refresh, and if it was
-// granted the lock first, the lock is free again when the grant lease
-// runs out: the client's next look after that wakes the waiters behind
-// it (the next waiter held the lock 3.0s after the release in the fault
-// suite). A release that leaves the lock free (nobody live in line)
-// publishes on redisync:{name}:chan, which groups of locks (package
-// multilock) listen to. docs/semantics.md in the repository tells the
-// whole design.
+// from the line 3s (WaiterTimeout, the grant lease) after its last
+// refresh. If a release granted it the lock first, the lock is free again
+// when the grant lease runs out, and by then the places of the waiters
+// that died with it have lapsed too: however many dead waiters stand at
+// the head of the line, the live ones behind them lose one grant lease at
+// most. After a lapsed grant the lock is free, as after a lapsed lease:
+// each client, having seen the grant's lease about to run out, looks at
+// the lock just after and wakes its waiters on it, and whoever attempts
+// first takes it (not necessarily the first live waiter in line: a waiter
+// further back, or a newcomer, may go first); the others keep their
+// places, and the next release grants the lock to the first of them that
+// is live. In the fault suite, with two waiters SIGKILLed at the head of
+// the line and the lock released at the kill, both live waiters behind
+// them held it 3.0s after the kill, the second within a few milliseconds
+// of the first's release. A release that leaves the lock free (nobody
+// live in line) publishes on redisync:{name}:chan, which groups of locks
+// (package multilock) listen to. docs/semantics.md in the repository
+// tells the whole design.
 //
 // Fairness: a Lock or TryLock that finds the lock free takes it, even
 // when others are in line (as Redisson's RLock lets it), but a release
 // never leaves the lock free while a live waiter is in line, so a parked
 // waiter is never starved: releases serve the line in the order in which
 // its waiters joined it, and a newcomer wins only when nobody is parked,
-// or when the lock was freed another way (a holder's lease ran out,
-// ForceUnlock): then whoever attempts first takes it. Goroutines waiting on one
+// or when the lock was freed another way (a holder's lease or a grant to
+// a dead waiter ran out, ForceUnlock): then whoever attempts first takes
+// it. Goroutines waiting on one
 // handle wait in line in the process, behind the one that holds the
 // handle's place, and a waiter of the releasing process goes before the
 // line, within the bounds given under Ownership. A re-entry (a Lock with the hold's ctx) never queues:

@@ -58,10 +58,14 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 
 // WaiterTimeout is how long a waiter's place in line outlives its last
 // refresh: a waiter whose process died is dropped from the line (and is no
-// longer granted the lock) this long after. The client's keeper refreshes
-// the places of its parked waiters every second, so a live waiter never
-// lapses.
-const WaiterTimeout = 5 * time.Second
+// longer granted the lock) this long after. It is the grant lease, so that
+// a release that grants the lock to a dead waiter finds the places of the
+// waiters that died with it lapsed by the time that grant runs out:
+// several dead waiters at the head of the line cost one grant lease, not
+// one each. The client's keeper refreshes the places of its parked
+// waiters every second, so a live waiter never lapses unless its client
+// cannot reach Redis for that long.
+const WaiterTimeout = hold.GrantLease
 
 // described is the lock as the engine sees it: its keys and scripts.
 type described struct {

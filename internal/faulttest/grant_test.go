@@ -12,14 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
 // The faults of a grant (internal/hold): its message lost, its waiter's
-// process killed at the head of the line, its waiter's ctx ending while
-// it is in flight. A lost reply of a release that grants is a row of the
-// lost-reply table (grantingUnlockRow).
+// ctx ending while it is in flight. Waiters killed at the head of the
+// line are in dead_waiters_test.go; a lost reply of a release that grants
+// is a row of the lost-reply table (grantingUnlockRow).
 
 // parked waits until want waiters of the lock called name stand in line
 // with their own channels subscribed, and returns the line.
@@ -114,57 +113,6 @@ func helperWait(ctx context.Context, args []string, in <-chan string) error {
 	for range in {
 	}
 	return nil
-}
-
-// Two parked waiters whose processes are SIGKILLed at the head of the
-// line: the release grants the lock to the first all the same (its place
-// has not lapsed yet), which holds it only for the grant lease; by then
-// the second's place has lapsed, and the lock passes it by. The next live
-// waiter holds the lock within 6s of the release, not after the holder's
-// lease, nor the waiter timeout, nor one grant lease per dead waiter.
-func TestKilledWaiterAtHeadOfLine(t *testing.T) {
-	forEachGranting(t, func(t *testing.T, p primitive) {
-		srv := redistest.SharedServer(t)
-		admin := srv.NewClient(t)
-		name := redistest.UniqueName(t)
-		const lease = 30 * time.Second // the default watchdog timeout
-		holder := p.new(srv.NewClient(t), name, lease)
-		if err := holder.Lock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		var dead []*redistest.Helper
-		for i := range 2 {
-			dead = append(dead, redistest.StartHelper(t, "wait", helperArgs(p, srv.Addr(), name, lease)...))
-			parked(t, admin, name, i+1)
-		}
-		next := p.new(srv.NewClient(t), name, lease)
-		got := lockAsync(t.Context(), next)
-		parked(t, admin, name, 3)
-		for _, h := range dead {
-			h.Kill()
-			<-h.Done()
-		}
-		released := time.Now()
-		if err := holder.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case r := <-got:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			took := r.at.Sub(released)
-			t.Logf("next live waiter held %v after the release (grant lease %v)", took.Round(time.Millisecond), hold.GrantLease)
-			if took > 6*time.Second {
-				t.Errorf("next live waiter held %v after the release, want within 6s", took)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("the next live waiter never held the lock")
-		}
-		if err := next.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	})
 }
 
 // A waiter whose ctx ends races the release that grants it the lock:

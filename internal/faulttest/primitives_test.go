@@ -3,6 +3,7 @@ package faulttest_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,9 +138,10 @@ var semaphorePrimitive = primitive{
 	notHeld: func(err error) bool { return errors.Is(err, semaphore.ErrNotHeld) },
 }
 
-// primitiveNamed returns the primitive called name, for helper processes.
+// primitiveNamed returns the primitive called name, for helper processes:
+// one of primitives, or a variant that only some tests use.
 func primitiveNamed(name string) (primitive, bool) {
-	for _, p := range primitives {
+	for _, p := range slices.Concat(primitives, []primitive{fairlockWait1s}) {
 		if p.name == name {
 			return p, true
 		}

@@ -47,7 +47,9 @@
 //   - Waiting. Every blocking waiter of a mutex has a place in a line in
 //     Redis: its owner id in a list in arrival order, and a key of its
 //     own that expires when the waiter's process stops refreshing it
-//     (WaiterTimeout for rlock, the grant lease for fairlock) and names
+//     (the grant lease, so that the waiters that died with a grantee
+//     have lapsed when its grant does; fairlock's is shorter when the
+//     waiter's timeout is) and names
 //     its last attempt (script.Acquired.Mark); a fairlock waiter also has
 //     its waiter timeout as a score in a zset (server time), which decides
 //     membership. The acquire script of a refused blocking attempt joins
@@ -79,14 +81,20 @@
 //   - Releasing. The release of the last level pops waiters off the line
 //     until one whose place has not lapsed (the others' processes died or
 //     lost Redis: they are dropped), makes it the
-//     holder with one level and the grant lease (GrantLease, 3s), takes
+//     holder with one level and the grant lease (GrantLease, 3s; a
+//     fairlock waiter's timeout if shorter, which its place names:
+//     Kind.GrantLease), takes
 //     the next fencing token if the waiter uses fencing, and publishes
 //     "g<token>:<mark>" on that waiter's own channel. Every other path
 //     that finds the lock free with a waiter in line (an attempt after a
 //     holder's lease ran out, a waiter leaving, a renewal, ForceUnlock)
 //     grants the same way (fairlock), or lets the attempt take it
 //     (rlock). A grant goes only to a waiter whose place has not lapsed,
-//     and a grantee that died holds the lock for at most the grant lease.
+//     and a grantee that died holds the lock for at most its grant
+//     lease. Then whoever attempts first takes the lock (rlock), or the
+//     first live waiter in line does (fairlock: an attempt of anyone
+//     else grants it to that waiter); each client's keeper, having seen
+//     the grant's lease about to run out, wakes its waiters just after.
 //   - Completing. The hub marks a subscription granted when a "g" message
 //     reaches it on a confirmed subscription (a message read before the
 //     confirmation belongs to an earlier subscription of the channel, a
@@ -95,9 +103,9 @@
 //     fencing token, a watchdog entry) without a round trip. Its validity
 //     is counted from when the waiter's last refused attempt was sent:
 //     that script ran before the grant, so the server's grant lease ends
-//     no earlier than that moment plus GrantLease. Until its first
-//     renewal the hold is valid for the shorter of the grant lease and its
-//     own lease from that moment (a renewal sets the hold's own lease on
+//     no earlier than that moment plus the waiter's grant lease. Until
+//     its first renewal the hold is valid for the shorter of the grant
+//     lease and its own lease from that moment (a renewal sets the hold's own lease on
 //     the server, and one whose reply is lost must not leave the local
 //     validity beyond it); then the watchdog's lease applies. A grant that arrives when that validity is nearly
 //     over, or to a handle with a fixed lease (WithLeaseTime: the lease

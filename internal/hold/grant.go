@@ -9,10 +9,20 @@ import (
 
 // GrantLease is the lease of a grant: how long a waiter that a release
 // made the holder keeps the lock before its process completes the hold
-// (see the package doc). A grantee whose process died blocks the waiters
-// behind it for at most this long. Parked waiters' places in line are
-// refreshed by their client's keeper every second (see Kind.Place).
+// (see the package doc), unless the waiter's is shorter (Kind.GrantLease).
+// A grantee whose process died blocks the waiters behind it for at most
+// this long. Parked waiters' places in line are refreshed by their
+// client's keeper every second (see Kind.Place).
 const GrantLease = 3 * time.Second
+
+// grantLease is how long a grant to the handle lasts on the server, in
+// whole milliseconds as the scripts have it.
+func (c *Config) grantLease() time.Duration {
+	if c.GrantLease > 0 {
+		return min(c.GrantLease.Truncate(time.Millisecond), GrantLease)
+	}
+	return GrantLease
+}
 
 // Claim completes, without a round trip, a hold of one level of mode m
 // that a release granted to the handle, with fencing token token (0
@@ -20,7 +30,8 @@ const GrantLease = 3 * time.Second
 // without error and not followed by another, was sent, or a later
 // refresh of its place that found it there (see internal.Kept.Base): the
 // grant came after that ran, so the server's grant lease runs at least until
-// base plus GrantLease. The hold's validity is counted from base with the
+// base plus the handle's grant lease (GrantLease, or Config.GrantLease).
+// The hold's validity is counted from base with the
 // shorter of the grant lease and the hold's own lease until its first
 // renewal: a renewal sets the hold's own lease, and one whose reply is
 // lost must not leave the local validity beyond what it set.
@@ -43,7 +54,7 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	// The hold's first validity is the shorter of the grant lease and its
 	// own: a renewal sets its own lease, and one whose reply is lost must
 	// not leave the local validity beyond what it set on the server.
-	lease := min(GrantLease, t.cfg.Lease)
+	lease := min(t.cfg.grantLease(), t.cfg.Lease)
 	if t.cfg.Renew == nil || base.IsZero() || time.Until(watchdog.ValidUntil(base, lease)) < lease/4 {
 		return false, nil
 	}

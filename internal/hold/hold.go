@@ -60,6 +60,9 @@ type Config struct {
 	// the lock to grantee: a waiter of the same process completes its
 	// hold without waiting for the grant's message.
 	Granted func(grantee string, g hub.Grant, sent time.Time)
+	// GrantLease, if set, is how long a grant to the handle lasts, at
+	// most GrantLease (see Kind.GrantLease).
+	GrantLease time.Duration
 	// Probes is what a hold reports as (package observe), by the mode
 	// of the level that began it; the zero Probe reports nothing.
 	Probes [2]internal.Probe

@@ -71,6 +71,12 @@ type Kind struct {
 	Grants bool
 	// Fencing is set when a grant's fencing token is the hold's.
 	Fencing bool
+	// GrantLease, if set, is how long a grant to the handle's waiters
+	// lasts, at most GrantLease (fairlock: the shorter of that and the
+	// waiter timeout). Their places name it after the mark (see
+	// placeValue) for the release that grants, and Claim counts a
+	// grant's validity with it. Unset, grants last GrantLease.
+	GrantLease time.Duration
 	// ClaimByAttempt makes the waiters complete a grant by an acquire
 	// attempt rather than Tracker.Claim (rlock's WithReplicaAck: the
 	// attempt waits for the replicas).
@@ -169,7 +175,7 @@ func NewLock(k Kind) *Lock {
 	cfg := k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) })
 	cfg.Probes = l.probes
 	if k.Grants {
-		cfg.Granted = l.deliver
+		cfg.Granted, cfg.GrantLease = l.deliver, k.GrantLease
 	}
 	if l.passable(Exclusive) {
 		cfg.Pick, cfg.ReleaseTo = l.pick, k.ReleaseTo
@@ -235,7 +241,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
 			if tr := l.takeTransfer(); tr != nil {
-				if mark == 0 || tr.Mark != placeValue(mark, false) {
+				if mark == 0 || tr.Mark != placeValue(mark, false, 0) {
 					// Passed to an attempt before the last: the attempt
 					// that follows finds it, once the release has run.
 					tr.succeeded()
@@ -264,7 +270,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		var place *internal.Place
 		if l.k.Place != nil {
 			place = l.k.Place(m)
-			place.Value = func() string { return placeValue(mark, l.k.Fencing) }
+			place.Value = func() string { return placeValue(mark, l.k.Fencing, l.k.GrantLease) }
 			sleep = maxSleep
 		}
 		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, l.recheck, try)
@@ -285,11 +291,16 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 
 // placeValue is what an acquire script that refused the attempt of mark
 // left in the waiter's place: the mark, prefixed with "f" when a grant to
-// it must take a fencing token (see lua/rlock_acquire.lua).
-func placeValue(mark float64, fencing bool) string {
+// it must take a fencing token (see lua/rlock_acquire.lua), and followed
+// by "/" and the lease of a grant to it in milliseconds when it has one of
+// its own (Kind.GrantLease, see lua/fairlock_acquire.lua).
+func placeValue(mark float64, fencing bool, lease time.Duration) string {
 	v := strconv.FormatFloat(mark, 'f', -1, 64)
 	if fencing {
-		return "f" + v
+		v = "f" + v
+	}
+	if lease > 0 {
+		v += "/" + strconv.FormatInt(lease.Milliseconds(), 10)
 	}
 	return v
 }

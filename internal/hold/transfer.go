@@ -235,7 +235,7 @@ func (l *Lock) transfer(c *internal.Client, waiting []*candidate, valid time.Tim
 		}
 		now := time.Now()
 		tr := &Transfer{
-			To: cand.l.k.Owner, Mark: placeValue(cand.mark, false), at: now,
+			To: cand.l.k.Owner, Mark: placeValue(cand.mark, false, 0), at: now,
 			lease: min(GrantLease, cand.l.t.cfg.Lease),
 			run:   run{passes: r.passes + 1, since: r.since},
 			done:  make(chan struct{}),

@@ -35,9 +35,10 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // never joins. holds is the hold count the caller believes it has: a retry
 // of an attempt that already went through changes nothing, and a grant the
 // caller has not completed is reported as held, with lease set. A free
-// lock with another waiter first in line is granted to that waiter for
-// grantLease, if its place shows it live: a waiter's place lives the
-// shorter of grantLease and patience from its last attempt. When not OK,
+// lock with another waiter first in line is granted to that waiter, if
+// its place shows it live, for that waiter's own grant lease: a waiter's
+// place names the shorter of grantLease and its patience, and lives that
+// long from its last attempt (or refresh). When not OK,
 // Wait is how long the holder's lease still runs. seq numbers the attempt
 // among the owner's, increasing, and is the attempt's mark
 // (Acquired.Mark).
@@ -48,7 +49,8 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
 // re-arming lease while holds remain, and grant the lock to the first
-// live waiter in line, for grantLease, when it becomes free. expect is the
+// live waiter in line when it becomes free, for grantLease or the
+// waiter's own grant lease if shorter (see FairAcquire). expect is the
 // hold count the caller believes it has, or 0 for any. The reply's Holds
 // is the remaining hold count, UnlockNotHeld or UnlockMismatch, and names
 // the grantee of a grant. undoes is, for a give-back, the mark of the

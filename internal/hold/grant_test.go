@@ -1,0 +1,58 @@
+package hold
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+// A grant to a handle with a grant lease of its own (fairlock's waiter
+// timeout, shorter than GrantLease) is valid for that long from its base,
+// not GrantLease: the server's grant lapses then. 800ms after its base,
+// less than a quarter of a 1s grant is left, and Claim leaves the grant
+// to an attempt; with the default grant lease it completes it.
+func TestClaimWithShortGrantLease(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	renew := func(context.Context, redis.Scripter) func() (bool, error) {
+		return func() (bool, error) { return true, nil }
+	}
+	base := time.Now().Add(-800 * time.Millisecond)
+	for _, c := range []struct {
+		grantLease time.Duration
+		claimed    bool
+	}{{time.Second, false}, {0, true}} {
+		tk := New(Config{RDB: rdb, Lease: time.Minute, Renew: renew, GrantLease: c.grantLease})
+		ok, err := tk.Claim(t.Context(), Exclusive, 0, base, 1)
+		if err != nil || ok != c.claimed {
+			t.Errorf("grant lease %v: Claim 800ms after its base = %v, %v; want %v", c.grantLease, ok, err, c.claimed)
+		}
+		if ok {
+			tk.Drop()
+		}
+	}
+}
+
+// A waiter's place holds its mark, "f" first when a grant to it takes a
+// fencing token, and its own grant lease in milliseconds last, if it has
+// one: what the acquire scripts write, for the keeper to recognise.
+func TestPlaceValue(t *testing.T) {
+	for _, c := range []struct {
+		mark    float64
+		fencing bool
+		lease   time.Duration
+		want    string
+	}{
+		{12, false, 0, "12"},
+		{12, true, 0, "f12"},
+		{12, false, time.Second, "12/1000"},
+		{12, true, 1500*time.Millisecond + 700*time.Microsecond, "f12/1500"},
+	} {
+		if got := placeValue(c.mark, c.fencing, c.lease); got != c.want {
+			t.Errorf("placeValue(%v, %v, %v) = %q, want %q", c.mark, c.fencing, c.lease, got, c.want)
+		}
+	}
+}
