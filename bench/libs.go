@@ -322,7 +322,7 @@ func newScriptsOnly(rdb *redis.Client, key string) locker {
 }
 
 func (l *scriptsOnly) Lock(ctx context.Context) error {
-	res, err := script.ReentrantAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0, 1).Result()
+	res, err := script.ReentrantAcquire(ctx, l.rdb, l.keys, l.owner, rlock.DefaultWatchdogTimeout, false, 0, 1, time.Now().Add(5*time.Second).UnixMilli()).Result()
 	if err == nil && !res.OK {
 		err = errBusy
 	}

@@ -20,7 +20,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 	k := ghostKeys("short")
 	acquire := func(owner string, patience time.Duration, seq uint64) script.Acquired {
 		t.Helper()
-		res, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, seq).Result()
+		res, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, seq, redistest.InTime()).Result()
 		if err != nil {
 			t.Fatalf("%s's attempt: %v", owner, err)
 		}

@@ -49,7 +49,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0, redistest.InTime()).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -60,7 +60,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0).Result()
+	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -94,7 +94,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, 0).Result(); err != nil {
+		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 0).Result(); err != nil {
+	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")
@@ -341,7 +341,7 @@ func TestDeadWaitersDoNotStackMini(t *testing.T) {
 	holder := fairlock.New(rdb, "stack")
 	mustLock(t, holder)
 	for i, ghost := range []string{"ghost-1", "ghost-2"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, ghost, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+		if res, err := script.FairAcquire(ctx, rdb, k, ghost, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", ghost, res, err)
 		}
 		rdb.Del(ctx, k.Places+ghost) // silent for longer than a grant lease
@@ -376,16 +376,16 @@ func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("skip")
-	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0).Result(); err != nil || !res.OK {
+	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil || !res.OK {
 		t.Fatalf("holder's attempt = %+v, %v", res, err)
 	}
 	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
 	rdb.Del(ctx, k.Places+"ghost", k.Lock) // the ghost went silent; the holder's lease ran out
-	res, err := script.FairAcquire(ctx, rdb, k, "live", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 3).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "live", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 3, redistest.InTime()).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("live waiter's attempt on the free lock = %+v, %v; want the lock", res, err)
 	}
@@ -401,12 +401,12 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("grant")
-	first, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, true, 0, 0, false, hold.GrantLease, 0).Result()
+	first, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, true, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result()
 	if err != nil || !first.OK || first.Token == 0 {
 		t.Fatalf("holder's attempt = %+v, %v", first, err)
 	}
 	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, true, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, true, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
@@ -416,7 +416,7 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := script.FairAcquire(ctx, rdb, k, "newcomer", time.Minute, true, 0, time.Minute, false, hold.GrantLease, 7).Result()
+	res, err := script.FairAcquire(ctx, rdb, k, "newcomer", time.Minute, true, 0, time.Minute, false, hold.GrantLease, 7, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("newcomer's attempt = %+v, %v; want a place behind the live waiter", res, err)
 	}
@@ -446,11 +446,11 @@ func TestLateUnlockKeepsOwnersPlaceMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("late")
-	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0).Result(); err != nil || !res.OK {
+	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil || !res.OK {
 		t.Fatalf("holder's attempt = %+v, %v", res, err)
 	}
 	for i, w := range []string{"o", "w"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1)).Result(); err != nil || res.OK {
+		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}

@@ -37,6 +37,11 @@
 --          earlier mark of the owner, which a grant to it names
 -- ARGV[10] place prefix: a waiter's place is the key ARGV[10] .. owner id
 --          (built here for the head, in the slot of the declared keys)
+-- ARGV[11] the attempt's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          its caller has given the attempt up) takes nothing, joins no
+--          line and answers the error 'LATE <server time in ms>' (see
+--          internal.RequestWindow)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
@@ -77,6 +82,13 @@ local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
+
+local clock = redis.call('time')
+local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if late > tonumber(ARGV[11]) then
+  return redis.error_reply(string.format('LATE %d', late))
+end
+
 
 -- takeToken takes the next fencing token (see above), stores it as the
 -- counter for a lease, records it in the lock hash and returns it. A

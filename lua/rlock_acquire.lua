@@ -27,6 +27,11 @@
 --          the list lives as long as the newest place.
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner, which a grant to it names
+-- ARGV[7]  the attempt's deadline, server time in milliseconds: a copy
+--          that runs after it (sent before a stall, run after it, when
+--          its caller has given the attempt up) takes nothing, joins no
+--          line and answers the error 'LATE <server time in ms>' (see
+--          internal.RequestWindow)
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
 -- highest mark of an attempt that took, re-entered or reported the hold
@@ -72,6 +77,13 @@
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, mark = tonumber(ARGV[5]), ARGV[6]
+
+local clock = redis.call('time')
+local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+if late > tonumber(ARGV[7]) then
+  return redis.error_reply(string.format('LATE %d', late))
+end
+
 
 -- takeToken takes the next fencing token (see above), stores it as the
 -- counter for a lease, records it in the lock hash and returns it. A

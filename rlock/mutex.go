@@ -86,9 +86,9 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	var res script.Acquired
 	var err error
 	if d.cfg.ackReplicas > 0 {
-		res, err = d.acquireAcked(ctx, t, held, patience, a.Seq)
+		res, err = d.acquireAcked(ctx, t, held, patience, a)
 	} else {
-		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience, a.Seq).Result()
+		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience, a.Seq, a.Deadline).Result()
 	}
 	return hold.Granted(res), err
 }

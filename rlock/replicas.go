@@ -42,13 +42,14 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // acquireAcked runs the acquire script and, when it took the lock, WAIT
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
-func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64, patience time.Duration, seq uint64) (script.Acquired, error) {
+func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64, patience time.Duration, a hold.Asking) (script.Acquired, error) {
+	seq := a.Seq
 	conn, err := internal.PrimaryConn(ctx, d.RDB, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := script.ReentrantAcquireWaiting(ctx, conn, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, holds, patience, seq).Result()
+	res, err := script.ReentrantAcquireWaiting(ctx, conn, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, holds, patience, seq, a.Deadline).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}

@@ -25,10 +25,10 @@ func Example() {
 	ctx := context.Background()
 
 	keys := script.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Queue: "redisync:{job}:queue", Places: "redisync:{job}:place:", Channel: "redisync:{job}:chan"}
-	got, err := script.ReentrantAcquire(ctx, rdb, keys, "owner-a", 10*time.Second, false, 0, 1).Result()
+	got, err := script.ReentrantAcquire(ctx, rdb, keys, "owner-a", 10*time.Second, false, 0, 1, time.Now().Add(5*time.Second).UnixMilli()).Result()
 	fmt.Println(got.OK, got.Holds, err)
 
-	other, _ := script.ReentrantAcquire(ctx, rdb, keys, "owner-b", 10*time.Second, false, 0, 1).Result()
+	other, _ := script.ReentrantAcquire(ctx, rdb, keys, "owner-b", 10*time.Second, false, 0, 1, time.Now().Add(5*time.Second).UnixMilli()).Result()
 	fmt.Println(other.OK, other.Wait > 0)
 
 	fmt.Println(script.ReentrantRenew(ctx, rdb, keys.Lock, "owner-a", 10*time.Second).Result())

@@ -42,9 +42,11 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // Wait is how long the holder's lease still runs. seq numbers the attempt
 // among the owner's, increasing, and is the attempt's mark
 // (Acquired.Mark).
-func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64) AcquireCmd {
+// A copy that runs after deadline (server time in milliseconds) takes
+// nothing, joins no line and is answered with internal.Late's error.
+func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+owner)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places)}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,

@@ -31,7 +31,7 @@ func fencedKinds(name string) map[string]fencedKind {
 	return map[string]fencedKind{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, fenceLease, true, 0, 1).Result()
+				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, fenceLease, true, 0, 1, redistest.InTime()).Result()
 				return a.OK, a.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
@@ -41,7 +41,7 @@ func fencedKinds(name string) map[string]fencedKind {
 		},
 		"fairlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				a, err := script.FairAcquire(ctx, rdb, fk, owner, fenceLease, true, 0, 0, false, time.Second, 1).Result()
+				a, err := script.FairAcquire(ctx, rdb, fk, owner, fenceLease, true, 0, 0, false, time.Second, 1, redistest.InTime()).Result()
 				return a.OK, a.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
@@ -129,7 +129,7 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 	kinds := map[string]granting{
 		"rlock": {
 			wait: func(ctx context.Context, rdb *redis.Client, name string) (script.Acquired, error) {
-				return script.ReentrantAcquireWaiting(ctx, rdb, lockKeys(name), "b", fenceLease, true, 0, time.Minute, 7).Result()
+				return script.ReentrantAcquireWaiting(ctx, rdb, lockKeys(name), "b", fenceLease, true, 0, time.Minute, 7, redistest.InTime()).Result()
 			},
 			release: func(ctx context.Context, rdb *redis.Client, name string) (script.Unlocked, error) {
 				return script.ReentrantUnlock(ctx, rdb, lockKeys(name), "a", fenceLease, false, 1, time.Second, 0).Result()
@@ -137,7 +137,7 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 		},
 		"fairlock": {
 			wait: func(ctx context.Context, rdb *redis.Client, name string) (script.Acquired, error) {
-				return script.FairAcquire(ctx, rdb, fairKeys(name), "b", fenceLease, true, 0, time.Minute, false, time.Second, 7).Result()
+				return script.FairAcquire(ctx, rdb, fairKeys(name), "b", fenceLease, true, 0, time.Minute, false, time.Second, 7, redistest.InTime()).Result()
 			},
 			release: func(ctx context.Context, rdb *redis.Client, name string) (script.Unlocked, error) {
 				return script.FairUnlock(ctx, rdb, fairKeys(name), "a", fenceLease, false, 1, time.Second, 0).Result()

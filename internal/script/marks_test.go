@@ -34,7 +34,7 @@ func markedKinds(name string) map[string]marked {
 	return map[string]marked{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, lease, false, held, mark).Result()
+				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, lease, false, held, mark, redistest.InTime()).Result()
 				return a.OK, a.Holds, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
@@ -44,7 +44,7 @@ func markedKinds(name string) map[string]marked {
 		},
 		"fairlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				a, err := script.FairAcquire(ctx, rdb, fk, owner, lease, false, held, 0, false, time.Second, mark).Result()
+				a, err := script.FairAcquire(ctx, rdb, fk, owner, lease, false, held, 0, false, time.Second, mark, redistest.InTime()).Result()
 				return a.OK, a.Holds, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {

@@ -77,8 +77,8 @@ func (c AcquireCmd) Result() (Acquired, error) {
 // mark numbers the attempt among the owner's, increasing (see
 // lua/rlock_acquire.lua): a give-back names it. It never joins the line
 // (TryLock).
-func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, mark uint64) AcquireCmd {
-	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, mark)
+func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, mark uint64, deadline int64) AcquireCmd {
+	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, mark, deadline)
 }
 
 // ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
@@ -86,9 +86,12 @@ func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string
 // its place living patience from now; seq numbers the attempt among the
 // owner's, increasing, and is the attempt's mark (Acquired.Mark). A free
 // lock is taken whoever waits, and owner's place, if any, given up.
-func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64) AcquireCmd {
+//
+// A copy that runs after deadline (server time in milliseconds) takes
+// nothing, joins no line and is answered with internal.Late's error.
+func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64, deadline int64) AcquireCmd {
 	keys := []string{k.Lock, k.Queue, k.Places + owner, k.Fence}
-	return AcquireCmd{rlockAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq)}
+	return AcquireCmd{rlockAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq, deadline)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.

@@ -38,7 +38,7 @@ func TestRLockScripts(t *testing.T) {
 		lease := 10 * time.Second
 		acquire := func(owner string, holds int64) script.Acquired {
 			t.Helper()
-			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds, 1).Result()
+			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds, 1, redistest.InTime()).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		// A late copy, its receipt gone, aimed at b's hold: b took the
 		// lock again since, with a later mark, and keeps it.
-		if _, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 2).Result(); err != nil {
+		if _, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 2, redistest.InTime()).Result(); err != nil {
 			t.Fatal(err)
 		}
 		if n := force("late", aimed); n != script.ForceMoved || rdb.HExists(ctx, k.Lock, "b").Val() != true {
@@ -130,7 +130,7 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
-		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0, 1).Result()
+		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0, 1, redistest.InTime()).Result()
 		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second, 0).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false, nil).Result()
@@ -153,22 +153,22 @@ func TestRLockGrant(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
-		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1).Result()
+		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1, redistest.InTime()).Result()
 		if err != nil || !first.OK || first.Token == 0 {
 			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
 		}
 		// c stands first in line but dies (its place expires): the
 		// grant skips it.
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, true, 0, time.Minute, 1).Result(); err != nil || res.OK || res.Mark != 1 {
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, true, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK || res.Mark != 1 {
 			t.Fatalf("c's waiting acquire = %+v, %v; want a place in line, mark 1", res, err)
 		}
-		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 7).Result()
+		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 7, redistest.InTime()).Result()
 		if err != nil || res.OK || res.Mark != 7 {
 			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line, mark 7", res, err)
 		}
 		// A refresh keeps b's place (the line does not grow) and its
 		// new mark.
-		res, err = script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 8).Result()
+		res, err = script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 8, redistest.InTime()).Result()
 		if err != nil || res.OK || res.Mark != 8 {
 			t.Fatalf("b's second waiting acquire = %+v, %v; want mark 8", res, err)
 		}
@@ -194,7 +194,7 @@ func TestRLockGrant(t *testing.T) {
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"b", k.Places+"c").Val(); n != 0 {
 			t.Fatalf("%d line keys left after the grant", n)
 		}
-		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 9).Result() // b's next attempt after mark 8
+		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 9, redistest.InTime()).Result() // b's next attempt after mark 8
 		if err != nil || !got.OK || got.Holds != 1 || got.Token != granted {
 			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and the grant's token %d", got, err, granted)
 		}
@@ -211,7 +211,7 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1).Result()
+		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1, redistest.InTime()).Result()
 		if err != nil || !first.OK || first.Token == 0 {
 			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
 		}
@@ -219,7 +219,7 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 			owner   string
 			fencing bool
 		}{{"plain", false}, {"fenced", true}} {
-			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, w.owner, lease, w.fencing, 0, time.Minute, uint64(i+1)).Result(); err != nil || res.OK {
+			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, w.owner, lease, w.fencing, 0, time.Minute, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
 				t.Fatalf("%s's waiting acquire = %+v, %v", w.owner, res, err)
 			}
 		}
@@ -242,17 +242,17 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0, 1).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
 			t.Fatalf("x's acquire = %+v, %v", res, err)
 		}
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "a", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "a", lease, false, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("a's waiting acquire = %+v, %v", res, err)
 		}
 		rdb.Del(ctx, k.Lock) // x's lease ran out; a's Lock gave up, its leave lost
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
 			t.Fatalf("a's TryLock = %+v, %v", res, err)
 		}
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, false, 0, time.Minute, 1).Result(); err != nil || res.OK {
+		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, false, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK {
 			t.Fatalf("c's waiting acquire = %+v, %v", res, err)
 		}
 		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second, 0).Result()
@@ -276,7 +276,7 @@ func TestRLockUnlockTo(t *testing.T) {
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
 		wait := func(owner string, mark uint64) { joinLine(t, rdb, k, owner, mark) }
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
 		wait("c", 1)
@@ -329,7 +329,7 @@ func TestRLockUnlockTo(t *testing.T) {
 
 		// A count that is not the expected one changes nothing of the
 		// hold, but d leaves the line all the same.
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 5).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 5, redistest.InTime()).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
 		wait("d", 4)
@@ -363,7 +363,7 @@ func TestRLockUnlockPast(t *testing.T) {
 				t.Fatalf("line %v, want %v", got, want)
 			}
 		}
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
 			t.Fatalf("a's acquire = %+v, %v", res, err)
 		}
 		// a's process waits as c, e and g; g died (its place expired).
@@ -419,7 +419,7 @@ func TestRLockUnlockPast(t *testing.T) {
 // which puts it in line (a plain lock, a place for a minute).
 func joinLine(t *testing.T, rdb *redis.Client, k script.LockKeys, owner string, mark uint64) {
 	t.Helper()
-	if res, err := script.ReentrantAcquireWaiting(t.Context(), rdb, k, owner, 10*time.Second, false, 0, time.Minute, mark).Result(); err != nil || res.OK {
+	if res, err := script.ReentrantAcquireWaiting(t.Context(), rdb, k, owner, 10*time.Second, false, 0, time.Minute, mark, redistest.InTime()).Result(); err != nil || res.OK {
 		t.Fatalf("%s's waiting acquire = %+v, %v", owner, res, err)
 	}
 }
