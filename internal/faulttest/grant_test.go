@@ -56,6 +56,22 @@ type lockResult struct {
 	at  time.Time
 }
 
+// heldAt waits up to limit for a Lock started by lockAsync to hold, and
+// returns when it did; who names the waiter if it fails or times out.
+func heldAt(t *testing.T, got <-chan lockResult, limit time.Duration, who string) time.Time {
+	t.Helper()
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("%s: %v", who, r.err)
+		}
+		return r.at
+	case <-time.After(limit):
+		t.Fatalf("%s did not hold the lock within %v", who, limit)
+		return time.Time{}
+	}
+}
+
 // A grant whose message is lost (every pub/sub connection killed just
 // before the release) still reaches its waiter within a second: the
 // hub's reconnect wakes it, and its attempt finds the lock granted.
@@ -79,18 +95,10 @@ func TestGrantMessageLost(t *testing.T) {
 		if err := holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case r := <-got:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			took := r.at.Sub(released)
-			t.Logf("waiter held %v after the release (its channel had %d subscribers then)", took.Round(time.Millisecond), subs)
-			if took > time.Second {
-				t.Errorf("waiter held %v after the release, want within 1s", took)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the waiter never held the lock granted to it")
+		took := heldAt(t, got, 10*time.Second, "the waiter granted the lock").Sub(released)
+		t.Logf("waiter held %v after the release (its channel had %d subscribers then)", took.Round(time.Millisecond), subs)
+		if took > time.Second {
+			t.Errorf("waiter held %v after the release, want within 1s", took)
 		}
 		if err := waiter.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
@@ -218,18 +226,10 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		if granted != "1" {
 			t.Fatalf("the release did not grant the lock to the first waiter (its level %q)", granted)
 		}
-		select {
-		case r := <-x:
-			if r.err != nil {
-				t.Fatal(r.err)
-			}
-			d := r.at.Sub(released)
-			t.Logf("the next waiter held %v after the cancelled waiter returned", d.Round(time.Millisecond))
-			if d > time.Second {
-				t.Errorf("the next waiter held %v after the grant was given back, want within 1s", d)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("the grant given back never reached the next waiter")
+		d := heldAt(t, x, 10*time.Second, "the next waiter, given the grant back").Sub(released)
+		t.Logf("the next waiter held %v after the cancelled waiter returned", d.Round(time.Millisecond))
+		if d > time.Second {
+			t.Errorf("the next waiter held %v after the grant was given back, want within 1s", d)
 		}
 		if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 || v[line[0]] != "" {
 			t.Fatalf("lock hash = %v, want the next waiter alone", v)
