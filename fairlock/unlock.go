@@ -38,6 +38,10 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 // in line; the line keeps its order. It reports whether there was a lock
 // to delete, also when its reply was lost and it ran again. A holder on
 // another handle learns of it at its next renewal: its Done closes.
+//
+// It deletes the holds it read and no others: a copy of it
+// that Redis runs late (sent before a network stall, run after it) finds
+// the lock released and taken again, and deletes nothing.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.l.ForceUnlock(ctx) }
 
 // Done returns a channel that is closed when the handle's current hold

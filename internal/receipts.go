@@ -39,9 +39,9 @@ const (
 // read them.
 var LatchReceiptKinds = []string{ReceiptCountDown, ReceiptSetCount, ReceiptDelete}
 
-// ReceiptTTL is how long the receipt of a request run by Once lives:
-// longer than any resend of its request, since Once sends none after half
-// of it. Receipts expire by themselves.
+// ReceiptTTL is how long the receipt of a request run by Once lives past
+// the request's deadline (see RequestWindow), after which no copy of the
+// request changes anything. Receipts expire by themselves.
 const ReceiptTTL = 10 * time.Second
 
 // AcquireReceiptTTL is how long the receipt of a counting semaphore's

@@ -34,17 +34,19 @@
 // once. A CountDown that leaves the count above zero publishes nothing
 // and wakes nobody.
 //
-// CountDown, TrySetCount and Delete each write a receipt key when they
-// change something, redisync:{name}:latch:countdown:<request id> (and
-// :latch:set:, :latch:delete:), which lives ten seconds: when a reply is
-// lost, the call itself resends its request under the same receipt
-// (go-redis does not resend it), and a resend of a request that went
-// through changes nothing and reports what the first run did: CountDown
-// counts down once, TrySetCount reports true, Delete reports the
-// deletion. So a few receipt keys may outlive the count by up to ten
-// seconds; they expire by themselves. A call that changes nothing (a
-// CountDown at zero, a TrySetCount that finds a count, a Delete of
-// nothing) writes none.
+// CountDown, TrySetCount and Delete each write a receipt key,
+// redisync:{name}:latch:countdown:<request id> (and :latch:set:,
+// :latch:delete:), with the outcome of their first run, even one that
+// changed nothing (a CountDown at zero, a TrySetCount that found a
+// count, a Delete of nothing): when a reply is lost, the call itself
+// resends its request under the same receipt (go-redis does not resend
+// it), and a resend changes nothing and reports what the first run did:
+// CountDown counts down once, TrySetCount reports what it found, Delete
+// reports the deletion. Every request also carries a deadline on the
+// server's clock, five seconds after it was sent: a copy that reaches
+// Redis after it (held up in a stalled network) changes nothing at all,
+// and a receipt lives ten seconds past it. So a few receipt keys may
+// outlive the count by up to fifteen seconds; they expire by themselves.
 //
 // # Waiting
 //
@@ -90,7 +92,8 @@
 // count, and a Redis restarted without persistence loses every latch, so
 // its waiters return as though the count had reached zero. Use
 // persistence (AOF) where that matters. A call resends a request whose
-// reply was lost at most twice, and not after five seconds (half its
-// receipt's life); one that fails all the same returns the error, and
-// whether it counted down is then unknown.
+// reply was lost at most twice, and not after its deadline; one that
+// fails all the same returns the error, and whether it counted down is
+// then unknown. The deadlines assume the server's clock is not set back
+// (as its key expiry does).
 package latch

@@ -24,8 +24,8 @@ var ErrWrongType = internal.ErrWrongType
 var ErrBadCount = errors.New("count must be above zero")
 
 // receiptTTL is how long a latch remembers that a request changed it, so
-// that a resent request changes nothing: longer than any resend, which
-// internal.Once stops at half of it.
+// that a resent request changes nothing: it lives that long past the
+// request's deadline, after which no copy of it changes anything.
 const receiptTTL = internal.ReceiptTTL
 
 // Latch is a distributed count-down latch: Wait returns once CountDown has

@@ -26,10 +26,13 @@ import (
 func (m *Mutex) Unlock(ctx context.Context) error { return m.l.Unlock(ctx, hold.Exclusive) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiter first
-// in line. It
-// reports whether there was a lock to delete, also when its reply was lost
-// and it ran again. A holder on another handle learns of it at its next
-// renewal: its Done closes.
+// in line. It reports whether there was a lock to delete, also when its
+// reply was lost and it ran again. A holder on another handle learns of it
+// at its next renewal: its Done closes.
+//
+// It deletes the holds it read and no others: a copy of it
+// that Redis runs late (sent before a network stall, run after it) finds
+// the lock released and taken again, and deletes nothing.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any handle holds the lock.

@@ -45,6 +45,10 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // and wakes the waiters. It reports whether there was a lock to delete.
 // Holders on other handles learn of it at their next renewal: their Done
 // closes.
+//
+// It deletes the holds it read and no others: a copy of it
+// that Redis runs late (sent before a network stall, run after it) finds
+// the lock released and taken again, and deletes nothing.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return rw.l.ForceUnlock(ctx) }
 
 // IsLocked reports whether any handle holds the lock, in either mode.

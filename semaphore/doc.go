@@ -43,8 +43,13 @@
 // id>, so that each call adds its permits at most once: when a reply is
 // lost, the call itself retries it under the same receipt (go-redis does
 // not resend it), and a retry of a request that went through adds nothing.
-// These receipts expire after ten seconds, and the call never retries
-// after five: unlike Acquire's, its retries are bounded.
+// Every request also carries a deadline on the server's clock, five
+// seconds after it was sent: a copy that reaches Redis after it (held up
+// in a stalled network) changes nothing at all, and a receipt lives ten
+// seconds past it; the call never retries after the deadline: unlike
+// Acquire's, its retries are bounded. Each attempt of an Acquire carries
+// a deadline of its own, so that a copy of it run late cannot take
+// permits its request no longer wants.
 // That is all "idempotent" can mean for permits that are not owned: two
 // calls are two releases, since nothing tells a second Release apart from
 // a release of permits acquired elsewhere. A Release that fails on a

@@ -21,7 +21,8 @@ const (
 
 // receiptTTL is how long a semaphore remembers that a request run by
 // internal.Once changed its count, so that a resent request changes
-// nothing: longer than any resend, which Once stops at half of it.
+// nothing: it lives that long past the request's deadline, after which no
+// copy of it changes anything.
 const receiptTTL = internal.ReceiptTTL
 
 // acquireReceiptTTL is the lifetime of an acquire receipt, which is kept
