@@ -33,6 +33,7 @@ func TestReplyLostMidScriptMini(t *testing.T) {
 		if faults.Pending() != 0 {
 			t.Fatal("Lock ran no script: no reply was lost")
 		}
+		tidied(t) // the give-back runs in the background
 	}
 
 	// Load the scripts first, so that the script whose reply is lost is

@@ -99,12 +99,14 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	})
 	switch {
 	case err != nil:
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+		if internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
 			// cancel the request, giving back what it took. If the
 			// cancellation fails, the receipt is kept: a later attempt
 			// under it finds the permits the request took, if it did.
-			r.unsure = r.unsure || internal.OutcomeUnknown(err)
+			// (A script that never reached Redis, or was answered
+			// with an error, took nothing.)
+			r.unsure = true
 			s.cancel(ctx, r)
 		}
 		return false, err
@@ -132,8 +134,22 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 // cancel cancels request r, giving back what it took, and starts it anew
 // under a new receipt. When the cancellation fails, r goes on under its
 // receipt, which tells its next attempt what it took, if anything.
+//
+// The cancellation runs without ctx's cancellation, for at most
+// cleanupTimeout, but is waited for only until ctx is done: a caller
+// whose ctx ended returns at once, and the cancellation finishes in the
+// background (internal.TidyUp). r then goes on under a new receipt, and
+// the old one is never settled (the cancellation may run yet): it
+// expires by itself.
 func (s *Semaphore) cancel(ctx context.Context, r *request) {
-	if err := s.undo(ctx, r.receipt); err != nil {
+	receipt := r.receipt
+	var err error
+	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) { err = s.undo(ctx, receipt) }) {
+		r.unsure = true
+		s.renew(r)
+		return
+	}
+	if err != nil {
 		r.unsure = r.unsure || internal.OutcomeUnknown(err)
 		return
 	}
@@ -154,8 +170,6 @@ func (s *Semaphore) renew(r *request) {
 // are given back only if the request took them, and a request still on its
 // way takes nothing.
 func (s *Semaphore) undo(ctx context.Context, receipt string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
 	return s.withSettled(func(settled []string) error {
 		_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, receipt, acquireReceiptTTL, s.sharded, settled).Result()
 		return err

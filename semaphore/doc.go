@@ -112,9 +112,11 @@
 //
 // An Acquire that fails leaves nothing behind: no permit taken and no
 // subscription. If ctx ends while an acquire script is in flight, Acquire
-// gives back whatever that script took before it returns; so it does when
-// the reply of a successful take arrives after ctx ended, and returns the
-// ctx error: the caller has moved on.
+// gives back whatever that script took; so it does when the reply of a
+// successful take arrives after ctx ended, and returns the ctx error: the
+// caller has moved on. Acquire returns when ctx ends, also while Redis
+// does not answer: a give-back it cannot finish by then finishes in the
+// background, within a second.
 //
 // # Redis deployments
 //

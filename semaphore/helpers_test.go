@@ -1,6 +1,7 @@
 package semaphore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -211,8 +212,22 @@ func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 }
 
+// tidied waits until what failed calls left to clean up in the background
+// (a give-back; see internal.AwaitTidied) is done.
+func tidied(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := internal.AwaitTidied(ctx); err != nil {
+		t.Fatalf("clean-up still running: %v", err)
+	}
+}
+
+// wantAvailable checks the available permits once the clean-ups of
+// failed calls are done.
 func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 	t.Helper()
+	tidied(t)
 	if n, err := s.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}
@@ -220,6 +235,7 @@ func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 
 func wantLeasedAvailable(t *testing.T, l *semaphore.Leased, want int64) {
 	t.Helper()
+	tidied(t)
 	if n, err := l.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}

@@ -189,7 +189,12 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
 	if lease > 0 {
-		undo := func(ctx context.Context, _ *hold.Grant) { l.giveBack(ctx, id, late) }
+		undo := func(ctx context.Context, _ *hold.Grant) {
+			give := func(ctx context.Context) { _, _ = l.giveBack(ctx, id, late) }
+			if !internal.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give) && late != nil {
+				late.Store(true) // it may run after the next attempt
+			}
+		}
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
