@@ -14,7 +14,10 @@
 -- Returns how many permits the request took; 0, changing nothing, when
 -- none was available (the count is missing, zero or negative).
 -- A permit count that is not an integer, or a key of another type, is a
--- WRONGTYPE error, raised before anything is written.
+-- WRONGTYPE error, and a count above 2^53 - 1, which a script's numbers
+-- (doubles) do not hold exactly, an OUTOFRANGE error, both raised before
+-- anything is written. (Only a give-back, semaphore_undo, takes a count
+-- past that bound.)
 
 local permits, receipt = KEYS[1], KEYS[2]
 
@@ -22,16 +25,19 @@ local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
+local seen = redis.call('get', receipt)
+local available = tonumber(raw or '0')
+if not seen and available > 9007199254740991 then
+  return redis.error_reply('OUTOFRANGE the permit count is above 2^53 - 1 (9007199254740991)')
+end
 -- Delete the settled receipts passed along; after the checks, so that an
 -- error reply leaves everything as it was.
 if #KEYS >= 3 then
   redis.call('del', unpack(KEYS, 3))
 end
-local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
-local available = tonumber(raw or '0')
 if available <= 0 then
   return 0
 end

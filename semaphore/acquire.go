@@ -11,15 +11,16 @@ import (
 )
 
 // Acquire takes n permits, waiting until n are available at once or ctx is
-// done. Acquiring 0 permits succeeds at once; a negative n is an error. On
+// done. Acquiring 0 permits succeeds at once; a negative n is an error, as
+// is one above 2^53 - 1 ([ErrOutOfRange]). On
 // failure Acquire returns an error wrapping ctx.Err() or the Redis error
 // and leaves the semaphore unchanged: if a take was in flight when ctx
 // ended or its reply was lost, whatever it took is given back. A take
 // whose reply arrives after ctx ended is given back too, and Acquire
 // returns the ctx error: the caller has moved on.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
-	if n < 0 {
-		return s.wrap("acquire", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return s.wrap("acquire", err)
 	}
 	if n == 0 {
 		return nil
@@ -52,12 +53,13 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 
 // TryAcquire makes one attempt to take n permits and reports whether it
 // did: false and no error when fewer than n are available. Acquiring 0
-// permits succeeds; a negative n is an error. As with Acquire, a take
+// permits succeeds; a negative n is an error, as is one above 2^53 - 1
+// ([ErrOutOfRange]). As with Acquire, a take
 // whose outcome is unknown, or whose reply arrives after ctx ended, is
 // given back, and TryAcquire returns an error.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
-	if n < 0 {
-		return false, s.wrap("acquire", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return false, s.wrap("acquire", err)
 	}
 	if n == 0 {
 		return true, nil
