@@ -29,18 +29,6 @@ func backends(t *testing.T, f func(t *testing.T, newClient func() redis.Universa
 	})
 }
 
-// tidied waits until what failed calls left to clean up in the
-// background (a place in line, a give-back; see internal.AwaitTidied) is
-// done.
-func tidied(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := internal.AwaitTidied(ctx); err != nil {
-		t.Fatalf("clean-up still running: %v", err)
-	}
-}
-
 func mustLock(t testing.TB, m *fairlock.Mutex) {
 	t.Helper()
 	if err := m.Lock(context.Background()); err != nil {

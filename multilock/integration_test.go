@@ -88,7 +88,7 @@ func TestCrossedGroupsNeverDeadlock(t *testing.T) {
 // assertNoKeys fails if any key whose name contains name is left.
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	tidied(t)
+	internal.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), "*"+name+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -101,17 +101,6 @@ func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 	if len(left) > 0 {
 		t.Fatalf("keys left in Redis: %v", left)
-	}
-}
-
-// tidied waits until what failed calls left to clean up in the background
-// (a give-back, a place in line; see internal.AwaitTidied) is done.
-func tidied(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := internal.AwaitTidied(ctx); err != nil {
-		t.Fatalf("clean-up still running: %v", err)
 	}
 }
 

@@ -6,24 +6,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/rwlock"
 )
-
-// tidied waits until what failed calls left to clean up in the background
-// (see internal.AwaitTidied) is done.
-func tidied(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := internal.AwaitTidied(ctx); err != nil {
-		t.Fatalf("clean-up still running: %v", err)
-	}
-}
 
 func mustRLock(t testing.TB, rw *rwlock.RWMutex) {
 	t.Helper()
@@ -110,7 +98,7 @@ func dumpKeys(t testing.TB, rdb redis.UniversalClient, pattern string) string {
 
 func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	tidied(t)
+	internal.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package semaphore_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -212,22 +211,11 @@ func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 }
 
-// tidied waits until what failed calls left to clean up in the background
-// (a give-back; see internal.AwaitTidied) is done.
-func tidied(t testing.TB) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := internal.AwaitTidied(ctx); err != nil {
-		t.Fatalf("clean-up still running: %v", err)
-	}
-}
-
 // wantAvailable checks the available permits once the clean-ups of
 // failed calls are done.
 func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 	t.Helper()
-	tidied(t)
+	internal.AwaitTidied(t.Context())
 	if n, err := s.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}
@@ -235,7 +223,7 @@ func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 
 func wantLeasedAvailable(t *testing.T, l *semaphore.Leased, want int64) {
 	t.Helper()
-	tidied(t)
+	internal.AwaitTidied(t.Context())
 	if n, err := l.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}
