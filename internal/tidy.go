@@ -19,6 +19,10 @@ import (
 // signal is the job's limit (a ctx deadline), and the tidier counts it
 // until it returns (Tidied). Jobs stand for callers that ran them on their
 // own goroutines before, so they add no goroutine that was not there.
+// The limit holds a command to it only on a client with go-redis'
+// ContextTimeoutEnabled; without, a command that Redis does not answer
+// runs for go-redis' own timeouts (ReadTimeout, 3s by default), and a
+// closed client ends it at once.
 type tidier struct {
 	mu   sync.Mutex    // guards n and idle
 	n    int           // jobs running
