@@ -84,10 +84,13 @@
 // Deadlines are measured on the Redis server's clock, so clients with
 // skewed clocks agree on them.
 //
-// A Lock whose ctx ends takes itself out of the line before it returns (if
-// that call fails, the server drops the place at its deadline) and leaves
-// no hold and no subscription behind; if ctx ends while an acquire script
-// is in flight, Lock gives back whatever the script may have taken.
+// A Lock whose ctx ends takes itself out of the line (if that call fails,
+// the server drops the place at its deadline) and leaves no hold and no
+// subscription behind; if ctx ends while an acquire script is in flight,
+// Lock gives back whatever the script may have taken. Lock returns when
+// ctx ends, also while Redis does not answer: leaving the line and the
+// give-back finish in the background within a second, and the handle's
+// next call waits for them.
 // TryLock never joins the line, and reports false while anyone waits in it.
 //
 // A lost grant or wake-up costs at most a second: the waiter's next

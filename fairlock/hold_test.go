@@ -237,6 +237,7 @@ func TestLockDeadlineLeavesNothing(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
 	}
+	internal.AwaitTidied(t.Context()) // the place in line is left in the background
 	if q, z := line(t, admin, name); len(q)+len(z) != 0 {
 		t.Fatalf("line %v, deadlines %v left behind", q, z)
 	}

@@ -170,6 +170,7 @@ func TestCancelledWaiterMini(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
 	}
+	internal.AwaitTidied(t.Context()) // the place in line is left in the background
 	if q, z := line(t, rdb, "cancel"); len(q)+len(z) != 0 {
 		t.Fatalf("cancelled waiter left %v in line and %v in the deadlines", q, z)
 	}

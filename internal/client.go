@@ -11,12 +11,15 @@ import (
 )
 
 // Client is the shared machinery of one Redis client: its pub/sub hub, its
-// watchdog and the keeper of its waiters' places. Every handle built on the same redis client shares one.
+// watchdog, the keeper of its waiters' places and the tidier of what
+// callers that gave up left to clean up (see Tidy). Every handle built on
+// the same redis client shares one.
 type Client struct {
 	RDB      redis.UniversalClient
 	Hub      *hub.Hub
 	Watchdog *watchdog.Watchdog
 	keeper   *keeper     // keeps the places of parked waiters (see Keep)
+	tidier   *tidier     // runs the clean-ups of callers that gave up (see Tidy)
 	refs     int         // guarded by registryMu
 	idle     *time.Timer // guarded by registryMu: forgets the entry once idle for clientLinger
 }
@@ -51,7 +54,7 @@ func Attach(rdb redis.UniversalClient) *Client {
 	defer registryMu.Unlock()
 	c := registry[rdb]
 	if c == nil {
-		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb)}
+		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb), tidier: newTidier()}
 		registry[rdb] = c
 	}
 	c.refs++

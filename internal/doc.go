@@ -1,7 +1,8 @@
 // Package internal holds what every redisync primitive shares and no user
 // should depend on: key and channel naming (one hash tag per primitive
 // name), owner ids, the shared sentinel errors and their wrapping, the
-// per-client registry of pub/sub hub and watchdog, the one wait loop
+// per-client registry of pub/sub hub, watchdog and the tidier of what
+// callers that gave up left to undo (tidy.go), the one wait loop
 // every blocking acquire goes through, and the reports to a client's
 // Observer (package observe; see report.go).
 //

@@ -26,7 +26,54 @@ var (
 
 	// ErrUpgradeNotSupported reports a read holder asking for the write lock.
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
+
+	// ErrOutOfRange reports a count, or an amount added to one, that a
+	// Redis script cannot hold exactly: larger than MaxCount in magnitude,
+	// or taking a count past it. Nothing is changed in Redis.
+	ErrOutOfRange = errors.New("number out of range")
 )
+
+// MaxCount is the largest count redisync's scripts hold exactly, 2^53 - 1:
+// a number in a Redis (Lua) script is a double, exact for integers no
+// larger in magnitude. Counts and amounts beyond it are refused with
+// ErrOutOfRange, before any I/O when the caller passed them, and by the
+// script, changing nothing, when a sum would pass it.
+const MaxCount = 1<<53 - 1
+
+// CheckCount returns an error wrapping ErrOutOfRange when v, the count or
+// amount called what, is larger than MaxCount in magnitude, and nil
+// otherwise.
+func CheckCount(what string, v int64) error {
+	if v > MaxCount || v < -MaxCount {
+		return fmt.Errorf("%w: %s %d is beyond 2^53 - 1, the most a script holds exactly", ErrOutOfRange, what, v)
+	}
+	return nil
+}
+
+// outOfRangeReply starts the error reply of a script that refused a sum
+// beyond MaxCount (see lua/semaphore_release.lua).
+const outOfRangeReply = "OUTOFRANGE"
+
+// outOfRange is a script's OUTOFRANGE reply as a user reads it: what the
+// script says, without its script id; it matches ErrOutOfRange and the
+// reply itself.
+type outOfRange struct{ reply error }
+
+func (e outOfRange) Error() string {
+	return fmt.Sprintf("%v: %s", ErrOutOfRange, replyText(e.reply.Error(), outOfRangeReply))
+}
+
+func (e outOfRange) Unwrap() []error { return []error{ErrOutOfRange, e.reply} }
+
+// outOfRangeOf turns a script's OUTOFRANGE reply into an outOfRange; any
+// other error is returned as it is.
+func outOfRangeOf(err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) && strings.Contains(reply.Error(), outOfRangeReply) && !errors.Is(err, ErrOutOfRange) {
+		return outOfRange{reply: err}
+	}
+	return err
+}
 
 // ErrStaleReply reports an acquisition whose reply came after the
 // validity its lease would give it, and which was therefore given back.
@@ -45,7 +92,7 @@ func Wrap(pkg, op, name string, err error) error {
 		// not something callers should have to know about.
 		err = errors.New("unexpected nil reply from redis")
 	}
-	err = WrongTypeAt(NewNames(name).Lock(), err)
+	err = outOfRangeOf(WrongTypeAt(NewNames(name).Lock(), err))
 	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
 }
 
@@ -70,9 +117,15 @@ type wrongType struct {
 }
 
 func (e wrongType) Error() string {
-	msg := e.reply.Error()
-	if i := strings.Index(msg, "WRONGTYPE"); i >= 0 {
-		msg = msg[i+len("WRONGTYPE"):]
+	return fmt.Sprintf("%v: key %q: %s", ErrWrongType, e.key, replyText(e.reply.Error(), "WRONGTYPE"))
+}
+
+// replyText is what the error reply msg of code says, without the code
+// and the script id and line Redis appends to an error raised in a
+// script.
+func replyText(msg, code string) string {
+	if i := strings.Index(msg, code); i >= 0 {
+		msg = msg[i+len(code):]
 	}
 	if i := strings.Index(msg, " script:"); i >= 0 {
 		msg = msg[:i]
@@ -80,8 +133,7 @@ func (e wrongType) Error() string {
 	if i := strings.Index(msg, " stack traceback:"); i >= 0 {
 		msg = msg[:i] // miniredis' form
 	}
-	msg = strings.TrimSpace(msg)
-	return fmt.Sprintf("%v: key %q: %s", ErrWrongType, e.key, msg)
+	return strings.TrimSpace(msg)
 }
 
 func (e wrongType) Unwrap() []error { return []error{ErrWrongType, e.reply} }

@@ -50,3 +50,32 @@ func TestWrongTypeText(t *testing.T) {
 		t.Fatalf("%v does not match ErrWrongType and the reply", err)
 	}
 }
+
+// A count beyond 2^53 - 1 is refused with ErrOutOfRange; so is a script's
+// OUTOFRANGE reply, which reads without its code and script id, and only
+// the reply matches: a name that says OUTOFRANGE does not.
+func TestOutOfRange(t *testing.T) {
+	for _, v := range []int64{internal.MaxCount, -internal.MaxCount, 0} {
+		if err := internal.CheckCount("permits", v); err != nil {
+			t.Fatalf("CheckCount(%d) = %v", v, err)
+		}
+	}
+	for _, v := range []int64{internal.MaxCount + 1, -internal.MaxCount - 1} {
+		err := internal.CheckCount("permits", v)
+		want := fmt.Sprintf("number out of range: permits %d is beyond 2^53 - 1, the most a script holds exactly", v)
+		if !errors.Is(err, internal.ErrOutOfRange) || fmt.Sprint(err) != want {
+			t.Fatalf("CheckCount(%d) = %v, want %q", v, err, want)
+		}
+	}
+	if err := internal.Wrap("semaphore", "release", "OUTOFRANGE", context.Canceled); errors.Is(err, internal.ErrOutOfRange) {
+		t.Fatalf("%v matches ErrOutOfRange", err)
+	}
+	_, rdb := redistest.Mini(t)
+	script := redis.NewScript("return redis.error_reply('OUTOFRANGE the permit count would pass 2^53 - 1')")
+	reply := script.Run(t.Context(), rdb, []string{"k"}).Err()
+	err := internal.Wrap("semaphore", "release", "k", reply)
+	want := `semaphore: release "k": number out of range: the permit count would pass 2^53 - 1`
+	if !errors.Is(err, internal.ErrOutOfRange) || !errors.Is(err, reply) || fmt.Sprint(err) != want {
+		t.Fatalf("Wrap of %v = %v, want %q matching ErrOutOfRange and the reply", reply, err, want)
+	}
+}

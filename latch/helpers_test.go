@@ -3,6 +3,7 @@ package latch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,21 @@ func badInput(t *testing.T, rdb redis.UniversalClient, name string) {
 		}
 	}
 	wantNoCount(t, rdb, name)
+	// A count above 2^53 - 1, which the scripts' numbers do not hold
+	// exactly, is refused; 2^53 - 1 itself counts down exactly.
+	const maxCount = 1<<53 - 1
+	ok, err := l.TrySetCount(ctx, maxCount+1)
+	want := fmt.Sprintf("latch: try set count %q: number out of range: count 9007199254740992 is beyond 2^53 - 1", name)
+	if ok || !errors.Is(err, latch.ErrOutOfRange) || !strings.HasPrefix(fmt.Sprint(err), want) {
+		t.Errorf("TrySetCount(2^53) = %v, %v; want %q... matching ErrOutOfRange", ok, err, want)
+	}
+	wantNoCount(t, rdb, name)
+	mustSet(t, l, maxCount)
+	mustCountDown(t, l)
+	wantCount(t, l, maxCount-1)
+	if _, err := l.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	key := internal.NewNames(name).Latch()
 	for _, put := range []struct {

@@ -23,6 +23,12 @@ var ErrWrongType = internal.ErrWrongType
 // not above zero. Nothing is changed in Redis.
 var ErrBadCount = errors.New("count must be above zero")
 
+// ErrOutOfRange is matched by the error of TrySetCount for a count above
+// 2^53 - 1 (9007199254740991), the most a Redis script holds exactly.
+// Nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOutOfRange = internal.ErrOutOfRange
+
 // receiptTTL is how long a latch remembers that a request changed it, so
 // that a resent request changes nothing: it lives that long past the
 // request's deadline, after which no copy of it changes anything.
@@ -69,13 +75,18 @@ func (l *Latch) Name() string { return l.name }
 // TrySetCount gives the latch the count n if it is at zero, and reports
 // whether it did: false, changing nothing, when the latch already has a
 // count. n must be above zero; otherwise TrySetCount returns an error
-// wrapping ErrBadCount and changes nothing. Setting a count wakes nobody.
+// wrapping ErrBadCount and changes nothing. n must also be at most
+// 2^53 - 1, or the error wraps ErrOutOfRange. Setting a count wakes
+// nobody.
 //
 // A call whose reply is lost is retried, and a retry of a request that
 // went through reports true without setting anything again.
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, l.wrap("try set count", fmt.Errorf("%w: %d", ErrBadCount, n))
+	}
+	if err := internal.CheckCount("count", n); err != nil {
+		return false, l.wrap("try set count", err)
 	}
 	var ok bool
 	err := l.once(ctx, internal.ReceiptSetCount, func(r script.Request) (err error) {

@@ -7,7 +7,8 @@
 -- KEYS[4]  receipt of this request, a string that expires: written when the
 --          request adds its permits, so that a repeated request (a retry
 --          after a lost reply) adds nothing
--- ARGV[1]  the permits to add, non-zero
+-- ARGV[1]  the permits to add, non-zero and at most 2^53 - 1 in magnitude
+--          (the caller checked it)
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
 -- ARGV[4]  the request's deadline, server time in milliseconds (every copy
@@ -24,23 +25,33 @@
 -- permits. When permits were added or reclaimed and some are available,
 -- the notification carries that count (capped at a million).
 -- A total that is not an integer, or keys of another type, is a WRONGTYPE
--- error, raised before anything is written.
+-- error, and a total that the request would take beyond 2^53 - 1 in
+-- magnitude (or finds beyond it) an OUTOFRANGE error, both raised before
+-- anything is written: a script's numbers are doubles, exact only within
+-- that bound.
 
 local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local delta, sharded, ttl, deadline = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3], tonumber(ARGV[4])
+local max = 9007199254740991 -- 2^53 - 1
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
+local total = tonumber(raw or '0')
+local added = redis.call('exists', receipt) == 0
+-- With both terms within the bound, the sum is exact when it is within
+-- it too, and comes out beyond it when it is beyond (rounding keeps the
+-- order). A repeated request reports what its first run did instead.
+if added and (total > max or total < -max or total + delta > max or total + delta < -max) then
+  return redis.error_reply('OUTOFRANGE the permit total would pass 2^53 - 1 (9007199254740991)')
+end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local added = redis.call('exists', receipt) == 0
 if added and (now > deadline or deadline - now > tonumber(ttl)) then
   return redis.error_reply(string.format('LATE %d', now))
 end
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
-local total = tonumber(raw or '0')
 if added then
   total = redis.call('incrby', permits, ARGV[1])
   redis.call('set', receipt, '1', 'px', deadline - now + ttl)

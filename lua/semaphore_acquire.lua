@@ -11,7 +11,10 @@
 -- KEYS[3..] receipts of earlier acquire requests of the handle whose
 --          outcome it knows (settled), to delete: at most a few, possibly
 --          none; they share the hash tag, so the slot, of KEYS[1]
--- ARGV[1]  n, the permits wanted (>= 1)
+-- ARGV[1]  n, the permits wanted (>= 1, and at most 2^53 - 1: the caller
+--          checked it). A count and n are compared as doubles; with n
+--          within that bound the comparison is exact, also for a count
+--          beyond it (which comes out at 2^53 or more, above any such n).
 -- ARGV[2]  receipt lifetime in milliseconds (an hour: see above)
 -- ARGV[3]  the request's deadline, server time in milliseconds (every copy
 --          of the request carries the same): a run after it, or more

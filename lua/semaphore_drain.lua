@@ -23,7 +23,10 @@
 -- outcome is recorded in the receipt, 0 too, so that a copy run after
 -- permits came back does not take them.
 -- A permit count that is not an integer, or a key of another type, is a
--- WRONGTYPE error, raised before anything is written.
+-- WRONGTYPE error, and a count above 2^53 - 1, which a script's numbers
+-- (doubles) do not hold exactly, an OUTOFRANGE error, both raised before
+-- anything is written. (Only a give-back, semaphore_undo, takes a count
+-- past that bound.)
 
 local permits, receipt = KEYS[1], KEYS[2]
 
@@ -31,12 +34,16 @@ local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
+local seen = redis.call('get', receipt)
+local available = tonumber(raw or '0')
+if not seen and available > 9007199254740991 then
+  return redis.error_reply('OUTOFRANGE the permit count is above 2^53 - 1 (9007199254740991)')
+end
 -- Delete the settled receipts passed along; after the checks, so that an
 -- error reply leaves everything as it was.
 if #KEYS >= 3 then
   redis.call('del', unpack(KEYS, 3))
 end
-local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
@@ -46,7 +53,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now > deadline or deadline - now > tonumber(ttl) then
   return redis.error_reply(string.format('LATE %d', now))
 end
-local available = math.max(tonumber(raw or '0'), 0)
+available = math.max(available, 0)
 if available > 0 then
   redis.call('set', permits, 0)
 end

@@ -10,8 +10,9 @@
 -- KEYS[4..] receipts of earlier acquire requests of the handle whose
 --          outcome it knows (settled), to delete: at most a few, possibly
 --          none; they share the hash tag, so the slot, of KEYS[1]
--- ARGV[1]  the permits to add, non-zero; negative takes them away and may
---          leave the count below zero
+-- ARGV[1]  the permits to add, non-zero and at most 2^53 - 1 in magnitude
+--          (the caller checked it); negative takes them away and may leave
+--          the count below zero
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
 -- ARGV[4]  the request's deadline, server time in milliseconds (every copy
@@ -27,22 +28,35 @@
 -- available, the notification carries that count (capped at a million):
 -- each process wakes at most that many of its waiters.
 -- A permit count that is not an integer, or a key of another type, is a
--- WRONGTYPE error, raised before anything is written.
+-- WRONGTYPE error, and a count that the request would take beyond
+-- 2^53 - 1 in magnitude (or finds beyond it) an OUTOFRANGE error, both
+-- raised before anything is written: a script's numbers are doubles,
+-- exact only within that bound, and a count beyond it could not be
+-- compared or reported exactly.
 
 local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
 local delta, sharded, ttl, deadline = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3], tonumber(ARGV[4])
+local max = 9007199254740991 -- 2^53 - 1
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
+end
+local count = tonumber(raw or '0')
+local done = redis.call('exists', receipt) == 1
+-- With both terms within the bound, the sum is exact when it is within
+-- it too, and comes out beyond it when it is beyond (rounding keeps the
+-- order). A repeated request reports what its first run did instead.
+if not done and (count > max or count < -max or count + delta > max or count + delta < -max) then
+  return redis.error_reply('OUTOFRANGE the permit count would pass 2^53 - 1 (9007199254740991)')
 end
 -- Delete the settled receipts passed along; after the checks, so that an
 -- error reply leaves everything as it was.
 if #KEYS >= 4 then
   redis.call('del', unpack(KEYS, 4))
 end
-if redis.call('exists', receipt) == 1 then
-  return tonumber(raw or '0')
+if done then
+  return count
 end
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

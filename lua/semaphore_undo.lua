@@ -22,6 +22,11 @@
 -- The receipt is marked cancelled ("x") either way, so that the request,
 -- should it still arrive or be retried, takes nothing.
 -- Returns the permits given back: 0 when the request had taken none.
+-- A give-back is never refused: with releases since the request took its
+-- permits, it may take the count above 2^53 - 1 (what a script's numbers,
+-- doubles, hold exactly; INCRBY itself is exact). Acquisitions still
+-- compare exactly then (see semaphore_acquire); releases and a drain are
+-- refused until acquisitions bring the count back within the bound.
 
 local permits, receipt, channel = KEYS[1], KEYS[2], KEYS[3]
 local ttl, sharded, deadline = ARGV[1], ARGV[2] == '1', tonumber(ARGV[3])

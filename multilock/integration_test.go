@@ -88,6 +88,7 @@ func TestCrossedGroupsNeverDeadlock(t *testing.T) {
 // assertNoKeys fails if any key whose name contains name is left.
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
+	internal.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), "*"+name+"*").Result()
 	if err != nil {
 		t.Fatal(err)

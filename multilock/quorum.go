@@ -85,7 +85,8 @@ const minGrace = 20 * time.Millisecond
 // listen collects a round's answers until the round is over (see round);
 // giveUp cuts the attempts short. When ctx ends it listens on for at most
 // hold.CleanupTimeout, so that a cancelled Lock returns once its attempts
-// have given back what they took, or a silent server has had that long.
+// have returned (each leaves what it must give back to the background,
+// bounded: see hold.Tracker.Undo), or a silent server has had that long.
 func (g *Group) listen(ctx context.Context, start time.Time, answers <-chan answer, giveUp func()) []answer {
 	budget := time.NewTimer(g.budget - time.Since(start))
 	defer budget.Stop()
@@ -115,8 +116,8 @@ func (g *Group) listen(ctx context.Context, start time.Time, answers <-chan answ
 		case <-budget.C:
 			return got
 		case <-done:
-			// The attempts end now, giving back what they took: wait for
-			// that as the engine waits for its own cleanup.
+			// The attempts end now, leaving what they took to be given
+			// back: wait for them to return.
 			done = nil
 			budget.Reset(min(g.budget-time.Since(start), hold.CleanupTimeout))
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -105,6 +106,7 @@ func TestAllCancelledLockLeavesNothingMini(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), `multilock: lock ["x" "y"]: `) {
 		t.Fatalf("Lock = %v, want a deadline error naming the group", err)
 	}
+	internal.AwaitTidied(t.Context()) // what the cancelled attempts took goes back in the background
 	assertFree(t, rdb, "x")
 	mustUnlock(t, other)
 	// The fair lock's line is empty too: no key of either lock is left.

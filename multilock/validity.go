@@ -24,11 +24,12 @@ const DefaultWatchdogTimeout = 30 * time.Second
 //     before the group starts keeping it: majority < T/3.
 //
 // The budget also bounds each member's attempt in a round: a server that
-// has not answered by then could not have counted. Such an attempt may
-// then spend a moment more giving back what it sent (up to
-// hold.CleanupTimeout), and the round waits for it, so that nothing it
-// took is left behind; with a fixed lease, the round counts only if the
-// shortest lease still has time left when it ends: total + drift(L) < L.
+// has not answered by then could not have counted. Such an attempt gives
+// back what it sent in the background, within hold.CleanupTimeout, and
+// the member's next attempt waits for that give-back first, so that
+// nothing it took is left behind; with a fixed lease, the round counts
+// only if the shortest lease still has time left when it ends:
+// total + drift(L) < L.
 
 // drift is the margin for clock rates: 1% of the lease, plus 2ms for
 // timer granularity on the servers and the client.

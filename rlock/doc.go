@@ -126,7 +126,10 @@
 // leaves nothing behind: no hold, no place in line, no subscription; a
 // grant that reached it as it gave up is released, which passes the lock
 // on. If ctx ends while an acquire script is in flight, Lock gives back
-// whatever the script may have taken before it returns. With
+// whatever the script may have taken. Lock returns when ctx ends, also
+// while Redis does not answer: what it must still undo in Redis (a
+// give-back, its place in line) finishes in the background within a
+// second, and the handle's next call waits for it. With
 // [WithLeaseTime] or [WithReplicaAck], a grant is completed by one acquire
 // script instead, which sets the hold's own lease (and waits for the
 // replicas).

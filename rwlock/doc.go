@@ -111,7 +111,10 @@
 // notification costs at most that, and after a pub/sub reconnect every
 // waiter retries at once. A failed RLock or Lock leaves nothing behind: no
 // hold, no announcement, no subscription; if ctx ends while an acquire
-// script is in flight, whatever the script took is given back.
+// script is in flight, whatever the script took is given back. RLock and
+// Lock return when ctx ends, also while Redis does not answer: taking the
+// announcement away and the give-back finish in the background within a
+// second, and the handle's next call waits for them.
 //
 // Unlike rlock and fairlock, a release does not hand the lock to a waiter
 // in its script (the one-hop handoff): a write release admits every

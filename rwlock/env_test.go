@@ -76,6 +76,7 @@ func (e env) subscribers(t testing.TB, name string, channel func(internal.Names)
 // assertNoKeys fails when any key of the lock called name is left.
 func (e env) assertNoKeys(t testing.TB, name string) {
 	t.Helper()
+	internal.AwaitTidied(t.Context())
 	keys, err := e.node(t, name).Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/rwlock"
 )
 
@@ -97,6 +98,7 @@ func dumpKeys(t testing.TB, rdb redis.UniversalClient, pattern string) string {
 
 func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
+	internal.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)

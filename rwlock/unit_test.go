@@ -287,6 +287,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 	if err := <-locked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Lock = %v, want context.Canceled", err)
 	}
+	internal.AwaitTidied(t.Context()) // the announcement is taken away in the background
 	if mr.Exists(internal.NewNames("pref").Writers()) {
 		t.Fatal("the writer that gave up left its announcement")
 	}
@@ -372,6 +373,7 @@ func TestReadersTurnMini(t *testing.T) {
 	if err := <-rlocked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled RLock = %v, want context.Canceled", err)
 	}
+	internal.AwaitTidied(t.Context()) // the announcement is taken away in the background
 	if mr.Exists(n.Readers()) {
 		t.Fatal("the reader that gave up left its announcement")
 	}

@@ -11,15 +11,16 @@ import (
 )
 
 // Acquire takes n permits, waiting until n are available at once or ctx is
-// done. Acquiring 0 permits succeeds at once; a negative n is an error. On
+// done. Acquiring 0 permits succeeds at once; a negative n is an error, as
+// is one above 2^53 - 1 ([ErrOutOfRange]). On
 // failure Acquire returns an error wrapping ctx.Err() or the Redis error
 // and leaves the semaphore unchanged: if a take was in flight when ctx
 // ended or its reply was lost, whatever it took is given back. A take
 // whose reply arrives after ctx ended is given back too, and Acquire
 // returns the ctx error: the caller has moved on.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
-	if n < 0 {
-		return s.wrap("acquire", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return s.wrap("acquire", err)
 	}
 	if n == 0 {
 		return nil
@@ -52,12 +53,13 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 
 // TryAcquire makes one attempt to take n permits and reports whether it
 // did: false and no error when fewer than n are available. Acquiring 0
-// permits succeeds; a negative n is an error. As with Acquire, a take
+// permits succeeds; a negative n is an error, as is one above 2^53 - 1
+// ([ErrOutOfRange]). As with Acquire, a take
 // whose outcome is unknown, or whose reply arrives after ctx ended, is
 // given back, and TryAcquire returns an error.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
-	if n < 0 {
-		return false, s.wrap("acquire", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return false, s.wrap("acquire", err)
 	}
 	if n == 0 {
 		return true, nil
@@ -101,12 +103,14 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	})
 	switch {
 	case err != nil:
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
+		if internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
 			// cancel the request, giving back what it took. If the
 			// cancellation fails, the receipt is kept: a later attempt
 			// under it finds the permits the request took, if it did.
-			r.unsure = r.unsure || internal.OutcomeUnknown(err)
+			// (A script that never reached Redis, or was answered
+			// with an error, took nothing.)
+			r.unsure = true
 			s.cancel(ctx, r)
 		}
 		return false, err
@@ -134,8 +138,22 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 // cancel cancels request r, giving back what it took, and starts it anew
 // under a new receipt. When the cancellation fails, r goes on under its
 // receipt, which tells its next attempt what it took, if anything.
+//
+// The cancellation runs without ctx's cancellation, for at most
+// cleanupTimeout, but is waited for only until ctx is done: a caller
+// whose ctx ended returns at once, and the cancellation finishes in the
+// background (internal.TidyUp). r then goes on under a new receipt, and
+// the old one is never settled (the cancellation may run yet): it
+// expires by itself.
 func (s *Semaphore) cancel(ctx context.Context, r *request) {
-	if err := s.undo(ctx, r.receipt); err != nil {
+	receipt := r.receipt
+	var err error
+	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) { err = s.undo(ctx, receipt) }) {
+		r.unsure = true
+		s.renew(r)
+		return
+	}
+	if err != nil {
 		r.unsure = r.unsure || internal.OutcomeUnknown(err)
 		return
 	}
@@ -156,8 +174,6 @@ func (s *Semaphore) renew(r *request) {
 // are given back only if the request took them, and a request still on its
 // way takes nothing.
 func (s *Semaphore) undo(ctx context.Context, receipt string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
 	return s.withSettled(func(settled []string) error {
 		return s.inTime(receipt, func(req script.Request) error {
 			_, err := script.SemaphoreUndo(ctx, s.rdb, s.keys, req, s.sharded, settled).Result()

@@ -14,6 +14,16 @@
 // 0 permits does nothing; a negative count is an error wrapping
 // [ErrNegative] and changes nothing.
 //
+// Counts are limited to 2^53 - 1 (9007199254740991) in magnitude, the
+// largest integers the scripts' numbers (Lua doubles) hold exactly, in
+// both semaphores: a count or amount beyond it is an error wrapping
+// [ErrOutOfRange] before any I/O, and a Release or AddPermits that would
+// take the count (a Leased's total) past it is refused with one by the
+// script, which changes nothing. (A give-back of permits an acquisition
+// took is never refused, and may take the count past the bound when
+// releases came in between; acquisitions stay exact then, and releases
+// and Drain are refused until the count is back within it.)
+//
 // It follows Redisson's RSemaphore, and has its two sharp edges:
 //
 //   - Permits are not owned. Release adds permits whoever calls it, whether
@@ -117,9 +127,11 @@
 //
 // An Acquire that fails leaves nothing behind: no permit taken and no
 // subscription. If ctx ends while an acquire script is in flight, Acquire
-// gives back whatever that script took before it returns; so it does when
-// the reply of a successful take arrives after ctx ended, and returns the
-// ctx error: the caller has moved on.
+// gives back whatever that script took; so it does when the reply of a
+// successful take arrives after ctx ended, and returns the ctx error: the
+// caller has moved on. Acquire returns when ctx ends, also while Redis
+// does not answer: a give-back it cannot finish by then finishes in the
+// background, within a second.
 //
 // # Redis deployments
 //

@@ -211,8 +211,11 @@ func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	}
 }
 
+// wantAvailable checks the available permits once the clean-ups of
+// failed calls are done.
 func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 	t.Helper()
+	internal.AwaitTidied(t.Context())
 	if n, err := s.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}
@@ -220,6 +223,7 @@ func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 
 func wantLeasedAvailable(t *testing.T, l *semaphore.Leased, want int64) {
 	t.Helper()
+	internal.AwaitTidied(t.Context())
 	if n, err := l.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}

@@ -58,10 +58,11 @@ func (l *Leased) Name() string { return l.name }
 
 // TrySetPermits sets the total number of permits to n if no total is set
 // yet, and reports whether it did. A call whose reply is lost retries
-// under its receipt and reports what its first run did.
+// under its receipt and reports what its first run did. A negative n, or
+// one above 2^53 - 1 ([ErrOutOfRange]), is an error and changes nothing.
 func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	if n < 0 {
-		return false, l.wrap("try set permits", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return false, l.wrap("try set permits", err)
 	}
 	var ok bool
 	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
@@ -74,10 +75,11 @@ func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 // SetPermits sets the total number of permits to n, acquired ones
 // included: when more than n are acquired, Available turns negative until
 // enough are released or expire. A call whose reply is lost retries under
-// its receipt, which sets nothing the second time.
+// its receipt, which sets nothing the second time. A negative n, or one
+// above 2^53 - 1 ([ErrOutOfRange]), is an error and changes nothing.
 func (l *Leased) SetPermits(ctx context.Context, n int64) error {
-	if n < 0 {
-		return l.wrap("set permits", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return l.wrap("set permits", err)
 	}
 	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) error {
 		_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, r, n, false, l.sharded).Result()
@@ -88,12 +90,17 @@ func (l *Leased) SetPermits(ctx context.Context, n int64) error {
 
 // AddPermits adds n to the total number of permits; a negative n takes
 // permits away, and the total may go below zero. Adding 0 does nothing.
+// An n, or a total afterwards, beyond 2^53 - 1 in magnitude is an error
+// wrapping [ErrOutOfRange], and changes nothing.
 // Each call adds its permits at most once: a call whose reply is lost
 // retries under its receipt, which adds nothing the second time. An error
 // from a network fault leaves unknown whether the permits were added.
 func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
+	}
+	if err := internal.CheckCount("permits", n); err != nil {
+		return l.wrap("add permits", err)
 	}
 	err := l.once(ctx, internal.ReceiptAdd, func(r script.Request) error {
 		_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, r, n, l.sharded).Result()
@@ -198,7 +205,12 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
 	if lease > 0 {
-		undo := func(ctx context.Context, _ *hold.Grant) { l.giveBack(ctx, id, late) }
+		undo := func(ctx context.Context, _ *hold.Grant) {
+			give := func(ctx context.Context) { _, _ = l.giveBack(ctx, id, late) }
+			if !internal.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give) && late != nil {
+				late.Store(true) // it may run after the next attempt
+			}
+		}
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}

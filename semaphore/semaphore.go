@@ -29,6 +29,13 @@ var ErrWrongType = internal.ErrWrongType
 // Nothing is changed in Redis.
 var ErrNegative = errors.New("negative argument")
 
+// ErrOutOfRange is matched by errors for a permit count or amount beyond
+// 2^53 - 1 (9007199254740991) in magnitude, the most a Redis script holds
+// exactly, and for an AddPermits or Release that would take the count
+// past it. Nothing is changed in Redis. It is the same value in every
+// redisync package.
+var ErrOutOfRange = internal.ErrOutOfRange
+
 // Semaphore is a distributed counting semaphore. Its permits are not owned:
 // any handle, in any process, may release permits it never acquired, and
 // waiters are not served in arrival order. A Semaphore is safe for
@@ -71,10 +78,11 @@ func (s *Semaphore) Name() string { return s.name }
 
 // TrySetPermits sets the number of available permits to n if the semaphore
 // has no permit count yet, and reports whether it did. Waiters are woken
-// when n > 0.
+// when n > 0. A negative n, or one above 2^53 - 1 ([ErrOutOfRange]), is
+// an error and changes nothing.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
-	if n < 0 {
-		return false, s.wrap("try set permits", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return false, s.wrap("try set permits", err)
 	}
 	var ok bool
 	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
@@ -87,10 +95,11 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 }
 
 // SetPermits sets the number of available permits to n, whatever it was.
-// Waiters are woken when the count grows.
+// Waiters are woken when the count grows. A negative n, or one above
+// 2^53 - 1 ([ErrOutOfRange]), is an error and changes nothing.
 func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
-	if n < 0 {
-		return s.wrap("set permits", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return s.wrap("set permits", err)
 	}
 	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
@@ -104,10 +113,14 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 // AddPermits adds n available permits; a negative n takes permits away and
 // may leave the count below zero, so that releases must first make up the
 // deficit. Adding 0 does nothing. Waiters are woken when permits become
-// available.
+// available. An n, or a count afterwards, beyond 2^53 - 1 in magnitude is
+// an error wrapping [ErrOutOfRange], and changes nothing.
 func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
+	}
+	if err := internal.CheckCount("permits", n); err != nil {
+		return s.wrap("add permits", err)
 	}
 	return s.wrap("add permits", s.add(ctx, n))
 }
@@ -115,7 +128,9 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // Release adds n permits, whether or not they were acquired through this
 // handle, and wakes as many waiters per process as permits are available.
 // On a semaphore whose count was never set, it creates the permits.
-// Releasing 0 does nothing; a negative n is an error and changes nothing.
+// Releasing 0 does nothing; a negative n is an error and changes nothing,
+// and so is one that would take the count above 2^53 - 1
+// ([ErrOutOfRange]).
 //
 // Each call adds its permits at most once: when its reply is lost, Release
 // retries, and a retry finds that the first went through and adds nothing.
@@ -128,8 +143,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 // (5s), so a deferred Release after a cancelled request still gives the
 // permits back at once.
 func (s *Semaphore) Release(ctx context.Context, n int64) error {
-	if n < 0 {
-		return s.wrap("release", negative("permits", n))
+	if err := checkPermits(n); err != nil {
+		return s.wrap("release", err)
 	}
 	if n == 0 {
 		return nil
@@ -180,7 +195,8 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 
 // Drain takes every available permit and returns how many it took. When
 // none is available (the count is missing, zero or negative) it returns 0
-// and changes nothing.
+// and changes nothing. A count above 2^53 - 1, which it could not report
+// exactly, is an error wrapping [ErrOutOfRange] and changes nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.once(ctx, internal.ReceiptDrain, func(r script.Request) (err error) {
@@ -199,4 +215,13 @@ func (s *Semaphore) wrap(op string, err error) error {
 // negative reports a negative permit count or lease v.
 func negative(what string, v any) error {
 	return fmt.Errorf("%w: %s %v", ErrNegative, what, v)
+}
+
+// checkPermits reports a permit count n that is negative, or beyond what
+// a script holds exactly (see ErrOutOfRange).
+func checkPermits(n int64) error {
+	if n < 0 {
+		return negative("permits", n)
+	}
+	return internal.CheckCount("permits", n)
 }

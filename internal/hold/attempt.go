@@ -31,7 +31,9 @@ func Granted(a script.Acquired) Grant {
 //
 //   - An attempt whose outcome is unknown (its reply was lost, or ctx cut
 //     the wait for it short) is given back before its error is returned:
-//     undo gets nil.
+//     undo gets nil. An attempt that failed without reaching Redis (no
+//     connection) or with an error reply took nothing, and is not given
+//     back, whether or not ctx has ended.
 //   - A grant whose reply is read after ctx ended is given back, and
 //     ctx's error returned: the caller has moved on, and a nil error from
 //     a call whose ctx is done would hold a lock nobody will release.
@@ -40,28 +42,25 @@ func Granted(a script.Acquired) Grant {
 //     the caller tries again: its lease may be over on the server and the
 //     lock someone else's. A lease of 0 (permits without one) skips this.
 //
-// undo runs without ctx's cancellation, bounded by CleanupTimeout.
+// undo gets ctx: it must return once ctx is done, leaving what it could
+// not finish to the background, bounded (see Tracker.Undo and
+// internal.TidyUp), so that a caller returns on time.
 func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context) (Grant, error), undo func(ctx context.Context, g *Grant)) (Grant, time.Time, error) {
 	sent := time.Now()
 	g, err := try(ctx)
-	giveBack := func(g *Grant) {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-		defer cancel()
-		undo(uctx, g)
-	}
 	switch {
 	case err != nil:
-		if ctx.Err() != nil || internal.OutcomeUnknown(err) {
-			giveBack(nil)
+		if internal.OutcomeUnknown(err) {
+			undo(ctx, nil)
 		}
 		return Grant{}, sent, internal.CtxErr(ctx, err)
 	case !g.OK:
 		return g, sent, nil
 	case ctx.Err() != nil:
-		giveBack(&g)
+		undo(ctx, &g)
 		return Grant{}, sent, ctx.Err()
 	case lease > 0 && watchdog.Stale(sent, lease):
-		giveBack(&g)
+		undo(ctx, &g)
 		return Grant{}, sent, nil
 	}
 	return g, sent, nil
@@ -95,7 +94,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		if g != nil {
 			expect = g.Levels[m]
 		}
-		t.giveBack(ctx, owed{m, expect, seq})
+		t.undo(ctx, owed{m, expect, seq})
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
 	if err != nil || !g.OK {
@@ -117,10 +116,58 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 // that finds its acquisition must be taken back (say, not acknowledged by
 // replicas) calls it too. A give-back that fails is owed: the handle's
 // next attempt or release sends it again first.
+//
+// Undo waits for the give-back only until ctx is done: a caller whose ctx
+// has ended returns at once, and the give-back finishes in the
+// background (internal.TidyUp). The handle's next attempt or release
+// waits for it first (see repay).
 func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, seq uint64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer cancel()
-	t.giveBack(ctx, owed{m, expect, seq})
+	t.undo(ctx, owed{m, expect, seq})
+}
+
+// undo runs the give-back o as Undo says.
+func (t *Tracker) undo(ctx context.Context, o owed) {
+	t.later(ctx, CleanupTimeout, func(ctx context.Context) { t.giveBack(ctx, o) })
+}
+
+// later runs job, a give-back of the handle's, as internal.TidyUp does,
+// for at most limit: in the background once ctx is done. Until job
+// returns, the handle's next attempt or release waits for it (repay), as
+// it would if job ran on the caller's goroutine.
+func (t *Tracker) later(ctx context.Context, limit time.Duration, job func(ctx context.Context)) {
+	t.mu.Lock()
+	if t.giving == 0 {
+		t.given = make(chan struct{})
+	}
+	t.giving++
+	t.mu.Unlock()
+	internal.TidyUp(ctx, t.cfg.RDB, limit, func(ctx context.Context) {
+		defer func() {
+			t.mu.Lock()
+			if t.giving--; t.giving == 0 {
+				close(t.given)
+			}
+			t.mu.Unlock()
+		}()
+		job(ctx)
+	})
+}
+
+// settled waits until no give-back of the handle runs in the background,
+// or ctx is done.
+func (t *Tracker) settled(ctx context.Context) error {
+	t.mu.Lock()
+	given, busy := t.given, t.giving > 0
+	t.mu.Unlock()
+	if !busy {
+		return nil
+	}
+	select {
+	case <-given:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // owed is a give-back: the arguments of its release (see Config.Release).
@@ -167,8 +214,13 @@ func (t *Tracker) send(ctx context.Context, o owed) error {
 // them with context.DeadlineExceeded while ctx runs on (waiting for a
 // connection, say), which a wait takes for the end of its ctx rather
 // than a fault to ride out. It returns the first failure, owing that
-// give-back and the ones after it still; the caller holds op.
+// give-back and the ones after it still; the caller holds op. Give-backs
+// still running in the background are waited for first: one that fails
+// is owed then.
 func (t *Tracker) repay(ctx context.Context) error {
+	if err := t.settled(ctx); err != nil {
+		return err
+	}
 	for {
 		t.mu.Lock()
 		if len(t.owed) == 0 {

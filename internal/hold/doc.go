@@ -32,7 +32,9 @@
 // resent by go-redis (package script); the engine's resends carry what
 // the caller believes (an expected level, a receipt), so that a resend
 // changes nothing the first run did. Undo and cleanup run without the
-// caller's cancellation, bounded by CleanupTimeout. rlock and fairlock
+// caller's cancellation, bounded by CleanupTimeout, and the caller waits
+// for them only until its ctx ends: then they finish in the background
+// (internal.TidyUp), and the handle's next script waits for them first. rlock and fairlock
 // hold in one mode (Exclusive); a read-write lock holds in both, and one
 // hold spans both modes: it begins with the first level taken in either
 // and ends when the handle holds nothing.

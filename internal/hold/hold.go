@@ -16,7 +16,9 @@ import (
 )
 
 // CleanupTimeout bounds each call that tidies up on behalf of a caller
-// whose ctx may be done: the undo of an acquisition, the Unlock of Do.
+// whose ctx may be done: the undo of an acquisition, leaving a line, the
+// Unlock of Do. A caller whose ctx ends first does not wait for it: it
+// finishes in the background (see Tracker.Undo).
 const CleanupTimeout = time.Second
 
 // Mode is a way of holding a lock.
@@ -105,6 +107,10 @@ type Tracker struct {
 	// owed lists the give-backs that failed (see Undo), oldest first,
 	// under mu: the next attempt sends them again first.
 	owed []owed
+	// giving counts the give-backs running in the background (see later),
+	// and given is closed when none is; under mu.
+	giving int
+	given  chan struct{}
 }
 
 // hold is one continuous hold of the lock by the handle.

@@ -40,9 +40,10 @@ type fake struct {
 }
 
 type fakeFail struct {
-	run  bool  // the release ran before the failure
-	err  error // the failure
-	wait bool  // the release waits for a connection until its ctx ends, and fails with ctx's error
+	run   bool          // the release ran before the failure
+	err   error         // the failure
+	wait  bool          // the release waits for a connection until its ctx ends, and fails with ctx's error
+	block chan struct{} // if set, the release waits for it to be closed first (Redis slow to answer)
 }
 
 func newFake(t *testing.T) *fake {
@@ -71,6 +72,11 @@ func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64)
 	var ff fakeFail
 	if len(f.fail) > 0 {
 		ff, f.fail = f.fail[0], f.fail[1:]
+	}
+	if ff.block != nil {
+		f.mu.Unlock()
+		<-ff.block
+		f.mu.Lock()
 	}
 	if ff.wait {
 		// As go-redis waits for a free connection of its pool: until
@@ -438,5 +444,54 @@ func TestGiveBackHandsOver(t *testing.T) {
 		}
 	default:
 		t.Fatal("the give-back's grant was not handed over")
+	}
+}
+
+// TestGiveBackAfterCtxEnded: an attempt whose outcome is unknown when its
+// ctx ends returns at once; its give-back, which Redis is slow to answer,
+// finishes in the background, and the handle's next attempt waits for it
+// before its own script runs.
+func TestGiveBackAfterCtxEnded(t *testing.T) {
+	f := newFake(t)
+	slow := make(chan struct{})
+	f.failNext(fakeFail{block: slow}) // the give-back
+	ctx, cancel := context.WithCancel(t.Context())
+	start := time.Now()
+	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+		f.mu.Lock()
+		f.levels[hold.Exclusive]++ // it ran, and ctx ended before its reply
+		f.mu.Unlock()
+		cancel()
+		return hold.Grant{}, errLostReply
+	})
+	if ok || !errors.Is(err, context.Canceled) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("attempt = %v, %v after %v; want the ctx error at once", ok, err, time.Since(start))
+	}
+	next := make(chan error, 1)
+	ran := make(chan struct{})
+	go func() {
+		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+			close(ran)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.levels[hold.Exclusive]++
+			return hold.Grant{OK: true, Levels: f.levels}, nil
+		})
+		next <- err
+	}()
+	select {
+	case <-ran:
+		t.Fatal("the next attempt ran while the give-back was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(slow)
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
+	if n := f.held(hold.Exclusive); n != 1 || f.tracker.Held(hold.Exclusive) != 1 {
+		t.Fatalf("Redis holds %d levels, the handle %d; want 1 and 1", n, f.tracker.Held(hold.Exclusive))
+	}
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatal(err)
 	}
 }

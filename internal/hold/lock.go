@@ -157,16 +157,20 @@ func (w *waits) start(ctx context.Context, m Mode) error {
 }
 
 // end counts a wait of mode m out, and runs leave if it failed and no
-// other wait of m is under way.
-func (w *waits) end(m Mode, failed bool, leave func()) {
+// other wait of m is under way. leave calls done once it has finished,
+// which may be after it returned (in the background): no wait of m
+// starts before.
+func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 	if w.n[m].Add(-1) > 0 || !failed {
 		return
 	}
 	w.mu[m] <- struct{}{}
-	defer func() { <-w.mu[m] }()
-	if w.n[m].Load() == 0 {
-		leave()
+	done := func() { <-w.mu[m] }
+	if w.n[m].Load() != 0 {
+		done()
+		return
 	}
+	leave(done)
 }
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
@@ -285,7 +289,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	if passable {
 		l.withdraw()
 	}
-	l.waits.end(m, err != nil && l.k.Leave != nil, func() { l.leave(ctx, m) })
+	l.waits.end(m, err != nil && l.k.Leave != nil, func(done func()) { l.leave(ctx, m, done) })
 	return err
 }
 
@@ -328,31 +332,35 @@ func (l *Lock) deliver(grantee string, g hub.Grant, sent time.Time) {
 }
 
 // leave runs Kind.Leave after a failed wait, once more if the first
-// failed, all within CleanupTimeout, and gives back a grant it reports.
-// If both fail (Redis unreachable), what the wait left expires by itself
-// on the server (a waiter's deadline, a writer's announcement).
-func (l *Lock) leave(ctx context.Context, m Mode) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer cancel()
-	for range 2 {
-		var granted bool
-		err := internal.InTime(&l.clock, func(deadline int64) (err error) {
-			granted, err = l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: deadline})
-			return err
-		})
-		if granted && l.t.Held(m) == 0 {
-			// Its reply read, the script has run: no later wait of the
-			// handle has begun, so the level is this wait's grant. It
-			// answered one of this wait's attempts, none later than the
-			// handle's last, which the give-back names: a later hold
-			// records a later attempt, so this give-back, run late,
-			// leaves it alone.
-			l.t.Undo(ctx, m, 1, l.t.seq.Load())
+// failed, all within CleanupTimeout, and gives back a grant it reports;
+// then it calls done. It waits for that only until ctx is done (the
+// wait's ctx, which has usually ended): the rest runs in the background
+// (internal.TidyUp). If both runs fail (Redis unreachable), what the wait
+// left expires by itself on the server (a waiter's deadline, a writer's
+// announcement).
+func (l *Lock) leave(ctx context.Context, m Mode, done func()) {
+	internal.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
+		defer done()
+		for range 2 {
+			var granted bool
+			err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+				granted, err = l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: deadline})
+				return err
+			})
+			if granted && l.t.Held(m) == 0 {
+				// Its reply read, the script has run: no later wait of
+				// the handle has begun, so the level is this wait's
+				// grant. It answered one of this wait's attempts, none
+				// later than the handle's last, which the give-back
+				// names: a later hold records a later attempt, so this
+				// give-back, run late, leaves it alone.
+				l.t.Undo(ctx, m, 1, l.t.seq.Load())
+			}
+			if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+				return
+			}
 		}
-		if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
-			return
-		}
-	}
+	})
 }
 
 // try makes one attempt to take a level of mode m in Redis.

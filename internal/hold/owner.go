@@ -310,7 +310,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	}
 	if l.handOver(r, m, gen) {
 		l.released(r, m, gen)
-		l.settleHanded(ctx)
+		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
 	err := l.release(ctx, m)
@@ -405,7 +405,9 @@ func (l *Lock) Queued() int {
 // settleHanded releases a handed hold in Redis when nobody waits at the
 // gate to take it. It holds the gate while it does, so that no call takes
 // the hold meanwhile; when the gate is taken, the call that holds it is
-// past the gate and takes the handed hold itself.
+// past the gate and takes the handed hold itself. The release runs on
+// ReleaseContext(ctx), and is waited for until ctx is done: a Lock whose
+// ctx ended leaves it to the background (internal.TidyUp).
 func (l *Lock) settleHanded(ctx context.Context) {
 	l.mu.Lock()
 	idle := l.handed != nil && l.queued == 0
@@ -418,10 +420,14 @@ func (l *Lock) settleHanded(ctx context.Context) {
 	handed := l.handed
 	l.handed = nil
 	l.mu.Unlock()
-	if handed != nil && handed == cur {
-		_ = l.release(ctx, Exclusive)
+	if handed == nil || handed != cur {
+		l.gate.Release(l.units)
+		return
 	}
-	l.gate.Release(l.units)
+	internal.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
+		_ = l.t.Release(ctx, Exclusive)
+		l.gate.Release(l.units)
+	})
 }
 
 // releasing finds the hold an Unlock of mode m with ctx releases a level

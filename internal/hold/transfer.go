@@ -270,9 +270,14 @@ func (t *Tracker) ClaimTransfer(ctx context.Context, m Mode, tr *Transfer, seq u
 		err = t.op.Acquire(ctx, 1)
 	}
 	if err != nil {
-		if tr.succeeded() {
-			t.Undo(ctx, m, 1, seq)
-		}
+		// The release may still be under way: whether there is a level
+		// to give back is known once it has run, which the caller does
+		// not wait for.
+		t.later(ctx, ReleaseTimeout+CleanupTimeout, func(ctx context.Context) {
+			if tr.succeeded() {
+				t.giveBack(ctx, owed{m, 1, seq})
+			}
+		})
 		return false, err
 	}
 	defer t.op.Release(1)
