@@ -128,49 +128,11 @@ var lateCopyRows = map[string]lateRow{
 			return nil
 		},
 	},
-	"leased_acquire.lua": {
-		func(t *testing.T, l late) {
-			setLeased(t, l, 2)
-			s := semaphore.NewLeased(l.via, l.name)
-			id, err := s.Acquire(t.Context(), time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Release(t.Context(), id); err != nil {
-				t.Fatal(err)
-			}
-		},
-		nothingMoves,
-	},
-	"leased_release.lua": {
-		func(t *testing.T, l late) {
-			setLeased(t, l, 2)
-			s := semaphore.NewLeased(l.via, l.name)
-			id, err := s.Acquire(t.Context(), time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Release(t.Context(), id); err != nil {
-				t.Fatal(err)
-			}
-		},
-		leasedMoveOn,
-	},
-	"leased_renew.lua": {
-		func(t *testing.T, l late) {
-			setLeased(t, l, 2)
-			s := semaphore.NewLeased(l.via, l.name)
-			id, err := s.Acquire(t.Context(), time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = s.Renew(t.Context(), id, time.Minute) // a renewal may be resent
-			if err := s.Release(t.Context(), id); err != nil {
-				t.Fatal(err)
-			}
-		},
-		leasedMoveOn,
-	},
+	"leased_acquire.lua": {leasedRoundTrip(nil), nothingMoves},
+	"leased_release.lua": {leasedRoundTrip(nil), leasedMoveOn},
+	"leased_renew.lua": {leasedRoundTrip(func(t *testing.T, s *semaphore.Leased, id string) {
+		_, _ = s.Renew(t.Context(), id, time.Minute) // a renewal may be resent
+	}), leasedMoveOn},
 	"leased_addpermits.lua": {
 		func(t *testing.T, l late) {
 			setLeased(t, l, 2)
@@ -438,6 +400,25 @@ func forceLate(h func(rdb redis.UniversalClient, name string) forcer) func(t *te
 }
 
 func nothingMoves(*testing.T, late) func() { return nil }
+
+// leasedRoundTrip: a permit acquired through via (and, with between, used
+// so) is released.
+func leasedRoundTrip(between func(t *testing.T, s *semaphore.Leased, id string)) func(t *testing.T, l late) {
+	return func(t *testing.T, l late) {
+		setLeased(t, l, 2)
+		s := semaphore.NewLeased(l.via, l.name)
+		id, err := s.Acquire(t.Context(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if between != nil {
+			between(t, s, id)
+		}
+		if err := s.Release(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // leasedMoveOn: another handle takes a permit.
 func leasedMoveOn(t *testing.T, l late) func() {
