@@ -230,8 +230,8 @@ func TestLateCopies(t *testing.T) {
 			sent := time.Now()
 			row.op(t, l)
 			select {
-			case <-held.Caught():
-			default:
+			case <-held.Caught(): // a leave may still be on its way (internal.TidyUp)
+			case <-time.After(10 * time.Second):
 				t.Fatal("no copy of the script was held: the fault was not injected")
 			}
 			if cleanup := row.moveOn(t, l); cleanup != nil {
