@@ -60,6 +60,9 @@ func (s *segment) run(ctx context.Context) (segResult, error) {
 		}
 	}
 	s.nemesis(ctx)
+	if ctx.Err() != nil {
+		return segResult{}, ctx.Err()
+	}
 	s.waitClients()
 	left, err := s.keysLeft(ctx)
 	if err != nil {
