@@ -21,6 +21,11 @@ var faultWhy = map[string]string{
 		"old holder, not yet told (its next renewal finds the hold gone, a third of the lease later at " +
 		"most), is still inside.",
 	"restart-persist": "With an AOF fsynced on every write, the locks survive the restart.",
+	"clock": "Redis expires keys by its wall clock: a jump forward ends every lease at once, and a waiter " +
+		"takes the lock while its holder, whose own timer is right, believes it holds until its next " +
+		"renewal finds the hold gone. A quorum loses its guarantee when a majority of its servers jump. " +
+		"Jumping back does not lower the tokens while the fencing counter lives (one lease after the " +
+		"last token, by the server's clock).",
 }
 
 // findings writes what the run showed, fault kind by fault kind, then the
@@ -186,9 +191,10 @@ func methodSection(w func(string, ...any)) {
 // leftOut lists what issue 32 asks that this harness does not do yet.
 func leftOut(w func(string, ...any)) {
 	w("## Not covered yet\n\n")
-	w("- **Clock jumps** of redis-server. Debian's libfaketime hangs `redis-server` at start (it clashes\n")
-	w("  with the jemalloc inside it); a small `LD_PRELOAD` shim of the harness's own that offsets\n")
-	w("  `CLOCK_REALTIME` and `gettimeofday` is the way, not written yet.\n")
+	w("- **Clock jumps of the clients**, and a server clock set back for longer than the fencing\n")
+	w("  counter lives (the documented condition under which tokens can repeat). The server's clock\n")
+	w("  jumps through `analysis/clockshim/clockshim.c`, not Debian's libfaketime, which hangs `redis-server`\n")
+	w("  at start (it clashes with the jemalloc inside it).\n")
 	w("- **Sentinel failover** with asynchronous replication (and `WithReplicaAck`), partitions between\n")
 	w("  primary and replica, and minority/majority partitions of the quorum's servers.\n")
 	w("- **Late delivery** (commands held back past the client's timeout, then delivered): it needs a\n")

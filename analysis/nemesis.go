@@ -13,7 +13,7 @@ import (
 const sigCont = syscall.SIGCONT
 
 // The fault kinds, one per segment.
-var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist"}
+var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "clock"}
 
 // faultDoc says what each fault kind does, for the page.
 var faultDoc = map[string]string{
@@ -26,6 +26,8 @@ var faultDoc = map[string]string{
 		"on the same port with no persistence: every lock it held is gone",
 	"restart-persist": "as restart, on a server that writes an AOF fsynced on every write (appendfsync always): " +
 		"the locks survive",
+	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
+		"the lease, through an LD_PRELOAD shim of the harness's own, and back to the true time a second later",
 }
 
 // A faultEvent is one fault the nemesis injected.
@@ -57,6 +59,8 @@ func faultLength(kind string, lease time.Duration) time.Duration {
 		return grantLease + lease
 	case "kill":
 		return lease / 2
+	case "clock":
+		return time.Second
 	}
 	return 100 * time.Millisecond
 }
@@ -113,6 +117,8 @@ func (s *segment) inject(ctx context.Context) string {
 			return "error: " + err.Error()
 		}
 		return c.who()
+	case "clock":
+		return s.jumpClocks(ctx)
 	default: // restart, restart-persist
 		if err := s.nodes[0].restart(ctx); err != nil {
 			return "error: " + err.Error()
@@ -150,4 +156,24 @@ func parseWho(who string) (id, inst int, ok bool) {
 	id, err1 := strconv.Atoi(a)
 	inst, err2 := strconv.Atoi(b)
 	return id, inst, found && err1 == nil && err2 == nil
+}
+
+// jumpClocks moves the servers' clocks forward past every lease they keep,
+// then back to the true time: the first server's, or two of the quorum's
+// three (a majority).
+func (s *segment) jumpClocks(ctx context.Context) string {
+	nodes := s.nodes[:min(2, len(s.nodes))]
+	jump := grantLease + s.r.cfg.lease
+	for _, n := range nodes {
+		if err := n.clock.set(jump); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	for _, n := range nodes {
+		if err := n.clock.set(0); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	return fmt.Sprintf("%d redis-server(s), +%v and back", len(nodes), jump)
 }

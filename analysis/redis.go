@@ -22,7 +22,8 @@ type redisNode struct {
 	port    int
 	dir     string
 	persist bool
-	env     []string // extra environment (the clock shim)
+	env     []string     // extra environment (the clock shim)
+	clock   *serverClock // the server's clock offset, with the shim
 	proc    *proc
 	log     *os.File
 }
@@ -39,7 +40,9 @@ func freePort(host string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func newRedisNode(dir string, persist bool, env []string) (*redisNode, error) {
+// newRedisNode prepares a server in dir; with shim set, its clock can be
+// moved.
+func newRedisNode(dir string, persist bool, shim string) (*redisNode, error) {
 	port, err := freePort(redisIP)
 	if err != nil {
 		return nil, err
@@ -51,7 +54,14 @@ func newRedisNode(dir string, persist bool, env []string) (*redisNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &redisNode{port: port, dir: dir, persist: persist, env: env, log: log}, nil
+	n := &redisNode{port: port, dir: dir, persist: persist, log: log}
+	if shim != "" {
+		if n.clock, err = newServerClock(filepath.Join(dir, "clock")); err != nil {
+			return nil, err
+		}
+		n.env = n.clock.env(shim)
+	}
+	return n, nil
 }
 
 // start starts the server and waits until it answers.
@@ -99,6 +109,9 @@ func (n *redisNode) close() {
 		n.proc.kill()
 	}
 	_ = n.log.Close()
+	if n.clock != nil {
+		n.clock.close()
+	}
 }
 
 // client is a go-redis client of the harness's own, for setup and checks.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type run struct {
 	cfg     config
 	exe     string
 	dir     string
+	shim    string // the clock shim, built when the clock fault runs
 	started time.Time
 }
 
@@ -27,11 +29,18 @@ func newRun(cfg config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := &run{cfg: cfg, exe: exe, dir: dir, started: time.Now()}
+	if slices.Contains(cfg.faults, "clock") {
+		if r.shim, err = buildShim(dir); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if err := setupNet(cfg.clients); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	return &run{cfg: cfg, exe: exe, dir: dir, started: time.Now()}, nil
+	return r, nil
 }
 
 // close removes the network and, unless -keep, the run's directory, and

@@ -73,14 +73,23 @@ func (s *segment) run(ctx context.Context) (segResult, error) {
 }
 
 func (s *segment) startServers(ctx context.Context) error {
+	shim := ""
+	if s.fault == "clock" {
+		shim = s.r.shim
+	}
 	for i := range servers(s.prim) {
-		node, err := newRedisNode(filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", nil)
+		node, err := newRedisNode(filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", shim)
 		if err != nil {
 			return err
 		}
 		s.nodes = append(s.nodes, node)
 		if err := node.start(ctx); err != nil {
 			return err
+		}
+		if node.clock != nil {
+			if err := node.checkClock(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.setPermits(ctx); err != nil {
