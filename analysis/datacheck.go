@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -77,24 +74,6 @@ func (d *dataStats) replayRW(e resEntry, hi map[int]uint64, hiBy map[int]string)
 	if e.Op == "W" && e.Val != e.Prev+1 {
 		d.lostUpdates++
 	}
-}
-
-// readResLog reads the resource's log.
-func readResLog(path string) ([]resEntry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var log []resEntry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e resEntry
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			log = append(log, e)
-		}
-	}
-	return log, sc.Err()
 }
 
 // An rmw is one client's use of the register inside one hold, as the

@@ -74,26 +74,26 @@ func (r *recorder) record(e event) int64 {
 
 func (r *recorder) close() error { return r.f.Close() }
 
-// readHistory reads a history file; a last line cut short by a kill is
-// ignored.
-func readHistory(path string) ([]event, error) {
+// readLines reads a file of JSON lines: a history or the resource's log.
+// A line that does not decode (the last one, cut short by a kill) is
+// skipped.
+func readLines[T any](path string) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var evs []event
+	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			continue
+		var v T
+		if json.Unmarshal(sc.Bytes(), &v) == nil {
+			out = append(out, v)
 		}
-		evs = append(evs, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	return evs, nil
+	return out, nil
 }

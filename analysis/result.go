@@ -34,7 +34,7 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	var holds []hold
 	exits := map[instKey]int64{}
 	for _, c := range s.insts {
-		evs, err := readHistory(c.hist)
+		evs, err := readLines[event](c.hist)
 		if err != nil {
 			return res, err
 		}
@@ -64,7 +64,7 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	res.lock = lockViolations(holds, permits)
 	res.tokenOrder, res.tokenReused = tokenOrder(holds)
 	res.longestWait = longestWait(all, exits)
-	log, err := readResLog(filepath.Join(s.dir, "resource.jsonl"))
+	log, err := readLines[resEntry](filepath.Join(s.dir, "resource.jsonl"))
 	if err != nil {
 		return res, err
 	}
