@@ -105,19 +105,36 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 			"the lease later, so a holder paused or cut off just after the handover blocks the lock for up to 3s "+
 			"whatever the watchdog timeout. That costs availability, not safety.\n\n", ms(all.longestWait), cfg.lease)
 	}
-	w("**Keys left behind.** ")
+	w("**Keys left behind.** %s\n\n", keysFinding(results))
+}
+
+// keysFinding says which keys that never expire the runs left in Redis,
+// apart from the leased semaphore's total of permits, which stays by
+// design (the library cannot tell a lost total from one never set).
+func keysFinding(results []segResult) string {
 	var left []string
+	permits := 0
 	for _, r := range results {
-		if len(r.keysLeft) > 0 {
-			left = append(left, fmt.Sprintf("%s under %s: %s", r.prim, r.fault, keysText(r.keysLeft)))
+		var other []string
+		for _, k := range r.keysLeft {
+			if r.prim == "leased" && strings.HasSuffix(k, ":permits") {
+				permits++
+			} else {
+				other = append(other, k)
+			}
+		}
+		if len(other) > 0 {
+			left = append(left, fmt.Sprintf("%s under %s: %s", r.prim, r.fault, keysText(other)))
 		}
 	}
-	if len(left) == 0 {
-		w("After every run, no key without a TTL was left in Redis.\n\n")
-	} else {
-		w("Keys without a TTL after the runs: %s. A leased semaphore's total of permits is meant to stay; anything else is a leak.\n\n",
-			strings.Join(left, "; "))
+	s := "No key without a TTL was left in Redis after any run"
+	if permits > 0 {
+		s += fmt.Sprintf(", apart from the leased semaphore's total of permits (%s, `redisync:{name}:permits`), which stays by design", plural(permits, "run"))
 	}
+	if len(left) > 0 {
+		s = "Keys without a TTL were left behind, a leak: " + strings.Join(left, "; ")
+	}
+	return s + "."
 }
 
 // conclusion is the page's verdict, computed from the results.
@@ -144,8 +161,9 @@ func conclusion(w func(string, ...any), results []segResult) {
 			fs = append(fs, f)
 		}
 		w("A lease lock alone does not give mutual exclusion: under %s two clients believed they held the same "+
-			"lock, for up to %s. No library can prevent this with a lease: the paused or cut-off holder cannot "+
-			"know until it runs or reaches Redis again. ", strings.Join(slices.Sorted(slices.Values(fs)), ", "), ms(longest))
+			"lock at once, for up to %s. A lease cannot prevent it: a paused holder cannot know that its lease ran "+
+			"out until it runs again, and a server that loses its data or whose clock jumps frees a lock without "+
+			"its holder hearing of it until its next renewal. ", faultPhrases(fs), ms(longest))
 	} else {
 		w("No lock violation was observed in this run; a lease lock still cannot promise mutual exclusion under pauses longer than its lease. ")
 	}
@@ -156,8 +174,24 @@ func conclusion(w func(string, ...any), results []segResult) {
 		w("With fencing tokens checked at the resource, the data stayed safe: 0 stale writes accepted over %d fenced runs.", fencedRuns)
 		w(" The condition: the resource checks the token on every read and write, and the servers' clocks are not set back by more than the time since the last token (see [failure-model.md](failure-model.md#fencing-tokens)).\n\n")
 	} else {
-		w("**With fencing, the resource still accepted %d stale writes: the claim failed; see the table above.**\n\n", fencedData)
+		w("**With fencing, the resource still accepted %s: the claim failed; see the table above.**\n\n", plural(fencedData, "stale write"))
 	}
+}
+
+// faultPhrases names fault kinds in words, in the order of faultKinds.
+func faultPhrases(kinds []string) string {
+	words := map[string]string{
+		"pause": "process pauses", "partition": "partitions", "kill": "crashes",
+		"restart": "restarts without persistence", "restart-persist": "restarts with persistence",
+		"clock": "server clock jumps",
+	}
+	var out []string
+	for _, k := range faultKinds {
+		if slices.Contains(kinds, k) {
+			out = append(out, words[k])
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // methodSection says how the checker decides.
