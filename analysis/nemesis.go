@@ -23,7 +23,8 @@ var faultDoc = map[string]string{
 		"(its packets are dropped, as on a cut cable), then up again; it still reaches the resource",
 	"kill": "the holder is killed with SIGKILL; a new process of the same client starts half a lease later",
 	"restart": "redis-server (the first of the quorum's three) is killed with SIGKILL and started again " +
-		"on the same port with no persistence: every lock it held is gone",
+		"on the same port with no persistence: every lock it held is gone (the leased semaphore's permits " +
+		"are set again at once, as an operator would: the library cannot tell a lost total from one never set)",
 	"restart-persist": "as restart, on a server that writes an AOF fsynced on every write (appendfsync always): " +
 		"the locks survive",
 	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
