@@ -139,15 +139,18 @@ func keysFinding(results []segResult) string {
 
 // conclusion is the page's verdict, computed from the results.
 func conclusion(w func(string, ...any), results []segResult) {
-	fencedData, fencedRuns, violated := 0, 0, map[string]bool{}
+	fencedData, fencedRuns, refused, violated := 0, 0, 0, map[string]bool{}
 	var unfencedLost int
+	var unfencedViolated bool
 	var longest time.Duration
 	for _, r := range results {
 		if fenced(r.prim) {
 			fencedData += r.data.dataViolations()
+			refused += r.data.readsRefused + r.data.writesRefused
 			fencedRuns++
 		} else if r.prim != "leased" {
 			unfencedLost += r.data.lostUpdates
+			unfencedViolated = unfencedViolated || r.lock.holds > 0
 		}
 		if r.lock.holds > 0 {
 			violated[r.fault] = true
@@ -167,8 +170,13 @@ func conclusion(w func(string, ...any), results []segResult) {
 	} else {
 		w("No lock violation was observed in this run; a lease lock still cannot promise mutual exclusion under pauses longer than its lease. ")
 	}
-	if unfencedLost > 0 {
-		w("Without fencing, %d updates of the protected register were lost. ", unfencedLost)
+	switch {
+	case unfencedLost > 0:
+		w("Without fencing, %s of the protected register were lost. ", plural(unfencedLost, "update"))
+	case unfencedViolated:
+		w("Without fencing, no update happened to be lost in this run: each time, the careful client saw the "+
+			"loss before its next step. A holder that takes its next step first loses an update, as the stale "+
+			"operations the fenced resource refused show (%d here). ", refused)
 	}
 	if fencedData == 0 {
 		w("With fencing tokens checked at the resource, the data stayed safe: 0 stale writes accepted over %d fenced runs.", fencedRuns)

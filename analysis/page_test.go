@@ -36,6 +36,10 @@ func TestPageTellsTheOutcome(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	results[0].data.lostUpdates = 0
+	if page := r.page(results); !strings.Contains(page, "no update happened to be lost in this run") {
+		t.Error("a run without lost updates despite overlapping holds is not explained")
+	}
 	results[2].data.lostUpdates = 1
 	if page := r.page(results); !strings.Contains(page, "the resource still accepted 1 stale write: the claim failed") {
 		t.Error("a stale write accepted under fencing is not called a failed claim")
