@@ -163,7 +163,7 @@ func conclusion(w func(string, ...any), results []segResult) {
 		for f := range violated {
 			fs = append(fs, f)
 		}
-		w("A lease lock alone does not give mutual exclusion: under %s two clients believed they held the same "+
+		w("A lease lock alone does not give mutual exclusion: under %s, two clients believed they held the same "+
 			"lock at once, for up to %s. A lease cannot prevent it: a paused holder cannot know that its lease ran "+
 			"out until it runs again, and a server that loses its data or whose clock jumps frees a lock without "+
 			"its holder hearing of it until its next renewal. ", faultPhrases(fs), ms(longest))
@@ -199,7 +199,10 @@ func faultPhrases(kinds []string) string {
 			out = append(out, words[k])
 		}
 	}
-	return strings.Join(out, ", ")
+	if len(out) > 1 {
+		return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
+	}
+	return strings.Join(out, "")
 }
 
 // methodSection says how the checker decides.

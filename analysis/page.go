@@ -40,8 +40,8 @@ func (r *run) command() string {
 // provenance says when, where and on what the run was made.
 func (r *run) provenance() string {
 	commit := gitOut("rev-parse", "--short", "HEAD")
-	if gitOut("status", "--porcelain", "--untracked-files=no") != "" {
-		commit += " (with uncommitted changes)"
+	if gitOut("status", "--porcelain", "--untracked-files=no", "--", "*.go", "*.mod", "*.sum", "*.lua", "*.c") != "" {
+		commit += " (with uncommitted changes to the code)"
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	return fmt.Sprintf("Run of %s (%v): commit %s, redis-server %s, %s, Linux %s, %d CPUs. "+

@@ -26,7 +26,7 @@ func TestPageTellsTheOutcome(t *testing.T) {
 	page := r.page(results)
 	for _, want := range []string{
 		"go run . -time 2m",
-		"under process pauses two clients believed they held the same lock at once, for up to 2s",
+		"under process pauses, two clients believed they held the same lock at once, for up to 2s",
 		"Without fencing, 2 updates of the protected register were lost",
 		"the data stayed safe: 0 stale writes accepted over 2 fenced runs",
 		"| rlock | pause | 0 | 10 (0) | 0 | 3 | 2s | 1 | 0 | yes |",
