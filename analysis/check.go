@@ -1,0 +1,222 @@
+package main
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// A hold is one acquisition as its client saw it: from the acquisition's
+// completion to the invocation of its release, the library's report that
+// it was lost (Done closed), or the death of the process, whichever came
+// first. Two holds that overlap were both believed by their clients at
+// the same moment: a lock violation.
+type hold struct {
+	client, inst int
+	mode         string // "w", "r" or "p", as in event.Mode
+	invoke       int64  // the acquisition's invocation
+	start, end   int64
+	tok          tokens
+	lost         bool // ended by the library reporting it lost
+	cut          bool // ended by the death of the process
+}
+
+// instKey names one process instance of a client.
+type instKey struct{ client, inst int }
+
+// holdsOf derives the holds of one process instance from its events, in
+// order; exit is when the process was seen to exit.
+func holdsOf(evs []event, exit int64) []hold {
+	var holds []hold
+	var cur *hold
+	var invoked int64
+	closeAt := func(t int64) {
+		cur.end = t
+		holds = append(holds, *cur)
+		cur = nil
+	}
+	for _, e := range evs {
+		switch {
+		case e.Op == opAcquire && e.Type == typeInvoke:
+			invoked = e.T
+		case e.Op == opAcquire && e.Type == typeOK:
+			t, _ := parseTokens(e.Tok)
+			cur = &hold{client: e.Client, inst: e.Inst, mode: e.Mode, invoke: invoked, start: e.T, tok: t}
+		case cur != nil && e.Op == opLost:
+			cur.lost = true
+			closeAt(e.T)
+		case cur != nil && e.Op == opRelease && e.Type == typeInvoke:
+			closeAt(e.T)
+		}
+	}
+	if cur != nil {
+		cur.cut = true
+		closeAt(max(exit, cur.start))
+	}
+	return holds
+}
+
+// violations is what the holds say about the lock.
+type violations struct {
+	// holds counts the holds that began while a hold they conflict with
+	// was still believed held: a second writer, a writer among readers,
+	// a permit beyond the last.
+	holds int
+	// longest is the longest time one hold overlapped holds it conflicts
+	// with: from the first such overlap to the last, within the hold (a
+	// paused holder's, from its successor's acquisition to its resuming).
+	longest time.Duration
+}
+
+// lockViolations checks the holds against the primitive: an exclusive
+// ("w") hold conflicts with every other hold, a shared ("r") hold with
+// exclusive ones, and permits ("p") conflict when more than permits of
+// them overlap.
+func lockViolations(holds []hold, permits int) violations {
+	var ls, ps []hold
+	for _, h := range holds {
+		if h.mode == "p" {
+			ps = append(ps, h)
+		} else {
+			ls = append(ls, h)
+		}
+	}
+	v := exclusive(ls)
+	p := overPermits(ps, permits)
+	return violations{holds: v.holds + p.holds, longest: max(v.longest, p.longest)}
+}
+
+func exclusive(holds []hold) violations {
+	var v violations
+	for i, a := range holds {
+		began, lo, hi := false, int64(math.MaxInt64), int64(math.MinInt64)
+		for j, b := range holds {
+			if i == j || b.end <= a.start || b.start >= a.end || (a.mode == "r" && b.mode == "r") {
+				continue
+			}
+			began = began || b.start <= a.start
+			lo, hi = min(lo, max(a.start, b.start)), max(hi, min(a.end, b.end))
+		}
+		if began {
+			v.holds++
+		}
+		if hi > lo {
+			v.longest = max(v.longest, time.Duration(hi-lo))
+		}
+	}
+	return v
+}
+
+// overPermits finds the stretches with more than permits holds; a hold
+// that began with permits held already is a violation, and each hold
+// overlaps the stretches it meets.
+func overPermits(holds []hold, permits int) violations {
+	type edge struct {
+		t     int64
+		delta int
+	}
+	var edges []edge
+	for _, h := range holds {
+		edges = append(edges, edge{h.start, 1}, edge{h.end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta)) // ends first
+	})
+	var v violations
+	var over [][2]int64 // stretches with more than permits holds
+	inside := 0
+	for _, e := range edges {
+		inside += e.delta
+		switch {
+		case e.delta > 0 && inside > permits:
+			v.holds++
+			if inside == permits+1 {
+				over = append(over, [2]int64{e.t, math.MaxInt64})
+			}
+		case e.delta < 0 && inside == permits:
+			over[len(over)-1][1] = e.t
+		}
+	}
+	for _, h := range holds {
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, o := range over {
+			if o[1] > h.start && o[0] < h.end {
+				lo, hi = min(lo, max(h.start, o[0])), max(hi, min(h.end, o[1]))
+			}
+		}
+		if hi > lo {
+			v.longest = max(v.longest, time.Duration(hi-lo))
+		}
+	}
+	return v
+}
+
+// tokenOrder checks the tokens' promise: a hold that asked for the lock
+// after another hold had its tokens carries larger ones, on every server
+// both hold, whatever happened in between (restarts without data
+// included). It returns the pairs that break it, and apart from them the
+// pairs in which a process instance got the same tokens again for a later
+// hold (the library's handle completing, as a new hold, a hold of its own
+// left in Redis after it had given it up as lost).
+func tokenOrder(holds []hold) (broken, reused int) {
+	for _, a := range holds {
+		for _, b := range holds {
+			if len(a.tok) == 0 || len(b.tok) == 0 || a.start >= b.invoke || b.tok.above(a.tok) {
+				continue
+			}
+			if a.client == b.client && a.inst == b.inst && a.tok.String() == b.tok.String() {
+				reused++
+			} else {
+				broken++
+			}
+		}
+	}
+	return broken, reused
+}
+
+// longestWait is the longest time during which some client waited for an
+// acquisition and none completed: the lock's unavailability as the
+// clients saw it. evs holds every instance's events in time order, exits
+// when each instance was seen to exit.
+func longestWait(evs []event, exits map[instKey]int64) time.Duration {
+	type mark struct {
+		t    int64
+		k    instKey
+		kind string // "invoke", "ok", "end"
+	}
+	var marks []mark
+	for _, e := range evs {
+		if e.Op != opAcquire {
+			continue
+		}
+		kind := "end"
+		if e.Type == typeInvoke || e.Type == typeOK {
+			kind = e.Type
+		}
+		marks = append(marks, mark{e.T, instKey{e.Client, e.Inst}, kind})
+	}
+	for k, t := range exits {
+		marks = append(marks, mark{t, k, "end"})
+	}
+	slices.SortStableFunc(marks, func(a, b mark) int { return cmp.Compare(a.t, b.t) })
+	pending := map[instKey]bool{}
+	var since int64
+	longest := time.Duration(0)
+	for _, m := range marks {
+		switch {
+		case m.kind == "invoke":
+			if len(pending) == 0 {
+				since = m.t
+			}
+			pending[m.k] = true
+		case pending[m.k]:
+			longest = max(longest, time.Duration(m.t-since))
+			delete(pending, m.k)
+			if m.kind == "ok" {
+				since = m.t
+			}
+		}
+	}
+	return longest
+}

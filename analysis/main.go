@@ -1,0 +1,146 @@
+// Command analysis is a Jepsen-style analysis of redisync's locks under real
+// faults: it starts redis-server processes, a fenced resource and client
+// processes in network namespaces of their own, runs a lock-protected
+// read-modify-write workload on each primitive while a nemesis pauses, cuts
+// off and kills the holder and restarts Redis, then checks the histories:
+// overlapping holds as the clients saw them (lock violations) against
+// stale writes accepted by the resource (data violations). It needs root
+// (namespaces, veth pairs) and redis-server, and writes the page
+// docs/analysis.md:
+//
+//	cd analysis && go run . -time 2m -page ../docs/analysis.md
+//
+// The same binary runs the clients (`analysis client ...`) and the fenced
+// resource (`analysis resource ...`); the harness starts them itself.
+// Everything it creates (namespaces, links, processes) is removed on exit
+// and on interrupt; -cleanup removes what a killed run left behind.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config holds the harness's flags.
+type config struct {
+	total   time.Duration
+	page    string
+	clients int
+	lease   time.Duration
+	work    time.Duration
+	permits int
+	prims   []string
+	faults  []string
+	keep    bool
+	cleanup bool
+	args    []string // the command line, for the page
+}
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "client" {
+		err = runClient(os.Args[2:])
+	} else if len(os.Args) > 1 && os.Args[1] == "resource" {
+		err = runResource(os.Args[2:])
+	} else {
+		err = harness(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "analysis:", err)
+		os.Exit(1)
+	}
+}
+
+func parseConfig(args []string) (config, error) {
+	fs := flag.NewFlagSet("analysis", flag.ContinueOnError)
+	c := config{args: args}
+	var prims, faults string
+	fs.DurationVar(&c.total, "time", 2*time.Minute, "length of the whole run, shared by every primitive and fault")
+	fs.StringVar(&c.page, "page", "", "write the Markdown page here (e.g. ../docs/analysis.md)")
+	fs.IntVar(&c.clients, "clients", 4, "client processes, each in a network namespace of its own")
+	fs.DurationVar(&c.lease, "lease", time.Second, "watchdog timeout (lease) of every hold")
+	fs.DurationVar(&c.work, "work", 20*time.Millisecond, "average length of a critical section")
+	fs.IntVar(&c.permits, "permits", 2, "permits of the leased semaphore")
+	fs.StringVar(&prims, "primitives", strings.Join(primitives, ","), "primitives to run")
+	fs.StringVar(&faults, "faults", strings.Join(faultKinds, ","), "fault kinds to run")
+	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (histories, logs)")
+	fs.BoolVar(&c.cleanup, "cleanup", false, "remove the namespaces and links an interrupted run left behind, and exit")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.prims, c.faults = strings.Split(prims, ","), strings.Split(faults, ",")
+	for _, p := range c.prims {
+		if !slices.Contains(primitives, p) {
+			return c, fmt.Errorf("unknown primitive %q (want some of %s)", p, strings.Join(primitives, ","))
+		}
+	}
+	for _, f := range c.faults {
+		if !slices.Contains(faultKinds, f) {
+			return c, fmt.Errorf("unknown fault %q (want some of %s)", f, strings.Join(faultKinds, ","))
+		}
+	}
+	if c.clients < 2 || c.clients > 9 {
+		return c, errors.New("-clients: want 2 to 9")
+	}
+	return c, nil
+}
+
+// checkHost refuses to run without what the harness needs.
+func checkHost(euid int) error {
+	if euid != 0 {
+		return errors.New("must run as root: the harness creates network namespaces and veth pairs " +
+			"(run it with sudo, or as root in a VM or container)")
+	}
+	for _, tool := range []string{"ip", "redis-server"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: install iproute2 and redis-server", tool)
+		}
+	}
+	return nil
+}
+
+func harness(args []string) error {
+	cfg, err := parseConfig(args)
+	if err != nil {
+		return err
+	}
+	if err := checkHost(os.Geteuid()); err != nil {
+		return err
+	}
+	if cfg.cleanup {
+		removeLeftovers()
+		return nil
+	}
+	if left := leftovers(); len(left) > 0 {
+		return fmt.Errorf("another run is going on or left %s behind: stop it, or remove them with -cleanup",
+			strings.Join(left, ", "))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	r, err := newRun(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	results, err := r.all(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Print(resultTable(results))
+	if cfg.page != "" {
+		if err := os.WriteFile(cfg.page, []byte(r.page(results)), 0o644); err != nil {
+			return err
+		}
+		fmt.Println("wrote", cfg.page)
+	}
+	return nil
+}

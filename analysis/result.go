@@ -1,0 +1,104 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// segResult is what the check of one segment found.
+type segResult struct {
+	prim, fault string
+	dur         time.Duration
+	injected    []faultEvent
+
+	acquired, failed int           // acquisitions completed, and failed or unknown
+	lost             int           // holds the library reported lost (Done closed)
+	lock             violations    // overlapping holds
+	tokenOrder       int           // pairs of fenced holds whose tokens broke the order
+	tokenReused      int           // pairs of holds of one process with the same tokens
+	longestWait      time.Duration // longest time someone waited and nobody acquired
+	data             dataStats
+	linear           string   // porcupine's verdict on the register, "-" when not checked
+	keysLeft         []string // keys left in Redis that never expire
+}
+
+// check reads the segment's histories and the resource's log.
+func (s *segment) check(keysLeft []string) (segResult, error) {
+	res := segResult{prim: s.prim, fault: s.fault, dur: s.dur, injected: s.injected, keysLeft: keysLeft, linear: "-"}
+	var histories [][]event
+	var all []event
+	var holds []hold
+	exits := map[instKey]int64{}
+	for _, c := range s.insts {
+		evs, err := readLines[event](c.hist)
+		if err != nil {
+			return res, err
+		}
+		histories = append(histories, evs)
+		all = append(all, evs...)
+		exits[instKey{c.id, c.inst}] = c.p.exitAt
+		holds = append(holds, holdsOf(evs, c.p.exitAt)...)
+	}
+	slices.SortStableFunc(all, func(a, b event) int { return cmp.Compare(a.T, b.T) })
+	for _, e := range all {
+		switch {
+		case e.Op == opAcquire && e.Type == typeOK:
+			res.acquired++
+		case e.Op == opAcquire && e.Type != typeInvoke:
+			res.failed++
+		}
+	}
+	for _, h := range holds {
+		if h.lost {
+			res.lost++
+		}
+	}
+	permits := 1
+	if s.prim == "leased" {
+		permits = s.r.cfg.permits
+	}
+	res.lock = lockViolations(holds, permits)
+	res.tokenOrder, res.tokenReused = tokenOrder(holds)
+	res.longestWait = longestWait(all, exits)
+	log, err := readLines[resEntry](filepath.Join(s.dir, "resource.jsonl"))
+	if err != nil {
+		return res, err
+	}
+	res.data = replay(log, permits)
+	if s.prim != "leased" {
+		res.linear = linearizable(rmwOps(histories), 10*time.Second)
+	}
+	return res, nil
+}
+
+// line is the segment's one-line summary for the terminal.
+func (r segResult) line() string {
+	return fmt.Sprintf("%-15s %-15s %4d holds, %d lost, %d holds in conflict (longest overlap %v), %d stale refused, %d data violations, linearizable %s, longest wait %v",
+		r.prim, r.fault, r.acquired, r.lost, r.lock.holds, ms(r.lock.longest),
+		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait))
+}
+
+// ms rounds d for the page.
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	if d < 10*time.Millisecond {
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// resultTable is the terminal's summary of every segment.
+func resultTable(results []segResult) string {
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, r := range results {
+		b.WriteString(r.line() + "\n")
+	}
+	return b.String()
+}
