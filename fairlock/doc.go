@@ -116,8 +116,9 @@
 // [WithWatchdogTimeout] (30s by default) and the client's shared watchdog
 // renews it every third of that. When a renewal finds the lock gone or owned
 // by someone else, or renewals keep failing until the lease has run out, the
-// hold is lost: [Mutex.Done] closes and the [WithOnLost] hook runs. With
-// WithLeaseTime the lock simply expires d after the last Lock; the first
+// hold is lost: [Mutex.Done] closes and the [WithOnLost] hook runs, with
+// an error that names the new holder's process when the renewal found one.
+// With WithLeaseTime the lock simply expires d after the last Lock; the first
 // waiter then takes it when its bounded sleep ends.
 //
 // # Redis deployments

@@ -166,7 +166,7 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
 func (l *Latch) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewOwnerID()) },
+	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})

@@ -120,7 +120,7 @@ func (d *described) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool
 }
 
 func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()).Result
+	return hold.Renewal(script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()))
 }
 
 func (d *described) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {

@@ -143,8 +143,10 @@
 // default) and the client's shared watchdog renews them, both modes in one
 // script, every third of that. When a renewal finds that the handle holds
 // nothing any more, or renewals keep failing until the lease has run out,
-// the hold is lost: [RWMutex.Done] closes and the [WithOnLost] hook runs. With
-// WithLeaseTime each hold simply expires d after the handle's last RLock or
+// the hold is lost: [RWMutex.Done] closes and the [WithOnLost] hook runs,
+// with an error that names another holder's process when the renewal found
+// one (the writer first): "the lock was taken over: it is held for writing
+// by pid 4121 on web-3 (owner id …)". With WithLeaseTime each hold simply expires d after the handle's last RLock or
 // Lock. A handle's hold runs from its first acquisition, in either mode, to
 // the moment it holds nothing; Done belongs to that hold.
 //

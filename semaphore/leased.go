@@ -106,7 +106,7 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 // internal.Once).
 func (l *Leased) once(ctx context.Context, kind string, request func(r script.Request) error) error {
 	names := internal.NewNames(l.name)
-	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewOwnerID()) },
+	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})

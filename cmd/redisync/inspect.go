@@ -17,7 +17,8 @@ import (
 
 const inspectAbout = `
 Shows what each named lock, semaphore or latch is in Redis: its kind,
-holders and hold counts, TTL, the fair lock's queue with deadlines, the
+holders and hold counts (each owner id names the host and pid of its
+process, shown after it), TTL, the fair lock's queue with deadlines, the
 read-write lock's mode and readers, the semaphore's permits, the latch's
 count, the current hold's fencing token and the fencing counter, and how
 many clients are subscribed waiting for it. Keys it cannot explain are listed raw.
@@ -56,21 +57,46 @@ type report struct {
 	note        string   // shown after the kind in text
 }
 
-// holder is one owner id with its hold count.
+// holder is one owner id with its hold count, or a leased permit.
 type holder struct {
-	ID    string `json:"id"`
-	Count int64  `json:"count"`
+	ID string `json:"id"` // the owner id (a read-write lock's field: "r:" or "w:" and the owner id), or a permit id
+	process
+	Count int64 `json:"count"`
 	// Mark is the number of the holder's latest attempt that took or
 	// re-entered the hold (the "@" field next to its count), which a
 	// give-back of an earlier attempt must not undo.
 	Mark int64 `json:"mark,omitempty"`
+	// LeaseMs is what is left of a leased permit's lease.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
+}
+
+// process is the process an owner id names: its host name and pid (see
+// internal.NewOwnerID); empty for an id that names none.
+type process struct {
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+}
+
+// processOf reads the process out of owner id id.
+func processOf(id string) process {
+	o, _ := internal.ParseOwner(id)
+	return process{Host: o.Host, PID: o.PID}
+}
+
+// about describes p for the text output: "  pid 4121 on web-3", or "".
+func (p process) about() string {
+	if p.PID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  pid %d on %s", p.PID, p.Host)
 }
 
 // queued is one waiter in a mutex's line.
 type queued struct {
-	ID          string `json:"id"`
-	DeadlineMs  int64  `json:"deadline_ms"`  // server clock, Unix ms; 0: none
-	RemainingMs int64  `json:"remaining_ms"` // until the deadline
+	ID string `json:"id"`
+	process
+	DeadlineMs  int64 `json:"deadline_ms"`  // server clock, Unix ms; 0: none
+	RemainingMs int64 `json:"remaining_ms"` // until the deadline
 	// Lapsed: the waiter's place has expired (it stopped attempting, its
 	// process most likely dead), so the lock passes it by; its entry
 	// waits for a release to drop it.
@@ -339,7 +365,7 @@ func holdersOf(h map[string]string, skip ...string) []holder {
 		}
 		c, _ := parseInt(v)
 		mark, _ := parseInt(h["@"+id])
-		hs = append(hs, holder{ID: id, Count: c, Mark: mark})
+		hs = append(hs, holder{ID: id, process: processOf(id), Count: c, Mark: mark})
 	}
 	slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.ID, b.ID) })
 	return hs
@@ -364,7 +390,11 @@ func (r *report) writeText(w io.Writer) {
 		if i == 0 {
 			label = holdersLabel(r)
 		}
-		line(label, "%s  holds %d", h.ID, h.Count)
+		if h.LeaseMs != nil {
+			line(label, "%s  lease %s%s", h.ID, fmtTTL(*h.LeaseMs), h.about())
+		} else {
+			line(label, "%s  holds %d%s", h.ID, h.Count, h.about())
+		}
 	}
 	if r.TTLms != nil {
 		line("ttl", "%s", fmtTTL(*r.TTLms))
@@ -385,7 +415,7 @@ func (r *report) writeText(w io.Writer) {
 		if len(about) > 0 {
 			deadline = strings.Join(about, "; ")
 		}
-		line(label, "%d. %s  %s", i+1, q.ID, deadline)
+		line(label, "%d. %s  %s%s", i+1, q.ID, deadline, q.about())
 	}
 	if r.Permits != nil {
 		line("permits", "%d available", *r.Permits)

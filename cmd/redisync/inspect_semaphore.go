@@ -80,8 +80,8 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		for _, z := range zs {
 			id, _ := z["member"].(string)
 			expiry, _ := z["score"].(float64)
-			if int64(expiry) > now.UnixMilli() {
-				r.Holders = append(r.Holders, holder{ID: id, Count: 1})
+			if left := int64(expiry) - now.UnixMilli(); left > 0 {
+				r.Holders = append(r.Holders, holder{ID: id, process: processOf(id), Count: 1, LeaseMs: &left})
 			}
 		}
 		v -= leases.live

@@ -89,7 +89,11 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, name string) (s
 func describeHold(r *report) string {
 	var parts []string
 	for _, h := range r.Holders {
-		parts = append(parts, fmt.Sprintf("%s held %d", h.ID, h.Count))
+		who := h.ID
+		if h.PID != 0 {
+			who = fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, h.ID)
+		}
+		parts = append(parts, fmt.Sprintf("%s held %d", who, h.Count))
 	}
 	s := fmt.Sprintf("(%s", r.Kind)
 	if len(parts) > 0 {

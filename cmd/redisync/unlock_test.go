@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +41,7 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 
 		start := time.Now()
 		stdout, _ := mustRun(t, exitOK, b.args("unlock", "--force", name)...)
-		if !strings.Contains(stdout, "unlocked") || !strings.Contains(stdout, "held 1") {
+		if !strings.Contains(stdout, "unlocked") || !strings.Contains(stdout, "held 1") || !strings.Contains(stdout, fmt.Sprintf("pid %d on ", os.Getpid())) {
 			t.Errorf("unlock output does not say what it deleted:\n%s", stdout)
 		}
 		awaitLock(t, got, "waiting Lock after unlock --force")

@@ -3,6 +3,7 @@ package hold
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
 )
 
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
@@ -264,7 +266,11 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
 		return false, nil
 	}
-	return l.t.cfg.Renew(ctx, l.k.RDB)()
+	held, err := l.t.cfg.Renew(ctx, l.k.RDB)()
+	if errors.Is(err, watchdog.ErrGone) {
+		return false, nil // gone, and taken over
+	}
+	return held, err
 }
 
 // redis takes a level of mode m in Redis, waiting or in one attempt.
