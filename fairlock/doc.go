@@ -36,7 +36,11 @@
 // the first of them holds a place in the Redis line), and re-entry travels
 // in ctx: [Mutex.Lock], [Mutex.TryLock] and [Mutex.Do] with the ctx Do hands
 // fn go one level deeper ([Mutex.HoldCount] reports the depth),
-// [Mutex.Unlock] with it leaves one.
+// [Mutex.Unlock] with it leaves one. A Lock with a ctx that carries no hold
+// waits, while the handle holds, as a second sync.Mutex.Lock would; when
+// its ctx ends with the handle still holding, its error (wrapping
+// ctx.Err()) says that this handle holds the lock and that re-entry goes
+// through the ctx Do passes to fn.
 //
 // # Waiting in line
 //

@@ -61,7 +61,14 @@
 // [Mutex.TryLock] and Do called with that ctx, or one derived from it,
 // re-enter (the hash's count goes up; [Mutex.HoldCount] reports the depth)
 // and Unlock with it leaves one level. A call whose ctx carries no hold
-// never re-enters by accident: it waits as a second sync.Mutex.Lock would. A
+// never re-enters by accident: it waits as a second sync.Mutex.Lock would,
+// since a plain hold is anonymous and another goroutine's Lock must wait
+// for it. Made from the goroutine that holds (m.Lock(ctx) twice, as a
+// Redisson user might), that wait ends only with ctx; when it does, and
+// the handle still holds, the error says so (rlock: lock "orders":
+// context deadline exceeded: this handle holds the lock: …; to re-enter,
+// lock with the ctx that Do passes to fn). It still wraps ctx.Err(); the
+// wait is not cut short, as it may be another goroutine's. A
 // hold that Do took belongs to fn's ctx: a plain Unlock during it returns
 // [ErrNotHeld]. Each handle has an owner id of its own in Redis, which
 // names its process next to a random part: "<host>:<pid>:<uuid>" (the host

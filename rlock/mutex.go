@@ -135,7 +135,9 @@ func (m *Mutex) Name() string { return m.l.Name() }
 // lease runs out, or until ctx is done; with a ctx that carries m's hold
 // (see [Mutex.Do]) it re-enters the hold at once, one level deeper. On
 // failure it returns an error wrapping ctx.Err() or the Redis error, and
-// leaves nothing behind: no hold, no queue entry, no subscription.
+// leaves nothing behind: no hold, no queue entry, no subscription. A Lock
+// that waited behind a hold of m itself (a second m.Lock(ctx) from the
+// goroutine that holds) says so in its error, and how to re-enter.
 func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when

@@ -51,7 +51,14 @@
 // a plain read hold, released by a plain [RWMutex.RUnlock]. A Lock whose ctx
 // carries a read hold gets [ErrUpgradeNotSupported] at once instead of
 // deadlocking on itself; a plain Lock while the handle has plain read holds
-// waits for them, as a sync.RWMutex's would.
+// waits for them, as a sync.RWMutex's would, and so does a plain RLock or
+// Lock while the handle holds the write lock. Goroutines are not told
+// apart, so these wait (another goroutine's may be right to); made from
+// the goroutine that holds, they end only with ctx, and then the error
+// (wrapping ctx.Err()) says what the handle holds and what to do: "this
+// handle holds a read lock: a Lock waits for its RUnlock (a read hold
+// cannot be upgraded)", or that this handle holds the write lock and a
+// downgrade or re-entry goes through the ctx Do passes to fn.
 //
 // After a downgrade the waiting readers join the downgraded reader as soon
 // as the write hold ends.
