@@ -18,8 +18,11 @@
 //
 //   - Permits are not owned. Release adds permits whoever calls it, whether
 //     or not it acquired them, and on a semaphore that was never set it
-//     creates them. A process that crashes while holding permits never gives
-//     them back: use [Leased] when that matters.
+//     creates them: a Release without an Acquire raises the capacity. A
+//     process that crashes while holding permits never gives them back: use
+//     [Leased] when that matters. An operator sees the count with
+//     "redisync inspect NAME" and repairs it with "redisync semaphore set
+//     --force NAME N" (or add).
 //   - Waiters are not served in arrival order. Whoever tries first after a
 //     release gets the permits, so a waiter asking for many permits can be
 //     overtaken again and again by waiters asking for few.

@@ -47,10 +47,13 @@ type report struct {
 	Mode        string   `json:"mode,omitempty"`
 	Holders     []holder `json:"holders,omitempty"`
 	Queue       []queued `json:"queue,omitempty"`
-	Permits     *int64   `json:"permits,omitempty"`
-	Count       *int64   `json:"count,omitempty"` // a latch's count
-	Token       *int64   `json:"token,omitempty"` // the current (write) hold's fencing token
-	Fence       *int64   `json:"fence,omitempty"` // the fencing counter: the last token handed out
+	Permits     *int64   `json:"permits,omitempty"`  // a semaphore's available permits
+	Total       *int64   `json:"total,omitempty"`    // a leased semaphore's permits, acquired ones included
+	Leased      bool     `json:"leased,omitempty"`   // a leased semaphore (semaphore.Leased), not a counting one
+	Receipts    []string `json:"receipts,omitempty"` // a semaphore's or latch's recent requests, by kind: "acquire", "release", ...
+	Count       *int64   `json:"count,omitempty"`    // a latch's count
+	Token       *int64   `json:"token,omitempty"`    // the current (write) hold's fencing token
+	Fence       *int64   `json:"fence,omitempty"`    // the fencing counter: the last token handed out
 	fenceTTLms  int64    // the counter's expiry
 	Subscribers int64    `json:"subscribers"` // subscriptions to the unlock channel and the queued waiters' own
 	Keys        []*key   `json:"keys"`
@@ -417,7 +420,9 @@ func (r *report) writeText(w io.Writer) {
 		}
 		line(label, "%d. %s  %s%s", i+1, q.ID, deadline, q.about())
 	}
-	if r.Permits != nil {
+	if r.Permits != nil && r.Total != nil {
+		line("permits", "%d available of %d", *r.Permits, *r.Total)
+	} else if r.Permits != nil {
 		line("permits", "%d available", *r.Permits)
 	}
 	if r.Count != nil {

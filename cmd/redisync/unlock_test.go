@@ -11,6 +11,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 func TestUnlockForceWakesWaiter(t *testing.T) {
@@ -61,6 +62,14 @@ func TestUnlockRefusals(t *testing.T) {
 	addr, rdb := miniBackend(t)
 	ctx := t.Context()
 	rdb.Set(ctx, internal.NewNames("db-slots").Lock(), 7, 0)
+	workers := semaphore.NewLeased(rdb, "workers")
+	if err := workers.SetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	id, err := workers.Acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rdb.Set(ctx, internal.NewNames("odd").Lock(), "hello", 0)
 	held := rlock.New(rdb, "orders")
 	if err := held.Lock(ctx); err != nil {
@@ -68,8 +77,12 @@ func TestUnlockRefusals(t *testing.T) {
 	}
 	defer held.Unlock(ctx)
 
-	stdout, stderr := mustRun(t, exitFailure, "unlock", "--force", "--redis", "redis://"+addr, "db-slots", "odd", "nothing", "orders")
-	for _, want := range []string{`"db-slots": a semaphore, not a lock`, `"odd": keys of a layout redisync does not know`, `"nothing": not locked`} {
+	stdout, stderr := mustRun(t, exitFailure, "unlock", "--force", "--redis", "redis://"+addr, "db-slots", "odd", "nothing", "orders", "workers")
+	for _, want := range []string{
+		`"db-slots": a counting semaphore, not a lock: its permits are not owned`, `'redisync semaphore set --force "db-slots" N'`,
+		`"workers": a leased semaphore, not a lock: give a permit back by its id with 'redisync semaphore release --force "workers" ID' (acquired: "` + id + `"`,
+		`"odd": keys of a layout redisync does not know`, `"nothing": not locked`,
+	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
