@@ -22,7 +22,9 @@ process, shown after it), TTL, the fair lock's queue with deadlines, the
 read-write lock's mode and readers, the semaphore's permits, the latch's
 count, the current hold's fencing token and the fencing counter, and how
 many clients are subscribed waiting for it. Keys it cannot explain are listed raw.
-NAME is the name given to New in the code ("orders:42"), not a Redis key.
+NAME is the name given to New in the code ("orders:42"), not a Redis key;
+given one of redisync's keys ("redisync:{orders:42}:queue"), it says the
+name the key belongs to.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
 which walks that node's whole keyspace.`
@@ -57,7 +59,10 @@ type report struct {
 	fenceTTLms  int64    // the counter's expiry
 	Subscribers int64    `json:"subscribers"` // subscriptions to the unlock channel and the queued waiters' own
 	Keys        []*key   `json:"keys"`
-	note        string   // shown after the kind in text
+	// Hint, for a NAME with nothing under it that is a redisync key
+	// itself ("redisync:{job}:queue"), names the name the key belongs to.
+	Hint string `json:"hint,omitempty"`
+	note string // shown after the kind in text
 }
 
 // holder is one owner id with its hold count, or a leased permit.
@@ -202,6 +207,9 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	switch {
 	case byName[n.Lock()] == nil && len(keys) == countExplained(keys):
 		r.Kind, r.note = kindFree, "not locked"
+		if owner, ok := nameOfKey(name); ok {
+			r.Hint = fmt.Sprintf("%q is a Redis key of the name %q: NAME is the name given to New; try: redisync inspect %q", name, owner, owner)
+		}
 	default:
 		for _, decode := range decoders {
 			if decode(r, byName, n, now) {
@@ -225,6 +233,27 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 		r.Subscribers += k
 	}
 	return r, nil
+}
+
+// nameOfKey returns the name whose keys include key, when key is one of
+// redisync's: "redisync:{job}" and "redisync:{job}:queue" are keys of
+// "job". A name may hold '}': the name is the shortest that makes key its
+// main key or one of the keys under it.
+func nameOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, internal.Prefix+"{")
+	if !ok {
+		return "", false
+	}
+	for i := range len(rest) {
+		if rest[i] != '}' || i == 0 {
+			continue
+		}
+		n := internal.NewNames(rest[:i])
+		if key == n.Lock() || strings.HasPrefix(key, n.Lock()+":") {
+			return rest[:i], true
+		}
+	}
+	return "", false
 }
 
 // decoders recognise a kind from the keys and fill the report; the first
@@ -448,6 +477,9 @@ func (r *report) writeText(w io.Writer) {
 			v, _ := json.Marshal(k.Value)
 			line("key", "%s  %s  ttl %s  %s", k.Key, k.Type, fmtTTL(k.TTLms), v)
 		}
+	}
+	if r.Hint != "" {
+		line("hint", "%s", r.Hint)
 	}
 	fmt.Fprint(w, b.String())
 }

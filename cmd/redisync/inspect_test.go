@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // inspectJSON runs inspect --json and decodes its reports.
@@ -185,6 +187,52 @@ func TestInspectKinds(t *testing.T) {
 	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
+		}
+	}
+}
+
+// A Redis key given for a NAME gets a hint naming the name it belongs to.
+func TestInspectKeyHint(t *testing.T) {
+	addr, rdb := miniBackend(t)
+	flags := []string{"--redis", "redis://" + addr}
+	if err := semaphore.New(rdb, "job").SetPermits(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	rs := inspectJSON(t, flags, "redisync:{job}", "redisync:{job}:queue", "redisync:{a}b}:queue", "job", "redisync:job", "nothing")
+	for i, want := range []string{"job", "job", "a}b"} {
+		if hint := fmt.Sprintf("is a Redis key of the name %q", want); rs[i].Kind != kindFree || !strings.Contains(rs[i].Hint, hint) {
+			t.Errorf("report on %q = %+v; want free, with a hint saying %q", rs[i].Name, rs[i], hint)
+		}
+	}
+	for _, r := range rs[3:] {
+		if r.Hint != "" {
+			t.Errorf("report on %q has a hint: %q", r.Name, r.Hint)
+		}
+	}
+	stdout, _ := mustRun(t, exitOK, append([]string{"inspect", "redisync:{job}"}, flags...)...)
+	if want := `hint         "redisync:{job}" is a Redis key of the name "job": NAME is the name given to New; try: redisync inspect "job"`; !strings.Contains(stdout, want) {
+		t.Errorf("text output lacks %q:\n%s", want, stdout)
+	}
+	_, stderr := mustRun(t, exitFailure, append([]string{"unlock", "--force", "redisync:{job}"}, flags...)...)
+	if want := `try: redisync unlock --force "job"`; !strings.Contains(stderr, want) {
+		t.Errorf("unlock of a key says %q, want %q", stderr, want)
+	}
+}
+
+func TestNameOfKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"redisync:{job}":                   "job",
+		"redisync:{job}:queue":             "job",
+		"redisync:{orders:42}:place:h:1:u": "orders:42",
+		"redisync:{a}b}":                   "a}b",
+		"redisync:{}":                      "",
+		"redisync:{job":                    "",
+		"redisync:{job}x":                  "",
+		"job":                              "",
+	} {
+		got, ok := nameOfKey(key)
+		if got != want || ok != (want != "") {
+			t.Errorf("nameOfKey(%q) = %q, %v; want %q", key, got, ok, want)
 		}
 	}
 }

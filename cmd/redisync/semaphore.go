@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -115,6 +116,8 @@ func runSemaphore(ctx context.Context, out *output, args []string) error {
 // than a semaphore is an error.
 func semaphoreKind(r *report, op string, leased bool) (bool, error) {
 	switch {
+	case r.Kind == kindFree && r.Hint != "":
+		return false, fmt.Errorf("no such semaphore in Redis; %s", strings.Replace(r.Hint, "redisync inspect", "redisync semaphore "+op+" --force", 1))
 	case r.Kind == kindFree && op == "release":
 		return false, errors.New("no such semaphore in Redis (check the name and the server)")
 	case r.Kind == kindFree:

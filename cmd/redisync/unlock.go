@@ -64,6 +64,9 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, name string) (s
 	}
 	switch r.Kind {
 	case kindFree:
+		if r.Hint != "" {
+			return "", fmt.Errorf("not locked: no such lock in Redis; %s", strings.Replace(r.Hint, "redisync inspect", "redisync unlock --force", 1))
+		}
 		return "", errors.New("not locked: no such lock in Redis (check the name and the server)")
 	case kindSemaphore:
 		return "", semaphoreRefusal(r)
