@@ -36,7 +36,11 @@
 // the first of them holds a place in the Redis line), and re-entry travels
 // in ctx: [Mutex.Lock], [Mutex.TryLock] and [Mutex.Do] with the ctx Do hands
 // fn go one level deeper ([Mutex.HoldCount] reports the depth),
-// [Mutex.Unlock] with it leaves one.
+// [Mutex.Unlock] with it leaves one. A Lock with a ctx that carries no hold
+// waits, while the handle holds, as a second sync.Mutex.Lock would; when
+// its ctx ends with the handle still holding, its error (wrapping
+// ctx.Err()) says that this handle holds the lock and that re-entry goes
+// through the ctx Do passes to fn.
 //
 // # Waiting in line
 //
@@ -119,8 +123,9 @@
 // [WithWatchdogTimeout] (30s by default) and the client's shared watchdog
 // renews it every third of that. When a renewal finds the lock gone or owned
 // by someone else, or renewals keep failing until the lease has run out, the
-// hold is lost: [Mutex.Done] closes and the [WithOnLost] hook runs. With
-// WithLeaseTime the lock simply expires d after the last Lock; the first
+// hold is lost: [Mutex.Done] closes and the [WithOnLost] hook runs, with
+// an error that names the new holder's process when the renewal found one.
+// With WithLeaseTime the lock simply expires d after the last Lock; the first
 // waiter then takes it when its bounded sleep ends.
 //
 // # Redis deployments

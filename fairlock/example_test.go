@@ -20,7 +20,9 @@ func Example() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	// One handle, shared by goroutines the way a sync.Mutex is: they take
 	// turns in the order they asked, and so do other processes.
@@ -57,7 +59,9 @@ func Example_firstComeFirstServed() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	holder := fairlock.New(rdb, "printer")
 	if err := holder.Lock(ctx); err != nil {

@@ -68,7 +68,7 @@ func (l *line) release(ctx context.Context, _ hold.Mode, expect int64, undoes ui
 }
 
 func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.FairRenew(ctx, s, l.keys, l.Owner, l.cfg.Lease(), l.Sharded).Result
+	return hold.Renewal(script.FairRenew(ctx, s, l.keys, l.Owner, l.cfg.Lease(), l.Sharded))
 }
 
 func (l *line) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {

@@ -6,3 +6,7 @@ import "time"
 // wall, so that a test can step it. Call it before anything of c's client
 // is kept.
 func SetKeeperWall(c *Client, wall func() time.Time) { c.keeper.wall = wall }
+
+// OwnerPrefix is ownerPrefix: the start of the owner ids of process pid
+// on host.
+var OwnerPrefix = ownerPrefix

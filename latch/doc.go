@@ -6,7 +6,7 @@
 // zero:
 //
 //	l := latch.New(rdb, "nightly-import")
-//	ok, err := l.TrySetCount(ctx, 3)  // only while the latch is at zero
+//	ok, err := l.TrySetCount(ctx, 3)  // before the jobs start; only at zero
 //	err = l.CountDown(ctx)            // by each of the three jobs
 //	err = l.Wait(ctx)                 // nil once the count is zero
 //
@@ -18,6 +18,28 @@
 // ErrBadCount, and one above 2^53 - 1 (9007199254740991), more than the
 // scripts' numbers (Lua doubles) hold exactly, an error wrapping
 // ErrOutOfRange; neither changes anything.
+//
+// # Ordering: set the count before the jobs start
+//
+// A latch at zero does not exist, so it cannot tell "not set yet" from
+// "done". Two pitfalls follow, Redisson's too:
+//
+//   - Wait on a latch nobody has set returns nil at once: a coordinator
+//     that waits before the count is set is told that a batch that never
+//     started is done.
+//   - CountDown on a latch at zero succeeds and does nothing: a job that
+//     finishes before the count is set is lost without an error, and the
+//     waiters then wait for a count-down that already happened, until
+//     their ctx ends.
+//
+// So the count comes first: call TrySetCount before any job of the batch
+// can start, and start the jobs (and the waits) only once it reported
+// true. When it reports false, the latch still counts an earlier batch,
+// running or abandoned (redisync inspect shows its count): wait for it,
+// or Delete it. Count reports the count (0 when not set), but a check
+// then a CountDown are two calls and another process may act between
+// them: only the order above makes every count-down count. Batches that
+// may overlap need a name each (the batch id).
 //
 // # Data layout
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,9 @@ func Example() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	batch := latch.New(rdb, "nightly-import")
 	if ok, err := batch.TrySetCount(ctx, 3); !ok || err != nil {
@@ -39,7 +42,7 @@ func Example() {
 		})
 	}
 
-	if err := batch.Wait(ctx); err != nil { // bound it with a ctx deadline in real code
+	if err := batch.Wait(ctx); err != nil { // ctx's deadline bounds the wait
 		fmt.Println("wait:", err)
 		return
 	}

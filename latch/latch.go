@@ -98,7 +98,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 
 // CountDown takes one from the count. The step to zero deletes the latch
 // and wakes every waiter, in every process; a CountDown that leaves the
-// count above zero wakes nobody, and one on a latch at zero does nothing.
+// count above zero wakes nobody, and one on a latch at zero does nothing
+// and returns nil: set the count before the jobs start (see Ordering in
+// the package doc).
 //
 // Each call counts down at most once: when its reply is lost, CountDown
 // retries, and a retry finds that the first went through and takes
@@ -120,7 +122,8 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 }
 
 // Wait waits until the count is zero, and returns nil then, at once when
-// it is zero already (a latch never set, counted down or deleted), or an
+// it is zero already (a latch never set, counted down or deleted: set the
+// count before anyone waits), or an
 // error wrapping ctx.Err() when ctx ends first. While Redis is out of
 // reach, Wait goes on trying until ctx ends; the error then also wraps the
 // last Redis error. A Wait that fails leaves nothing behind.
@@ -177,7 +180,7 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
 func (l *Latch) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewOwnerID()) },
+	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})

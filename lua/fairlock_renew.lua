@@ -11,8 +11,10 @@
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line; if that gives a free lock a new head, the head is woken.
 --
--- Returns 1 when the lease was extended, 0 when the owner no longer holds
--- the lock (nothing else changed).
+-- Returns 1 when the lease was extended. When the owner no longer holds
+-- the lock (nothing else changed): the owner id of whoever holds it now,
+-- or 0 when nobody does. The hash's other fields start with '@' (marks,
+-- the fencing token); an owner id never does.
 
 local lock, queue, timeouts = KEYS[1], KEYS[2], KEYS[3]
 local owner, lease, prefix, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
@@ -35,6 +37,11 @@ if held then
   return 1
 end
 
+for _, field in ipairs(redis.call('hkeys', lock)) do
+  if string.sub(field, 1, 1) ~= '@' then
+    return field
+  end
+end
 local head = redis.call('lindex', queue, 0)
 if head and head ~= first and redis.call('exists', lock) == 0 then
   if sharded then

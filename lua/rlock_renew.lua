@@ -4,10 +4,17 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds
 --
--- Returns 1 when the lease was extended, 0 when the owner no longer holds
--- the lock (nothing changed).
+-- Returns 1 when the lease was extended. When the owner no longer holds
+-- the lock (nothing changed): the owner id of whoever holds it now, or 0
+-- when nobody does. The hash's other fields start with '@' (marks, the
+-- fencing token); an owner id never does.
 
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    if string.sub(field, 1, 1) ~= '@' then
+      return field
+    end
+  end
   return 0
 end
 redis.call('pexpire', KEYS[1], tonumber(ARGV[2]))

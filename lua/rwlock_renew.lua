@@ -11,7 +11,9 @@
 -- out to at least its end, and it is recomputed whenever a reader leaves.
 --
 -- Returns 1 when the owner holds the lock in some mode (its leases were
--- extended), 0 when it holds nothing (nothing changed).
+-- extended). When it holds nothing (nothing changed): the field of another
+-- holder, 'w:<owner id>' for the writer (first) or 'r:<owner id>' for a
+-- reader, or 0 when nobody else holds it.
 
 local lock, timeout = KEYS[1], KEYS[2]
 local owner, lease = ARGV[1], tonumber(ARGV[2])
@@ -21,7 +23,16 @@ if redis.call('hexists', lock, 'r:' .. owner) == 1 and redis.call('pexpire', tim
   held = true
 end
 if not held then
-  return 0
+  local reader = 0
+  for _, field in ipairs(redis.call('hkeys', lock)) do
+    local mode = string.sub(field, 1, 2)
+    if mode == 'w:' and field ~= 'w:' .. owner then
+      return field
+    elseif mode == 'r:' and field ~= 'r:' .. owner and reader == 0 then
+      reader = field
+    end
+  end
+  return reader
 end
 if redis.call('pttl', lock) < lease then
   redis.call('pexpire', lock, lease)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,9 @@ func Example() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	// A transfer locks both accounts. Transfers in opposite directions
 	// name them in opposite order, and still cannot deadlock: a group
@@ -62,7 +65,9 @@ func ExampleNewQuorum() {
 		locks = append(locks, rlock.New(rdb, "nightly-report"))
 	}
 	q := multilock.NewQuorum(locks...)
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if err := q.Lock(ctx); err != nil {
 		panic(err)
 	}

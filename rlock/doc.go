@@ -61,9 +61,19 @@
 // [Mutex.TryLock] and Do called with that ctx, or one derived from it,
 // re-enter (the hash's count goes up; [Mutex.HoldCount] reports the depth)
 // and Unlock with it leaves one level. A call whose ctx carries no hold
-// never re-enters by accident: it waits as a second sync.Mutex.Lock would. A
+// never re-enters by accident: it waits as a second sync.Mutex.Lock would,
+// since a plain hold is anonymous and another goroutine's Lock must wait
+// for it. Made from the goroutine that holds (m.Lock(ctx) twice, as a
+// Redisson user might), that wait ends only with ctx; when it does, and
+// the handle still holds, the error says so (rlock: lock "orders":
+// context deadline exceeded: this handle holds the lock: …; to re-enter,
+// lock with the ctx that Do passes to fn). It still wraps ctx.Err(); the
+// wait is not cut short, as it may be another goroutine's. A
 // hold that Do took belongs to fn's ctx: a plain Unlock during it returns
-// [ErrNotHeld]. Each handle has a random owner id in Redis; one handle per
+// [ErrNotHeld]. Each handle has an owner id of its own in Redis, which
+// names its process next to a random part: "<host>:<pid>:<uuid>" (the host
+// name cut to letters, digits, '.', '-' and '_'), so that redisync inspect
+// and an operator's HGETALL show who holds the lock; one handle per
 // name per process is the normal use. When the hold is lost ([Mutex.Done]
 // closes) or force-unlocked ([Mutex.ForceUnlock]), the handle forgets it:
 // the next Lock on it proceeds, and the late Unlock of the lost hold returns
@@ -160,7 +170,9 @@
 // every third of that, batching the renewals of all holds of the client.
 // When a renewal finds the lock gone or owned by someone else, or when
 // renewals keep failing until the lease has run out, the hold is lost: Done
-// closes and the [WithOnLost] hook runs (with an error wrapping [ErrLost]).
+// closes and the [WithOnLost] hook runs (with an error wrapping [ErrLost],
+// which names the new holder's process when the renewal found one:
+// "the lock was taken over: it is held by pid 4121 on web-3 (owner id …)").
 // Validity is timed locally from when the last successful renewal was sent,
 // minus a drift margin, so a holder cut off from Redis learns of the loss
 // before Redis can give the lock to someone else. With WithLeaseTime the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,10 @@ func Example() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline, or a Lock made
+	// while Redis is down or the address is wrong waits until Redis answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	// One handle, shared by the goroutines of a service the way a
 	// sync.Mutex field is: they exclude each other, and every process

@@ -120,7 +120,7 @@ func (d *described) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool
 }
 
 func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()).Result
+	return hold.Renewal(script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()))
 }
 
 func (d *described) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
@@ -135,7 +135,9 @@ func (m *Mutex) Name() string { return m.l.Name() }
 // lease runs out, or until ctx is done; with a ctx that carries m's hold
 // (see [Mutex.Do]) it re-enters the hold at once, one level deeper. On
 // failure it returns an error wrapping ctx.Err() or the Redis error, and
-// leaves nothing behind: no hold, no queue entry, no subscription.
+// leaves nothing behind: no hold, no queue entry, no subscription. A Lock
+// that waited behind a hold of m itself (a second m.Lock(ctx) from the
+// goroutine that holds) says so in its error, and how to re-enter.
 func (m *Mutex) Lock(ctx context.Context) error { return m.l.Lock(ctx, hold.Exclusive) }
 
 // TryLock makes one attempt to lock m. It reports false and no error when

@@ -51,7 +51,14 @@
 // a plain read hold, released by a plain [RWMutex.RUnlock]. A Lock whose ctx
 // carries a read hold gets [ErrUpgradeNotSupported] at once instead of
 // deadlocking on itself; a plain Lock while the handle has plain read holds
-// waits for them, as a sync.RWMutex's would.
+// waits for them, as a sync.RWMutex's would, and so does a plain RLock or
+// Lock while the handle holds the write lock. Goroutines are not told
+// apart, so these wait (another goroutine's may be right to); made from
+// the goroutine that holds, they end only with ctx, and then the error
+// (wrapping ctx.Err()) says what the handle holds and what to do: "this
+// handle holds a read lock: a Lock waits for its RUnlock (a read hold
+// cannot be upgraded)", or that this handle holds the write lock and a
+// downgrade or re-entry goes through the ctx Do passes to fn.
 //
 // After a downgrade the waiting readers join the downgraded reader as soon
 // as the write hold ends.
@@ -146,8 +153,10 @@
 // default) and the client's shared watchdog renews them, both modes in one
 // script, every third of that. When a renewal finds that the handle holds
 // nothing any more, or renewals keep failing until the lease has run out,
-// the hold is lost: [RWMutex.Done] closes and the [WithOnLost] hook runs. With
-// WithLeaseTime each hold simply expires d after the handle's last RLock or
+// the hold is lost: [RWMutex.Done] closes and the [WithOnLost] hook runs,
+// with an error that names another holder's process when the renewal found
+// one (the writer first): "the lock was taken over: it is held for writing
+// by pid 4121 on web-3 (owner id …)". With WithLeaseTime each hold simply expires d after the handle's last RLock or
 // Lock. A handle's hold runs from its first acquisition, in either mode, to
 // the moment it holds nothing; Done belongs to that hold.
 //

@@ -65,7 +65,7 @@ func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, undoes u
 }
 
 func (s *sides) renew(ctx context.Context, sc redis.Scripter) func() (bool, error) {
-	return script.RWRenew(ctx, sc, s.keys, s.Owner, s.cfg.Lease()).Result
+	return hold.Renewal(script.RWRenew(ctx, sc, s.keys, s.Owner, s.cfg.Lease()))
 }
 
 func (s *sides) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {

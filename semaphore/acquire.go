@@ -197,5 +197,5 @@ func (s *Semaphore) inTime(receipt string, run func(req script.Request) error) e
 
 // receipt returns the receipt key of a new acquire request.
 func (s *Semaphore) receipt() string {
-	return s.names.Receipt(internal.ReceiptAcquire, internal.NewOwnerID())
+	return s.names.Receipt(internal.ReceiptAcquire, internal.NewRequestID())
 }

@@ -28,8 +28,11 @@
 //
 //   - Permits are not owned. Release adds permits whoever calls it, whether
 //     or not it acquired them, and on a semaphore that was never set it
-//     creates them. A process that crashes while holding permits never gives
-//     them back: use [Leased] when that matters.
+//     creates them: a Release without an Acquire raises the capacity. A
+//     process that crashes while holding permits never gives them back: use
+//     [Leased] when that matters. An operator sees the count with
+//     "redisync inspect NAME" and repairs it with "redisync semaphore set
+//     --force NAME N" (or add).
 //   - Waiters are not served in arrival order. Whoever tries first after a
 //     release gets the permits, so a waiter asking for many permits can be
 //     overtaken again and again by waiters asking for few.
@@ -76,7 +79,8 @@
 //
 // A Leased called name keeps its total number of permits in the string
 // redisync:{name}:permits and its acquired permits in the sorted set
-// redisync:{name}, member = permit id (a uuid), score = the expiry of the
+// redisync:{name}, member = permit id ("<host>:<pid>:<uuid>", naming the
+// process that acquired it, as a lock's owner id does), score = the expiry of the
 // permit's lease on the Redis server's clock. The available permits are the
 // total minus the acquired ones; SetPermits and AddPermits change the total,
 // acquired permits included, so Available may be negative after a

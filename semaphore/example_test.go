@@ -20,7 +20,9 @@ func Example() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	s := semaphore.New(rdb, "db-slots")
 	if _, err := s.TrySetPermits(ctx, 3); err != nil { // only the first caller sets it
@@ -54,7 +56,9 @@ func ExampleLeased() {
 	defer mr.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
-	ctx := context.Background()
+	// A wait ends only when ctx does: give it a deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
 	l := semaphore.NewLeased(rdb, "workers")
 	_ = l.SetPermits(ctx, 2)

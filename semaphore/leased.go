@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,7 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 // internal.Once).
 func (l *Leased) once(ctx context.Context, kind string, request func(r script.Request) error) error {
 	names := internal.NewNames(l.name)
-	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewOwnerID()) },
+	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})
@@ -294,8 +295,8 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 
 // Release gives back the permit id, whichever handle or process acquired
 // it, and wakes waiters. For an id that holds no permit (unknown, expired
-// or already released) it returns an error wrapping [ErrNotHeld] and changes
-// nothing.
+// or already released) it returns an error wrapping [ErrNotHeld] that
+// names the id, and changes nothing.
 //
 // When the reply of a release is lost, Release retries it, knowing that
 // the first may have gone through: a retry that finds no permit reports
@@ -312,12 +313,20 @@ func (l *Leased) Release(ctx context.Context, id string) error {
 	ctx, cancel := hold.ReleaseContext(ctx) // not abandoned because ctx ended
 	defer cancel()
 	t := l.forget(id)
+	var err error
 	if t != nil {
-		return l.wrap("release", t.Release(ctx, hold.Exclusive))
+		err = t.Release(ctx, hold.Exclusive)
+	} else {
+		var ok bool
+		ok, err = hold.ReleaseUntracked(ctx, func(ctx context.Context) (bool, error) { return l.releaseScript(ctx, id) })
+		if err == nil && !ok {
+			err = ErrNotHeld
+		}
 	}
-	ok, err := hold.ReleaseUntracked(ctx, func(ctx context.Context) (bool, error) { return l.releaseScript(ctx, id) })
-	if err == nil && !ok {
-		err = ErrNotHeld
+	if errors.Is(err, ErrNotHeld) {
+		err = fmt.Errorf("permit %q: %w (unknown, expired or released)", id, err)
+	} else if err != nil {
+		err = fmt.Errorf("permit %q: %w", id, err)
 	}
 	return l.wrap("release", err)
 }

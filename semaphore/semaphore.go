@@ -169,7 +169,7 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 // once runs request under a new receipt of the given kind (see
 // internal.Once).
 func (s *Semaphore) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	return internal.Once(ctx, &s.clock, func() string { return s.names.Receipt(kind, internal.NewOwnerID()) },
+	return internal.Once(ctx, &s.clock, func() string { return s.names.Receipt(kind, internal.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})

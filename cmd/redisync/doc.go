@@ -13,17 +13,19 @@
 //	          queue and its waiters (read-only)
 //	unlock    free a stuck lock, whoever holds it, and wake its waiters
 //	          (needs --force)
+//	semaphore show a semaphore's permits; set or add them, or release a
+//	          leased permit by its id (needs --force)
 //	bench     measure the primitives' throughput, handoff latency and Redis
 //	          commands per operation on your deployment
 //
 // Every command takes --redis URL (redis://[user:password@]host:port[/db],
 // or rediss:// for TLS) or --cluster host:port,... for a Redis Cluster.
-// inspect and unlock default to redis://localhost:6379; demo and bench
+// inspect, unlock and semaphore default to redis://localhost:6379; demo and bench
 // default to an embedded miniredis, so they run with no setup:
 //
 //	go run github.com/redisync/redisync/cmd/redisync@latest demo
 //
-// NAME, for inspect and unlock, is the name the code passed to New
+// NAME, for inspect, unlock and semaphore, is the name the code passed to New
 // ("orders:42"), not a Redis key.
 //
 // Exit codes: 0 on success, 1 when something failed at run time (an

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -36,9 +38,21 @@ func newFlagSet(out *output, name, usage, about string) *flagSet {
 }
 
 // parse parses args, flags and positional arguments in any order (as in
-// "inspect NAME --json"); everything after "--" is positional. It answers
-// --help itself and returns errHelpShown.
+// "inspect NAME --json"); everything after "--" is positional, and so is a
+// negative number ("semaphore add NAME -2"). It answers --help itself and
+// returns errHelpShown.
 func (f *flagSet) parse(args []string) ([]string, error) {
+	if i := slices.IndexFunc(args, isNegative); i >= 0 && !slices.Contains(args[:i], "--") {
+		before, err := f.parse(args[:i])
+		if err != nil {
+			return nil, err
+		}
+		after, err := f.parse(args[i+1:])
+		if err != nil {
+			return nil, err
+		}
+		return append(append(before, args[i]), after...), nil
+	}
 	var positional []string
 	for {
 		err := f.Parse(args)
@@ -59,6 +73,12 @@ func (f *flagSet) parse(args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// isNegative reports whether arg is a negative whole number, such as "-2".
+func isNegative(arg string) bool {
+	_, err := strconv.ParseInt(arg, 10, 64)
+	return err == nil && strings.HasPrefix(arg, "-")
 }
 
 func (f *flagSet) printHelp() {

@@ -17,11 +17,14 @@ import (
 
 const inspectAbout = `
 Shows what each named lock, semaphore or latch is in Redis: its kind,
-holders and hold counts, TTL, the fair lock's queue with deadlines, the
+holders and hold counts (each owner id names the host and pid of its
+process, shown after it), TTL, the fair lock's queue with deadlines, the
 read-write lock's mode and readers, the semaphore's permits, the latch's
 count, the current hold's fencing token and the fencing counter, and how
 many clients are subscribed waiting for it. Keys it cannot explain are listed raw.
-NAME is the name given to New in the code ("orders:42"), not a Redis key.
+NAME is the name given to New in the code ("orders:42"), not a Redis key;
+given one of redisync's keys ("redisync:{orders:42}:queue"), it says the
+name the key belongs to.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
 which walks that node's whole keyspace.`
@@ -46,31 +49,62 @@ type report struct {
 	Mode        string   `json:"mode,omitempty"`
 	Holders     []holder `json:"holders,omitempty"`
 	Queue       []queued `json:"queue,omitempty"`
-	Permits     *int64   `json:"permits,omitempty"`
-	Count       *int64   `json:"count,omitempty"` // a latch's count
-	Token       *int64   `json:"token,omitempty"` // the current (write) hold's fencing token
-	Fence       *int64   `json:"fence,omitempty"` // the fencing counter: the last token handed out
+	Permits     *int64   `json:"permits,omitempty"`  // a semaphore's available permits
+	Total       *int64   `json:"total,omitempty"`    // a leased semaphore's permits, acquired ones included
+	Leased      bool     `json:"leased,omitempty"`   // a leased semaphore (semaphore.Leased), not a counting one
+	Receipts    []string `json:"receipts,omitempty"` // a semaphore's or latch's recent requests, by kind: "acquire", "release", ...
+	Count       *int64   `json:"count,omitempty"`    // a latch's count
+	Token       *int64   `json:"token,omitempty"`    // the current (write) hold's fencing token
+	Fence       *int64   `json:"fence,omitempty"`    // the fencing counter: the last token handed out
 	fenceTTLms  int64    // the counter's expiry
 	Subscribers int64    `json:"subscribers"` // subscriptions to the unlock channel and the queued waiters' own
 	Keys        []*key   `json:"keys"`
-	note        string   // shown after the kind in text
+	// Hint, for a NAME with nothing under it that is a redisync key
+	// itself ("redisync:{job}:queue"), names the name the key belongs to.
+	Hint string `json:"hint,omitempty"`
+	note string // shown after the kind in text
 }
 
-// holder is one owner id with its hold count.
+// holder is one owner id with its hold count, or a leased permit.
 type holder struct {
-	ID    string `json:"id"`
-	Count int64  `json:"count"`
+	ID string `json:"id"` // the owner id (a read-write lock's field: "r:" or "w:" and the owner id), or a permit id
+	process
+	Count int64 `json:"count"`
 	// Mark is the number of the holder's latest attempt that took or
 	// re-entered the hold (the "@" field next to its count), which a
 	// give-back of an earlier attempt must not undo.
 	Mark int64 `json:"mark,omitempty"`
+	// LeaseMs is what is left of a leased permit's lease.
+	LeaseMs *int64 `json:"lease_ms,omitempty"`
+}
+
+// process is the process an owner id names: its host name and pid (see
+// internal.NewOwnerID); empty for an id that names none.
+type process struct {
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+}
+
+// processOf reads the process out of owner id id.
+func processOf(id string) process {
+	o, _ := internal.ParseOwner(id)
+	return process{Host: o.Host, PID: o.PID}
+}
+
+// about describes p for the text output: "  pid 4121 on web-3", or "".
+func (p process) about() string {
+	if p.PID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  pid %d on %s", p.PID, p.Host)
 }
 
 // queued is one waiter in a mutex's line.
 type queued struct {
-	ID          string `json:"id"`
-	DeadlineMs  int64  `json:"deadline_ms"`  // server clock, Unix ms; 0: none
-	RemainingMs int64  `json:"remaining_ms"` // until the deadline
+	ID string `json:"id"`
+	process
+	DeadlineMs  int64 `json:"deadline_ms"`  // server clock, Unix ms; 0: none
+	RemainingMs int64 `json:"remaining_ms"` // until the deadline
 	// Lapsed: the waiter's place has expired (it stopped attempting, its
 	// process most likely dead), so the lock passes it by; its entry
 	// waits for a release to drop it.
@@ -173,6 +207,9 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	switch {
 	case byName[n.Lock()] == nil && len(keys) == countExplained(keys):
 		r.Kind, r.note = kindFree, "not locked"
+		if owner, ok := nameOfKey(name); ok {
+			r.Hint = fmt.Sprintf("%q is a Redis key of the name %q: NAME is the name given to New; try: redisync inspect %q", name, owner, owner)
+		}
 	default:
 		for _, decode := range decoders {
 			if decode(r, byName, n, now) {
@@ -196,6 +233,27 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 		r.Subscribers += k
 	}
 	return r, nil
+}
+
+// nameOfKey returns the name whose keys include key, when key is one of
+// redisync's: "redisync:{job}" and "redisync:{job}:queue" are keys of
+// "job". A name may hold '}': the name is the shortest that makes key its
+// main key or one of the keys under it.
+func nameOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, internal.Prefix+"{")
+	if !ok {
+		return "", false
+	}
+	for i := range len(rest) {
+		if rest[i] != '}' || i == 0 {
+			continue
+		}
+		n := internal.NewNames(rest[:i])
+		if key == n.Lock() || strings.HasPrefix(key, n.Lock()+":") {
+			return rest[:i], true
+		}
+	}
+	return "", false
 }
 
 // decoders recognise a kind from the keys and fill the report; the first
@@ -339,7 +397,7 @@ func holdersOf(h map[string]string, skip ...string) []holder {
 		}
 		c, _ := parseInt(v)
 		mark, _ := parseInt(h["@"+id])
-		hs = append(hs, holder{ID: id, Count: c, Mark: mark})
+		hs = append(hs, holder{ID: id, process: processOf(id), Count: c, Mark: mark})
 	}
 	slices.SortFunc(hs, func(a, b holder) int { return strings.Compare(a.ID, b.ID) })
 	return hs
@@ -364,7 +422,11 @@ func (r *report) writeText(w io.Writer) {
 		if i == 0 {
 			label = holdersLabel(r)
 		}
-		line(label, "%s  holds %d", h.ID, h.Count)
+		if h.LeaseMs != nil {
+			line(label, "%s  lease %s%s", h.ID, fmtTTL(*h.LeaseMs), h.about())
+		} else {
+			line(label, "%s  holds %d%s", h.ID, h.Count, h.about())
+		}
 	}
 	if r.TTLms != nil {
 		line("ttl", "%s", fmtTTL(*r.TTLms))
@@ -385,9 +447,11 @@ func (r *report) writeText(w io.Writer) {
 		if len(about) > 0 {
 			deadline = strings.Join(about, "; ")
 		}
-		line(label, "%d. %s  %s", i+1, q.ID, deadline)
+		line(label, "%d. %s  %s%s", i+1, q.ID, deadline, q.about())
 	}
-	if r.Permits != nil {
+	if r.Permits != nil && r.Total != nil {
+		line("permits", "%d available of %d", *r.Permits, *r.Total)
+	} else if r.Permits != nil {
 		line("permits", "%d available", *r.Permits)
 	}
 	if r.Count != nil {
@@ -413,6 +477,9 @@ func (r *report) writeText(w io.Writer) {
 			v, _ := json.Marshal(k.Value)
 			line("key", "%s  %s  ttl %s  %s", k.Key, k.Type, fmtTTL(k.TTLms), v)
 		}
+	}
+	if r.Hint != "" {
+		line("hint", "%s", r.Hint)
 	}
 	fmt.Fprint(w, b.String())
 }

@@ -61,7 +61,7 @@ func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.
 	if queue != nil && queue.Type == "list" {
 		ids, _ := queue.Value.([]string)
 		for _, id := range ids {
-			q := queued{ID: id, DeadlineMs: deadlines[id], Lapsed: places[id] == nil}
+			q := queued{ID: id, process: processOf(id), DeadlineMs: deadlines[id], Lapsed: places[id] == nil}
 			if q.DeadlineMs > 0 {
 				q.RemainingMs = q.DeadlineMs - now.UnixMilli()
 			}

@@ -20,11 +20,11 @@ func decodeLatch(r *report, keys map[string]*key, n internal.Names, _ time.Time)
 		}
 		count, k.explained = v, true
 	}
-	note := explainReceipts(keys, n, internal.LatchReceiptKinds...)
+	note, receipts := explainReceipts(keys, n, internal.LatchReceiptKinds...)
 	if k == nil && note == "" {
 		return false
 	}
-	r.Kind, r.Count, r.note = kindLatch, &count, note
+	r.Kind, r.Count, r.note, r.Receipts = kindLatch, &count, note, receipts
 	if k == nil {
 		r.note = "at zero, " + note
 	}

@@ -52,6 +52,11 @@ func decodeRWLock(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		}
 		r.Mode = mode
 		r.Holders = holdersOf(h, rwModeField)
+		for i, hd := range r.Holders {
+			// A field is the mode's letter and the owner id.
+			_, id, _ := strings.Cut(hd.ID, ":")
+			r.Holders[i].process = processOf(id)
+		}
 		r.TTLms = &k.TTLms
 		k.explained = true
 	} else if len(waiting) == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
-	r.note = explainReceipts(keys, n, internal.ReceiptKinds...)
+	r.note, r.Receipts = explainReceipts(keys, n, internal.ReceiptKinds...)
 	return true
 }
 
@@ -31,14 +32,15 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 // :release:<id>, :set:<id>, :drain:<id>, :add:<id>) or a latch's
 // (:latch:countdown:<id>, ...), which make a retried request exact and
 // expire by themselves, and returns a note saying how many there are, or
-// "".
-func explainReceipts(keys map[string]*key, n internal.Names, kinds ...string) string {
-	count, lifetime := 0, internal.ReceiptTTL
+// "", and the kind of each, sorted.
+func explainReceipts(keys map[string]*key, n internal.Names, kinds ...string) (string, []string) {
+	var found []string
+	lifetime := internal.ReceiptTTL
 	for name, k := range keys {
 		for _, kind := range kinds {
 			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
-				count++
+				found = append(found, kind)
 				if kind == internal.ReceiptAcquire {
 					// Deleted once settled; the hour is a safety net.
 					lifetime = max(lifetime, internal.AcquireReceiptTTL)
@@ -47,10 +49,11 @@ func explainReceipts(keys map[string]*key, n internal.Names, kinds ...string) st
 			}
 		}
 	}
-	if count == 0 {
-		return ""
+	if len(found) == 0 {
+		return "", nil
 	}
-	return fmt.Sprintf("%d request receipt(s), expiring within %s", count, hours(lifetime))
+	slices.Sort(found)
+	return fmt.Sprintf("%d request receipt(s), expiring within %s", len(found), hours(lifetime)), found
 }
 
 // hours formats d as "1h" rather than "1h0m0s" when it is whole hours.
@@ -75,22 +78,25 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 	if !ok {
 		return false
 	}
+	all := v
 	if leases != nil {
 		zs, _ := leases.Value.([]map[string]any)
 		for _, z := range zs {
 			id, _ := z["member"].(string)
 			expiry, _ := z["score"].(float64)
-			if int64(expiry) > now.UnixMilli() {
-				r.Holders = append(r.Holders, holder{ID: id, Count: 1})
+			if left := int64(expiry) - now.UnixMilli(); left > 0 {
+				r.Holders = append(r.Holders, holder{ID: id, process: processOf(id), Count: 1, LeaseMs: &left})
 			}
 		}
 		v -= leases.live
 		leases.explained = true
 	}
-	r.Kind, r.Permits, r.note = kindSemaphore, &v, "leased"
-	if note := explainReceipts(keys, n, internal.ReceiptKinds...); note != "" {
+	r.Kind, r.Permits, r.Total, r.Leased, r.note = kindSemaphore, &v, &all, true, "leased"
+	note, receipts := explainReceipts(keys, n, internal.ReceiptKinds...)
+	if note != "" {
 		r.note += ", " + note
 	}
+	r.Receipts = receipts
 	total.explained = true
 	return true
 }

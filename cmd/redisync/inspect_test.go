@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // inspectJSON runs inspect --json and decodes its reports.
@@ -86,8 +89,13 @@ func TestInspectHeldRLock(t *testing.T) {
 		if r.Token == nil || *r.Token != int64(holder.Token()) {
 			t.Errorf("token = %v, want the holder's %d", r.Token, holder.Token())
 		}
+		// Owner ids name their process: this test's.
+		me := process{Host: processOf(owners[0]).Host, PID: os.Getpid()}
+		if me.Host == "" || r.Holders[0].process != me || r.Queue[0].process != me {
+			t.Errorf("holder's process %+v, waiter's %+v; want pid %d and a host", r.Holders[0].process, r.Queue[0].process, os.Getpid())
+		}
 		stdout, _ := mustRun(t, exitOK, b.args("inspect", name)...)
-		for _, want := range []string{"kind         mutex", "waiters in line", owners[0] + "  holds 2", "ttl          ", "fence", "expires in", "token        " + strconv.FormatUint(holder.Token(), 10), "1. "} {
+		for _, want := range []string{"kind         mutex", "waiters in line", owners[0] + "  holds 2" + me.about(), "ttl          ", "fence", "expires in", "token        " + strconv.FormatUint(holder.Token(), 10), "1. "} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("text output lacks %q:\n%s", want, stdout)
 			}
@@ -111,7 +119,7 @@ func TestInspectKinds(t *testing.T) {
 	rdb.ZAdd(ctx, fair.Timeouts(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 9000)}, redis.Z{Member: "w2", Score: float64(now.UnixMilli() + 19000)})
 	rdb.Set(ctx, fair.Place("w1"), "3", 3*time.Second) // w2's place lapsed: it went silent
 	// The layout rwlock leaves with two readers, one holding three levels.
-	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:o2", 3)
+	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:web-2:99:o2", 3)
 	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
 	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
 	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)},
@@ -122,7 +130,7 @@ func TestInspectKinds(t *testing.T) {
 	rdb.Set(ctx, odd.Lock(), "hello", 0)
 	// A leased semaphore of 3 permits, one acquired, after an AddPermits.
 	rdb.Set(ctx, leased.Sub("permits"), 3, 0)
-	rdb.ZAdd(ctx, leased.Lock(), redis.Z{Member: "p1", Score: float64(now.UnixMilli() + 30000)})
+	rdb.ZAdd(ctx, leased.Lock(), redis.Z{Member: "web-7:4121:p1", Score: float64(now.UnixMilli() + 30000)})
 	rdb.Set(ctx, leased.Receipt(internal.ReceiptAdd, "r2"), 1, 10*time.Second)
 	// A counting semaphore holding permits acquired in two requests.
 	slots := internal.NewNames("pool")
@@ -136,7 +144,8 @@ func TestInspectKinds(t *testing.T) {
 		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 || r.Queue[0].Lapsed || !r.Queue[1].Lapsed {
 		t.Errorf("fair lock report = %+v", r)
 	}
-	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{ID: "r:o2", Count: 3}) {
+	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{ID: "r:web-2:99:o2", process: process{Host: "web-2", PID: 99}, Count: 3}) ||
+		r.Holders[0].process != (process{}) {
 		t.Errorf("rwlock report = %+v", r)
 	}
 	if r := rs[2]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 7 {
@@ -148,14 +157,16 @@ func TestInspectKinds(t *testing.T) {
 	if r := rs[4]; r.Kind != kindFree || len(r.Keys) != 0 {
 		t.Errorf("free report = %+v", r)
 	}
-	if r := rs[5]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 2 || len(r.Holders) != 1 {
+	if r := rs[5]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 2 || len(r.Holders) != 1 ||
+		r.Holders[0].process != (process{Host: "web-7", PID: 4121}) || r.Holders[0].LeaseMs == nil || *r.Holders[0].LeaseMs != 30000 {
 		t.Errorf("leased semaphore report = %+v", r)
 	}
 
 	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
-		"mode         read", "readers      r:o1  holds 1", "r:o2  holds 3", "1 writer(s) waiting ahead of new readers (1 more lapsed); 1 reader(s) to come ahead of new writers",
+		"mode         read", "readers      r:o1  holds 1\n", "r:web-2:99:o2  holds 3  pid 99 on web-2",
+		"holder       web-7:4121:p1  lease 30.0s  pid 4121 on web-7", "1 writer(s) waiting ahead of new readers (1 more lapsed); 1 reader(s) to come ahead of new writers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
 		"kind         free (not locked)",
@@ -176,6 +187,52 @@ func TestInspectKinds(t *testing.T) {
 	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
+		}
+	}
+}
+
+// A Redis key given for a NAME gets a hint naming the name it belongs to.
+func TestInspectKeyHint(t *testing.T) {
+	addr, rdb := miniBackend(t)
+	flags := []string{"--redis", "redis://" + addr}
+	if err := semaphore.New(rdb, "job").SetPermits(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	rs := inspectJSON(t, flags, "redisync:{job}", "redisync:{job}:queue", "redisync:{a}b}:queue", "job", "redisync:job", "nothing")
+	for i, want := range []string{"job", "job", "a}b"} {
+		if hint := fmt.Sprintf("is a Redis key of the name %q", want); rs[i].Kind != kindFree || !strings.Contains(rs[i].Hint, hint) {
+			t.Errorf("report on %q = %+v; want free, with a hint saying %q", rs[i].Name, rs[i], hint)
+		}
+	}
+	for _, r := range rs[3:] {
+		if r.Hint != "" {
+			t.Errorf("report on %q has a hint: %q", r.Name, r.Hint)
+		}
+	}
+	stdout, _ := mustRun(t, exitOK, append([]string{"inspect", "redisync:{job}"}, flags...)...)
+	if want := `hint         "redisync:{job}" is a Redis key of the name "job": NAME is the name given to New; try: redisync inspect "job"`; !strings.Contains(stdout, want) {
+		t.Errorf("text output lacks %q:\n%s", want, stdout)
+	}
+	_, stderr := mustRun(t, exitFailure, append([]string{"unlock", "--force", "redisync:{job}"}, flags...)...)
+	if want := `try: redisync unlock --force "job"`; !strings.Contains(stderr, want) {
+		t.Errorf("unlock of a key says %q, want %q", stderr, want)
+	}
+}
+
+func TestNameOfKey(t *testing.T) {
+	for key, want := range map[string]string{
+		"redisync:{job}":                   "job",
+		"redisync:{job}:queue":             "job",
+		"redisync:{orders:42}:place:h:1:u": "orders:42",
+		"redisync:{a}b}":                   "a}b",
+		"redisync:{}":                      "",
+		"redisync:{job":                    "",
+		"redisync:{job}x":                  "",
+		"job":                              "",
+	} {
+		got, ok := nameOfKey(key)
+		if got != want || ok != (want != "") {
+			t.Errorf("nameOfKey(%q) = %q, %v; want %q", key, got, ok, want)
 		}
 	}
 }

@@ -34,6 +34,7 @@ func commands() []command {
 		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
+		{"semaphore", "show a semaphore's permits; set or add them, release a leased permit by id (needs --force)", runSemaphore},
 		{"bench", "measure throughput and handoff latency of the primitives on your Redis", runBench},
 	}
 }
@@ -91,16 +92,17 @@ func printHelp(w io.Writer) {
 	b.WriteString("redisync: look at, repair and measure redisync's locks and semaphores in Redis.\n\n")
 	b.WriteString("Usage:\n  redisync COMMAND [flags] [args]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nEvery command takes --redis URL (redis://[user:password@]host:port, or rediss://\n")
-	b.WriteString("for TLS) or --cluster host:port,... . inspect and unlock default to\n")
+	b.WriteString("for TLS) or --cluster host:port,... . inspect, unlock and semaphore default to\n")
 	b.WriteString("redis://localhost:6379; demo and bench run on an embedded miniredis unless told.\n")
 	b.WriteString("NAME is the name the code gave New (\"orders:42\"), not a Redis key.\n\n")
 	b.WriteString("Examples:\n")
 	b.WriteString("  redisync demo\n")
 	b.WriteString("  redisync inspect --redis redis://10.0.0.5:6379 orders:42\n")
 	b.WriteString("  redisync unlock --force --redis redis://10.0.0.5:6379 orders:42\n")
+	b.WriteString("  redisync semaphore set --force --redis redis://10.0.0.5:6379 pdf-renders 4\n")
 	b.WriteString("  redisync bench --redis redis://10.0.0.5:6379 --duration 10s\n\n")
 	b.WriteString("Run 'redisync COMMAND --help' for its flags.\n")
 	fmt.Fprint(w, b.String())

@@ -16,7 +16,8 @@ holder is not told until its watchdog's next renewal, when its Done channel
 closes. Without --force it refuses (exit code 2) and touches nothing.
 
 NAME is the name given to New in the code. Semaphores are not locks: this
-command refuses them.`
+command refuses them, and says how to repair one with "redisync semaphore"
+(a counting semaphore's count, a leased semaphore's permits by id).`
 
 func runUnlock(ctx context.Context, out *output, args []string) error {
 	fs := newFlagSet(out, "unlock", "unlock --force [flags] NAME...", unlockAbout)
@@ -63,9 +64,12 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, name string) (s
 	}
 	switch r.Kind {
 	case kindFree:
+		if r.Hint != "" {
+			return "", fmt.Errorf("not locked: no such lock in Redis; %s", strings.Replace(r.Hint, "redisync inspect", "redisync unlock --force", 1))
+		}
 		return "", errors.New("not locked: no such lock in Redis (check the name and the server)")
 	case kindSemaphore:
-		return "", errors.New("a semaphore, not a lock: its permits are not owned, so there is nothing to force open")
+		return "", semaphoreRefusal(r)
 	case kindUnknown:
 		return "", errors.New("keys of a layout redisync does not know: left untouched (see redisync inspect)")
 	}
@@ -85,11 +89,34 @@ func forceUnlock(ctx context.Context, rdb redis.UniversalClient, name string) (s
 	return "", fmt.Errorf("kind %s: this redisync binary has no support for it built in", r.Kind)
 }
 
+// semaphoreRefusal says why unlock leaves the semaphore r alone, and what
+// repairs it instead.
+func semaphoreRefusal(r *report) error {
+	if !r.Leased {
+		return fmt.Errorf("a counting semaphore, not a lock: its permits are not owned, so there is nothing to unlock; "+
+			"see its count with 'redisync inspect %q' and repair it with 'redisync semaphore set --force %q N'", r.Name, r.Name)
+	}
+	ids := make([]string, len(r.Holders))
+	for i, h := range r.Holders {
+		ids[i] = fmt.Sprintf("%q", h.ID)
+	}
+	held := "no permit is acquired"
+	if len(ids) > 0 {
+		held = "acquired: " + strings.Join(ids, ", ")
+	}
+	return fmt.Errorf("a leased semaphore, not a lock: give a permit back by its id with "+
+		"'redisync semaphore release --force %q ID' (%s; 'redisync inspect %q' shows whose)", r.Name, held, r.Name)
+}
+
 // describeHold says who held r and who waited, for the unlock message.
 func describeHold(r *report) string {
 	var parts []string
 	for _, h := range r.Holders {
-		parts = append(parts, fmt.Sprintf("%s held %d", h.ID, h.Count))
+		who := h.ID
+		if h.PID != 0 {
+			who = fmt.Sprintf("pid %d on %s (%s)", h.PID, h.Host, h.ID)
+		}
+		parts = append(parts, fmt.Sprintf("%s held %d", who, h.Count))
 	}
 	s := fmt.Sprintf("(%s", r.Kind)
 	if len(parts) > 0 {

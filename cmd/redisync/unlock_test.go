@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 func TestUnlockForceWakesWaiter(t *testing.T) {
@@ -39,7 +42,7 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 
 		start := time.Now()
 		stdout, _ := mustRun(t, exitOK, b.args("unlock", "--force", name)...)
-		if !strings.Contains(stdout, "unlocked") || !strings.Contains(stdout, "held 1") {
+		if !strings.Contains(stdout, "unlocked") || !strings.Contains(stdout, "held 1") || !strings.Contains(stdout, fmt.Sprintf("pid %d on ", os.Getpid())) {
 			t.Errorf("unlock output does not say what it deleted:\n%s", stdout)
 		}
 		awaitLock(t, got, "waiting Lock after unlock --force")
@@ -59,6 +62,14 @@ func TestUnlockRefusals(t *testing.T) {
 	addr, rdb := miniBackend(t)
 	ctx := t.Context()
 	rdb.Set(ctx, internal.NewNames("db-slots").Lock(), 7, 0)
+	workers := semaphore.NewLeased(rdb, "workers")
+	if err := workers.SetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	id, err := workers.Acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rdb.Set(ctx, internal.NewNames("odd").Lock(), "hello", 0)
 	held := rlock.New(rdb, "orders")
 	if err := held.Lock(ctx); err != nil {
@@ -66,8 +77,12 @@ func TestUnlockRefusals(t *testing.T) {
 	}
 	defer held.Unlock(ctx)
 
-	stdout, stderr := mustRun(t, exitFailure, "unlock", "--force", "--redis", "redis://"+addr, "db-slots", "odd", "nothing", "orders")
-	for _, want := range []string{`"db-slots": a semaphore, not a lock`, `"odd": keys of a layout redisync does not know`, `"nothing": not locked`} {
+	stdout, stderr := mustRun(t, exitFailure, "unlock", "--force", "--redis", "redis://"+addr, "db-slots", "odd", "nothing", "orders", "workers")
+	for _, want := range []string{
+		`"db-slots": a counting semaphore, not a lock: its permits are not owned`, `'redisync semaphore set --force "db-slots" N'`,
+		`"workers": a leased semaphore, not a lock: give a permit back by its id with 'redisync semaphore release --force "workers" ID' (acquired: "` + id + `"`,
+		`"odd": keys of a layout redisync does not know`, `"nothing": not locked`,
+	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

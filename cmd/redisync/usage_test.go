@@ -28,6 +28,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"inspect", "--cluster", ",", "x"}, "no node addresses"},
 		{[]string{"unlock", "--redis", nowhere, "orders"}, "add --force"},
 		{[]string{"unlock", "--force", "--redis", nowhere}, "no NAME"},
+		{[]string{"semaphore", "--redis", nowhere}, "no operation given"},
+		{[]string{"semaphore", "frob", "x", "--redis", nowhere}, `unknown operation "frob"`},
+		{[]string{"semaphore", "set", "x", "--redis", nowhere}, "set takes NAME and N"},
+		{[]string{"semaphore", "set", "--force", "x", "many", "--redis", nowhere}, `"many" is not a whole number`},
+		{[]string{"semaphore", "set", "--force", "x", "-1", "--redis", nowhere}, "cannot be set to -1 permits"},
+		{[]string{"semaphore", "add", "x", "-1", "--redis", nowhere}, "add --force"},
+		{[]string{"semaphore", "release", "--force", "x", "--redis", nowhere}, "one or more permit IDs"},
 		{[]string{"bench", "--kinds", "nope"}, `unknown primitive "nope"`},
 		{[]string{"bench", "--duration", "0s"}, "--duration 0s"},
 		{[]string{"bench", "--goroutines", "0"}, "--goroutines 0"},
@@ -86,5 +93,11 @@ func TestInterspersedFlags(t *testing.T) {
 	pos, err := fs.parse([]string{"a", "--json", "b", "--", "--c"})
 	if err != nil || !*json || strings.Join(pos, " ") != "a b --c" {
 		t.Fatalf("parse = %q, %v, json %v; want [a b --c], nil, true", pos, err, *json)
+	}
+	// A negative number is an argument, wherever it stands.
+	*json = false
+	pos, err = fs.parse([]string{"-2", "a", "--json", "-10", "--", "-3"})
+	if err != nil || !*json || strings.Join(pos, " ") != "-2 a -10 -3" {
+		t.Fatalf("parse = %q, %v, json %v; want [-2 a -10 -3], nil, true", pos, err, *json)
 	}
 }

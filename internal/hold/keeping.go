@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/watchdog"
 )
 
 // MinWatchdogTimeout is the shortest watchdog timeout a lock accepts: its
@@ -74,3 +78,35 @@ func (k Keeping) Config(
 	}
 	return c
 }
+
+// Renewal returns what a renewal queued as c reports to the watchdog (see
+// Config.Renew): whether the hold is still there, and when another owner
+// holds the lock instead, an error that says who (the hold is gone, taken
+// over: see watchdog.Entry), which the loss then carries.
+func Renewal(c script.RenewCmd) func() (bool, error) {
+	return func() (bool, error) {
+		held, err := c.Result()
+		if h := c.Holder(); !held && err == nil && h.Owner != "" {
+			return false, takenOver(h)
+		}
+		return held, err
+	}
+}
+
+// takenOver is the reason of a loss whose renewal found h holding the
+// lock: "the lock was taken over: it is held by pid 4121 on web-3 (owner
+// id …)". It matches watchdog.ErrGone.
+type takenOver script.Holder
+
+func (t takenOver) Error() string {
+	how := "held"
+	switch t.Mode {
+	case "write":
+		how = "held for writing"
+	case "read":
+		how = "held for reading"
+	}
+	return "the lock was taken over: it is " + how + " by " + internal.DescribeOwner(t.Owner)
+}
+
+func (takenOver) Is(target error) bool { return target == watchdog.ErrGone }

@@ -498,7 +498,7 @@ func (l *Lock) forceOnce(ctx context.Context) (int64, error) {
 	// A key of another type is the script's to report, as every script
 	// does, naming the key.
 	aim := script.Aim(fields)
-	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewOwnerID())
+	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewRequestID())
 	var outcome int64
 	// The script needs no deadline: the aim, not the receipt, keeps a late
 	// copy from deleting a later hold.

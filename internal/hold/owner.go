@@ -3,6 +3,7 @@ package hold
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/watchdog"
 )
 
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
@@ -174,7 +176,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 			return nil, false, nil // another goroutine of the handle holds it
 		}
 	} else if err := l.enter(ctx, m, n); err != nil {
-		return nil, false, err
+		return nil, false, l.behindOwn(m, err)
 	}
 	if m == Exclusive {
 		if r, taken, err := l.takeHanded(ctx, plain, n); taken || err != nil {
@@ -199,6 +201,37 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		l.rdos[r] = struct{}{}
 	}
 	return r, true, nil
+}
+
+// behindOwn returns err, the error of a call that waited for mode m at
+// the handle's local line and gave up, saying so when the handle itself
+// holds the lock: a second Lock on a handle that holds, with a ctx that
+// carries no hold, waits for the Unlock as a second sync.Mutex.Lock
+// would; called from the goroutine that holds, only its ctx ends it.
+// Goroutines are not told apart (a plain hold is anonymous, as a
+// sync.Mutex's is, and another goroutine's Lock must wait), so the call
+// waited; the error names the likely mistake and the way to re-enter.
+func (l *Lock) behindOwn(m Mode, err error) error {
+	l.mu.Lock()
+	write, reads := l.x != nil, l.plainReads > 0 || len(l.rdos) > 0
+	l.mu.Unlock()
+	var hint string
+	switch {
+	case write && m == Exclusive:
+		hint = "this handle holds the lock: a call whose ctx carries no hold waits for its Unlock, " +
+			"as a second sync.Mutex.Lock does; to re-enter, lock with the ctx that Do passes to fn"
+	case write:
+		hint = "this handle holds the write lock: an RLock whose ctx carries no hold waits for its Unlock; " +
+			"to downgrade, call RLock with the ctx that Do passes to fn"
+	case reads && m == Exclusive:
+		hint = "this handle holds a read lock: a Lock waits for its RUnlock (a read hold cannot be upgraded)"
+	case reads:
+		hint = "this handle holds a read lock, and a Lock of the handle waits for it: " +
+			"a new RLock waits behind that Lock, as with sync.RWMutex"
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, hint)
 }
 
 // reenter takes a level of mode m through c, the live hold ctx carries: a
@@ -264,7 +297,11 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
 		return false, nil
 	}
-	return l.t.cfg.Renew(ctx, l.k.RDB)()
+	held, err := l.t.cfg.Renew(ctx, l.k.RDB)()
+	if errors.Is(err, watchdog.ErrGone) {
+		return false, nil // gone, and taken over
+	}
+	return held, err
 }
 
 // redis takes a level of mode m in Redis, waiting or in one attempt.

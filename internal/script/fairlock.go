@@ -64,9 +64,10 @@ func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, leas
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
-// the lock. The reply is false when it does not.
-func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool) BoolCmd {
-	return BoolCmd{fairRenew.queue(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
+// the lock. The reply is false when it does not, and names who holds it
+// instead, if anyone does.
+func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool) RenewCmd {
+	return RenewCmd{cmd: fairRenew.queue(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
 }
 
 // FairForceUnlock runs fairlock_forceunlock.lua: delete the lock, if its

@@ -141,9 +141,10 @@ func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string,
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the
-// lock. The reply is false when it does not (nothing changed).
-func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, lease time.Duration) BoolCmd {
-	return BoolCmd{rlockRenew.queue(ctx, c, []string{lock}, owner, ms(lease))}
+// lock. The reply is false when it does not (nothing changed), and names
+// who holds it instead, if anyone does.
+func ReentrantRenew(ctx context.Context, c redis.Scripter, lock, owner string, lease time.Duration) RenewCmd {
+	return RenewCmd{cmd: rlockRenew.queue(ctx, c, []string{lock}, owner, ms(lease))}
 }
 
 // ReentrantForceUnlock runs rlock_forceunlock.lua: delete the lock, if

@@ -78,8 +78,8 @@ func TestRLockScripts(t *testing.T) {
 		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "a", lease).Result(); !ok {
 			t.Fatal("renew by the holder failed")
 		}
-		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "b", lease).Result(); ok {
-			t.Fatal("renew by a non-holder succeeded")
+		if c := script.ReentrantRenew(ctx, rdb, k.Lock, "b", lease); c.Val() || c.Holder() != (script.Holder{Owner: "a"}) {
+			t.Fatalf("renew by a non-holder = %v, found %+v holding; want false, found a", c.Val(), c.Holder())
 		}
 		if n := unlock("a", 1); n != 0 {
 			t.Fatalf("last unlock = %d, want 0", n)

@@ -127,9 +127,10 @@ func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lea
 }
 
 // RWRenew runs rwlock_renew.lua: extend the leases of whatever owner
-// holds. The reply is false when it holds nothing (nothing changed).
-func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) BoolCmd {
-	return BoolCmd{rwlockRenew.queue(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease))}
+// holds. The reply is false when it holds nothing (nothing changed), and
+// names another holder, the writer first, if anyone holds the lock.
+func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) RenewCmd {
+	return RenewCmd{cmd: rwlockRenew.queue(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease)), rw: true}
 }
 
 // RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, if its

@@ -13,7 +13,9 @@ package script
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,6 +73,61 @@ type BoolCmd struct{ cmd *redis.Cmd }
 func (c BoolCmd) Result() (bool, error) {
 	n, err := c.cmd.Int64()
 	return n == 1, err
+}
+
+// RenewCmd is a renewal's reply: 1 when the lease was extended; else
+// whoever holds the lock instead of the owner (see Holder), or 0 when
+// nobody does.
+type RenewCmd struct {
+	cmd *redis.Cmd
+	rw  bool // a read-write lock's: the holder is a hash field, "w:" or "r:" and the owner id
+}
+
+// Result reports whether the lease was extended.
+func (c RenewCmd) Result() (bool, error) {
+	v, err := c.cmd.Result()
+	if err != nil {
+		return false, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return v == 1, nil
+	case string:
+		return false, nil
+	}
+	return false, fmt.Errorf("unexpected renewal reply %v", v)
+}
+
+// Val reports whether the lease was extended: Result without the error.
+func (c RenewCmd) Val() bool {
+	ok, _ := c.Result()
+	return ok
+}
+
+// Holder is whoever a renewal found holding the lock instead of the owner.
+type Holder struct {
+	Owner string // the holder's owner id
+	Mode  string // a read-write lock's: "write" or "read"; "" for a mutex
+}
+
+// Holder returns whoever holds the lock instead of the owner, once the
+// renewal has run and found the owner's hold gone: the zero Holder when
+// it renewed, failed, or found nobody holding.
+func (c RenewCmd) Holder() Holder {
+	s, ok := c.cmd.Val().(string)
+	if !ok || c.cmd.Err() != nil {
+		return Holder{}
+	}
+	if !c.rw {
+		return Holder{Owner: s}
+	}
+	switch mode, id, _ := strings.Cut(s, ":"); mode {
+	case "w":
+		return Holder{Owner: id, Mode: "write"}
+	case "r":
+		return Holder{Owner: id, Mode: "read"}
+	}
+	return Holder{}
 }
 
 // Outcomes of the leave scripts (FairLeave, ReentrantLeave).

@@ -1,7 +1,9 @@
 package watchdog
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,6 +15,16 @@ type result struct {
 	sent time.Time
 	held bool
 	err  error
+	gone error // when the hold is gone: why, if the renewal said (see Entry.Renew)
+}
+
+// outcome is the result of renewing h at sent, as its check reported it:
+// an error that wraps ErrGone says the hold is gone, and why.
+func outcome(h *Hold, sent time.Time, held bool, err error) result {
+	if errors.Is(err, ErrGone) {
+		return result{h: h, sent: sent, gone: err}
+	}
+	return result{h: h, sent: sent, held: held, err: err}
 }
 
 // run is the watchdog goroutine. It returns when no hold is left, after
@@ -135,7 +147,7 @@ func (w *Watchdog) renewChunk(ctx context.Context, chunk []*Hold, out []result) 
 		if round == maxReloads {
 			for _, h := range chunk { // give up batching: one by one
 				held, err := h.e.Renew(ctx, w.rdb)()
-				out = append(out, result{h: h, sent: sent, held: held, err: err})
+				out = append(out, outcome(h, sent, held, err))
 			}
 			return out
 		}
@@ -159,7 +171,7 @@ func (w *Watchdog) renewChunk(ctx context.Context, chunk []*Hold, out []result) 
 				at = time.Now()
 				held, err = h.e.Renew(ctx, w.rdb)() // EVAL: reloads the script
 			}
-			out = append(out, result{h: h, sent: at, held: held, err: err})
+			out = append(out, outcome(h, at, held, err))
 		}
 		chunk = again
 	}
@@ -168,7 +180,7 @@ func (w *Watchdog) renewChunk(ctx context.Context, chunk []*Hold, out []result) 
 
 // apply records renewal outcomes and reports the holds found gone.
 func (w *Watchdog) apply(rs []result) {
-	var gone []*Hold
+	var gone []result
 	w.mu.Lock()
 	for _, r := range rs {
 		if r.h.removed {
@@ -185,12 +197,12 @@ func (w *Watchdog) apply(rs []result) {
 		default:
 			r.h.removed = true
 			delete(w.holds, r.h)
-			gone = append(gone, r.h)
+			gone = append(gone, r)
 		}
 	}
 	w.mu.Unlock()
-	for _, h := range gone {
-		h.e.Lost(ErrGone)
+	for _, r := range gone {
+		r.h.e.Lost(cmp.Or(r.gone, ErrGone))
 	}
 }
 

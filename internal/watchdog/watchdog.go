@@ -65,6 +65,8 @@ var ErrPending = errors.New("renewal not due yet")
 type Entry struct {
 	// Renew runs or queues the renewal on s and returns a function that
 	// reports, once the command has run, whether the hold still exists.
+	// An error that wraps ErrGone reports it gone too, and says why (who
+	// holds the lock now): Lost is given that error instead of ErrGone.
 	// Nil for a fixed lease: the entry then only times the expiry.
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// Lease is the lease each acquisition or renewal sets.

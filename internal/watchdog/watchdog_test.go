@@ -3,6 +3,7 @@ package watchdog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -92,6 +93,30 @@ func TestGoneHoldIsLost(t *testing.T) {
 	}
 	if w.Len() != 0 {
 		t.Fatal("lost hold still registered")
+	}
+}
+
+// A renewal that finds the hold gone may say why, with an error wrapping
+// ErrGone: the loss carries it, and it is not taken for a failed renewal
+// to try again.
+func TestGoneHoldSaysWhy(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	w := watchdog.New(rdb)
+	lost := make(chan error, 2)
+	lease := 300 * time.Millisecond
+	why := fmt.Errorf("%w: now held by someone else", watchdog.ErrGone)
+	taken := func(context.Context, redis.Scripter) func() (bool, error) {
+		return func() (bool, error) { return false, why }
+	}
+	h := w.Add(watchdog.Entry{Renew: taken, Lease: lease, Lost: func(err error) { lost <- err }}, time.Now())
+	defer h.Remove()
+	select {
+	case err := <-lost:
+		if err != why {
+			t.Fatalf("Lost(%v), want %v", err, why)
+		}
+	case <-time.After(lease):
+		t.Fatal("a hold found taken over was not reported lost before its lease ran out")
 	}
 }
 
