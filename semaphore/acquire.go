@@ -38,12 +38,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 			return ok, 0, err // no lease bounds the wait: the poll interval does
 		})
 	report.End(ctx, err == nil, err)
-	if err != nil && r.unsure {
-		// A script of the request had an unknown outcome, and no
-		// cancellation of it went through: try once more, or a take
-		// that went through, or a copy still on its way, keeps the
-		// permits taken.
-		s.cancel(ctx, r)
+	if err != nil && (r.unsure || r.cancelling) {
+		// A script of the request had an unknown outcome, or took
+		// permits after ctx ended, and no cancellation of it went
+		// through: try once more, or a take that went through, or a
+		// copy still on its way, keeps the permits taken.
+		_ = s.cancel(ctx, r)
 	}
 	if err != nil && r.unset {
 		err = fmt.Errorf("%w: %w", err, errUnset)
@@ -90,10 +90,24 @@ type request struct {
 	receipt string
 	unsure  bool // a script under receipt had an unknown outcome: never settle it
 	unset   bool // the last attempt found no permit count at all
+	// cancelling is set when an undo of receipt failed: a copy of it may
+	// still run (within its deadline), and would give back the permits
+	// that an attempt under the receipt reported taken. So no attempt
+	// runs under it again: the undo is sent again first.
+	cancelling bool
 }
 
 // attempt runs the acquire script once for request r.
 func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
+	if r.cancelling {
+		// An undo of the request failed, and a copy of it may still
+		// run: an attempt under the receipt that reported the permits
+		// taken would have them given back under its caller. Send the
+		// undo again (it acts once) and go on under a new receipt.
+		if err := s.cancel(ctx, r); err != nil {
+			return false, err
+		}
+	}
 	var res script.Taken
 	err := s.withSettled(func(settled []string) error {
 		return s.inTime(r.receipt, func(req script.Request) (err error) {
@@ -106,12 +120,11 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 		if internal.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
 			// cancel the request, giving back what it took. If the
-			// cancellation fails, the receipt is kept: a later attempt
-			// under it finds the permits the request took, if it did.
+			// cancellation fails, the next attempt sends it again.
 			// (A script that never reached Redis, or was answered
 			// with an error, took nothing.)
 			r.unsure = true
-			s.cancel(ctx, r)
+			_ = s.cancel(ctx, r)
 		}
 		return false, err
 	case res.Cancelled:
@@ -126,7 +139,7 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	if err := internal.CtxDone(ctx); err != nil {
 		// The reply came after ctx ended, and the caller has moved on:
 		// give the permits back (the rule of every blocking acquire).
-		s.cancel(ctx, r)
+		_ = s.cancel(ctx, r)
 		return false, err
 	}
 	if !r.unsure {
@@ -136,8 +149,13 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 }
 
 // cancel cancels request r, giving back what it took, and starts it anew
-// under a new receipt. When the cancellation fails, r goes on under its
-// receipt, which tells its next attempt what it took, if anything.
+// under a new receipt. When the cancellation fails, r keeps its receipt,
+// marked cancelling: its next attempt sends the cancellation again before
+// anything else, never the acquire script under that receipt. (An
+// attempt that found the permits the request took and reported them
+// taken would have them given back under its caller by a copy of the
+// failed cancellation that Redis runs after it, within its deadline.)
+// cancel returns the cancellation's error.
 //
 // The cancellation runs without ctx's cancellation, for at most
 // cleanupTimeout, but is waited for only until ctx is done: a caller
@@ -145,19 +163,21 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 // background (internal.TidyUp). r then goes on under a new receipt, and
 // the old one is never settled (the cancellation may run yet): it
 // expires by itself.
-func (s *Semaphore) cancel(ctx context.Context, r *request) {
+func (s *Semaphore) cancel(ctx context.Context, r *request) error {
 	receipt := r.receipt
 	var err error
 	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) { err = s.undo(ctx, receipt) }) {
 		r.unsure = true
 		s.renew(r)
-		return
+		return ctx.Err()
 	}
 	if err != nil {
 		r.unsure = r.unsure || internal.OutcomeUnknown(err)
-		return
+		r.cancelling = true
+		return err
 	}
 	s.renew(r)
+	return nil
 }
 
 // renew starts r anew under a new receipt, once the outcome of the old
@@ -167,7 +187,7 @@ func (s *Semaphore) renew(r *request) {
 	if !r.unsure {
 		s.settled.add(r.receipt)
 	}
-	r.receipt, r.unsure = s.receipt(), false
+	r.receipt, r.unsure, r.cancelling = s.receipt(), false, false
 }
 
 // undo cancels the request of receipt. The receipt makes it exact: permits

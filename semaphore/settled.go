@@ -6,10 +6,11 @@ import "sync"
 //
 // Every acquire request of a counting semaphore writes a receipt key,
 // redisync:{name}:acquire:<id>: the permits it took, or "x" once it was
-// cancelled. A request is retried under its receipt for as long as its
+// cancelled. A request's scripts run under its receipt for as long as its
 // caller waits (a lost reply whose undo failed leaves its outcome
-// unknown, and Redis may stay out of reach for a while), and an attempt
-// that found no receipt would take the permits again. So no retry may
+// unknown, and Redis may stay out of reach for a while: the undo is sent
+// again, under the receipt, until it goes through), and an undo that
+// found no receipt would not know what the request took. So no retry may
 // outlive the receipt, and no lifetime is long enough for a wait that
 // ctx does not bound: the receipt is kept until the handle knows the
 // request's outcome, then deleted. Its lifetime (acquireReceiptTTL, an

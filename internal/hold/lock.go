@@ -289,7 +289,12 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	if passable {
 		l.withdraw()
 	}
-	l.waits.end(m, err != nil && l.k.Leave != nil, func(done func()) { l.leave(ctx, m, done) })
+	// The leave names the wait's last attempt, read here, while the wait
+	// still holds the handle's local line: once wait returns, another
+	// goroutine's TryLock may attempt while the leave runs in the
+	// background, and that attempt is not the wait's.
+	last := l.t.seq.Load()
+	l.waits.end(m, err != nil && l.k.Leave != nil, func(done func()) { l.leave(ctx, m, last, done) })
 	return err
 }
 
@@ -331,30 +336,34 @@ func (l *Lock) deliver(grantee string, g hub.Grant, sent time.Time) {
 	c.Detach()
 }
 
-// leave runs Kind.Leave after a failed wait, once more if the first
-// failed, all within CleanupTimeout, and gives back a grant it reports;
-// then it calls done. It waits for that only until ctx is done (the
-// wait's ctx, which has usually ended): the rest runs in the background
+// leave runs Kind.Leave after a failed wait whose last attempt had the
+// mark last, once more if the first failed, all within CleanupTimeout,
+// and gives back a grant it reports; then it calls done. It waits for
+// that only until ctx is done (the wait's ctx, which has usually ended):
+// the rest runs in the background
 // (internal.TidyUp). If both runs fail (Redis unreachable), what the wait
 // left expires by itself on the server (a waiter's deadline, a writer's
 // announcement).
-func (l *Lock) leave(ctx context.Context, m Mode, done func()) {
+func (l *Lock) leave(ctx context.Context, m Mode, last uint64, done func()) {
 	internal.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
 		defer done()
 		for range 2 {
 			var granted bool
 			err := internal.InTime(&l.clock, func(deadline int64) (err error) {
-				granted, err = l.k.Leave(ctx, m, Asking{Seq: l.t.seq.Load(), Deadline: deadline})
+				granted, err = l.k.Leave(ctx, m, Asking{Seq: last, Deadline: deadline})
 				return err
 			})
 			if granted && l.t.Held(m) == 0 {
 				// Its reply read, the script has run: no later wait of
 				// the handle has begun, so the level is this wait's
 				// grant. It answered one of this wait's attempts, none
-				// later than the handle's last, which the give-back
-				// names: a later hold records a later attempt, so this
-				// give-back, run late, leaves it alone.
-				l.t.Undo(ctx, m, 1, l.t.seq.Load())
+				// later than last, which the give-back names: a later
+				// hold records a later attempt, so this give-back, run
+				// late, leaves it alone; so does it a TryLock of the
+				// handle that ran meanwhile (the wait has returned) and
+				// took the granted level as its own, though Held may
+				// not count it yet.
+				l.t.Undo(ctx, m, 1, last)
 			}
 			if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 				return
