@@ -41,7 +41,10 @@
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the attempt up) takes nothing, joins no
 --          line and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow)
+--          internal.RequestWindow); a deadline more than 10s
+--          ahead of the server's clock (twice the window: the
+--          client's clock is off) is refused the same way, so that a
+--          client learns the server's time
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
@@ -85,7 +88,7 @@ local mark, places = ARGV[9], ARGV[10]
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if late > tonumber(ARGV[11]) then
+if late > tonumber(ARGV[11]) or tonumber(ARGV[11]) - late > 10000 then
   return redis.error_reply(string.format('LATE %d', late))
 end
 

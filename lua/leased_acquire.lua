@@ -11,7 +11,10 @@
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the id up and may have released it)
 --          takes nothing and answers the error 'LATE <server time in ms>'
---          (see internal.RequestWindow)
+--          (see internal.RequestWindow); a deadline more than 10s
+--          ahead of the server's clock (twice the window: the
+--          client's clock is off) is refused the same way, so that a
+--          client learns the server's time
 --
 -- Expired permits are returned to the pool first; if that leaves permits
 -- available, waiters are notified with the count.
@@ -37,7 +40,7 @@ if raw then
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if now > deadline then
+if now > deadline or deadline - now > 10000 then
   return redis.error_reply(string.format('LATE %d', now))
 end
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)

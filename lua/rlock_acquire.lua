@@ -31,7 +31,10 @@
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the attempt up) takes nothing, joins no
 --          line and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow)
+--          internal.RequestWindow); a deadline more than 10s
+--          ahead of the server's clock (twice the window: the
+--          client's clock is off) is refused the same way, so that a
+--          client learns the server's time
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
 -- highest mark of an attempt that took, re-entered or reported the hold
@@ -80,7 +83,7 @@ local patience, mark = tonumber(ARGV[5]), ARGV[6]
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if late > tonumber(ARGV[7]) then
+if late > tonumber(ARGV[7]) or tonumber(ARGV[7]) - late > 10000 then
   return redis.error_reply(string.format('LATE %d', late))
 end
 

@@ -14,7 +14,10 @@
 --          that runs after it (sent before a stall, run after it, when
 --          the owner may be waiting again) changes nothing and answers
 --          the error 'LATE <server time in ms>' (see
---          internal.RequestWindow)
+--          internal.RequestWindow); a deadline more than 10s
+--          ahead of the server's clock (twice the window: the
+--          client's clock is off) is refused the same way, so that a
+--          client learns the server's time
 --
 -- When a writer leaves and no live writer's announcement is left, every
 -- waiting reader is woken: the readers this writer was holding back may
@@ -30,7 +33,7 @@ local publish = sharded and 'spublish' or 'publish'
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline then
+if now > deadline or deadline - now > 10000 then
   return redis.error_reply(string.format('LATE %d', now))
 end
 

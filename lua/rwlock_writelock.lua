@@ -28,7 +28,10 @@
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the attempt up) takes nothing, announces
 --          nobody and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow)
+--          internal.RequestWindow); a deadline more than 10s
+--          ahead of the server's clock (twice the window: the
+--          client's clock is off) is refused the same way, so that a
+--          client learns the server's time
 --
 -- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
 -- attempt that took, re-entered or reported the write holds, as
@@ -64,7 +67,7 @@ local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if late > tonumber(ARGV[8]) then
+if late > tonumber(ARGV[8]) or tonumber(ARGV[8]) - late > 10000 then
   return redis.error_reply(string.format('LATE %d', late))
 end
 

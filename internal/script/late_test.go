@@ -2,6 +2,7 @@ package script_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -123,18 +124,88 @@ func takenPermit(ctx context.Context, rdb *redis.Client, n internal.Names) {
 	rdb.Set(ctx, n.Receipt(internal.ReceiptAcquire, "taken"), 2, time.Minute)
 }
 
-// snapshot returns every string key of the name n and its value.
+// snapshot returns every key of the name n and what it holds (a sorted
+// set's members with their scores).
 func snapshot(t *testing.T, rdb *redis.Client, n internal.Names) map[string]string {
 	t.Helper()
-	keys, err := rdb.Keys(t.Context(), "*"+n.Lock()+"*").Result()
+	ctx := t.Context()
+	keys, err := rdb.Keys(ctx, "*"+n.Lock()+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := make(map[string]string)
 	for _, k := range keys {
-		m[k] = rdb.Get(t.Context(), k).Val()
+		switch typ := rdb.Type(ctx, k).Val(); typ {
+		case "string":
+			m[k] = rdb.Get(ctx, k).Val()
+		case "hash":
+			m[k] = fmt.Sprint(rdb.HGetAll(ctx, k).Val())
+		case "list":
+			m[k] = fmt.Sprint(rdb.LRange(ctx, k, 0, -1).Val())
+		case "zset":
+			m[k] = fmt.Sprint(rdb.ZRangeWithScores(ctx, k, 0, -1).Val())
+		default:
+			m[k] = typ
+		}
 	}
 	return m
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// TestAcquireDeadlines: an acquisition (or a waiter's withdrawal) that
+// runs after its deadline, or with one further ahead of the server's
+// clock than twice the request window, takes nothing, joins no line and
+// is answered "LATE <server time>".
+func TestAcquireDeadlines(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		rows := map[string]func(n internal.Names, deadline int64) error{
+			"rlock_acquire": func(n internal.Names, deadline int64) error {
+				k := script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
+				return errOf(script.ReentrantAcquireWaiting(ctx, rdb, k, "o", time.Minute, true, 0, time.Minute, 1, deadline).Result())
+			},
+			"fairlock_acquire": func(n internal.Names, deadline int64) error {
+				k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
+				return errOf(script.FairAcquire(ctx, rdb, k, "o", time.Minute, true, 0, time.Minute, false, time.Second, 1, deadline).Result())
+			},
+			"rwlock_readlock": func(n internal.Names, deadline int64) error {
+				return errOf(script.RWReadLock(ctx, rdb, n.RWKeys("o"), "o", time.Minute, 0, true, time.Minute, 1, deadline).Result())
+			},
+			"rwlock_writelock": func(n internal.Names, deadline int64) error {
+				return errOf(script.RWWriteLock(ctx, rdb, n.RWKeys("o"), "o", time.Minute, true, 0, true, time.Minute, 1, deadline).Result())
+			},
+			"rwlock_withdraw": func(n internal.Names, deadline int64) error {
+				return errOf(script.RWWithdraw(ctx, rdb, n.RWKeys("o"), "o", false, false, deadline).Result())
+			},
+			"leased_acquire": func(n internal.Names, deadline int64) error {
+				return errOf(script.LeasedAcquire(ctx, rdb, leasedKeys(n), "o", time.Minute, false, deadline).Result())
+			},
+		}
+		for name, run := range rows {
+			t.Run(name, func(t *testing.T) {
+				n := internal.NewNames(redistest.UniqueName(t))
+				if name == "leased_acquire" {
+					rdb.Set(ctx, n.Sub("permits"), 1, 0)
+				}
+				before := snapshot(t, rdb, n)
+				now := time.Now()
+				for what, deadline := range map[string]time.Time{
+					"past":      now.Add(-time.Second),
+					"far ahead": now.Add(3 * internal.RequestWindow),
+				} {
+					err := run(n, deadline.UnixMilli())
+					if _, late := internal.Late(err); !late {
+						t.Fatalf("an attempt with its deadline %s = %v; want LATE", what, err)
+					}
+					if after := snapshot(t, rdb, n); !maps.Equal(before, after) {
+						t.Fatalf("an attempt refused as late left %v, before %v", after, before)
+					}
+				}
+				if err := run(n, now.Add(internal.RequestWindow).UnixMilli()); err != nil {
+					t.Fatalf("an attempt in time: %v", err)
+				}
+			})
+		}
+	})
+}
