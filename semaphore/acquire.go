@@ -99,6 +99,7 @@ type request struct {
 
 // attempt runs the acquire script once for request r.
 func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
+	s.repay(ctx)
 	if r.cancelling {
 		// An undo of the request failed, and a copy of it may still
 		// run: an attempt under the receipt that reported the permits
@@ -166,7 +167,11 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 func (s *Semaphore) cancel(ctx context.Context, r *request) error {
 	receipt := r.receipt
 	var err error
-	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) { err = s.undo(ctx, receipt) }) {
+	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) {
+		if err = s.undo(ctx, receipt); err != nil {
+			s.owed.add(receipt)
+		}
+	}) {
 		r.unsure = true
 		s.renew(r)
 		return ctx.Err()
@@ -188,6 +193,20 @@ func (s *Semaphore) renew(r *request) {
 		s.settled.add(r.receipt)
 	}
 	r.receipt, r.unsure, r.cancelling = s.receipt(), false, false
+}
+
+// repay sends again the cancellations that failed (see cancel), before
+// the handle's next acquire or release: the request they cancel may have
+// ended with an error (a TryAcquire, an Acquire whose ctx ended), and
+// what it took would otherwise stay taken. A cancellation acts once, so
+// sending it for a request that also sends it again itself is harmless.
+// One that fails again stays owed.
+func (s *Semaphore) repay(ctx context.Context) {
+	for _, receipt := range s.owed.take() {
+		if err := s.undo(ctx, receipt); err != nil {
+			s.owed.add(receipt)
+		}
+	}
 }
 
 // undo cancels the request of receipt. The receipt makes it exact: permits

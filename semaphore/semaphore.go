@@ -49,6 +49,7 @@ type Semaphore struct {
 	cfg     config
 	clock   internal.ServerClock // the server's clock, for the deadlines of requests
 	settled settledQueue         // acquire receipts to delete (see settled.go)
+	owed    settledQueue         // acquire receipts whose undo failed, to send again (see repay)
 	probe   internal.Probe       // what its acquires report as (package observe)
 }
 
@@ -158,6 +159,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
+	s.repay(ctx)
 	return s.once(ctx, internal.ReceiptRelease, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
 			_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, r, delta, s.sharded, settled).Result()
