@@ -190,11 +190,21 @@ func TestWrongTypeMini(t *testing.T) {
 			undo()
 		})
 	}
-	// And the other way round: a fair lock on an election's name.
+	// And the other way round: a lock on an election's name.
 	e := election.New(rdb, "elected")
 	mustCampaign(t, e, "v")
-	if ok, err := fairlock.New(rdb, "elected").TryLock(ctx); ok || !errors.Is(err, internal.ErrWrongType) {
-		t.Errorf("fairlock TryLock on an election = %v, %v; want ErrWrongType", ok, err)
+	before := dump(t, rdb, "elected")
+	for kind, try := range map[string]func(context.Context) (bool, error){
+		"fairlock": fairlock.New(rdb, "elected").TryLock,
+		"rlock":    rlock.New(rdb, "elected").TryLock,
+		"rwlock":   rwlock.New(rdb, "elected").TryLock,
+	} {
+		if ok, err := try(ctx); ok || !errors.Is(err, internal.ErrWrongType) {
+			t.Errorf("%s TryLock on an election = %v, %v; want ErrWrongType", kind, ok, err)
+		}
+	}
+	if after := dump(t, rdb, "elected"); after != before {
+		t.Errorf("the election's keys changed:\nbefore %s\nafter  %s", before, after)
 	}
 	mustOK(t, e.Resign(ctx))
 }
