@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -30,8 +31,9 @@ func Example() {
 		election.New(rdb, "report-scheduler"),
 	}
 	changes := instances[0].Observe(ctx) // anyone may watch
+	var wg sync.WaitGroup
 	campaign := func(i int) {
-		go func() { _ = instances[i].Campaign(ctx, fmt.Sprintf("host-%d:8080", i)) }()
+		wg.Go(func() { _ = instances[i].Campaign(ctx, fmt.Sprintf("host-%d:8080", i)) })
 	}
 	campaign(0)
 	first := <-changes
@@ -52,6 +54,10 @@ func Example() {
 
 	_ = instances[1].Proclaim(ctx, "host-1:9090")
 	fmt.Println("leader:", (<-changes).Value)
+
+	cancel() // the last candidate gives up; observing ends
+	wg.Wait()
+	_ = instances[1].Resign(context.Background())
 	// Output:
 	// leader: host-0:8080
 	// leader: host-1:8080 higher term: true

@@ -18,9 +18,12 @@ import (
 //
 // fn should return soon after its ctx is cancelled: until it does, the
 // process may still act as leader while another candidate leads. Terms
-// strictly increase from one leadership to the next (see Term), so a
-// resource that remembers the highest term it has seen can refuse the
-// writes of a stale leader.
+// strictly increase from one leader to the next (see Term), so a resource
+// that remembers the highest term it has seen can refuse the writes of a
+// stale leader. After a loss Redis may still have the handle's leadership
+// (a renewal held back by a stall ran after the handle gave up on it):
+// the next campaign then finds it and leads again at once, in the same
+// term, with fn's previous run over.
 func (e *Election) Run(ctx context.Context, value string, fn func(ctx context.Context) error) error {
 	if err := checkValue(value); err != nil {
 		return e.wrap("run", err)
