@@ -15,7 +15,8 @@ import (
 // pingTimeout bounds the first contact with the server.
 const pingTimeout = 5 * time.Second
 
-// defaultRedisURL is where inspect and unlock look when given no address.
+// defaultRedisURL is where inspect, unlock and lock look when given no
+// address.
 const defaultRedisURL = "redis://localhost:6379"
 
 // connFlags are the flags that choose the Redis deployment.
