@@ -207,6 +207,16 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	return e.wrap("proclaim", err)
 }
 
+// ForceResign ends the leadership whoever has it, and reports whether
+// anybody led: the first live candidate in line leads next, and observers
+// are told. It is the operator's escape hatch for a leader that is stuck
+// (redisync unlock --force runs it). The leader's handle learns of it at
+// its next renewal: its Done closes and the ctx Run gives fn is
+// cancelled. A run repeated after a lost reply reports what the first
+// did; one that Redis runs late, after another leader took over, ends
+// nothing.
+func (e *Election) ForceResign(ctx context.Context) (bool, error) { return e.l.ForceUnlock(ctx) }
+
 // Done returns a channel that is closed when the handle's leadership
 // ends: Resign, a forced resignation, the lease running out, or a loss
 // noticed by the watchdog. When the handle does not lead it returns a
