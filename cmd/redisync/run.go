@@ -40,7 +40,7 @@ type output struct {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers", runDemo},
+		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers, a leader that dies", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
 		{"lock", "run a command while holding a lock, and stop it if the lock is lost", runLock},

@@ -164,6 +164,24 @@ func (t *target) clientsN(n int) []redis.UniversalClient {
 	return rdbs
 }
 
+// advance moves the embedded server's key expiry on with real time until
+// ctx ends: miniredis expires keys only when told that time has passed.
+func (t *target) advance(ctx context.Context) {
+	const step = 20 * time.Millisecond
+	ticker := time.NewTicker(step)
+	defer ticker.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			t.mini.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
 // close closes every client and stops the embedded server.
 func (t *target) close() {
 	t.mu.Lock()
