@@ -3,44 +3,19 @@ package election_test
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 // keysOf returns every key of the primitive called name, on every master
 // of a cluster.
 func keysOf(t testing.TB, rdb redis.UniversalClient, name string) []string {
 	t.Helper()
-	ctx := context.Background()
-	pattern := internal.NewNames(name).Lock() + "*"
-	var keys []string
-	var mu sync.Mutex
-	scan := func(ctx context.Context, c *redis.Client) error {
-		ks, err := c.Keys(ctx, pattern).Result()
-		mu.Lock()
-		keys = append(keys, ks...)
-		mu.Unlock()
-		return err
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		t.Fatalf("keysOf: client %T", rdb)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(keys)
-	return keys
+	return redistest.Keys(t, rdb, internal.NewNames(name).Lock()+"*")
 }
 
 // assertNoKeys fails t if any key of the election but its fencing counter
