@@ -384,3 +384,64 @@ func TestObserversPubSubKilledIntegration(t *testing.T) {
 	}
 	assertNoKeys(t, admin, name)
 }
+
+// The leader's network stalls for longer than its lease (a partition): its
+// Done closes, and Run's fn's ctx is cancelled, before the candidate in
+// line leads.
+func TestLeaderPartitionedIntegration(t *testing.T) {
+	direct, proxy, via := redistest.ProxiedServer(t)
+	name := redistest.UniqueName(t)
+	const lease = time.Second
+	leader := election.New(via, name, election.WithWatchdogTimeout(lease))
+	candidate := election.New(direct, name, election.WithWatchdogTimeout(lease))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cancelled := make(chan time.Time, 1)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- leader.Run(ctx, "partitioned", func(fctx context.Context) error {
+			<-fctx.Done()
+			select {
+			case cancelled <- time.Now():
+			default:
+			}
+			return fctx.Err()
+		})
+	}()
+	redistest.WaitFor(t, 5*time.Second, func() bool { return leader.Term() != 0 })
+	done := leader.Done()
+	led := make(chan time.Time, 1)
+	go func() {
+		if err := candidate.Campaign(t.Context(), "candidate"); err != nil {
+			t.Error(err)
+		}
+		led <- time.Now()
+	}()
+	waitLine(t, direct, name, 1)
+	proxy.Stall()
+	stalled := time.Now()
+	var ledAt time.Time
+	select {
+	case ledAt = <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the candidate did not lead within 10s of the leader's partition")
+	}
+	if !redistest.Closed(done) {
+		t.Error("the candidate leads while the partitioned leader's Done is open")
+	}
+	select {
+	case at := <-cancelled:
+		if !at.Before(ledAt) {
+			t.Errorf("fn's ctx was cancelled %v after the candidate led", at.Sub(ledAt))
+		}
+		t.Logf("fn's ctx was cancelled %v into the partition, %v before the candidate led", at.Sub(stalled), ledAt.Sub(at))
+	default:
+		t.Error("fn's ctx was not cancelled by the time the candidate led")
+	}
+	cancel()
+	proxy.Resume()
+	if err := <-ran; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want an error wrapping context.Canceled", err)
+	}
+	mustOK(t, candidate.Resign(t.Context()))
+}
