@@ -72,28 +72,7 @@ func assertNoKeys(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := context.Background()
 	n := internal.NewNames(name)
-	pattern := n.Lock() + "*"
-	var keys []string
-	var mu sync.Mutex
-	scan := func(ctx context.Context, c *redis.Client) error {
-		ks, err := c.Keys(ctx, pattern).Result()
-		mu.Lock()
-		keys = append(keys, ks...)
-		mu.Unlock()
-		return err
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		t.Fatalf("assertNoKeys: client %T", rdb)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := redistest.Keys(t, rdb, n.Lock()+"*")
 	for _, k := range keys {
 		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)

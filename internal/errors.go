@@ -107,6 +107,13 @@ func WrongTypeAt(key string, err error) error {
 	return err
 }
 
+// NewWrongType returns the error of a name whose key holds what another
+// kind of primitive keeps there (found by reading it, not by a WRONGTYPE
+// reply): it names key and says what was found, as Wrap's does.
+func NewWrongType(key, found string) error {
+	return wrongType{key: key, reply: errors.New("WRONGTYPE " + found)}
+}
+
 // wrongType is a WRONGTYPE reply as a user reads it: it names the key of
 // the primitive and says what Redis found, without the script id and line
 // Redis appends to an error raised in a script. It matches ErrWrongType

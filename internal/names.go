@@ -45,6 +45,11 @@ func (n Names) Queue() string { return n.tag + ":queue" }
 // it. Place("") is the prefix of all of them.
 func (n Names) Place(owner string) string { return n.tag + ":place:" + owner }
 
+// Value is an election candidate's value key: a string holding the value
+// it campaigns with while it waits in line, which expires with its
+// deadline there. Value("") is the prefix of all of them.
+func (n Names) Value(owner string) string { return n.tag + ":value:" + owner }
+
 // Timeouts is a fair lock's zset of waiter deadlines.
 func (n Names) Timeouts() string { return n.tag + ":timeouts" }
 

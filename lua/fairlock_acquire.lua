@@ -15,6 +15,8 @@
 --          (or from a later refresh), and a grant to the waiter lasts that
 --          long, so that a waiter whose process died costs those behind it
 --          no more than the waiter timeout it set.
+-- KEYS[6]  with ARGV[12] only: the owner's value key, a string holding the
+--          value of a candidate waiting in line (see ARGV[12])
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
 --          counter's lifetime
@@ -45,6 +47,20 @@
 --          ahead of the server's clock (twice the window: the
 --          client's clock is off) is refused the same way, so that a
 --          client learns the server's time
+-- ARGV[12] "" for a fair lock. For the leadership of an election (package
+--          election), the channel on which every change of leader is
+--          published, with "-1" (every observer of every process wakes).
+--          The hash then also holds '@value', the leader's value: ARGV[13]
+--          when the owner takes the lock, or the grantee's value key's
+--          when the lock is granted (the key is deleted). A refused
+--          blocking attempt stores ARGV[13] in KEYS[6] for as long as its
+--          deadline in line (ARGV[5]), so that a grant to a waiter in line
+--          finds its value.
+-- ARGV[13] with ARGV[12]: the owner's value
+-- ARGV[14] with ARGV[12]: value key prefix: a candidate's value key is
+--          ARGV[14] .. owner id (built here for the head, in the slot of
+--          the declared keys; read with pcall before anything changes, as
+--          the head's place is)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. The lock goes to the owner only when it is free and nobody
@@ -79,12 +95,15 @@
 -- -1 when unknown. A blocking attempt's refusal is {0, wait, mark}:
 -- ARGV[9], which a grant to it names (see fairlock_unlock).
 -- A key of another type, or a read-write lock's hash (it has a 'mode'
--- field) under the same name, raises WRONGTYPE before anything is written.
+-- field) under the same name, raises WRONGTYPE before anything is written;
+-- so does an election's hash (it has '@value') under a fair lock's name,
+-- and, under an election's name, a hash without '@value' (another lock's).
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
+local office, value, values = ARGV[12] or '', ARGV[13], ARGV[14]
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -107,9 +126,20 @@ local function takeToken()
   return token
 end
 
-local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner)
+local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner, '@value')
 if state[2] then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+end
+if office == '' and state[4] then
+  return redis.error_reply('WRONGTYPE the lock hash has a value: the name is used by an election')
+end
+if office ~= '' and not state[4] and redis.call('exists', lock) == 1 then
+  return redis.error_reply('WRONGTYPE the lock hash has no value: the name is used by another kind of lock')
+end
+
+-- publish tells every observer of an election that its leader changed.
+local function publish()
+  redis.call(sharded and 'spublish' or 'publish', office, '-1')
 end
 local held = state[1]
 local first = redis.call('lindex', queue, 0)
@@ -155,9 +185,16 @@ end
 -- has lapsed leave the line. The live head's place is read and deleted
 -- here, once: the lock is granted to that head below. (pcall: see
 -- fairlock_unlock on places in a migrating slot; nothing but dead waiters
--- has changed yet.)
-local entry
+-- has changed yet. An election's candidate's value is read first, the same
+-- way.)
+local entry, headValue
 while free and head and head ~= owner do
+  if office ~= '' then
+    headValue = redis.pcall('get', values .. head)
+    if type(headValue) == 'table' then
+      return redis.error_reply('TRYAGAIN the value of the candidate at the head of the line is not on this node: ' .. headValue.err)
+    end
+  end
   entry = redis.pcall('getdel', places .. head)
   if type(entry) == 'table' then
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. entry.err)
@@ -182,6 +219,11 @@ if free and (not head or head == owner) then
     redis.call('zrem', timeouts, owner)
     redis.call('del', place)
   end
+  if office ~= '' then
+    redis.call('hset', lock, '@value', value)
+    redis.call('del', KEYS[6])
+    publish()
+  end
   return {1, 1, token}
 end
 
@@ -195,6 +237,9 @@ if patience > 0 then
     own = 'f' .. mark
   end
   redis.call('set', place, own .. '/' .. ownLease, 'px', ownLease)
+  if office ~= '' then
+    redis.call('set', KEYS[6], value, 'px', patience)
+  end
   -- The line lives as long as its longest-lived waiter, so waiters that
   -- crash with nobody left to drop them leave no keys behind.
   local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
@@ -220,6 +265,13 @@ if string.sub(entry, 1, 1) == 'f' then
   token = takeToken()
 end
 redis.call('hset', lock, head, 1, '@' .. head, granted)
+if office ~= '' then
+  redis.call('hset', lock, '@value', headValue or '')
+  redis.call('del', values .. head)
+end
 redis.call('pexpire', lock, headLease)
 redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, granted))
+if office ~= '' then
+  publish()
+end
 return {0, headLease, mark}

@@ -10,9 +10,12 @@
 -- ARGV[1]  wake-up channel prefix: a waiter's channel is ARGV[1] .. owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
--- ARGV[4..] the aim: the holds the caller read and means to delete, as the
---          hash's attempt marks ('@' .. owner fields), field and value
---          pairs (none for a free lock)
+-- ARGV[4]  "" for a fair lock; for an election's leadership, the channel
+--          on which every change of leader is published (see
+--          fairlock_acquire's ARGV[12]): a deletion publishes "-1" there
+-- ARGV[5..] the aim: the holds the caller read and means to delete, as the
+--          hash's '@' fields (attempt marks, and the token and value they
+--          came with), field and value pairs (none for a free lock)
 --
 -- A mark only grows for an owner, so a later hold never has the marks of
 -- an earlier one. When the hash's marks are not exactly the aimed ones,
@@ -31,7 +34,7 @@
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
 local lock, queue, timeouts, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prefix, sharded, ttl = ARGV[1], ARGV[2] == '1', ARGV[3]
+local prefix, sharded, ttl, office = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
 
 local seen = redis.call('get', receipt)
 if seen then
@@ -49,8 +52,8 @@ for i = 1, #all, 2 do
     marks[all[i]], n = all[i + 1], n + 1
   end
 end
-local aimed = n * 2 == #ARGV - 3
-for i = 4, #ARGV, 2 do
+local aimed = n * 2 == #ARGV - 4
+for i = 5, #ARGV, 2 do
   aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
 end
 if not aimed then
@@ -70,6 +73,9 @@ end
 
 if holders > 0 then
   redis.call('del', lock)
+  if office ~= '' then
+    redis.call(sharded and 'spublish' or 'publish', office, '-1')
+  end
 end
 local head = redis.call('lindex', queue, 0)
 if head then

@@ -5,6 +5,8 @@
 -- KEYS[2]  waiter list, oldest first
 -- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
 -- KEYS[4]  the owner's place (see fairlock_acquire)
+-- KEYS[5]  for an election's candidate only: its value key (see
+--          fairlock_acquire's ARGV[12]), deleted with its place
 -- ARGV[1]  owner id
 -- ARGV[2]  wake-up channel prefix: a waiter's channel is ARGV[2] .. owner id
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -52,6 +54,9 @@ end
 local was = redis.call('lrem', queue, 1, owner)
 redis.call('zrem', timeouts, owner)
 redis.call('del', place)
+if KEYS[5] then
+  redis.call('del', KEYS[5])
+end
 
 local head = redis.call('lindex', queue, 0)
 if head and head ~= first and redis.call('exists', lock) == 0 then

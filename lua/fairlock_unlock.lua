@@ -21,6 +21,14 @@
 -- ARGV[8]  for a give-back, the mark of the attempt it undoes, else "0": a
 --          give-back changes nothing (-2) when the hold records a later
 --          attempt's mark (see fairlock_acquire)
+-- ARGV[9]  "" for a fair lock; for an election's leadership, the channel
+--          on which every change of leader is published (see
+--          fairlock_acquire's ARGV[12]): a release that frees the lock or
+--          grants it publishes "-1" there, and a grant moves the grantee's
+--          value from its value key to the hash's '@value'
+-- ARGV[10] with ARGV[9]: value key prefix: a candidate's value key is
+--          ARGV[10] .. owner id (read with pcall before the head's place,
+--          in the slot of the declared keys, as the place is)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
 -- the line. A grant pops waiters until one whose place still exists (a
@@ -63,6 +71,7 @@ local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local prefix, sharded, grantLease, places = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
 local undoes = tonumber(ARGV[8])
+local office, values = ARGV[9] or '', ARGV[10]
 
 local state = redis.call('hmget', lock, owner, '@' .. owner)
 local holds = state[1]
@@ -77,9 +86,10 @@ if #dead > 0 then
 end
 
 -- live pops waiters off the line until one whose place exists, takes
--- that place and returns the waiter and its place's value; nothing when
+-- that place and returns the waiter, its place's value, nil and, for an
+-- election, its value key's value (false when it has none); nothing when
 -- the line has no live waiter; nil, nil and an error when the cluster
--- refused to read a place. A releasing holder passes by its own place
+-- refused to read a place or a value. A releasing holder passes by its own place
 -- (left by a Lock of its whose leave failed): it must not grant itself
 -- the lock it releases. An unlock that finds the lock free and not its
 -- own (one that ran late, after its resend) grants to whoever is first,
@@ -90,7 +100,15 @@ local function live(releasing)
     if not head then
       return nil
     end
-    local entry = redis.pcall('getdel', places .. head)
+    local value, entry = false, nil
+    if office ~= '' then
+      value = redis.pcall('get', values .. head)
+    end
+    if type(value) == 'table' then
+      entry = value
+    else
+      entry = redis.pcall('getdel', places .. head)
+    end
     if type(entry) == 'table' then
       -- Back at the head, with the line's expiry (LPOP may have emptied
       -- the list): that of its longest-lived waiter, as fairlock_acquire
@@ -104,7 +122,7 @@ local function live(releasing)
     end
     redis.call('zrem', timeouts, head)
     if entry and not (releasing and head == owner) then
-      return head, entry
+      return head, entry, nil, value
     end
   end
 end
@@ -120,9 +138,15 @@ local function takeToken()
   return token
 end
 
--- grant makes head, a live waiter whose place held entry, the holder of
--- the free lock for its own grant lease, and returns its token and mark.
-local function grant(head, entry)
+-- publish tells every observer of an election that its leader changed.
+local function publish()
+  redis.call(sharded and 'spublish' or 'publish', office, '-1')
+end
+
+-- grant makes head, a live waiter whose place held entry (and, for an
+-- election, whose value key held value), the holder of the free lock for
+-- its own grant lease, and returns its token and mark.
+local function grant(head, entry, value)
   local mark, own = string.match(entry, '^f?([^/]*)/?(.*)$')
   local token = 0
   if string.sub(entry, 1, 1) == 'f' then
@@ -130,8 +154,15 @@ local function grant(head, entry)
     redis.call('hset', lock, '@token', string.format('%.0f', token))
   end
   redis.call('hset', lock, head, 1, '@' .. head, mark)
+  if office ~= '' then
+    redis.call('hset', lock, '@value', value or '')
+    redis.call('del', values .. head)
+  end
   redis.call('pexpire', lock, math.min(grantLease, tonumber(own) or grantLease))
   redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, mark))
+  if office ~= '' then
+    publish()
+  end
   return token, mark
 end
 
@@ -141,12 +172,12 @@ end
 
 if not holds then
   if redis.call('exists', lock) == 0 then
-    local head, entry, err = live(false)
+    local head, entry, err, value = live(false)
     if err then
       return refused(err)
     end
     if head then
-      grant(head, entry)
+      grant(head, entry, value)
     end
   end
   return {-1}
@@ -160,13 +191,16 @@ if holds > 1 then
   redis.call('pexpire', lock, lease)
   return {holds - 1}
 end
-local head, entry, err = live(true)
+local head, entry, err, value = live(true)
 if err then
   return refused(err)
 end
 redis.call('del', lock)
 if head then
-  local token, mark = grant(head, entry)
+  local token, mark = grant(head, entry, value)
   return {0, head, token, mark}
+end
+if office ~= '' then
+  publish()
 end
 return {0}

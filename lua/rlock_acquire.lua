@@ -74,8 +74,9 @@
 -- while its id stayed in the list joins the end again; the stale entry
 -- is dropped when a release pops it, or grants the waiter its lock
 -- early, never twice (the place is gone after the first).
--- A key of another type, or a read-write lock's hash (it has a 'mode'
--- field) under the same name, raises WRONGTYPE before anything is written.
+-- A key of another type, a read-write lock's hash (it has a 'mode'
+-- field) or an election's (it has '@value') under the same name, raises
+-- WRONGTYPE before anything is written.
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
@@ -119,10 +120,14 @@ if ttl == -2 then
 end
 
 -- One HMGET reads the owner's count and mark and tells a read-write lock
--- (a hash with a mode field) from this kind.
-local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner)
+-- (a hash with a mode field) and an election (a hash with a value) from
+-- this kind.
+local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner, '@value')
 if state[2] then
   return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
+end
+if state[4] then
+  return redis.error_reply('WRONGTYPE the lock hash has a value: the name is used by an election')
 end
 local held = state[1]
 if held then

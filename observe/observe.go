@@ -36,7 +36,7 @@ import (
 // was given.
 type Op struct {
 	// Primitive is one of rlock, rwlock.read, rwlock.write, fairlock,
-	// semaphore, leased, latch and multilock.
+	// semaphore, leased, latch, multilock and election.
 	Primitive string
 	// Name is the name given to the primitive's New. Names are as many as
 	// the application makes: an observer that turns them into metric

@@ -37,6 +37,10 @@ Scenarios (default: all):
             no lock balances go wrong, with a lock per account taken payer
             first crossed transfers deadlock, with a multilock every transfer
             goes through. Exits 1 if the multilock does not.
+  leader    the instances run a scheduler under leader election: one leads,
+            its process dies, another takes over once its lease has run
+            out, and an observer prints every change. Exits 1 if two
+            instances ever run the schedule at once.
 
 The demo keeps its keys under a random prefix of its own and deletes them at
 the end, so it can run against a shared server.`
@@ -53,10 +57,11 @@ type demoFlags struct {
 	load      time.Duration
 	jobs      int
 	work      time.Duration
+	leader    *leaderConfig // set once connected
 }
 
 func runDemo(ctx context.Context, out *output, args []string) error {
-	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede] [batch] [transfer]", demoAbout)
+	fs := newFlagSet(out, "demo", "demo [flags] [oversell] [stampede] [batch] [transfer] [leader]", demoAbout)
 	f := &demoFlags{conn: addConnFlags(fs, true)}
 	fs.IntVar(&f.stock, "stock", 100, "oversell: items in stock")
 	fs.IntVar(&f.buyers, "buyers", 400, "oversell: buyers, one purchase attempt each")
@@ -85,6 +90,10 @@ func runDemo(ctx context.Context, out *output, args []string) error {
 	if t.embedded() {
 		fmt.Fprintln(out.stdout, "(--redis URL or --cluster host:port,... runs it on a real deployment)")
 	}
+	f.leader = &leaderConfig{instances: f.instances, newClient: t.client, prefix: prefix}
+	if t.embedded() {
+		f.leader.advance = t.advance
+	}
 	err = f.runScenarios(ctx, out.stdout, scenarios, instances, prefix)
 	return errors.Join(err, cleanupRun(ctx, instances[0], prefix))
 }
@@ -104,6 +113,8 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 			err = demoBatch(ctx, w, &batchConfig{jobs: f.jobs, work: f.work, instances: instances, prefix: prefix})
 		case "transfer":
 			err = demoTransfer(ctx, w, &transferConfig{transfers: f.transfers, think: f.think, instances: instances, prefix: prefix})
+		case "leader":
+			err = demoLeader(ctx, w, f.leader)
 		}
 		if err != nil && !errors.Is(err, errCheckFailed) {
 			return err
@@ -114,7 +125,7 @@ func (f *demoFlags) runScenarios(ctx context.Context, w io.Writer, scenarios []s
 }
 
 // demoScenarios are the scenarios, in the order they run by default.
-var demoScenarios = []string{"oversell", "stampede", "batch", "transfer"}
+var demoScenarios = []string{"oversell", "stampede", "batch", "transfer", "leader"}
 
 // check checks the flags and scenarios, and returns the scenarios to run.
 func (f *demoFlags) check(scenarios []string) ([]string, error) {

@@ -16,11 +16,12 @@ import (
 )
 
 const inspectAbout = `
-Shows what each named lock, semaphore or latch is in Redis: its kind,
-holders and hold counts (each owner id names the host and pid of its
-process, shown after it), TTL, the fair lock's queue with deadlines, the
-read-write lock's mode and readers, the semaphore's permits, the latch's
-count, the current hold's fencing token and the fencing counter, and how
+Shows what each named lock, semaphore, latch or election is in Redis: its
+kind, holders and hold counts (each owner id names the host and pid of
+its process, shown after it), TTL, the fair lock's queue with deadlines,
+the read-write lock's mode and readers, the semaphore's permits, the
+latch's count, the election's leader, value, term and candidates, the
+current hold's fencing token and the fencing counter, and how
 many clients are subscribed waiting for it. Keys it cannot explain are listed raw.
 NAME is the name given to New in the code ("orders:42"), not a Redis key;
 given one of redisync's keys ("redisync:{orders:42}:queue"), it says the
@@ -38,6 +39,7 @@ const (
 	kindRWLock    = "rwlock"    // a read-write lock
 	kindSemaphore = "semaphore" // a semaphore's permit count
 	kindLatch     = "latch"     // a count-down latch
+	kindElection  = "election"  // an election: its leader's hold, and candidates in line
 	kindUnknown   = "unknown"   // keys of a layout inspect does not know
 )
 
@@ -54,6 +56,7 @@ type report struct {
 	Leased      bool     `json:"leased,omitempty"`   // a leased semaphore (semaphore.Leased), not a counting one
 	Receipts    []string `json:"receipts,omitempty"` // a semaphore's or latch's recent requests, by kind: "acquire", "release", ...
 	Count       *int64   `json:"count,omitempty"`    // a latch's count
+	Value       *string  `json:"value,omitempty"`    // an election leader's value
 	Token       *int64   `json:"token,omitempty"`    // the current (write) hold's fencing token
 	Fence       *int64   `json:"fence,omitempty"`    // the fencing counter: the last token handed out
 	fenceTTLms  int64    // the counter's expiry
@@ -109,6 +112,8 @@ type queued struct {
 	// process most likely dead), so the lock passes it by; its entry
 	// waits for a release to drop it.
 	Lapsed bool `json:"lapsed,omitempty"`
+	// Value is an election candidate's value.
+	Value string `json:"value,omitempty"`
 }
 
 // key is one Redis key of the name, raw.
@@ -259,6 +264,7 @@ func nameOfKey(key string) (string, bool) {
 // decoders recognise a kind from the keys and fill the report; the first
 // that reports true wins. Each lives in an inspect_*.go file.
 var decoders = []func(r *report, keys map[string]*key, n internal.Names, now time.Time) bool{
+	decodeElection,
 	decodeRWLock,
 	decodeFairlock,
 	decodeMutex,
@@ -422,11 +428,18 @@ func (r *report) writeText(w io.Writer) {
 		if i == 0 {
 			label = holdersLabel(r)
 		}
+		if r.Kind == kindElection {
+			line(label, "%s%s", h.ID, h.about())
+			continue
+		}
 		if h.LeaseMs != nil {
 			line(label, "%s  lease %s%s", h.ID, fmtTTL(*h.LeaseMs), h.about())
 		} else {
 			line(label, "%s  holds %d%s", h.ID, h.Count, h.about())
 		}
+	}
+	if r.Value != nil {
+		line("value", "%s", shortValue(*r.Value))
 	}
 	if r.TTLms != nil {
 		line("ttl", "%s", fmtTTL(*r.TTLms))
@@ -435,6 +448,9 @@ func (r *report) writeText(w io.Writer) {
 		label := ""
 		if i == 0 {
 			label = "queue"
+			if r.Kind == kindElection {
+				label = "candidates"
+			}
 		}
 		var about []string
 		if q.DeadlineMs > 0 {
@@ -446,6 +462,9 @@ func (r *report) writeText(w io.Writer) {
 		deadline := "no deadline"
 		if len(about) > 0 {
 			deadline = strings.Join(about, "; ")
+		}
+		if r.Kind == kindElection {
+			deadline = shortValue(q.Value) + "  " + deadline
 		}
 		line(label, "%d. %s  %s%s", i+1, q.ID, deadline, q.about())
 	}
@@ -462,7 +481,9 @@ func (r *report) writeText(w io.Writer) {
 	} else if r.Subscribers > 0 {
 		line("waiting", "%d subscription(s) to the unlock channel or a queued waiter's own", r.Subscribers)
 	}
-	if r.Token != nil {
+	if r.Token != nil && r.Kind == kindElection {
+		line("term", "%d (the leader's term: a fencing token)", *r.Token)
+	} else if r.Token != nil {
 		line("token", "%d (the current hold's fencing token)", *r.Token)
 	}
 	if r.Fence != nil {
@@ -470,7 +491,11 @@ func (r *report) writeText(w io.Writer) {
 		if r.fenceTTLms < 0 {
 			expiry = "no expiry: left by an older release"
 		}
-		line("fence", "%d (last fencing token handed out; %s)", *r.Fence, expiry)
+		what := "last fencing token handed out"
+		if r.Kind == kindElection {
+			what = "the last term begun"
+		}
+		line("fence", "%d (%s; %s)", *r.Fence, what, expiry)
 	}
 	for _, k := range r.Keys {
 		if !k.explained {
@@ -490,6 +515,8 @@ func holdersLabel(r *report) string {
 		return "readers"
 	case r.Kind == kindRWLock:
 		return "holders"
+	case r.Kind == kindElection:
+		return "leader"
 	case len(r.Holders) > 1:
 		return "holders"
 	}

@@ -9,14 +9,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() {
+func main() { os.Exit(runMain(os.Args[1:])) }
+
+// runMain is the program as a process runs it: an interrupt or SIGTERM
+// ends a command's ctx (lock passes them on to its command instead).
+func runMain(args []string) int {
 	// go-redis logs dial failures and reconnects itself; the commands report
 	// every error that matters, once, in their own words.
 	redis.SetLogger(silentLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // silentLogger discards go-redis' internal log lines.

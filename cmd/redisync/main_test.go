@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,18 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	redistest.HelperMain(m, map[string]redistest.HelperFunc{
+		// redisync ARGS... is the program run as a process, for the tests
+		// that send it signals. Its last line is its exit code.
+		"redisync": func(_ context.Context, args []string, _ <-chan string) error {
+			code := runMain(args)
+			fmt.Println("redisync exit", code)
+			os.Exit(code)
+			return nil
+		},
+	})
+}
 
 // runCmd runs the command line args and returns its exit code, stdout
 // and stderr.

@@ -15,6 +15,15 @@ const (
 	exitUsage   = 2 // a mistake on the command line
 )
 
+// exitStatus ends a command with an exit code of its own (lock exits with
+// its command's status); msg, if any, is reported on stderr first.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d: %s", e.code, e.msg) }
+
 // command is one subcommand.
 type command struct {
 	name    string
@@ -31,10 +40,11 @@ type output struct {
 // commands returns the subcommands in the order help lists them.
 func commands() []command {
 	return []command{
-		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers", runDemo},
+		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers, a leader that dies", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
 		{"semaphore", "show a semaphore's permits; set or add them, release a leased permit by id (needs --force)", runSemaphore},
+		{"lock", "run a command while holding a lock, and stop it if the lock is lost", runLock},
 		{"bench", "measure throughput and handoff latency of the primitives on your Redis", runBench},
 	}
 }
@@ -69,9 +79,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // exitCode reports err on stderr and maps it to an exit code.
 func exitCode(out *output, cmd string, err error) int {
 	var usage *usageError
+	var status *exitStatus
 	switch {
 	case err == nil, errors.Is(err, errHelpShown):
 		return exitOK
+	case errors.As(err, &status):
+		if status.msg != "" {
+			fmt.Fprintf(out.stderr, "redisync %s: %s\n", cmd, status.msg)
+		}
+		return status.code
 	case errors.As(err, &usage):
 		fmt.Fprintf(out.stderr, "redisync %s: %s\nRun 'redisync %s --help' for usage.\n", cmd, usage.msg, cmd)
 		return exitUsage
@@ -95,7 +111,7 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nEvery command takes --redis URL (redis://[user:password@]host:port, or rediss://\n")
-	b.WriteString("for TLS) or --cluster host:port,... . inspect, unlock and semaphore default to\n")
+	b.WriteString("for TLS) or --cluster host:port,... . inspect, unlock, semaphore and lock default to\n")
 	b.WriteString("redis://localhost:6379; demo and bench run on an embedded miniredis unless told.\n")
 	b.WriteString("NAME is the name the code gave New (\"orders:42\"), not a Redis key.\n\n")
 	b.WriteString("Examples:\n")
@@ -103,6 +119,7 @@ func printHelp(w io.Writer) {
 	b.WriteString("  redisync inspect --redis redis://10.0.0.5:6379 orders:42\n")
 	b.WriteString("  redisync unlock --force --redis redis://10.0.0.5:6379 orders:42\n")
 	b.WriteString("  redisync semaphore set --force --redis redis://10.0.0.5:6379 pdf-renders 4\n")
+	b.WriteString("  redisync lock --wait 1m --redis redis://10.0.0.5:6379 nightly -- ./report.sh\n")
 	b.WriteString("  redisync bench --redis redis://10.0.0.5:6379 --duration 10s\n\n")
 	b.WriteString("Run 'redisync COMMAND --help' for its flags.\n")
 	fmt.Fprint(w, b.String())

@@ -15,7 +15,8 @@ import (
 // pingTimeout bounds the first contact with the server.
 const pingTimeout = 5 * time.Second
 
-// defaultRedisURL is where inspect and unlock look when given no address.
+// defaultRedisURL is where inspect, unlock and lock look when given no
+// address.
 const defaultRedisURL = "redis://localhost:6379"
 
 // connFlags are the flags that choose the Redis deployment.
@@ -161,6 +162,24 @@ func (t *target) clientsN(n int) []redis.UniversalClient {
 		rdbs[i] = t.client()
 	}
 	return rdbs
+}
+
+// advance moves the embedded server's key expiry on with real time until
+// ctx ends: miniredis expires keys only when told that time has passed.
+func (t *target) advance(ctx context.Context) {
+	const step = 20 * time.Millisecond
+	ticker := time.NewTicker(step)
+	defer ticker.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			t.mini.FastForward(now.Sub(last))
+			last = now
+		}
+	}
 }
 
 // close closes every client and stops the embedded server.

@@ -15,9 +15,11 @@ wakes its waiters, so a Lock waiting in any process returns at once. The
 holder is not told until its watchdog's next renewal, when its Done channel
 closes. Without --force it refuses (exit code 2) and touches nothing.
 
-NAME is the name given to New in the code. Semaphores are not locks: this
-command refuses them, and says how to repair one with "redisync semaphore"
-(a counting semaphore's count, a leased semaphore's permits by id).`
+NAME is the name given to New in the code. For an election it is a forced
+resignation: the first candidate in line leads next. Semaphores are not
+locks: this command refuses them, and says how to repair one with
+"redisync semaphore" (a counting semaphore's count, a leased semaphore's
+permits by id).`
 
 func runUnlock(ctx context.Context, out *output, args []string) error {
 	fs := newFlagSet(out, "unlock", "unlock --force [flags] NAME...", unlockAbout)

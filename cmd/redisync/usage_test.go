@@ -35,6 +35,13 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"semaphore", "set", "--force", "x", "-1", "--redis", nowhere}, "cannot be set to -1 permits"},
 		{[]string{"semaphore", "add", "x", "-1", "--redis", nowhere}, "add --force"},
 		{[]string{"semaphore", "release", "--force", "x", "--redis", nowhere}, "one or more permit IDs"},
+		{[]string{"lock", "--redis", nowhere, "job", "true"}, "put it after --"},
+		{[]string{"lock", "--redis", nowhere, "job", "--"}, "put it after --"},
+		{[]string{"lock", "--redis", nowhere, "--", "true"}, "one NAME"},
+		{[]string{"lock", "--redis", nowhere, "a", "b", "--", "true"}, "one NAME"},
+		{[]string{"lock", "--redis", nowhere, "--fair", "--permits", "2", "job", "--", "true"}, "exclude each other"},
+		{[]string{"lock", "--redis", nowhere, "--wait", "-1s", "job", "--", "true"}, "negative"},
+		{[]string{"lock", "--redis", nowhere, "--lease", "1ms", "job", "--", "true"}, "at least 30ms"},
 		{[]string{"bench", "--kinds", "nope"}, `unknown primitive "nope"`},
 		{[]string{"bench", "--duration", "0s"}, "--duration 0s"},
 		{[]string{"bench", "--goroutines", "0"}, "--goroutines 0"},
@@ -74,6 +81,7 @@ func TestUnreachable(t *testing.T) {
 	for _, args := range [][]string{
 		{"inspect", "--redis", "redis://user:secret@" + addr, "orders"},
 		{"unlock", "--force", "--redis", "redis://" + addr, "orders"},
+		{"lock", "--redis", "redis://" + addr, "orders", "--", "true"},
 		{"demo", "--cluster", addr},
 		{"bench", "--redis", "redis://" + addr},
 	} {

@@ -11,7 +11,7 @@
 // OpenTelemetry's Prometheus exporter, OTLP, stdout).
 //
 // Metrics (attribute redisync.primitive: rlock, rwlock.read, rwlock.write,
-// fairlock, semaphore, leased, latch, multilock; redisync.outcome where it
+// fairlock, semaphore, leased, latch, multilock, election; redisync.outcome where it
 // applies; durations in seconds):
 //
 //   - redisync.acquire.duration (histogram, s): how long an acquire took,

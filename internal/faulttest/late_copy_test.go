@@ -65,6 +65,7 @@ var lateCopyRows = map[string]lateRow{
 	"rwlock_renew.lua":         {renewLate(newWriter), holdMoveOn(newWriter)},
 	"rwlock_withdraw.lua":      leaveLate(newWriter),
 	"rwlock_forceunlock.lua":   {forceLate(func(rdb redis.UniversalClient, name string) forcer { return rwlock.New(rdb, name) }), holdMoveOn(newWriter)},
+	"election_proclaim.lua":    {proclaimLate, leaderMoveOn},
 
 	"semaphore_acquire.lua": {
 		func(t *testing.T, l late) {

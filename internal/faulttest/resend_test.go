@@ -64,6 +64,7 @@ var lostReplyRows = map[string]func(t *testing.T, r resend){
 	"rwlock_forceunlock.lua": forceRow(func(rdb redis.UniversalClient, name string) forcer {
 		return rwlock.New(rdb, name)
 	}),
+	"election_proclaim.lua": proclaimRow,
 }
 
 func TestEveryScriptResent(t *testing.T) {

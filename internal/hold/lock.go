@@ -44,6 +44,10 @@ type Kind struct {
 	// Modes is how many modes the lock has: 1 for a mutex, 2 for a
 	// read-write lock (see owners).
 	Modes int
+	// Verbs, if set, names the taking and the release of a level of mode
+	// Exclusive in errors (an election's "campaign" and "resign"); unset,
+	// they are "lock" and "unlock".
+	Verbs [2]string
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
 	// when it fails (a place in line, an announcement), and reports
 	// whether the handle holds one level of m in Redis that it was not in
@@ -124,6 +128,7 @@ type Lock struct {
 	t      *Tracker
 	clock  internal.ServerClock // the server's clock, for the deadlines of scripts
 	probes [2]internal.Probe    // what each mode reports as (package observe)
+	ops    [2][2]string         // the names of each mode's take and release in errors
 	owners
 	waits waits
 	cand  *candidate // the handle's wait offered for a transfer; guarded by cohorts
@@ -175,7 +180,10 @@ func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
-	l := &Lock{k: k, probes: Probes(k.Base, k.Modes)}
+	l := &Lock{k: k, probes: Probes(k.Base, k.Modes), ops: ops}
+	if k.Verbs[0] != "" {
+		l.ops[Exclusive] = k.Verbs
+	}
 	cfg := k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) })
 	cfg.Probes = l.probes
 	if k.Grants {

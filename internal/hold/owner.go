@@ -319,7 +319,7 @@ func (l *Lock) Lock(ctx context.Context, m Mode) error {
 	_, _, err := l.take(actx, m, true, true)
 	err = internal.CtxErr(ctx, err)
 	r.End(ctx, err == nil, err)
-	return l.Wrap(ops[m][0], err)
+	return l.Wrap(l.ops[m][0], err)
 }
 
 // TryLock makes one attempt to take a level of mode m.
@@ -328,7 +328,7 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 	_, ok, err := l.take(actx, m, false, true)
 	err = internal.CtxErr(ctx, err)
 	r.End(ctx, ok, err)
-	return ok, l.Wrap(ops[m][0], err)
+	return ok, l.Wrap(l.ops[m][0], err)
 }
 
 // Unlock releases one level of mode m: of the hold ctx carries, else of a
@@ -336,14 +336,14 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	r, gen, ok := l.releasing(ctx, m)
 	if r == ended {
-		return l.Wrap(ops[m][1], errEnded)
+		return l.Wrap(l.ops[m][1], errEnded)
 	}
 	if !ok {
 		err := internal.ErrNotHeld
 		if m == Exclusive && l.holdsReads() {
 			err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
 		}
-		return l.Wrap(ops[m][1], err)
+		return l.Wrap(l.ops[m][1], err)
 	}
 	if l.handOver(r, m, gen) {
 		l.released(r, m, gen)
@@ -352,7 +352,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	}
 	err := l.release(ctx, m)
 	l.released(r, m, gen)
-	return l.Wrap(ops[m][1], err)
+	return l.Wrap(l.ops[m][1], err)
 }
 
 // The bounds of passing within a process (see run): a hold taken in Redis
@@ -536,7 +536,7 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 	err = internal.CtxErr(ctx, err)
 	report.End(ctx, err == nil, err)
 	if err != nil {
-		return l.Wrap(ops[m][0], err)
+		return l.Wrap(l.ops[m][0], err)
 	}
 	fctx := ctx
 	if r != nil {

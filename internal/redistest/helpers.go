@@ -2,8 +2,10 @@ package redistest
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,6 +65,36 @@ func Holders(ctx context.Context, rdb redis.Cmdable, key string) map[string]stri
 		}
 	}
 	return all
+}
+
+// Keys returns the keys matching pattern, sorted: on every master of a
+// cluster, or on the one server. It fails t on an error, or for a client
+// of another kind.
+func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	var keys []string
+	var mu sync.Mutex
+	scan := func(ctx context.Context, c *redis.Client) error {
+		ks, err := c.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return err
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(context.Background(), scan)
+	case *redis.Client:
+		err = scan(context.Background(), c)
+	default:
+		t.Fatalf("redistest: Keys: client %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // InTime returns a deadline for a script run now by a test (see

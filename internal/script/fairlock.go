@@ -46,7 +46,7 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // nothing, joins no line and is answered with internal.Late's error.
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+owner)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline, "")}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
@@ -60,7 +60,7 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 // retries it: after a network error the outcome is unknown, and only the
 // caller knows how to retry safely.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, undoes)}
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, undoes, "")}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
@@ -76,7 +76,7 @@ func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, 
 // receipt. The reply is one of the Force outcomes; a repeated call reports
 // what the first did.
 func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt string, ttl time.Duration, sharded bool, aim []any) IntCmd {
-	args := append([]any{k.Waiter, flag(sharded), ms(ttl)}, aim...)
+	args := append([]any{k.Waiter, flag(sharded), ms(ttl), ""}, aim...)
 	return IntCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), args...)}
 }
 

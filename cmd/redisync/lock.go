@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
+)
+
+// Exit codes of lock, besides the command's own status (128 + N when it
+// died of signal N), 1 and 2.
+const (
+	exitWaitRanOut = 75  // --wait ran out before the lock was held (EX_TEMPFAIL: try again later)
+	exitLockLost   = 76  // the lock was lost while the command ran; it was stopped
+	exitCannotRun  = 126 // the command was found but could not be started
+	exitNotFound   = 127 // the command was not found
+)
+
+const lockAbout = `
+Runs COMMAND while holding the lock NAME, as flock(1), etcdctl lock and
+consul lock do: waits for the lock (as long as it takes, or --wait), runs
+the command with the lock's fencing token in its environment
+(REDISYNC_TOKEN), releases the lock when the command exits and exits with
+its status (128 + N when it died of signal N).
+
+While the command runs, redisync's watchdog renews the lock every third of
+--lease. If the lock is lost (it was force-unlocked, or renewals failed
+until the lease ran out), the command is sent SIGTERM, and SIGKILL after
+--grace, and redisync exits with code 76. The command runs in a process
+group of its own, as with timeout(1): the signals sent to redisync (INT,
+TERM, HUP, QUIT, USR1, USR2) are passed on to that group; a command that
+reads from the terminal is stopped by it, so run such commands otherwise.
+
+--permits N runs the command under a leased semaphore of N permits instead
+(at most N at once; REDISYNC_PERMIT holds the permit's id and there is no
+token): the semaphore's total is set to N. --fair takes a fair lock
+(fairlock): commands waiting for NAME run in the order they came.
+
+Exit codes: the command's status; 75 when --wait ran out before the lock
+was held; 76 when the lock was lost while the command ran; 126 when the
+command could not be started, 127 when it was not found; 1 when redisync
+itself failed (Redis unreachable); 2 for a mistake on the command line.`
+
+// lockFlags are the flags of lock.
+type lockFlags struct {
+	wait, grace, lease time.Duration
+	permits            int64
+	fair               bool
+}
+
+func runLock(ctx context.Context, out *output, args []string) error {
+	before, command, dashed := cutDashDash(args)
+	fs := newFlagSet(out, "lock", "lock [flags] NAME -- COMMAND [ARGS...]", lockAbout)
+	conn := addConnFlags(fs, false)
+	var f lockFlags
+	fs.DurationVar(&f.wait, "wait", 0, "give up (exit code 75) when the lock is not held within `D`; 0 waits as long as it takes")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
+	fs.DurationVar(&f.lease, "lease", rlock.DefaultWatchdogTimeout, "the lock's `lease`, renewed every third of it: a redisync that dies frees the lock that long after")
+	fs.Int64Var(&f.permits, "permits", 0, "hold one of `N` permits of a leased semaphore instead of a lock: at most N commands run at once")
+	fs.BoolVar(&f.fair, "fair", false, "take a fair lock: waiting commands run in the order they came")
+	names, err := fs.parse(before)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !dashed || len(command) == 0:
+		return usagef("no COMMAND: put it after --, as in redisync lock NAME -- COMMAND [ARGS...]")
+	case len(names) != 1:
+		return usagef("lock takes one NAME before --, got %d", len(names))
+	case names[0] == "":
+		return usagef("empty NAME")
+	case f.permits < 0, f.wait < 0, f.grace < 0:
+		return usagef("--permits, --wait and --grace cannot be negative")
+	case f.lease < 30*time.Millisecond:
+		return usagef("--lease %v: the lease must be at least 30ms", f.lease)
+	case f.fair && f.permits > 0:
+		return usagef("--fair and --permits exclude each other")
+	}
+	t, err := conn.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	name := names[0]
+	h, err := f.take(ctx, t.client(), name)
+	if err != nil {
+		return err
+	}
+	code, lost := supervise(out, h, command, f.grace)
+	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.release(rctx); err != nil && !lost {
+		fmt.Fprintf(out.stderr, "redisync lock: releasing %q: %v (it frees itself within --lease)\n", name, err)
+	}
+	if lost {
+		return &exitStatus{code: exitLockLost, msg: fmt.Sprintf("lost %q while the command ran: it was stopped (its status: %d)", name, code)}
+	}
+	return &exitStatus{code: code}
+}
+
+// cutDashDash splits args at the first "--": what comes before (flags and
+// NAME) and the command after it.
+func cutDashDash(args []string) (before, command []string, found bool) {
+	for i, a := range args {
+		if a == "--" {
+			return args[:i], args[i+1:], true
+		}
+	}
+	return args, nil, false
+}
+
+// lockHold is what lock holds while the command runs.
+type lockHold struct {
+	env     string          // the variable the command gets: REDISYNC_TOKEN or REDISYNC_PERMIT
+	done    <-chan struct{} // closed when the hold ends
+	release func(ctx context.Context) error
+}
+
+// take waits for the lock (or a permit) called name, for at most f.wait.
+func (f lockFlags) take(ctx context.Context, rdb redis.UniversalClient, name string) (*lockHold, error) {
+	wctx := ctx
+	if f.wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, f.wait)
+		defer cancel()
+	}
+	var h *lockHold
+	var err error
+	switch {
+	case f.permits > 0:
+		h, err = f.takePermit(ctx, wctx, rdb, name)
+	case f.fair:
+		m := fairlock.New(rdb, name, fairlock.WithFencing(), fairlock.WithWatchdogTimeout(f.lease))
+		err = m.Lock(wctx)
+		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock}
+	default:
+		m := rlock.New(rdb, name, rlock.WithFencing(), rlock.WithWatchdogTimeout(f.lease))
+		err = m.Lock(wctx)
+		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock}
+	}
+	switch {
+	case err == nil:
+		return h, nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("interrupted while waiting for %q", name)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, &exitStatus{code: exitWaitRanOut, msg: fmt.Sprintf("%q is held elsewhere: --wait %v ran out", name, f.wait)}
+	}
+	return nil, err
+}
+
+// takePermit sets the leased semaphore called name to f.permits permits
+// and waits on wctx for one of them.
+func (f lockFlags) takePermit(ctx, wctx context.Context, rdb redis.UniversalClient, name string) (*lockHold, error) {
+	l := semaphore.NewLeased(rdb, name, semaphore.WithWatchdogTimeout(f.lease))
+	if err := l.SetPermits(ctx, f.permits); err != nil {
+		return nil, err
+	}
+	id, err := l.Acquire(wctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	release := func(ctx context.Context) error { return l.Release(ctx, id) }
+	return &lockHold{env: "REDISYNC_PERMIT=" + id, done: l.Done(id), release: release}, nil
+}

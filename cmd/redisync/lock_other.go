@@ -1,0 +1,14 @@
+//go:build !unix
+
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// supervise is unix-only: the command's process group and signals.
+func supervise(out *output, _ *lockHold, _ []string, _ time.Duration) (code int, lost bool) {
+	fmt.Fprintln(out.stderr, "redisync lock: runs commands on unix systems only")
+	return exitCannotRun, false
+}

@@ -1,0 +1,9 @@
+package election_test
+
+import (
+	"testing"
+
+	"github.com/redisync/redisync/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.HelperMain(m, helpers) }
