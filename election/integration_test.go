@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -108,6 +109,11 @@ func testRounds(t *testing.T, rounds int64, newClient func() redis.UniversalClie
 					losers.Done()
 					stop()
 					losers.Wait()
+					// A candidate that gave up leaves the line in the
+					// background (internal.TidyUp): wait for that, or
+					// the resignation may grant it the leadership it
+					// then gives back.
+					internal.AwaitTidied(t.Context())
 				}
 				if err := e.Resign(t.Context()); err != nil {
 					t.Errorf("Resign: %v", err)
@@ -371,6 +377,7 @@ func TestObserversPubSubKilledIntegration(t *testing.T) {
 	if err := a.Campaign(cctx, "a3"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Campaign behind a leader = %v, want a deadline error", err)
 	}
+	internal.AwaitTidied(t.Context()) // the candidate leaves the line in the background
 	mustOK(t, b.Resign(t.Context()))
 	stop()
 	for o, seen := range observed() {
