@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/election"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/keyslot"
@@ -39,7 +40,17 @@ var moveKinds = []struct {
 	{"fairlock", func(rdb redis.UniversalClient, name string) moveLock {
 		return fairlock.New(rdb, name, fairlock.WithLeaseTime(movesLease))
 	}},
+	{"election", func(rdb redis.UniversalClient, name string) moveLock {
+		return candidate{election.New(rdb, name, election.WithWatchdogTimeout(movesLease))}
+	}},
 }
+
+// candidate is an election's campaign and resignation as a lock: parked
+// candidates are waiters in the leadership's line.
+type candidate struct{ e *election.Election }
+
+func (c candidate) Lock(ctx context.Context) error   { return c.e.Campaign(ctx, "candidate") }
+func (c candidate) Unlock(ctx context.Context) error { return c.e.Resign(ctx) }
 
 // moveCase parks waiters on a held lock, moves its slot with move (which
 // returns once the move is complete), parks one more waiter from a client
