@@ -164,6 +164,7 @@ func TestPassedHoldLostWithReleaser(t *testing.T) {
 					t.Fatalf("b's Lock = %v, want its ctx's error", err)
 				}
 			}
+			internal.AwaitTidied(t.Context()) // a wait that ended leaves the line in the background
 			if line := admin.LRange(t.Context(), n.Queue(), 0, -1).Val(); len(line) != 0 {
 				t.Fatalf("line %v after b's wait ended, want empty", line)
 			}
