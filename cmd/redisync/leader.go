@@ -62,12 +62,24 @@ func demoLeader(ctx context.Context, w io.Writer, cfg *leaderConfig) error {
 	began := time.Now()
 	changes := election.New(cfg.newClient(), name).Observe(ctx)
 	seen := make(chan election.Leader, 16)
+	// The observer prints from a goroutine of its own: w is shared with
+	// this one, and the scenario returns only once the observer is done.
+	w = &lockedWriter{w: w}
+	observed := make(chan struct{})
 	go func() {
+		defer close(observed)
 		for l := range changes {
 			fmt.Fprintf(w, "  %s  observer: %s leads (term %d)\n", since(began), l.Value, l.Term)
-			seen <- l
+			select {
+			case seen <- l:
+			case <-ctx.Done():
+			}
 		}
 		close(seen)
+	}()
+	defer func() {
+		cancel()
+		<-observed
 	}()
 
 	run := &schedulerRun{}
@@ -133,4 +145,16 @@ func demoLeader(ctx context.Context, w io.Writer, cfg *leaderConfig) error {
 // since prints the time since began as a clock of the scenario.
 func since(began time.Time) string {
 	return fmt.Sprintf("%5.2fs", time.Since(began).Seconds())
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
