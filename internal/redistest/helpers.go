@@ -99,5 +99,7 @@ func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
 
 // InTime returns a deadline for a script run now by a test (see
 // internal.RequestWindow): five seconds ahead on the local clock, which is
-// the server's, both on this machine.
+// the server's, both on this machine. The window is written out here
+// because package internal cannot be imported: internal/hub's own tests
+// import this package.
 func InTime() int64 { return time.Now().Add(5 * time.Second).UnixMilli() }
