@@ -49,6 +49,7 @@ func observeAll(ctx context.Context, name string, clients []redis.UniversalClien
 // three observers on clients of their own sees every leader, in order,
 // within a second of its Campaign returning.
 func TestRoundsIntegration(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	testRounds(t, 20, func() redis.UniversalClient { return srv.NewClient(t) })
 }
@@ -160,6 +161,7 @@ func testRounds(t *testing.T, rounds int64, newClient func() redis.UniversalClie
 // candidate in line leads within 3s, and Leader reports it with a higher
 // term.
 func TestLeaderKilledIntegration(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)
 	h := redistest.StartHelper(t, "lead", srv.Addr(), name)
@@ -243,6 +245,7 @@ func TestRunReturnsIntegration(t *testing.T) {
 // past the lease), before another candidate leads; Run then campaigns
 // again, and returns ctx's error when ctx ends.
 func TestRunLossIntegration(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.Start(t)
 	name := redistest.UniqueName(t)
 	const lease = time.Second
@@ -349,6 +352,7 @@ func TestTermsAcrossRestartIntegration(t *testing.T) {
 // Observers still see every change when their pub/sub connection is
 // killed, and nothing is left behind by a candidate that gives up.
 func TestObserversPubSubKilledIntegration(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)
 	admin := srv.NewClient(t)

@@ -180,6 +180,7 @@ func TestCancelledWaiter(t *testing.T) {
 // the grant lease has run out: well within 6s of the release, not the
 // waiter timeout.
 func TestDeadWaiter(t *testing.T) {
+	redistest.Long(t)
 	backends(t, func(t *testing.T, newClient func() redis.UniversalClient) {
 		ctx := t.Context()
 		name := redistest.UniqueName(t)

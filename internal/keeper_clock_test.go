@@ -21,6 +21,7 @@ import (
 // the cut-off reader is not given a turn: once the live reader has come
 // and gone, a writer holds at once, not when the turn lapses.
 func TestKeeperClockStepForward(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
 	proxy := redistest.NewProxy(t, srv.Addr())

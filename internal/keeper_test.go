@@ -33,6 +33,7 @@ func kicked(kp *internal.Kept, within time.Duration) bool {
 // is gone (a grant took it) or the lock is free; after Stop the place
 // lapses.
 func TestKeeperKeepsPlace(t *testing.T) {
+	redistest.Long(t)
 	rdb := redistest.SharedServer(t).NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
@@ -128,6 +129,7 @@ func TestKeeperLooksAtShortLease(t *testing.T) {
 // round; a member that left is not brought back, and its waiter is told
 // to attempt.
 func TestKeeperKeepsMember(t *testing.T) {
+	redistest.Long(t)
 	rdb := redistest.SharedServer(t).NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)

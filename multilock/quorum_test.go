@@ -99,6 +99,7 @@ func TestQuorumCounter(t *testing.T) {
 }
 
 func TestQuorumLossOfServers(t *testing.T) {
+	redistest.Long(t)
 	const watchdog = time.Second
 	srvs, rdbs := three(t)
 	ctx := t.Context()

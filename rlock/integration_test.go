@@ -175,6 +175,7 @@ func TestLeaseTime(t *testing.T) {
 }
 
 func TestWatchdog(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)

@@ -15,6 +15,7 @@ import (
 // line itself (their client refreshes both), so the release grants the
 // lock to them in turn rather than finding an empty line.
 func TestParkedLineOutlivesWaiterTimeout(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
 	ctx := t.Context()

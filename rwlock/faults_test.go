@@ -16,7 +16,10 @@ import (
 
 // TestCrashedWaitingWriter: the announcement of a writer that crashed while
 // waiting holds new readers back for WriterPatience, not longer.
-func TestCrashedWaitingWriter(t *testing.T) { onBoth(t, testCrashedWaitingWriter) }
+func TestCrashedWaitingWriter(t *testing.T) {
+	redistest.Long(t)
+	onBoth(t, testCrashedWaitingWriter)
+}
 
 func testCrashedWaitingWriter(t *testing.T, e env) {
 	name := redistest.UniqueName(t)
@@ -42,7 +45,10 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 // TestWatchdogKeepsBothModes: the watchdog renews read and write holds
 // (a downgraded writer's too) past their lease, and nothing renews after
 // the release.
-func TestWatchdogKeepsBothModes(t *testing.T) { onBoth(t, testWatchdog) }
+func TestWatchdogKeepsBothModes(t *testing.T) {
+	redistest.Long(t)
+	onBoth(t, testWatchdog)
+}
 
 func testWatchdog(t *testing.T, e env) {
 	ctx := t.Context()

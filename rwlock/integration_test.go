@@ -149,7 +149,10 @@ func testReadersWokenTogether(t *testing.T, e env) {
 // TestReaderLeaseExpiry: reader A has a 3s lease and never unlocks; reader
 // B has a 1s lease and unlocks at once; a writer waiting from the start
 // gets the lock when A's lease ends.
-func TestReaderLeaseExpiry(t *testing.T) { onBoth(t, testReaderLeaseExpiry) }
+func TestReaderLeaseExpiry(t *testing.T) {
+	redistest.Long(t)
+	onBoth(t, testReaderLeaseExpiry)
+}
 
 func testReaderLeaseExpiry(t *testing.T, e env) {
 	name := redistest.UniqueName(t)
@@ -181,7 +184,10 @@ func testReaderLeaseExpiry(t *testing.T, e env) {
 
 // TestCrashedReader: a reader whose client is closed without unlocking
 // stops blocking writers within about its 1s watchdog lease.
-func TestCrashedReader(t *testing.T) { onBoth(t, testCrashedReader) }
+func TestCrashedReader(t *testing.T) {
+	redistest.Long(t)
+	onBoth(t, testCrashedReader)
+}
 
 func testCrashedReader(t *testing.T, e env) {
 	name := redistest.UniqueName(t)
@@ -324,7 +330,10 @@ func testReadersNotStarved(t *testing.T, e env) {
 // alive, the readers' shared one once a round (keeping it twice would tell
 // one of them to attempt each round). When the hold ends the readers come
 // in first (their turn), then the writer.
-func TestParkedWaitersKept(t *testing.T) { onBoth(t, testParkedWaitersKept) }
+func TestParkedWaitersKept(t *testing.T) {
+	redistest.Long(t)
+	onBoth(t, testParkedWaitersKept)
+}
 
 func testParkedWaitersKept(t *testing.T, e env) {
 	name := redistest.UniqueName(t)

@@ -310,6 +310,7 @@ func TestWrongType(t *testing.T) {
 // 1s lease runs out returns to the pool; Renew extends a live permit and
 // fails on an expired one.
 func TestLeasedLeases(t *testing.T) {
+	redistest.Long(t)
 	eachDeployment(t, func(t *testing.T, d deployment) {
 		name := redistest.UniqueName(t)
 		ctx := t.Context()
@@ -395,6 +396,7 @@ func TestLeasedWokenByRelease(t *testing.T) {
 // TestLeasedWatchdog: a lease-0 permit outlives its lease while the process
 // lives, and after Release nothing renews it and no goroutine is left.
 func TestLeasedWatchdog(t *testing.T) {
+	redistest.Long(t)
 	eachDeployment(t, func(t *testing.T, d deployment) {
 		name := redistest.UniqueName(t)
 		ctx := t.Context()
@@ -427,6 +429,7 @@ func TestLeasedWatchdog(t *testing.T) {
 // TestLeasedCrashedClient: permits of a client closed while holding them
 // with lease 0 return within the watchdog timeout plus a second.
 func TestLeasedCrashedClient(t *testing.T) {
+	redistest.Long(t)
 	eachDeployment(t, func(t *testing.T, d deployment) {
 		name := redistest.UniqueName(t)
 		ctx := t.Context()

@@ -19,6 +19,7 @@ import (
 // attempt's permit is held until the give-back runs: of two permits,
 // Acquire takes the other.)
 func TestLeasedLateGiveBack(t *testing.T) {
+	redistest.Long(t)
 	direct, proxy, via := redistest.ProxiedServer(t)
 	for _, lease := range []time.Duration{0, time.Minute} {
 		t.Run("lease="+lease.String(), func(t *testing.T) {

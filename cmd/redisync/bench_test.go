@@ -5,11 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 var shortBench = []string{"bench", "--duration", "300ms", "--goroutines", "4", "--instances", "2", "--locks", "2"}
 
 func TestBench(t *testing.T) {
+	redistest.Long(t)
 	forEachBackend(t, func(t *testing.T, b backend) {
 		stdout, _ := mustRun(t, exitOK, append(shortBench, b.flags...)...)
 		for _, p := range benchPrimitives() {
@@ -30,6 +33,7 @@ func TestBench(t *testing.T) {
 }
 
 func TestBenchEmbeddedProgress(t *testing.T) {
+	redistest.Long(t)
 	stdout, stderr := mustRun(t, exitOK, "bench", "--duration", "1500ms", "--goroutines", "2")
 	if !strings.Contains(stdout, "embedded miniredis") || !strings.Contains(stdout, "p99 handoff") {
 		t.Errorf("bench output lacks its header or table:\n%s", stdout)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 // smallDemo sizes the demo for tests: the races still need overlapping
@@ -67,6 +69,7 @@ func TestDemoEmbedded(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	redistest.Long(t)
 	forEachBackend(t, func(t *testing.T, b backend) {
 		args := append(b.args("demo"), smallDemo...)
 		if b.name == "miniredis" {
@@ -88,6 +91,7 @@ func TestDemoOneScenario(t *testing.T) {
 }
 
 func TestDemoFailsWhenALockDoesNotExclude(t *testing.T) {
+	redistest.Long(t)
 	withPrimitive(t, brokenPrimitive)
 	mr, rdb := miniBackend(t)
 	stdout, stderr := mustRun(t, exitFailure, append([]string{"demo", "--redis", "redis://" + mr}, smallDemo...)...)

@@ -14,6 +14,7 @@ import (
 // inspect shows an election's leader, value, term and candidates;
 // unlock --force makes the leader resign, and the first candidate leads.
 func TestInspectAndUnlockElection(t *testing.T) {
+	redistest.Long(t)
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		name := redistest.UniqueName(t)

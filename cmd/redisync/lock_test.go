@@ -108,6 +108,7 @@ func TestLockRunsCommand(t *testing.T) {
 // A second lock of the same name waits for the first command to end; with
 // --wait it gives up with code 75.
 func TestLockWaits(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	url := "redis://" + srv.Addr()
 	name := redistest.UniqueName(t)

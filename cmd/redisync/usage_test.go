@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -77,6 +79,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	redistest.Long(t)
 	addr := closedAddr(t)
 	for _, args := range [][]string{
 		{"inspect", "--redis", "redis://user:secret@" + addr, "orders"},

@@ -20,6 +20,7 @@ const raceTime = 3 * time.Second
 // the SSUBSCRIBE of the other on the node's connection, or the new waiter
 // holds a confirmed subscription that the server has ended.
 func TestClusterCloseRacesSubscribe(t *testing.T) {
+	redistest.Long(t)
 	c := redistest.SharedCluster(t)
 	rdb := c.NewClient(t)
 	h := hub.New(rdb, true)
@@ -56,6 +57,7 @@ func TestClusterCloseRacesSubscribe(t *testing.T) {
 // is subscribed on the new one: go-redis reconnects within the failed
 // SUBSCRIBE, and subscribes again only the channels it knew before it.
 func TestSubscribeOnDeadConnection(t *testing.T) {
+	redistest.Long(t)
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
 	h := hub.New(srv.NewClient(t), false)

@@ -53,12 +53,17 @@ func Require(t testing.TB) {
 }
 
 // RequireCluster is Require for the cluster tier: it also needs the
-// configured client binary (CLIBin). StartCluster and SharedCluster call it
-// themselves.
+// configured client binary (CLIBin), and it skips t under -short.
+// StartCluster and SharedCluster call it themselves.
 func RequireCluster(t testing.TB) {
 	t.Helper()
 	require(t, ServerEnv, ServerBin(), DefaultServer, "cluster tier")
 	require(t, CLIEnv, CLIBin(), DefaultCLI, "cluster tier")
+	if testing.Short() {
+		// Creating a cluster takes seconds per package; the quick tier
+		// leaves the cluster tier to the full run.
+		t.Skip("cluster tier: the quick tier (-short) skips it, the full run does not")
+	}
 }
 
 // require looks bin up; env is the variable that chose it and def its

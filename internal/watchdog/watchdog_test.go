@@ -31,6 +31,7 @@ func pexpire(key string, lease time.Duration) func(context.Context, redis.Script
 }
 
 func TestBatchedRenewals(t *testing.T) {
+	redistest.Long(t)
 	// A real server: miniredis runs each script in a fresh Lua state, too
 	// slowly for 2500 renewals per period.
 	rdb := redistest.SharedServer(t).NewClient(t)
