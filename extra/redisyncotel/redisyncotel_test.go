@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/redisync/redisync/election"
 	rso "github.com/redisync/redisync/extra/redisyncotel"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/redistest"
@@ -331,4 +333,50 @@ func TestInstrumentTwice(t *testing.T) {
 	if err := rso.Instrument(r.rdb); !errors.Is(err, rso.ErrInstrumented) {
 		t.Fatalf("second Instrument = %v, want ErrInstrumented", err)
 	}
+}
+
+// An election reports as primitive "election" through the same hooks: a
+// Campaign that waits in line and takes over at the Resign is one
+// acquire span with the park and the wake-up, and each leadership is a
+// hold.
+func TestElection(t *testing.T) {
+	r := newRig(t)
+	ctx := t.Context()
+	name := redistest.UniqueName(t)
+	a, b := election.New(r.rdb, name), election.New(r.rdb, name)
+	if err := a.Campaign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Campaign(ctx, "b") }()
+	r.waitCount(t, rso.MetricWaiters, kv{rso.AttrPrimitive: "election"}, 1)
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	elect := kv{rso.AttrPrimitive: "election"}
+	if n := r.count(t, rso.MetricAcquireDuration, kv{rso.AttrPrimitive: "election", rso.AttrOutcome: "acquired"}); n != 2 {
+		t.Errorf("campaigns recorded as acquired: %d, want 2", n)
+	}
+	if n := r.count(t, rso.MetricHoldDuration, elect); n != 2 {
+		t.Errorf("leaderships recorded as holds: %d, want 2", n)
+	}
+	if n := r.count(t, rso.MetricWaiters, elect); n != 0 {
+		t.Errorf("waiters = %d after the takeover, want 0", n)
+	}
+	spans := r.ended("redisync.election.acquire")
+	if len(spans) != 2 {
+		t.Fatalf("%d election acquire spans, want 2 (one per Campaign)", len(spans))
+	}
+	ev := events(spans[1])
+	if !slices.Contains(ev, "park") || !slices.ContainsFunc(ev, func(e string) bool { return strings.HasPrefix(e, "wake-up:") }) {
+		t.Errorf("the waiting candidate's span has events %v, want a park and a wake-up", ev)
+	}
+	t.Logf("events of the waiting candidate's span: %v", ev)
 }
