@@ -3,7 +3,6 @@ package election_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -31,9 +30,10 @@ func Example() {
 		election.New(rdb, "report-scheduler"),
 	}
 	changes := instances[0].Observe(ctx) // anyone may watch
-	var wg sync.WaitGroup
+	won := make([]chan error, len(instances))
 	campaign := func(i int) {
-		wg.Go(func() { _ = instances[i].Campaign(ctx, fmt.Sprintf("host-%d:8080", i)) })
+		won[i] = make(chan error, 1)
+		go func() { won[i] <- instances[i].Campaign(ctx, fmt.Sprintf("host-%d:8080", i)) }()
 	}
 	campaign(0)
 	first := <-changes
@@ -47,16 +47,28 @@ func Example() {
 	}
 
 	// The leader steps down: the next in line leads at once, in a
-	// higher term.
-	_ = instances[0].Resign(ctx)
+	// higher term. (An observer may hear of a new leader before that
+	// leader's own Campaign has returned; a candidate acts as the leader
+	// only once it has.)
+	if err := <-won[0]; err != nil {
+		panic(err)
+	}
+	if err := instances[0].Resign(ctx); err != nil {
+		panic(err)
+	}
 	next := <-changes
 	fmt.Println("leader:", next.Value, "higher term:", next.Term > first.Term)
 
-	_ = instances[1].Proclaim(ctx, "host-1:9090")
+	if err := <-won[1]; err != nil {
+		panic(err)
+	}
+	if err := instances[1].Proclaim(ctx, "host-1:9090"); err != nil {
+		panic(err)
+	}
 	fmt.Println("leader:", (<-changes).Value)
 
 	cancel() // the last candidate gives up; observing ends
-	wg.Wait()
+	<-won[2]
 	_ = instances[1].Resign(context.Background())
 	// Output:
 	// leader: host-0:8080

@@ -18,6 +18,9 @@ import (
 // costs at most that long. An observer sees every leader that led for
 // longer than that, and never a term lower than one it has seen: within
 // a term only the value changes. Times without a leader are not sent.
+// The change is seen in Redis: an observer may hear of a new leader before
+// that leader's own Campaign has returned, and the leader's handle acts
+// as leader (Proclaim, Resign, Term) only from then on.
 //
 // The channel is unbuffered, and the observer sends the latest leader it
 // read: one that does not keep up misses intermediate values, never the
