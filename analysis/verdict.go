@@ -87,8 +87,8 @@ func verdict(results []segResult) []string {
 		d := r.data
 		if fenced(r.prim) && d.dataViolations() > 0 {
 			fails = append(fails, fmt.Sprintf("%s: the fenced resource accepted %s (%d with a stale token, "+
-				"%d lost updates, %d above the permits); fencing must refuse every one",
-				at, plural(d.dataViolations(), "stale write"), d.staleAccepted, d.lostUpdates, d.overCapacity))
+				"%s, %d above the permits); fencing must refuse every one", at, plural(d.dataViolations(), "stale write"),
+				d.staleAccepted, plural(d.lostUpdates, "lost update"), d.overCapacity))
 		}
 		if mayOverlap(r.fault) {
 			continue
@@ -99,8 +99,8 @@ func verdict(results []segResult) []string {
 				at, plural(r.lock.holds, "hold"), ms(r.lock.longest), r.fault))
 		}
 		if !fenced(r.prim) && d.dataViolations() > 0 {
-			fails = append(fails, fmt.Sprintf("%s: the resource saw %d lost updates and %d entries above "+
-				"the permits; %s must cause no overlap", at, d.lostUpdates, d.overCapacity, r.fault))
+			fails = append(fails, fmt.Sprintf("%s: the resource saw %s and %s above the permits; %s must "+
+				"cause no overlap", at, plural(d.lostUpdates, "lost update"), plural(d.overCapacity, "entry"), r.fault))
 		}
 	}
 	return fails
