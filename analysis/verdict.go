@@ -11,7 +11,9 @@ import (
 //
 //   - A fenced primitive's resource accepts no stale write, whatever the
 //     fault: that is the claim fencing makes, and nothing in a lease can
-//     excuse a break of it.
+//     excuse a break of it. Nor does a later hold get a token that is not
+//     above an earlier one's: the resource would refuse it rather than
+//     accept a stale write, so only the tokens' order shows that break.
 //   - A fault kind that should let nobody in early (mayOverlap false)
 //     causes no overlapping holds, and no data violation on any primitive,
 //     fenced or not: a crash, a partition the holder notices before its
@@ -24,11 +26,12 @@ import (
 //
 // Both rules are about events, not about timing: a stale write that the
 // resource accepted is in its log, and an overlap is two holds that both
-// clients believed held. The faults that may not overlap are those under
-// which the library's own timer (counted from when a renewal was sent)
-// ends a hold before the server's lease does, by at least the lease minus
-// a critical section: it takes a process stalled for longer than the
-// lease to blur that, and then the stall is a pause, a real overlap.
+// clients believed held. Under the faults that may not overlap, a holder
+// stops believing before the server lets anyone else in: its release ends
+// the hold within a critical section, and the library's timer (counted
+// from when the last renewal was sent) would end it before the server's
+// lease in any case. It takes a process stalled for about a lease to blur
+// that, and such a stall is a pause, a real overlap, not noise.
 
 // mayOverlap reports whether a fault kind may legitimately let two clients
 // believe they hold the same lock at once: a pause past the lease (the
@@ -89,6 +92,11 @@ func verdict(results []segResult) []string {
 			fails = append(fails, fmt.Sprintf("%s: the fenced resource accepted %s (%d with a stale token, "+
 				"%s, %d above the permits); fencing must refuse every one", at, plural(d.dataViolations(), "stale write"),
 				d.staleAccepted, plural(d.lostUpdates, "lost update"), d.overCapacity))
+		}
+		if r.tokenOrder > 0 {
+			fails = append(fails, fmt.Sprintf("%s: %d pairs of holds broke the tokens' order (a hold that asked "+
+				"after another had its token got one not above it); tokens must keep increasing, whatever the fault",
+				at, r.tokenOrder))
 		}
 		if mayOverlap(r.fault) {
 			continue

@@ -34,6 +34,8 @@ func TestVerdict(t *testing.T) {
 			[]string{"rlock-unfenced under partition", "1 hold began", "longest overlap 281ms", "partition must cause no overlap"}},
 		{"overlap under a restart with an AOF", segResult{prim: "fairlock", fault: "restart-persist", lock: overlap},
 			[]string{"fairlock under restart-persist", "3 holds began"}},
+		{"tokens out of order under a restart without data", segResult{prim: "fairlock", fault: "restart", lock: overlap,
+			tokenOrder: 2}, []string{"fairlock under restart", "2 pairs of holds broke the tokens' order"}},
 		{"leased above its permits under a kill", segResult{prim: "leased", fault: "kill", data: dataStats{overCapacity: 2}},
 			[]string{"leased under kill", "2 entries above the permits"}},
 	}
