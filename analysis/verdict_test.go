@@ -121,3 +121,24 @@ func TestSmokeFlags(t *testing.T) {
 		t.Errorf("every primitive under every fault: %v", got)
 	}
 }
+
+// TestPageVerdict: the page states the run's verdict, and the record of
+// how the smoke run was shown to fail.
+func TestPageVerdict(t *testing.T) {
+	cfg := config{clients: 4, lease: time.Second, work: 20 * time.Millisecond, permits: 2,
+		prims: []string{"rlock"}, faults: []string{"kill"}}
+	r := &run{cfg: cfg, started: time.Now()}
+	res := []segResult{{prim: "rlock", fault: "kill", acquired: 10, injected: []faultEvent{{target: "c1.1"}},
+		lock: violations{holds: 2, longest: time.Second}}}
+	page := r.page(res)
+	for _, want := range []string{"## Verdict", "**This run failed:**", "- rlock under kill: 2 holds began",
+		"## How we check the check", "verdict: FAIL (2)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	res[0].lock = violations{}
+	if page := r.page(res); !strings.Contains(page, "This run passed.") {
+		t.Error("a passing run is not said to pass")
+	}
+}
