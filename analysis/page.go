@@ -25,6 +25,8 @@ func (r *run) page(results []segResult) string {
 	r.resultSection(w, results)
 	findings(w, results, r.cfg)
 	methodSection(w)
+	verdictSection(w, results, r.cfg)
+	checkTheCheck(w)
 	leftOut(w)
 	return b.String()
 }
@@ -118,4 +120,86 @@ func (r *run) faultSection(w func(string, ...any), results []segResult) {
 		w("| %s | %s | %d |\n", f, faultDoc[f], n)
 	}
 	w("\n")
+}
+
+// verdictSection states the rules the run is judged by and its verdict,
+// computed from the results as the terminal's is.
+func verdictSection(w func(string, ...any), results []segResult, cfg config) {
+	w("## Verdict\n\n")
+	w("The harness exits 1 when a fenced primitive's resource accepted a stale write or a later hold\n")
+	w("got a token not above an earlier one's, under any fault, or when a fault that must cause no\n")
+	w("overlap (a crash, a partition the holder notices in time, a restart with persistence) caused\n")
+	w("overlapping holds or, on any primitive, a data violation. Overlaps under pauses, clock jumps\n")
+	w("and restarts without data are what a lease lock does: they are reported, not judged, and so\n")
+	w("are an unfenced lock's lost updates under them (`mayOverlap` in `analysis/verdict.go`).\n")
+	w("The rules count events in the histories and the resource's log, not durations. An overlap\n")
+	w("under a partition needs the holder cut off to go on believing it holds after the server let\n")
+	w("its lease run out; the library's timer, counted from when the last renewal was sent, ends the\n")
+	w("hold before that, and the clients here release at the end of a critical section (%v on\n", cfg.work)
+	w("average) anyway. Only a process stalled for about a lease could blur it, and such a stall is\n")
+	w("a pause: a real overlap, not noise.\n\n")
+	if fails := verdict(results); len(fails) > 0 {
+		w("**This run failed:**\n\n")
+		for _, f := range fails {
+			w("- %s\n", f)
+		}
+		w("\n")
+		return
+	}
+	w("This run passed.\n\n")
+}
+
+// checkTheCheck tells how the smoke run was shown to fail: fixed text, the
+// record of runs made by hand on scratch copies (a broken build is never
+// committed, so the harness cannot run it again by itself).
+func checkTheCheck(w func(string, ...any)) {
+	w("## How we check the check\n\n")
+	w("CI runs a short version of this harness after the unit and integration tests\n")
+	w("(`.ci/run`, as root: `cd analysis && go run . -smoke`, about 45s): each primitive under one\n")
+	w("fault kind, each kind once, judged by the rules above. `smokePairs` in `analysis/verdict.go`\n")
+	w("says which pairs and why: the primitives without tokens get faults that must cause no overlap\n")
+	w("(otherwise nothing about them would be judged), three of the fenced ones the faults that may\n")
+	w("overlap, where fencing has work to do, and the rwlock the crash.\n\n")
+	w("A check that cannot fail proves nothing, so the smoke run was run against three builds broken\n")
+	w("on purpose, each on a scratch copy of the tree, never committed (the analysis module uses the\n")
+	w("library through `replace github.com/redisync/redisync => ../` in `analysis/go.mod`, so a copy\n")
+	w("of the whole tree runs the copy's library):\n\n")
+	w("1. **A release that does not check the owner.** In `lua/rlock_unlock.lua`, right after\n")
+	w("   `local holds = state[1]`, the line\n")
+	w("   `if not holds and redis.call('exists', lock) == 1 then holds = '1' end`\n")
+	w("   makes an unlock by a handle that no longer holds the lock release it all the same and\n")
+	w("   grant it to the next waiter. `go run . -smoke` exited 1, in each of two runs; the first:\n\n")
+	w("       FAIL rlock-unfenced under partition: 131 holds began while a hold they conflict with was still believed held (longest overlap 281ms); partition must cause no overlap\n")
+	w("       FAIL rlock-unfenced under partition: the resource saw 64 lost updates and 0 entries above the permits; partition must cause no overlap\n")
+	w("       verdict: FAIL (2)\n\n")
+	w("   The histories show how. The holder, cut off from Redis, invoked its release during the cut;\n")
+	w("   the library resent it until it got through (a release is retried for up to 5s, the cut lasts\n")
+	w("   4s), and it completed 4.1s after it was invoked, when another client held the lock: the\n")
+	w("   broken script released that client's hold and granted the lock to a waiter 5ms into the\n")
+	w("   holder's critical section, and each displaced holder's own release then did the same in\n")
+	w("   turn. The correct script finds the releaser's field gone and changes nothing. In the second\n")
+	w("   run the same build under clock jumps (the quorum, whose members are rlocks) overlapped 34\n")
+	w("   times where the correct one overlaps up to 6, and the\n")
+	w("   resource refused 18 stale operations and accepted none: fencing kept the data safe.\n")
+	w("2. **A resource that checks no token.** `register.fresh` in `analysis/resource.go` returning\n")
+	w("   true at once. The checker replays the resource's log by rules of its own, so it does not\n")
+	w("   trust the resource it checks. `go run . -smoke` exited 1 in each of two runs; the second:\n\n")
+	w("       FAIL fairlock under restart: the fenced resource accepted 2 stale writes (1 with a stale token, 1 lost update, 0 above the permits); fencing must refuse every one\n")
+	w("       FAIL quorum under clock: the fenced resource accepted 6 stale writes (2 with a stale token, 4 lost updates, 0 above the permits); fencing must refuse every one\n")
+	w("       verdict: FAIL (2)\n\n")
+	w("   A stale write needs a holder that acts on a hold it lost, which the careful client here\n")
+	w("   mostly avoids: it shows in some segments of each run, not in all (rlock under the pause\n")
+	w("   failed in the first run, not in the second), which is why every fenced primitive gets a\n")
+	w("   fault that may overlap.\n\n")
+	w("3. **Tokens that do not survive a restart.** In `lua/fairlock_acquire.lua` and\n")
+	w("   `lua/fairlock_unlock.lua`, the token taken as the counter + 1 alone, without the server's\n")
+	w("   clock (the defect fixed for issue 31). The resource refused the stale holds' operations, so\n")
+	w("   no stale write was accepted; the tokens' order is what failed (one run):\n\n")
+	w("       FAIL fairlock under restart: 793 pairs of holds broke the tokens' order (a hold that asked after another had its token got one not above it); tokens must keep increasing, whatever the fault\n")
+	w("       verdict: FAIL (1)\n\n")
+	w("The unbroken tree passed 7 of 7 smoke runs (the last 4 with the tokens' rule) on a 2-core\n")
+	w("machine shared with other work (load average up to 8), 41s each plus the build. What\n")
+	w("the smoke run cannot catch: a stale release reaches Redis only in the partition's segment, so a\n")
+	w("release without an owner check in fairlock's, rwlock's or the leased semaphore's scripts would\n")
+	w("be left to the full run, which runs every primitive under the partition (not tried).\n\n")
 }

@@ -59,39 +59,54 @@ func (r *run) close() {
 	_ = os.RemoveAll(r.dir)
 }
 
-// all runs every primitive under every fault kind, one segment each, and
-// returns their results. An interrupt ends it with the interrupt's error.
+// all runs the segments, each primitive under each fault kind (or the
+// pairs of -smoke), and returns their results. An interrupt ends it with
+// the interrupt's error.
 func (r *run) all(ctx context.Context) ([]segResult, error) {
 	scale := r.scale()
-	fmt.Printf("%d primitives x %d fault kinds, about %v: %d clients, lease %v\n", len(r.cfg.prims), len(r.cfg.faults),
-		(time.Duration(scale*float64(r.cycle())) * time.Duration(len(r.cfg.prims))).Round(time.Second),
-		r.cfg.clients, r.cfg.lease)
+	fmt.Printf("%d segments (%d primitives, %d fault kinds), about %v: %d clients, lease %v\n",
+		len(r.segments()), len(r.cfg.prims), len(r.cfg.faults),
+		time.Duration(scale*float64(r.cycle())).Round(time.Second), r.cfg.clients, r.cfg.lease)
 	var results []segResult
-	for _, prim := range r.cfg.prims {
-		for _, fault := range r.cfg.faults {
-			dur := time.Duration(scale * float64(minSegment(fault, r.cfg.lease)))
-			s := &segment{r: r, n: len(results) + 1, prim: prim, fault: fault, dur: dur,
-				dir: filepath.Join(r.dir, fmt.Sprintf("%02d-%s-%s", len(results)+1, prim, fault))}
-			res, err := s.run(ctx)
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("interrupted: %w", ctx.Err())
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s under %s: %w", prim, fault, err)
-			}
-			fmt.Println(res.line())
-			results = append(results, res)
+	for _, pair := range r.segments() {
+		prim, fault := pair[0], pair[1]
+		dur := time.Duration(scale * float64(minSegment(fault, r.cfg.lease)))
+		s := &segment{r: r, n: len(results) + 1, prim: prim, fault: fault, dur: dur,
+			dir: filepath.Join(r.dir, fmt.Sprintf("%02d-%s-%s", len(results)+1, prim, fault))}
+		res, err := s.run(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
+		if err != nil {
+			return nil, fmt.Errorf("%s under %s: %w", prim, fault, err)
+		}
+		fmt.Println(res.line())
+		results = append(results, res)
 	}
 	return results, nil
 }
 
-// cycle is the time one primitive takes at the least: one segment per
-// fault kind, each long enough for one fault.
+// segments are the run's primitive and fault pairs, in order: -smoke's,
+// or every primitive under every fault kind.
+func (r *run) segments() [][2]string {
+	if r.cfg.pairs != nil {
+		return r.cfg.pairs
+	}
+	var pairs [][2]string
+	for _, prim := range r.cfg.prims {
+		for _, fault := range r.cfg.faults {
+			pairs = append(pairs, [2]string{prim, fault})
+		}
+	}
+	return pairs
+}
+
+// cycle is the time the segments take at the least, each long enough for
+// one fault.
 func (r *run) cycle() time.Duration {
 	var d time.Duration
-	for _, f := range r.cfg.faults {
-		d += minSegment(f, r.cfg.lease)
+	for _, p := range r.segments() {
+		d += minSegment(p[1], r.cfg.lease)
 	}
 	return d
 }
@@ -99,5 +114,5 @@ func (r *run) cycle() time.Duration {
 // scale stretches every segment in proportion so the whole run takes
 // -time, but never below one fault per segment.
 func (r *run) scale() float64 {
-	return max(1, float64(r.cfg.total)/float64(r.cycle()*time.Duration(len(r.cfg.prims))))
+	return max(1, float64(r.cfg.total)/float64(r.cycle()))
 }
