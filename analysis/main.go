@@ -42,6 +42,7 @@ type config struct {
 	faults  []string
 	keep    bool
 	cleanup bool
+	netSlot int      // see useNetSlot
 	args    []string // the command line, for the page
 }
 
@@ -73,6 +74,7 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&prims, "primitives", strings.Join(primitives, ","), "primitives to run")
 	fs.StringVar(&faults, "faults", strings.Join(faultKinds, ","), "fault kinds to run")
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (histories, logs)")
+	fs.IntVar(&c.netSlot, "netslot", 0, "move the run's namespaces, links and addresses to slot 1-9, beside a run in slot 0 (the default)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "remove the namespaces and links an interrupted run left behind, and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -88,6 +90,10 @@ func parseConfig(args []string) (config, error) {
 			return c, fmt.Errorf("unknown fault %q (want some of %s)", f, strings.Join(faultKinds, ","))
 		}
 	}
+	if c.netSlot < 0 || c.netSlot > 9 {
+		return c, errors.New("-netslot: want 0 to 9")
+	}
+	useNetSlot(c.netSlot)
 	if c.clients < 2 || c.clients > 9 {
 		return c, errors.New("-clients: want 2 to 9")
 	}

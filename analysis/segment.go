@@ -78,7 +78,7 @@ func (s *segment) startServers(ctx context.Context) error {
 		shim = s.r.shim
 	}
 	for i := range servers(s.prim) {
-		node, err := newRedisNode(filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", shim)
+		node, err := newRedisNode(i+1, filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", shim)
 		if err != nil {
 			return err
 		}
@@ -195,9 +195,7 @@ func (s *segment) teardown() {
 		c.p.kill()
 		_ = c.log.Close()
 	}
-	for i := 1; i <= s.r.cfg.clients; i++ {
-		_ = partition(i, false)
-	}
+	healAll(s.r.cfg.clients)
 	if s.resc != nil {
 		s.resc.close()
 	}
