@@ -24,6 +24,9 @@ type segResult struct {
 	data             dataStats
 	linear           string   // porcupine's verdict on the register, "-" when not checked
 	keysLeft         []string // keys left in Redis that never expire
+	lateDelivered    int      // late: chunks of commands the proxies delivered past the clients' timeout
+	lateRefused      int      // late: scripts Redis refused as late (LATE errors)
+	lateScripts      string   // late: what was delivered late, by script
 }
 
 // check reads the segment's histories and the resource's log.
@@ -77,9 +80,13 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 
 // line is the segment's one-line summary for the terminal.
 func (r segResult) line() string {
+	late := ""
+	if r.fault == "late" {
+		late = fmt.Sprintf(", %d delivered late (%s), %d refused as LATE", r.lateDelivered, r.lateScripts, r.lateRefused)
+	}
 	return fmt.Sprintf("%-15s %-15s %4d holds, %d lost, %d holds in conflict (longest overlap %v), %d stale refused, %d data violations, linearizable %s, longest wait %v",
 		r.prim, r.fault, r.acquired, r.lost, r.lock.holds, ms(r.lock.longest),
-		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait))
+		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait)) + late
 }
 
 // ms rounds d for the page.

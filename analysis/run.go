@@ -64,11 +64,14 @@ func (r *run) close() {
 func (r *run) all(ctx context.Context) ([]segResult, error) {
 	scale := r.scale()
 	fmt.Printf("%d primitives x %d fault kinds, about %v: %d clients, lease %v\n", len(r.cfg.prims), len(r.cfg.faults),
-		(time.Duration(scale*float64(r.cycle())) * time.Duration(len(r.cfg.prims))).Round(time.Second),
+		time.Duration(scale*float64(r.least())).Round(time.Second),
 		r.cfg.clients, r.cfg.lease)
 	var results []segResult
 	for _, prim := range r.cfg.prims {
 		for _, fault := range r.cfg.faults {
+			if !applies(prim, fault) {
+				continue
+			}
 			dur := time.Duration(scale * float64(minSegment(fault, r.cfg.lease)))
 			s := &segment{r: r, n: len(results) + 1, prim: prim, fault: fault, dur: dur,
 				dir: filepath.Join(r.dir, fmt.Sprintf("%02d-%s-%s", len(results)+1, prim, fault))}
@@ -86,12 +89,17 @@ func (r *run) all(ctx context.Context) ([]segResult, error) {
 	return results, nil
 }
 
-// cycle is the time one primitive takes at the least: one segment per
-// fault kind, each long enough for one fault.
-func (r *run) cycle() time.Duration {
+// least is the time the whole run takes at the least: one segment per
+// primitive and fault kind that applies to it, each long enough for one
+// fault.
+func (r *run) least() time.Duration {
 	var d time.Duration
-	for _, f := range r.cfg.faults {
-		d += minSegment(f, r.cfg.lease)
+	for _, p := range r.cfg.prims {
+		for _, f := range r.cfg.faults {
+			if applies(p, f) {
+				d += minSegment(f, r.cfg.lease)
+			}
+		}
 	}
 	return d
 }
@@ -99,5 +107,5 @@ func (r *run) cycle() time.Duration {
 // scale stretches every segment in proportion so the whole run takes
 // -time, but never below one fault per segment.
 func (r *run) scale() float64 {
-	return max(1, float64(r.cfg.total)/float64(r.cycle()*time.Duration(len(r.cfg.prims))))
+	return max(1, float64(r.cfg.total)/float64(r.least()))
 }
