@@ -30,9 +30,9 @@ import (
 // stalled: the client reconnects and goes on, its timeouts ran out long
 // before, and Redis then runs the stalled commands late, as a network
 // that delivers a retransmitted segment after a long stall makes it do.
-// The nemesis stalls the holder's open connections again every
-// stallEvery for two leases, so that whatever the holder does then (renew,
-// release, acquire again) has copies that arrive late.
+// The nemesis stalls every client's open connections again every
+// stallEvery for two leases, so that whatever the clients do then
+// (renew, release, acquire) has copies that arrive late.
 
 // lateHold is how long the nemesis holds a client's commands: past the
 // request window of the library's scripts (internal.RequestWindow, 5s:
@@ -43,7 +43,7 @@ import (
 // attempt's mark) must keep it harmless.
 const lateHold = 5*time.Second + 500*time.Millisecond
 
-// stallEvery is how often the nemesis stalls the holder's connections
+// stallEvery is how often the nemesis stalls the clients' connections
 // that are not stalled yet, for two leases.
 const stallEvery = 200 * time.Millisecond
 
@@ -304,20 +304,22 @@ func scriptNames() map[string]string {
 	return names
 }
 
-// lateDeliver stalls the holder's connections to every server, again
+// lateDeliver stalls every client's connections to every server, again
 // and again for two leases, each for lateHold, and waits until the last
-// stall has delivered.
+// stall has delivered: the holder's renewals and releases and the
+// waiters' acquisitions all have copies that arrive late.
 func (s *segment) lateDeliver(ctx context.Context) string {
-	c := s.target()
 	start := time.Now()
 	for time.Since(start) < 2*s.r.cfg.lease && ctx.Err() == nil {
-		for _, p := range s.proxies[c.id] {
-			p.stall(lateHold)
+		for _, ps := range s.proxies {
+			for _, p := range ps {
+				p.stall(lateHold)
+			}
 		}
 		sleep(ctx, stallEvery)
 	}
 	sleep(ctx, lateHold+lateAfter)
-	return c.who()
+	return "every client"
 }
 
 // lateCounts is what the late fault did: chunks of commands the proxies

@@ -75,7 +75,10 @@ func (n *redisNode) start(ctx context.Context) error {
 	}
 	argv := []string{"ip", "netns", "exec", serverNS(n.k), "redis-server", "--port", strconv.Itoa(n.port),
 		"--bind", serverIP(n.k), "--protected-mode", "no", "--save", "", "--appendonly", aof,
-		"--appendfsync", "always", "--dir", n.dir, "--daemonize", "no"}
+		"--appendfsync", "always", "--dir", n.dir, "--daemonize", "no",
+		// A replica's full sync starts at once rather than after the 5s
+		// Redis waits by default for more replicas to share it.
+		"--repl-diskless-sync-delay", "0"}
 	if n.replicaOf != "" {
 		host, port, _ := net.SplitHostPort(n.replicaOf)
 		argv = append(argv, "--replicaof", host, port)
