@@ -149,8 +149,55 @@ func faultExtra(f string, rs []segResult) string {
 		if len(scripts) > 0 {
 			s += " Delivered late, by script: " + strings.Join(scripts, "; ") + "."
 		}
+		s += lateExplained(rs)
+	}
+	if f == "failover" || f == "replica-partition" {
+		s += ackCompared(rs)
 	}
 	return s
+}
+
+// lateExplained says how many overlaps under late delivery followed a
+// late copy of a release, and why such a copy can free a later hold.
+func lateExplained(rs []segResult) string {
+	pairs, explained := 0, 0
+	for _, r := range rs {
+		pairs, explained = pairs+r.latePairs, explained+r.lateExplained
+	}
+	if pairs == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" Of the %s of conflicting holds that overlapped, %d began within %v after a late copy "+
+		"of the first holder's release (an unlock script) reached Redis.", plural(pairs, "pair"), explained, lateRelease)
+	if explained > 0 {
+		s += " A release names its handle (the owner id, the same for every hold the handle takes) and the hold " +
+			"count it expects, not the hold it releases, and carries no deadline: the copy of a release that the " +
+			"client retried after a timeout, delivered while the same handle holds the lock again, releases that " +
+			"later hold, and another client takes the lock while the handle still believes it holds."
+	}
+	return s
+}
+
+// ackCompared sets rlock beside rlock-ack (WithReplicaAck) under a
+// replication fault.
+func ackCompared(rs []segResult) string {
+	var plain, acked *segResult
+	for i := range rs {
+		switch rs[i].prim {
+		case "rlock":
+			plain = &rs[i]
+		case "rlock-ack":
+			acked = &rs[i]
+		}
+	}
+	if plain == nil || acked == nil {
+		return ""
+	}
+	return fmt.Sprintf(" Without and with `WithReplicaAck`: rlock %s in conflict (longest overlap %s) over %s; "+
+		"rlock-ack %s in conflict (longest overlap %s) over %s, %s refused as not replicated (`ErrNotReplicated`).",
+		plural(plain.lock.holds, "hold"), ms(plain.lock.longest), plural(plain.acquired, "hold"),
+		plural(acked.lock.holds, "hold"), ms(acked.lock.longest), plural(acked.acquired, "hold"),
+		plural(acked.notReplicated, "acquisition"))
 }
 
 // observations lists what else the run found: the tokens' order, the

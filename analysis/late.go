@@ -223,9 +223,9 @@ func (s *segment) startProxies() error {
 	s.lateLog = &lateLog{f: log, start: s.start, names: scriptNames(), seen: map[string]int{}}
 	for i := 1; i <= s.r.cfg.clients; i++ {
 		for j, n := range s.nodes {
-			who := fmt.Sprintf("client %d to server %d", i, j+1)
+			i, who := i, fmt.Sprintf("client %d to server %d", i, j+1)
 			p, err := newLateProxy(net.JoinHostPort(redisIP, "0"), n.addr(), func(late time.Duration, b []byte) {
-				s.lateLog.add(who, late, b)
+				s.lateLog.add(i, who, late, b)
 			})
 			if err != nil {
 				return err
@@ -256,9 +256,17 @@ type lateLog struct {
 	start time.Time
 	names map[string]string // EVALSHA's sha1 -> script file
 	seen  map[string]int    // script file (or command) -> copies delivered late
+	sent  []lateCopy
 }
 
-func (l *lateLog) add(who string, late time.Duration, b []byte) {
+// A lateCopy is one chunk of commands a proxy delivered late.
+type lateCopy struct {
+	client int
+	at     int64 // unix nanoseconds, when it was written to Redis
+	names  []string
+}
+
+func (l *lateLog) add(client int, who string, late time.Duration, b []byte) {
 	var what []string
 	for _, f := range strings.Fields(strings.ReplaceAll(string(b), "\r\n", " ")) {
 		if name, ok := l.names[strings.ToLower(f)]; ok {
@@ -272,6 +280,7 @@ func (l *lateLog) add(who string, late time.Duration, b []byte) {
 	for _, w := range what {
 		l.seen[w]++
 	}
+	l.sent = append(l.sent, lateCopy{client: client, at: time.Now().UnixNano(), names: what})
 	fmt.Fprintf(l.f, "+%v %s, %v late: %s\n", time.Since(l.start).Round(time.Millisecond), who,
 		late.Round(time.Millisecond), strings.Join(what, " "))
 }
@@ -347,4 +356,46 @@ func (s *segment) lateCounts(ctx context.Context) (delivered, refused int) {
 		}
 	}
 	return delivered, refused
+}
+
+// releasedLate counts the pairs of conflicting holds in which the second
+// began while the first was believed held, and among them those that
+// began at most within after a late copy of a release of the first
+// holder's client (a script whose name says unlock or release) reached
+// Redis: the overlaps that late copies of releases explain.
+func (l *lateLog) releasedLate(holds []hold, within time.Duration) (pairs, explained int) {
+	for _, a := range holds {
+		for _, b := range holds {
+			if a.client == b.client || b.start <= a.start || b.start >= a.end || !conflict(a, b) {
+				continue
+			}
+			pairs++
+			if l != nil && l.releaseBefore(a.client, b.start, within) {
+				explained++
+			}
+		}
+	}
+	return pairs, explained
+}
+
+// conflict reports whether two holds exclude each other (permits, which
+// only conflict in numbers, are left out).
+func conflict(a, b hold) bool {
+	return a.mode != "p" && b.mode != "p" && (a.mode == "w" || b.mode == "w")
+}
+
+func (l *lateLog) releaseBefore(client int, t int64, within time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.sent {
+		if c.client != client || c.at > t || t-c.at > int64(within) {
+			continue
+		}
+		for _, n := range c.names {
+			if strings.Contains(n, "unlock") || strings.Contains(n, "release") {
+				return true
+			}
+		}
+	}
+	return false
 }
