@@ -30,9 +30,10 @@ import (
 // stalled: the client reconnects and goes on, its timeouts ran out long
 // before, and Redis then runs the stalled commands late, as a network
 // that delivers a retransmitted segment after a long stall makes it do.
-// The nemesis stalls every client's open connections again every
-// stallEvery for two leases, so that whatever the clients do then
-// (renew, release, acquire) has copies that arrive late.
+// The nemesis stalls the holder's open connections again every
+// stallEvery for a lease, then every client's for another, so that
+// whatever the clients do then (renew, release, acquire) has copies that
+// arrive late.
 
 // lateHold is how long the nemesis holds a client's commands: past the
 // request window of the library's scripts (internal.RequestWindow, 5s:
@@ -313,14 +314,20 @@ func scriptNames() map[string]string {
 	return names
 }
 
-// lateDeliver stalls every client's connections to every server, again
-// and again for two leases, each for lateHold, and waits until the last
-// stall has delivered: the holder's renewals and releases and the
-// waiters' acquisitions all have copies that arrive late.
+// lateDeliver stalls connections to every server again and again for
+// two leases, each for lateHold, and waits until the last stall has
+// delivered: in the first lease only the holder's (its renewals and its
+// releases, retried on new connections, leave copies behind while it
+// goes on taking the lock again), in the second every client's (the
+// waiters' acquisitions too).
 func (s *segment) lateDeliver(ctx context.Context) string {
+	c := s.target()
 	start := time.Now()
 	for time.Since(start) < 2*s.r.cfg.lease && ctx.Err() == nil {
-		for _, ps := range s.proxies {
+		for id, ps := range s.proxies {
+			if id != c.id && time.Since(start) < s.r.cfg.lease {
+				continue
+			}
 			for _, p := range ps {
 				p.stall(lateHold)
 			}
@@ -328,7 +335,7 @@ func (s *segment) lateDeliver(ctx context.Context) string {
 		sleep(ctx, stallEvery)
 	}
 	sleep(ctx, lateHold+lateAfter)
-	return "every client"
+	return c.who() + ", then every client"
 }
 
 // lateCounts is what the late fault did: chunks of commands the proxies

@@ -43,10 +43,11 @@ var faultDoc = map[string]string{
 		"the old primary is made a replica of the new one",
 	"replica-partition": "the first server's primary and its replica are cut apart (blackhole routes both ways) " +
 		"for the grant lease (3s) plus the lease; clients and harness still reach both, nothing fails over",
-	"late": "a proxy of the harness's own sits between each client and each server; every client's open " +
-		"connections are stalled every 200ms for two leases: what it sends on them is held for 5.5s (past the " +
-		"library's 5s request window) and then delivered in order, long after the client's 500ms timeout gave it " +
-		"up, while the connections it opens afterwards work until the next stall",
+	"late": "a proxy of the harness's own sits between each client and each server; the holder's open " +
+		"connections are stalled every 200ms for a lease, then every client's for another lease: what a client " +
+		"sends on a stalled connection is held for 5.5s (past the library's 5s request window) and then " +
+		"delivered in order, long after the client's 500ms timeout gave it up, while the connections it opens " +
+		"afterwards work until the next stall",
 	"quorum-minority": "the holder is cut off (a blackhole route in its namespace) from one of the quorum's three " +
 		"servers for the grant lease (3s) plus the lease: it keeps a majority",
 	"quorum-majority": "the holder is cut off from two of the quorum's three servers for the grant lease (3s) plus " +
