@@ -63,8 +63,9 @@ var faultWhy = map[string]string{
 	"quorum-minority": "A holder cut off from one of the quorum's three servers keeps its majority: its " +
 		"renewals on the two others succeed, and nobody else can gather two of three.",
 	"quorum-majority": "A holder cut off from two of the quorum's three servers cannot renew a majority: " +
-		"the group reports the hold lost (`Done` closes) when its members' local timers run out, before the " +
-		"servers' leases do, so a careful holder stops before another client can gather a majority.",
+		"if it still holds when its members' local timers run out, before the servers' leases do, the group " +
+		"reports the hold lost (`Done` closes), so a careful holder stops before another client can gather " +
+		"a majority; one that is releasing meanwhile frees the server it still reaches.",
 	"clock": "Redis expires keys by its wall clock: a jump forward ends every lease at once, and a waiter " +
 		"takes the lock while its holder, whose own timer is right, believes it holds until its next " +
 		"renewal finds the hold gone. A quorum loses its guarantee when a majority of its servers jump. " +
@@ -133,6 +134,19 @@ func faultExtra(f string, rs []segResult) string {
 	}
 	if over > 0 && !mayOverlap(f) {
 		s += " **A lease lock should survive this fault: these overlaps are a defect.**"
+		pairs, gone := 0, 0
+		for _, r := range rs {
+			pairs, gone = pairs+r.pairs, gone+r.goneUnder
+		}
+		if gone > 0 {
+			s += fmt.Sprintf(" In %d of the %s of conflicting holds that overlapped, the first holder's own release "+
+				"then found its hold gone (`lock not held`) although the library never reported it lost: the "+
+				"hold was released from under it.", gone, plural(pairs, "pair"))
+			if f != "late" {
+				s += " A release sent during the fault and delivered after it (TCP retransmits what a cut " +
+					"dropped once the cut heals) can do this, as the late copies of the late fault do."
+			}
+		}
 	}
 	if f == "late" {
 		delivered, refused := 0, 0

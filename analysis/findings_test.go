@@ -56,3 +56,28 @@ func TestOverlapUnderSafeFaultIsDefect(t *testing.T) {
 		t.Error("a clean late-delivery run is not called clean")
 	}
 }
+
+// TestGoneUnder: a hold whose release finds it gone, never reported
+// lost, is told apart from one the library reported lost.
+func TestGoneUnder(t *testing.T) {
+	a := []event{
+		ev(1, 1, opAcquire, typeInvoke, 0, ""),
+		ev(1, 1, opAcquire, typeOK, 1, "0:1"),
+		ev(1, 1, opRelease, typeInvoke, 50, ""),
+		{Client: 1, Inst: 1, Op: opRelease, Type: typeFail, T: 51 * ms1, Err: `rlock: unlock "x": lock not held`},
+	}
+	b := []event{
+		ev(2, 1, opAcquire, typeInvoke, 5, ""),
+		ev(2, 1, opAcquire, typeOK, 10, "0:2"),
+		ev(2, 1, opRelease, typeInvoke, 60, ""),
+	}
+	holds := append(holdsOf(a, 100*ms1), holdsOf(b, 100*ms1)...)
+	if pairs, gone := goneUnder(holds); pairs != 1 || gone != 1 {
+		t.Fatalf("goneUnder = %d pairs, %d gone; want 1, 1", pairs, gone)
+	}
+	a = append(a[:2], ev(1, 1, opLost, typeOK, 40, ""), a[2], a[3])
+	holds = append(holdsOf(a, 100*ms1), holdsOf(b, 100*ms1)...)
+	if pairs, gone := goneUnder(holds); pairs != 1 || gone != 0 {
+		t.Fatalf("goneUnder after a reported loss = %d pairs, %d gone; want 1, 0", pairs, gone)
+	}
+}

@@ -385,12 +385,6 @@ func (l *lateLog) releasedLate(holds []hold, within time.Duration) (pairs, expla
 	return pairs, explained
 }
 
-// conflict reports whether two holds exclude each other (permits, which
-// only conflict in numbers, are left out).
-func conflict(a, b hold) bool {
-	return a.mode != "p" && b.mode != "p" && (a.mode == "w" || b.mode == "w")
-}
-
 func (l *lateLog) releaseBefore(client int, t int64, within time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -40,7 +40,7 @@ var faultDoc = map[string]string{
 		"(down-after 500ms), and the clients reach it through the Sentinel (go-redis's failover client); the " +
 		"primary is cut off from the Sentinel and the replica by blackhole routes while the clients still reach " +
 		"it, until the Sentinel has promoted the replica and 500ms more (a split brain), then the cut heals and " +
-		"the old primary is made a replica of the new one",
+		"the harness makes the old primary a replica of the new one (as the Sentinel would, seconds later)",
 	"replica-partition": "the first server's primary and its replica are cut apart (blackhole routes both ways) " +
 		"for the grant lease (3s) plus the lease; clients and harness still reach both, nothing fails over",
 	"late": "a proxy of the harness's own sits between each client and each server; the holder's open " +
@@ -48,10 +48,10 @@ var faultDoc = map[string]string{
 		"sends on a stalled connection is held for 5.5s (past the library's 5s request window) and then " +
 		"delivered in order, long after the client's 500ms timeout gave it up, while the connections it opens " +
 		"afterwards work until the next stall",
-	"quorum-minority": "the holder is cut off (a blackhole route in its namespace) from one of the quorum's three " +
-		"servers for the grant lease (3s) plus the lease: it keeps a majority",
-	"quorum-majority": "the holder is cut off from two of the quorum's three servers for the grant lease (3s) plus " +
-		"the lease: it loses its majority",
+	"quorum-minority": "(the quorum only) the holder is cut off (a blackhole route in its namespace) from " +
+		"one of the quorum's three servers for the grant lease (3s) plus the lease: it keeps a majority",
+	"quorum-majority": "(the quorum only) the holder is cut off from two of the quorum's three servers for " +
+		"the grant lease (3s) plus the lease: it loses its majority",
 }
 
 // A faultEvent is one fault the nemesis injected.

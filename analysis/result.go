@@ -29,6 +29,7 @@ type segResult struct {
 	lateScripts      string   // late: what was delivered late, by script
 	latePairs        int      // late: pairs of holds that overlapped
 	lateExplained    int      // late: of them, those that began just after a late copy of the first holder's release
+	pairs, goneUnder int      // pairs of overlapping holds; of them, those whose first hold was gone at its release, unreported
 	notReplicated    int      // acquisitions refused for want of the replica's acknowledgement (ErrNotReplicated)
 }
 
@@ -68,6 +69,7 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 			res.notReplicated++
 		}
 	}
+	res.pairs, res.goneUnder = goneUnder(holds)
 	if s.lateLog != nil {
 		res.latePairs, res.lateExplained = s.lateLog.releasedLate(holds, lateRelease)
 	}
