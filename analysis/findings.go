@@ -235,10 +235,18 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 	}
 	w("\n\n")
 	if all.longestWait > 2*cfg.lease {
-		w("**Waits.** The longest time clients waited with nobody acquiring was %s, with a lease of %v: a hold that a "+
-			"release handed to a waiter keeps the grant lease (3s) on the server until its first renewal, a third of "+
-			"the lease later, so a holder paused or cut off just after the handover blocks the lock for up to 3s "+
-			"whatever the watchdog timeout. That costs availability, not safety.\n\n", ms(all.longestWait), cfg.lease)
+		var where []string
+		for _, r := range results {
+			if r.longestWait > 2*cfg.lease {
+				where = append(where, fmt.Sprintf("%s under %s %s", r.prim, r.fault, ms(r.longestWait)))
+			}
+		}
+		w("**Waits.** The longest time clients waited with nobody acquiring was %s, with a lease of %v (over two "+
+			"leases: %s). A hold that a release handed to a waiter keeps the grant lease (3s) on the server until "+
+			"its first renewal, a third of the lease later, so a holder paused or cut off just after the handover "+
+			"blocks the lock for up to 3s whatever the watchdog timeout; rlock-ack takes nothing while its "+
+			"replica cannot acknowledge (a cut from the replica, a new primary without one yet). That costs "+
+			"availability, not safety.\n\n", ms(all.longestWait), cfg.lease, strings.Join(where, ", "))
 	}
 	w("**Keys left behind.** %s\n\n", keysFinding(results))
 }
