@@ -128,26 +128,6 @@ func observed(rs []segResult) string {
 // "defect" for an overlap under a fault that should cause none.
 func faultExtra(f string, rs []segResult) string {
 	var s string
-	over := 0
-	for _, r := range rs {
-		over += r.lock.holds
-	}
-	if over > 0 && !mayOverlap(f) {
-		s += " **A lease lock should survive this fault: these overlaps are a defect.**"
-		pairs, gone := 0, 0
-		for _, r := range rs {
-			pairs, gone = pairs+r.pairs, gone+r.goneUnder
-		}
-		if gone > 0 {
-			s += fmt.Sprintf(" In %d of the %s of conflicting holds that overlapped, the first holder's own release "+
-				"then found its hold gone (`lock not held`) although the library never reported it lost: the "+
-				"hold was released from under it.", gone, plural(pairs, "pair"))
-			if f != "late" {
-				s += " A release sent during the fault and delivered after it (TCP retransmits what a cut " +
-					"dropped once the cut heals) can do this, as the late copies of the late fault do."
-			}
-		}
-	}
 	if f == "late" {
 		delivered, refused := 0, 0
 		var scripts []string
@@ -163,10 +143,33 @@ func faultExtra(f string, rs []segResult) string {
 		if len(scripts) > 0 {
 			s += " Delivered late, by script: " + strings.Join(scripts, "; ") + "."
 		}
-		s += lateExplained(rs)
 	}
 	if f == "failover" || f == "replica-partition" {
 		s += ackCompared(rs)
+	}
+	over := 0
+	for _, r := range rs {
+		over += r.lock.holds
+	}
+	if over == 0 || mayOverlap(f) {
+		return s
+	}
+	s += " **A lease lock should survive this fault: these overlaps are a defect.**"
+	pairs, gone := 0, 0
+	for _, r := range rs {
+		pairs, gone = pairs+r.pairs, gone+r.goneUnder
+	}
+	if gone > 0 {
+		s += fmt.Sprintf(" In %d of the %s of conflicting holds that overlapped, the first holder's own release "+
+			"then found its hold gone (`lock not held`) although the library never reported it lost: the "+
+			"hold was released from under it.", gone, plural(pairs, "pair"))
+		if f != "late" {
+			s += " A release sent during the fault and delivered after it (TCP retransmits what a cut " +
+				"dropped once the cut heals) can do this, as the late copies of the late fault do."
+		}
+	}
+	if f == "late" {
+		s += lateExplained(rs)
 	}
 	return s
 }

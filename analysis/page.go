@@ -115,7 +115,9 @@ func primitiveList() string {
 func (r *run) faultSection(w func(string, ...any), results []segResult) {
 	w("## Faults\n\n")
 	w("One fault kind per run of a primitive; the nemesis injects it %v after the clients start and\n", warmup)
-	w("again after a quiet time of %v while the run's time allows.\n\n", recovery(r.cfg.lease))
+	w("again after a quiet time of %v while the run's time allows. The run has %d segments (each primitive\n", recovery(r.cfg.lease), len(results))
+	w("under each fault kind that applies to it); `-time %v` is stretched to at least one fault per segment,\n", r.cfg.total)
+	w("%v of segments at the least, plus the start of fresh servers and clients for each.\n\n", r.least().Round(time.Second))
 	w("| fault | what the nemesis does | may overlap | injected |\n|---|---|---|---|\n")
 	for _, f := range r.cfg.faults {
 		n := 0
