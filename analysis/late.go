@@ -35,12 +35,12 @@ import (
 // whatever the clients do then (renew, release, acquire) has copies that
 // arrive late.
 
-// lateHold is how long the nemesis holds a client's commands: past the
+// lateHold is how long a stall holds a client's commands: past the
 // request window of the library's scripts (internal.RequestWindow, 5s:
 // a copy that runs after its deadline changes nothing and answers LATE)
-// by one lease, so that what the client sent in the hold's first lease
-// arrives past its deadline and what it sent later arrives within it,
-// where the state the script expects (the holder, the hold, the
+// by half a second, so that what the client sent in a stall's first half
+// second arrives past its deadline and what it sent later arrives within
+// it, where the state the script expects (the holder, the hold, the
 // attempt's mark) must keep it harmless.
 const lateHold = 5*time.Second + 500*time.Millisecond
 
@@ -185,6 +185,8 @@ func (p *lateProxy) pipe(pc *proxyConn) {
 	_ = up.Close()
 	<-replies
 	_ = c.Close()
+	for range queue { // the reader ends on the closed connection; it may be blocked on a full queue
+	}
 	p.mu.Lock()
 	delete(p.conns, pc)
 	p.mu.Unlock()
