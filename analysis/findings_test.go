@@ -81,3 +81,10 @@ func TestGoneUnder(t *testing.T) {
 		t.Fatalf("goneUnder after a reported loss = %d pairs, %d gone; want 1, 0", pairs, gone)
 	}
 }
+
+func TestWithoutFlag(t *testing.T) {
+	got := strings.Join(withoutFlag([]string{"-time", "2m", "-netslot", "1", "--netslot=2", "-page", "p"}, "netslot"), " ")
+	if got != "-time 2m -page p" {
+		t.Fatalf("withoutFlag = %q", got)
+	}
+}

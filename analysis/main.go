@@ -94,6 +94,7 @@ func parseConfig(args []string) (config, error) {
 		return c, errors.New("-netslot: want 0 to 9")
 	}
 	useNetSlot(c.netSlot)
+	c.args = withoutFlag(args, "netslot") // it moves names, not results: the page's command leaves it out
 	if c.clients < 2 || c.clients > 9 {
 		return c, errors.New("-clients: want 2 to 9")
 	}
@@ -149,4 +150,20 @@ func harness(args []string) error {
 		fmt.Println("wrote", cfg.page)
 	}
 	return nil
+}
+
+// withoutFlag is args without the flag name and its value.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, name+"="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
