@@ -37,7 +37,7 @@ var faultDoc = map[string]string{
 	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
 		"the lease, through an LD_PRELOAD shim of the harness's own, and back to the true time a second later",
 	"failover": "the first server is a primary with one asynchronously replicated replica and a Sentinel " +
-		"(down-after 500ms), and the clients reach it through the Sentinel (go-redis's failover client); the " +
+		"(down-after 2.5s), and the clients reach it through the Sentinel (go-redis's failover client); the " +
 		"primary is cut off from the Sentinel and the replica by blackhole routes while the clients still reach " +
 		"it, until the Sentinel has promoted the replica and 500ms more (a split brain), then the cut heals and " +
 		"the harness makes the old primary a replica of the new one (as the Sentinel would, seconds later)",
@@ -83,10 +83,10 @@ func faultLength(kind string, lease time.Duration) time.Duration {
 		return grantLease + lease
 	case "failover":
 		// The Sentinel's down-after, its election and promotion (about a
-		// second), the split after it, the old primary's resync; and the
-		// Sentinel fails a group over again only 2 failover timeouts
-		// after the last failover began.
-		return 2*failoverTimeout + time.Second
+		// second and a half), the split after it, the old primary's
+		// resync (the Sentinel fails a group over again only two failover
+		// timeouts after the last failover began, less than this).
+		return downAfter + 2*time.Second + splitAfterPromotion
 	case "late":
 		return 2*lease + lateHold + lateAfter
 	case "kill":

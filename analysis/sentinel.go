@@ -23,10 +23,13 @@ import (
 const (
 	masterName = "analysis"
 	// downAfter is how long the primary must be unreachable before the
-	// Sentinel fails it over: half the default lease, so that the
-	// failover completes while a holder cut off with the old primary still
-	// believes it holds.
-	downAfter = 500 * time.Millisecond
+	// Sentinel fails it over. With the second or so the promotion takes,
+	// it outlasts the grant lease (3s), the longest lease the replica
+	// can have copied before the cut: the clients that move to the new
+	// primary find the lock free there while a holder still inside on the
+	// old primary believes it holds. A shorter one lets a grant copied to
+	// the replica keep them out until that holder is done.
+	downAfter = 2500 * time.Millisecond
 	// failoverTimeout bounds a failover's steps; the Sentinel waits twice
 	// as long before it fails the same group over again, which bounds how
 	// often the nemesis can inject the fault.
