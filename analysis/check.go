@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,6 +21,10 @@ type hold struct {
 	tok          tokens
 	lost         bool // ended by the library reporting it lost
 	cut          bool // ended by the death of the process
+	// goneAtRelease: its release found it gone ("lock not held") although
+	// the library had not reported it lost: it was released or taken
+	// from under its holder.
+	goneAtRelease bool
 }
 
 // instKey names one process instance of a client.
@@ -48,6 +53,9 @@ func holdsOf(evs []event, exit int64) []hold {
 			closeAt(e.T)
 		case cur != nil && e.Op == opRelease && e.Type == typeInvoke:
 			closeAt(e.T)
+		case cur == nil && len(holds) > 0 && e.Op == opRelease && e.Type == typeFail:
+			last := &holds[len(holds)-1]
+			last.goneAtRelease = !last.lost && strings.Contains(e.Err, "not held")
 		}
 	}
 	if cur != nil {
@@ -219,4 +227,29 @@ func longestWait(evs []event, exits map[instKey]int64) time.Duration {
 		}
 	}
 	return longest
+}
+
+// goneUnder counts the pairs of conflicting holds in which the second
+// began while the first was believed held, and among them those whose
+// first hold's release then found it gone without the library having
+// reported it lost: overlaps in which the first holder was never told.
+func goneUnder(holds []hold) (pairs, gone int) {
+	for _, a := range holds {
+		for _, b := range holds {
+			if a.client == b.client || b.start <= a.start || b.start >= a.end || !conflict(a, b) {
+				continue
+			}
+			pairs++
+			if a.goneAtRelease {
+				gone++
+			}
+		}
+	}
+	return pairs, gone
+}
+
+// conflict reports whether two holds exclude each other (permits, which
+// only conflict in numbers, are left out).
+func conflict(a, b hold) bool {
+	return a.mode != "p" && b.mode != "p" && (a.mode == "w" || b.mode == "w")
 }

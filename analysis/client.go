@@ -37,6 +37,7 @@ func runClient(args []string) error {
 		c                   lockerConfig
 		id, inst            int
 		redisAddrs, resAddr string
+		sentinelAddr        string
 		history             string
 		until               int64
 		work                time.Duration
@@ -49,16 +50,25 @@ func runClient(args []string) error {
 	fs.IntVar(&inst, "inst", 1, "process instance of the client")
 	fs.StringVar(&redisAddrs, "redis", "", "comma-separated redis-server addresses")
 	fs.StringVar(&resAddr, "resource", "", "the fenced resource's address")
+	fs.StringVar(&sentinelAddr, "sentinel", "", "reach the first server's primary through this Sentinel")
 	fs.StringVar(&history, "history", "", "history file to append to")
 	fs.Int64Var(&until, "until", 0, "stop at this time (unix nanoseconds)")
 	fs.DurationVar(&work, "work", 20*time.Millisecond, "average length of a critical section")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	for _, addr := range strings.Split(redisAddrs, ",") {
+	for i, addr := range strings.Split(redisAddrs, ",") {
+		if i == 0 && sentinelAddr != "" {
+			c.rdbs = append(c.rdbs, redis.NewFailoverClient(&redis.FailoverOptions{
+				MasterName: masterName, SentinelAddrs: []string{sentinelAddr},
+				DialTimeout: 300 * time.Millisecond, ReadTimeout: lateAfter, WriteTimeout: lateAfter,
+				ContextTimeoutEnabled: true,
+			}))
+			continue
+		}
 		c.rdbs = append(c.rdbs, redis.NewClient(&redis.Options{
 			Addr: addr, DialTimeout: 300 * time.Millisecond,
-			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+			ReadTimeout: lateAfter, WriteTimeout: lateAfter,
 			ContextTimeoutEnabled: true,
 		}))
 	}

@@ -56,6 +56,7 @@ type config struct {
 	cleanup bool
 	smoke   bool
 	pairs   [][2]string // the segments, primitive and fault: see segments
+	netSlot int         // see useNetSlot
 	args    []string    // the command line, for the page
 }
 
@@ -87,6 +88,7 @@ func parseConfig(args []string) (config, error) {
 	fs.StringVar(&prims, "primitives", strings.Join(primitives, ","), "primitives to run")
 	fs.StringVar(&faults, "faults", strings.Join(faultKinds, ","), "fault kinds to run")
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (histories, logs)")
+	fs.IntVar(&c.netSlot, "netslot", 0, "move the run's namespaces, links and addresses to slot 1-9, beside a run in slot 0 (the default)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "remove the namespaces and links an interrupted run left behind, and exit")
 	fs.BoolVar(&c.smoke, "smoke", false, "the CI smoke run: each primitive under one fault kind (smokePairs), -time 40s unless given")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +110,11 @@ func parseConfig(args []string) (config, error) {
 			return c, fmt.Errorf("unknown fault %q (want some of %s)", f, strings.Join(faultKinds, ","))
 		}
 	}
+	if c.netSlot < 0 || c.netSlot > 9 {
+		return c, errors.New("-netslot: want 0 to 9")
+	}
+	useNetSlot(c.netSlot)
+	c.args = withoutFlag(args, "netslot") // it moves names, not results: the page's command leaves it out
 	if c.clients < 2 || c.clients > 9 {
 		return c, errors.New("-clients: want 2 to 9")
 	}
@@ -168,4 +175,20 @@ func harness(args []string) error {
 		return errors.New("the verdict failed: see the FAIL lines above")
 	}
 	return nil
+}
+
+// withoutFlag is args without the flag name and its value.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && i+1 < len(args):
+			i++
+		case strings.HasPrefix(a, name+"="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }

@@ -13,7 +13,14 @@ import (
 const sigCont = syscall.SIGCONT
 
 // The fault kinds, one per segment.
-var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "clock"}
+var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "clock",
+	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority"}
+
+// applies reports whether the harness runs prim under fault: the cuts
+// from some of the quorum's servers only make sense for the quorum.
+func applies(prim, fault string) bool {
+	return !strings.HasPrefix(fault, "quorum-") || servers(prim) == 3
+}
 
 // faultDoc says what each fault kind does, for the page.
 var faultDoc = map[string]string{
@@ -29,6 +36,22 @@ var faultDoc = map[string]string{
 		"the locks survive",
 	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
 		"the lease, through an LD_PRELOAD shim of the harness's own, and back to the true time a second later",
+	"failover": "the first server is a primary with one asynchronously replicated replica and a Sentinel " +
+		"(down-after 2.5s), and the clients reach it through the Sentinel (go-redis's failover client); the " +
+		"primary is cut off from the Sentinel and the replica by blackhole routes while the clients still reach " +
+		"it, until the Sentinel has promoted the replica and 500ms more (a split brain), then the cut heals and " +
+		"the harness makes the old primary a replica of the new one (as the Sentinel would, seconds later)",
+	"replica-partition": "the first server's primary and its replica are cut apart (blackhole routes both ways) " +
+		"for the grant lease (3s) plus the lease; clients and harness still reach both, nothing fails over",
+	"late": "a proxy of the harness's own sits between each client and each server; the holder's open " +
+		"connections are stalled every 200ms for a lease, then every client's for another lease: what a client " +
+		"sends on a stalled connection is held for 5.5s (past the library's 5s request window) and then " +
+		"delivered in order, long after the client's 500ms timeout gave it up, while the connections it opens " +
+		"afterwards work until the next stall",
+	"quorum-minority": "(the quorum only) the holder is cut off (a blackhole route in its namespace) from " +
+		"one of the quorum's three servers for the grant lease (3s) plus the lease: it keeps a majority",
+	"quorum-majority": "(the quorum only) the holder is cut off from two of the quorum's three servers for " +
+		"the grant lease (3s) plus the lease: it loses its majority",
 }
 
 // A faultEvent is one fault the nemesis injected.
@@ -56,8 +79,16 @@ const grantLease = 3 * time.Second
 // grant lease, or a watchdog lease renewed just before).
 func faultLength(kind string, lease time.Duration) time.Duration {
 	switch kind {
-	case "pause", "partition":
+	case "pause", "partition", "replica-partition", "quorum-minority", "quorum-majority":
 		return grantLease + lease
+	case "failover":
+		// The Sentinel's down-after, its election and promotion (about a
+		// second and a half), the split after it, the old primary's
+		// resync (the Sentinel fails a group over again only two failover
+		// timeouts after the last failover began, less than this).
+		return downAfter + 2*time.Second + splitAfterPromotion
+	case "late":
+		return 2*lease + lateHold + lateAfter
 	case "kill":
 		return lease / 2
 	case "clock":
@@ -83,6 +114,7 @@ func (s *segment) nemesis(ctx context.Context) {
 		ev := faultEvent{kind: s.fault, at: time.Now()}
 		ev.target = s.inject(ctx)
 		ev.end = time.Now()
+		fmt.Printf("  %s: %s (%v)\n", s.fault, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
 		s.injected = append(s.injected, ev)
 		sleep(ctx, recovery(lease))
 	}
@@ -120,6 +152,16 @@ func (s *segment) inject(ctx context.Context) string {
 		return c.who()
 	case "clock":
 		return s.jumpClocks(ctx)
+	case "failover":
+		sleep(ctx, time.Until(s.lastFailover.Add(2*failoverTimeout+200*time.Millisecond)))
+		s.lastFailover = time.Now()
+		return s.failover(ctx)
+	case "replica-partition":
+		return s.cutReplica(ctx, faultLength(s.fault, lease))
+	case "late":
+		return s.lateDeliver(ctx)
+	case "quorum-minority", "quorum-majority":
+		return s.cutFromServers(ctx)
 	default: // restart, restart-persist
 		if err := s.nodes[0].restart(ctx); err != nil {
 			return "error: " + err.Error()
@@ -177,4 +219,27 @@ func (s *segment) jumpClocks(ctx context.Context) string {
 		}
 	}
 	return fmt.Sprintf("%d redis-server(s), +%v and back", len(nodes), jump)
+}
+
+// cutFromServers cuts the holder off from the first server
+// (quorum-minority) or the first two (quorum-majority) for the fault's
+// length, with blackhole routes in its namespace: it still reaches the
+// others and the resource.
+func (s *segment) cutFromServers(ctx context.Context) string {
+	c, n := s.target(), 1
+	if s.fault == "quorum-majority" {
+		n = 2
+	}
+	for k := 1; k <= n; k++ {
+		if err := blackhole(clientNS(c.id), serverIP(k), true); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	for k := 1; k <= n; k++ {
+		if err := blackhole(clientNS(c.id), serverIP(k), false); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	return fmt.Sprintf("%s from %d of 3 servers", c.who(), n)
 }

@@ -65,7 +65,8 @@ func gitOut(args ...string) string {
 func (r *run) setupSection(w func(string, ...any)) {
 	w("## Setup\n\n")
 	w("- **Nodes.** The harness starts its own `redis-server` processes (three independent ones for the\n")
-	w("  quorum multilock), listening on a bridge (`10.77.1.1`) in the root network namespace, and\n")
+	w("  quorum multilock), each in a network namespace of its own on a bridge (`10.77.1.3x:6379`), a\n")
+	w("  replica of the first and one `redis-sentinel` (`10.77.1.2`) when the fault or the primitive needs them, and\n")
 	w("  %d client processes, the harness's own binary in client mode, each in a network namespace of\n", r.cfg.clients)
 	w("  its own with one veth pair to the Redis bridge and one to a second bridge where the fenced\n")
 	w("  resource listens (`10.77.2.1`). Every primitive and fault kind gets fresh servers, a fresh\n")
@@ -89,10 +90,18 @@ func (r *run) setupSection(w func(string, ...any)) {
 	w("  highest token per server).\n\n")
 }
 
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 func primitiveList() string {
 	doc := map[string]string{
 		"rlock-unfenced": "`rlock` without fencing (the lease lock alone)",
 		"rlock":          "`rlock` with `WithFencing`",
+		"rlock-ack":      "`rlock` with `WithFencing` and `WithReplicaAck(1, 250ms)` (its first server always has a replica)",
 		"fairlock":       "`fairlock` with `WithFencing` (and `WithWaiterTimeout` of one lease)",
 		"rwlock":         "`rwlock` with `WithFencing`",
 		"leased":         "the leased semaphore (`semaphore.Leased`, permits kept by the watchdog)",
@@ -108,8 +117,10 @@ func primitiveList() string {
 func (r *run) faultSection(w func(string, ...any), results []segResult) {
 	w("## Faults\n\n")
 	w("One fault kind per run of a primitive; the nemesis injects it %v after the clients start and\n", warmup)
-	w("again after a quiet time of %v while the run's time allows.\n\n", recovery(r.cfg.lease))
-	w("| fault | what the nemesis does | injected |\n|---|---|---|\n")
+	w("again after a quiet time of %v while the run's time allows. The run has %d segments (each primitive\n", recovery(r.cfg.lease), len(results))
+	w("under each fault kind that applies to it); `-time %v` is stretched to at least one fault per segment,\n", r.cfg.total)
+	w("%v of segments at the least, plus the start of fresh servers and clients for each.\n\n", r.least().Round(time.Second))
+	w("| fault | what the nemesis does | may overlap | injected |\n|---|---|---|---|\n")
 	for _, f := range r.cfg.faults {
 		n := 0
 		for _, res := range results {
@@ -117,7 +128,7 @@ func (r *run) faultSection(w func(string, ...any), results []segResult) {
 				n += len(res.injected)
 			}
 		}
-		w("| %s | %s | %d |\n", f, faultDoc[f], n)
+		w("| %s | %s | %s | %d |\n", f, faultDoc[f], yesNo(mayOverlap(f)), n)
 	}
 	w("\n")
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // The primitives under test, in the order the harness runs them.
-var primitives = []string{"rlock-unfenced", "rlock", "fairlock", "rwlock", "leased", "quorum"}
+var primitives = []string{"rlock-unfenced", "rlock", "rlock-ack", "fairlock", "rwlock", "leased", "quorum"}
 
 // servers is how many independent redis-servers a primitive locks on.
 func servers(primitive string) int {
@@ -53,10 +53,15 @@ type lockerConfig struct {
 
 func newLocker(c lockerConfig) (locker, error) {
 	switch c.primitive {
-	case "rlock", "rlock-unfenced":
+	case "rlock", "rlock-unfenced", "rlock-ack":
 		opts := []rlock.Option{rlock.WithWatchdogTimeout(c.lease)}
-		if c.primitive == "rlock" {
+		if c.primitive != "rlock-unfenced" {
 			opts = append(opts, rlock.WithFencing())
+		}
+		if c.primitive == "rlock-ack" {
+			// Every acquisition waits for the replica (the segment
+			// gives the first server one).
+			opts = append(opts, rlock.WithReplicaAck(1, ackTimeout))
 		}
 		m := rlock.New(c.rdbs[0], c.name, opts...)
 		return &mutexLocker{Locker: m, token: m.Token}, nil

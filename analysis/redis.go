@@ -14,21 +14,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A redisNode is a redis-server of the harness, listening on the Redis
-// bridge. Without persist it keeps no data across a restart (no RDB, no
-// AOF): a restart loses every lock. With persist it writes an AOF fsynced
-// on every write, and a restart keeps them.
+// A redisNode is a redis-server of the harness, in a network namespace
+// of its own (see serverNS) on the Redis bridge. Without persist it keeps
+// no data across a restart (no RDB, no AOF): a restart loses every lock.
+// With persist it writes an AOF fsynced on every write, and a restart
+// keeps them. With replicaOf set it starts as a replica of that address.
 type redisNode struct {
-	port    int
-	dir     string
-	persist bool
-	env     []string     // extra environment (the clock shim)
-	clock   *serverClock // the server's clock offset, with the shim
-	proc    *proc
-	log     *os.File
+	k         int // its namespace and address: serverNS(k), serverIP(k)
+	port      int
+	dir       string
+	persist   bool
+	replicaOf string
+	env       []string     // extra environment (the clock shim)
+	clock     *serverClock // the server's clock offset, with the shim
+	proc      *proc
+	log       *os.File
 }
 
-func (n *redisNode) addr() string { return net.JoinHostPort(redisIP, strconv.Itoa(n.port)) }
+func (n *redisNode) addr() string { return net.JoinHostPort(serverIP(n.k), strconv.Itoa(n.port)) }
+
+// redisPort is the port of every server, each on an address of its own.
+const redisPort = 6379
 
 // freePort picks a free TCP port on the Redis bridge.
 func freePort(host string) (int, error) {
@@ -40,13 +46,10 @@ func freePort(host string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// newRedisNode prepares a server in dir; with shim set, its clock can be
+// newRedisNode prepares server k in dir; with shim set, its clock can be
 // moved.
-func newRedisNode(dir string, persist bool, shim string) (*redisNode, error) {
-	port, err := freePort(redisIP)
-	if err != nil {
-		return nil, err
-	}
+func newRedisNode(k int, dir string, persist bool, shim string) (*redisNode, error) {
+	var err error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -54,7 +57,7 @@ func newRedisNode(dir string, persist bool, shim string) (*redisNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &redisNode{port: port, dir: dir, persist: persist, log: log}
+	n := &redisNode{k: k, port: redisPort, dir: dir, persist: persist, log: log}
 	if shim != "" {
 		if n.clock, err = newServerClock(filepath.Join(dir, "clock")); err != nil {
 			return nil, err
@@ -70,9 +73,16 @@ func (n *redisNode) start(ctx context.Context) error {
 	if n.persist {
 		aof = "yes"
 	}
-	argv := []string{"redis-server", "--port", strconv.Itoa(n.port), "--bind", redisIP,
-		"--protected-mode", "no", "--save", "", "--appendonly", aof, "--appendfsync", "always",
-		"--dir", n.dir, "--daemonize", "no"}
+	argv := []string{"ip", "netns", "exec", serverNS(n.k), "redis-server", "--port", strconv.Itoa(n.port),
+		"--bind", serverIP(n.k), "--protected-mode", "no", "--save", "", "--appendonly", aof,
+		"--appendfsync", "always", "--dir", n.dir, "--daemonize", "no",
+		// A replica's full sync starts at once rather than after the 5s
+		// Redis waits by default for more replicas to share it.
+		"--repl-diskless-sync-delay", "0"}
+	if n.replicaOf != "" {
+		host, port, _ := net.SplitHostPort(n.replicaOf)
+		argv = append(argv, "--replicaof", host, port)
+	}
 	p, err := startProc("redis-server", n.log, n.env, argv...)
 	if err != nil {
 		return err

@@ -24,6 +24,13 @@ type segResult struct {
 	data             dataStats
 	linear           string   // porcupine's verdict on the register, "-" when not checked
 	keysLeft         []string // keys left in Redis that never expire
+	lateDelivered    int      // late: chunks of commands the proxies delivered past the clients' timeout
+	lateRefused      int      // late: scripts Redis refused as late (LATE errors)
+	lateScripts      string   // late: what was delivered late, by script
+	latePairs        int      // late: pairs of holds that overlapped
+	lateExplained    int      // late: of them, those that began just after a late copy of the first holder's release
+	pairs, goneUnder int      // pairs of overlapping holds; of them, those whose first hold was gone at its release, unreported
+	notReplicated    int      // acquisitions refused for want of the replica's acknowledgement (ErrNotReplicated)
 }
 
 // check reads the segment's histories and the resource's log.
@@ -57,6 +64,15 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 			res.lost++
 		}
 	}
+	for _, e := range all {
+		if e.Op == opAcquire && e.Type == typeFail && strings.Contains(e.Err, notReplicatedText) {
+			res.notReplicated++
+		}
+	}
+	res.pairs, res.goneUnder = goneUnder(holds)
+	if s.lateLog != nil {
+		res.latePairs, res.lateExplained = s.lateLog.releasedLate(holds, lateRelease)
+	}
 	permits := 1
 	if s.prim == "leased" {
 		permits = s.r.cfg.permits
@@ -75,11 +91,28 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	return res, nil
 }
 
+// notReplicatedText is how the library's ErrNotReplicated reads.
+const notReplicatedText = "not acknowledged by enough replicas"
+
+// lateRelease is how soon after a late copy of a release reached Redis an
+// acquisition by another client counts as explained by it: the release
+// frees the lock or grants it to a waiter at once, and the waiter's
+// acquisition completes within a round trip or two.
+const lateRelease = 100 * time.Millisecond
+
 // line is the segment's one-line summary for the terminal.
 func (r segResult) line() string {
+	late := ""
+	if r.fault == "late" {
+		late = fmt.Sprintf(", %d delivered late (%s), %d refused as LATE, %d of %d overlaps just after a late release",
+			r.lateDelivered, r.lateScripts, r.lateRefused, r.lateExplained, r.latePairs)
+	}
+	if r.notReplicated > 0 {
+		late += fmt.Sprintf(", %d not replicated", r.notReplicated)
+	}
 	return fmt.Sprintf("%-15s %-15s %4d holds, %d lost, %d holds in conflict (longest overlap %v), %d stale refused, %d data violations, linearizable %s, longest wait %v",
 		r.prim, r.fault, r.acquired, r.lost, r.lock.holds, ms(r.lock.longest),
-		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait))
+		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait)) + late
 }
 
 // ms rounds d for the page.

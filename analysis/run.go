@@ -59,14 +59,14 @@ func (r *run) close() {
 	_ = os.RemoveAll(r.dir)
 }
 
-// all runs the segments, each primitive under each fault kind (or the
-// pairs of -smoke), and returns their results. An interrupt ends it with
-// the interrupt's error.
+// all runs the segments, each primitive under each fault kind that
+// applies to it (or the pairs of -smoke), and returns their results. An
+// interrupt ends it with the interrupt's error.
 func (r *run) all(ctx context.Context) ([]segResult, error) {
 	scale := r.scale()
 	fmt.Printf("%d segments (%d primitives, %d fault kinds), about %v: %d clients, lease %v\n",
 		len(r.segments()), len(r.cfg.prims), len(r.cfg.faults),
-		time.Duration(scale*float64(r.cycle())).Round(time.Second), r.cfg.clients, r.cfg.lease)
+		time.Duration(scale*float64(r.least())).Round(time.Second), r.cfg.clients, r.cfg.lease)
 	var results []segResult
 	for _, pair := range r.segments() {
 		prim, fault := pair[0], pair[1]
@@ -87,7 +87,7 @@ func (r *run) all(ctx context.Context) ([]segResult, error) {
 }
 
 // segments are the run's primitive and fault pairs, in order: -smoke's,
-// or every primitive under every fault kind.
+// or every primitive under every fault kind that applies to it.
 func (r *run) segments() [][2]string {
 	if r.cfg.pairs != nil {
 		return r.cfg.pairs
@@ -95,15 +95,17 @@ func (r *run) segments() [][2]string {
 	var pairs [][2]string
 	for _, prim := range r.cfg.prims {
 		for _, fault := range r.cfg.faults {
-			pairs = append(pairs, [2]string{prim, fault})
+			if applies(prim, fault) {
+				pairs = append(pairs, [2]string{prim, fault})
+			}
 		}
 	}
 	return pairs
 }
 
-// cycle is the time the segments take at the least, each long enough for
-// one fault.
-func (r *run) cycle() time.Duration {
+// least is the time the whole run takes at the least: the segments, each
+// long enough for one fault.
+func (r *run) least() time.Duration {
 	var d time.Duration
 	for _, p := range r.segments() {
 		d += minSegment(p[1], r.cfg.lease)
@@ -114,5 +116,5 @@ func (r *run) cycle() time.Duration {
 // scale stretches every segment in proportion so the whole run takes
 // -time, but never below one fault per segment.
 func (r *run) scale() float64 {
-	return max(1, float64(r.cfg.total)/float64(r.cycle()))
+	return max(1, float64(r.cfg.total)/float64(r.least()))
 }

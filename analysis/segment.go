@@ -23,7 +23,12 @@ type segment struct {
 	dur         time.Duration
 	dir         string
 
-	nodes        []*redisNode
+	nodes        []*redisNode         // the lock servers; the first is the primary when there is a replica
+	replica      *redisNode           // the first server's replica (rlock-ack, the replication faults), or nil
+	sentinel     *sentinel            // the Sentinel watching them (failover), or nil
+	proxies      map[int][]*lateProxy // client id -> a proxy per lock server (late)
+	lateLog      *lateLog
+	lastFailover time.Time
 	res          *proc
 	resAddr      string
 	resc         *resClient // the harness's own connection to the resource
@@ -54,6 +59,9 @@ func (s *segment) run(ctx context.Context) (segResult, error) {
 	s.current = map[int]*clientInst{}
 	s.start = time.Now()
 	s.until = s.start.Add(s.dur)
+	if s.lateLog != nil {
+		s.lateLog.start = s.start // before any client runs: no proxy reads it yet
+	}
 	for i := 1; i <= s.r.cfg.clients; i++ {
 		if err := s.startClient(i); err != nil {
 			return segResult{}, err
@@ -68,8 +76,11 @@ func (s *segment) run(ctx context.Context) (segResult, error) {
 	if err != nil {
 		return segResult{}, err
 	}
+	delivered, refused := s.lateCounts(ctx)
 	s.teardown()
-	return s.check(left)
+	res, err := s.check(left)
+	res.lateDelivered, res.lateRefused, res.lateScripts = delivered, refused, s.lateLog.summary()
+	return res, err
 }
 
 func (s *segment) startServers(ctx context.Context) error {
@@ -78,7 +89,7 @@ func (s *segment) startServers(ctx context.Context) error {
 		shim = s.r.shim
 	}
 	for i := range servers(s.prim) {
-		node, err := newRedisNode(filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", shim)
+		node, err := newRedisNode(i+1, filepath.Join(s.dir, fmt.Sprintf("redis%d", i)), s.fault == "restart-persist", shim)
 		if err != nil {
 			return err
 		}
@@ -92,8 +103,16 @@ func (s *segment) startServers(ctx context.Context) error {
 			}
 		}
 	}
+	if err := s.startReplication(ctx); err != nil {
+		return err
+	}
 	if err := s.setPermits(ctx); err != nil {
 		return err
+	}
+	if s.fault == "late" {
+		if err := s.startProxies(); err != nil {
+			return err
+		}
 	}
 	port, err := freePort(resIP)
 	if err != nil {
@@ -143,14 +162,21 @@ func (s *segment) startClient(id int) error {
 		return err
 	}
 	var addrs []string
-	for _, n := range s.nodes {
-		addrs = append(addrs, n.addr())
+	for j, n := range s.nodes {
+		if s.proxies != nil {
+			addrs = append(addrs, s.proxies[id][j].addr())
+		} else {
+			addrs = append(addrs, n.addr())
+		}
 	}
 	argv := []string{"ip", "netns", "exec", clientNS(id), s.r.exe, "client",
 		"-primitive", s.prim, "-name", s.name(), "-lease", s.r.cfg.lease.String(),
 		"-id", strconv.Itoa(id), "-inst", strconv.Itoa(inst), "-redis", strings.Join(addrs, ","),
 		"-resource", s.resAddr, "-history", c.hist, "-until", strconv.FormatInt(s.until.UnixNano(), 10),
 		"-work", s.r.cfg.work.String()}
+	if s.sentinel != nil {
+		argv = append(argv, "-sentinel", s.sentinel.addr)
+	}
 	if s.prim == "rwlock" && id == s.r.cfg.clients {
 		argv = append(argv, "-reader")
 	}
@@ -175,7 +201,8 @@ func (s *segment) waitClients() {
 	}
 }
 
-// keysLeft lists the keys the run left in Redis that never expire.
+// keysLeft lists the keys the run left in Redis that never expire, on
+// the lock servers (a replica holds copies of its primary's).
 func (s *segment) keysLeft(ctx context.Context) ([]string, error) {
 	var left []string
 	for _, n := range s.nodes {
@@ -195,16 +222,50 @@ func (s *segment) teardown() {
 		c.p.kill()
 		_ = c.log.Close()
 	}
-	for i := 1; i <= s.r.cfg.clients; i++ {
-		_ = partition(i, false)
-	}
+	healAll(s.r.cfg.clients)
 	if s.resc != nil {
 		s.resc.close()
 	}
 	if s.res != nil {
 		s.res.stop(time.Second)
 	}
+	s.closeProxies()
+	s.sentinel.close()
+	s.sentinel = nil
 	for _, n := range s.nodes {
 		n.close()
 	}
+	if s.replica != nil {
+		s.replica.close()
+	}
+}
+
+// needsReplica reports whether the segment's first server has a replica:
+// for rlock-ack, whose acquisitions wait for it, and for the faults that
+// act on replication.
+func needsReplica(prim, fault string) bool {
+	return prim == "rlock-ack" || fault == "failover" || fault == "replica-partition"
+}
+
+// startReplication starts the first server's replica, and for the
+// failover fault the Sentinel watching them.
+func (s *segment) startReplication(ctx context.Context) error {
+	if !needsReplica(s.prim, s.fault) {
+		return nil
+	}
+	n, err := newRedisNode(serverNodes, filepath.Join(s.dir, "replica"), s.fault == "restart-persist", "")
+	if err != nil {
+		return err
+	}
+	s.replica, n.replicaOf = n, s.nodes[0].addr()
+	if err := n.start(ctx); err != nil {
+		return err
+	}
+	if err := n.waitInSync(ctx); err != nil {
+		return err
+	}
+	if s.fault == "failover" {
+		s.sentinel, err = startSentinel(ctx, s.dir, s.nodes[0], n)
+	}
+	return err
 }

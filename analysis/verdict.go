@@ -14,7 +14,8 @@ import (
 //     excuse a break of it. Nor does a later hold get a token that is not
 //     above an earlier one's: the resource would refuse it rather than
 //     accept a stale write, so only the tokens' order shows that break.
-//   - A fault kind that should let nobody in early (mayOverlap false)
+//   - A fault kind that should let nobody in early (mayOverlap false, in
+//     findings.go: the one list the page, its findings and the verdict share)
 //     causes no overlapping holds, and no data violation on any primitive,
 //     fenced or not: a crash, a partition the holder notices before its
 //     lease runs out, a restart that keeps the data.
@@ -33,18 +34,6 @@ import (
 // lease in any case. It takes a process stalled for about a lease to blur
 // that, and such a stall is a pause, a real overlap, not noise.
 
-// mayOverlap reports whether a fault kind may legitimately let two clients
-// believe they hold the same lock at once: a pause past the lease (the
-// holder cannot know), a server clock jumping forward (Redis expires the
-// lease early), a restart without persistence (Redis forgets the lock).
-func mayOverlap(fault string) bool {
-	switch fault {
-	case "pause", "clock", "restart":
-		return true
-	}
-	return false // kill, partition, restart-persist
-}
-
 // smokePairs is the CI smoke run (-smoke): each primitive under one fault
 // kind, each fault kind once, chosen so that every pair can fail:
 //
@@ -59,8 +48,9 @@ func mayOverlap(fault string) bool {
 //     where it matters;
 //   - fairlock and quorum get the other faults that may overlap (a restart
 //     without data, clock jumps): judged on their data only;
-//   - rwlock gets the crash and the leased semaphore the restart with an
-//     AOF: judged on overlaps.
+//   - rwlock gets the crash, the leased semaphore the restart with an
+//     AOF, and rlock-ack (WithReplicaAck, on a primary with a replica) the
+//     cut between primary and replica: judged on overlaps.
 var smokePairs = [][2]string{
 	{"rlock-unfenced", "partition"},
 	{"rlock", "pause"},
@@ -68,6 +58,7 @@ var smokePairs = [][2]string{
 	{"rwlock", "kill"},
 	{"leased", "restart-persist"},
 	{"quorum", "clock"},
+	{"rlock-ack", "replica-partition"},
 }
 
 // verdict lists what the results break, one line per segment and rule,
