@@ -65,7 +65,7 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64) (hold.Released, error) {
+func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64, _ bool) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, expect)
@@ -430,7 +430,7 @@ func TestGiveBackHandsOver(t *testing.T) {
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
-		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64) (hold.Released, error) {
+		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64, _ bool) (hold.Released, error) {
 			return hold.Released{Grantee: "next", Grant: hub.Grant{Mark: float64(undoes) + 1}}, nil
 		},
 		Granted: func(grantee string, g hub.Grant, _ time.Time) { got <- handed{grantee, g} },
