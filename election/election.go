@@ -117,8 +117,8 @@ func (e *Election) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.
 	return hold.Granted(res), err
 }
 
-func (e *Election) release(ctx context.Context, _ hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
-	u, err := script.ElectionResign(ctx, e.b.RDB, e.keys, e.b.Owner, e.cfg.Lease(), e.b.Sharded, expect, hold.GrantLease, undoes).Result()
+func (e *Election) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
+	u, err := script.ElectionResign(ctx, e.b.RDB, e.keys, e.b.Owner, e.cfg.Lease(), e.b.Sharded, expect, hold.GrantLease, mark).Result()
 	return hold.UnlockedGrant(u), err
 }
 

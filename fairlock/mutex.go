@@ -62,8 +62,8 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 	return hold.Granted(res), err
 }
 
-func (l *line) release(ctx context.Context, _ hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
-	u, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease, undoes).Result()
+func (l *line) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
+	u, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease, mark).Result()
 	return hold.UnlockedGrant(u), err
 }
 

@@ -18,9 +18,12 @@
 -- ARGV[6]  grant lease in milliseconds: the longest a grant lasts
 -- ARGV[7]  place prefix: a waiter's place is the key ARGV[7] .. owner id
 --          (see fairlock_acquire), in the slot of the declared keys
--- ARGV[8]  for a give-back, the mark of the attempt it undoes, else "0": a
---          give-back changes nothing (-2) when the hold records a later
---          attempt's mark (see fairlock_acquire)
+-- ARGV[8]  the mark this copy names: for a release, the owner's latest
+--          attempt's when it was sent; for a give-back, the attempt it
+--          undoes ("0" names none). It changes nothing (-2)
+--          when the hold records a later attempt's mark (see
+--          fairlock_acquire): a copy run late never releases the owner's
+--          next hold (or leadership), nor a level taken since
 -- ARGV[9]  "" for a fair lock; for an election's leadership, the channel
 --          on which every change of leader is published (see
 --          fairlock_acquire's ARGV[12]): a release that frees the lock or
@@ -60,8 +63,8 @@
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
 -- and nobody waited), -1 when the owner does not hold the lock, -2 when
--- the hold count differs from ARGV[3] or a give-back comes too late
--- (nothing changed); or {0, grantee, token, mark} when this
+-- the hold count differs from ARGV[3] or the copy comes too late (ARGV[8];
+-- nothing changed); or {0, grantee, token, mark} when this
 -- release granted the lock, so that a grantee in the releasing process
 -- can complete its hold without waiting for the message. A resent unlock
 -- whose first run went through finds the owner's field gone ({-1}): it
@@ -70,7 +73,7 @@
 local lock, queue, timeouts, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local prefix, sharded, grantLease, places = ARGV[4], ARGV[5] == '1', tonumber(ARGV[6]), ARGV[7]
-local undoes = tonumber(ARGV[8])
+local named = tonumber(ARGV[8])
 local office, values = ARGV[9] or '', ARGV[10]
 
 local state = redis.call('hmget', lock, owner, '@' .. owner)
@@ -183,7 +186,12 @@ if not holds then
   return {-1}
 end
 holds = tonumber(holds)
-if expect > 0 and holds ~= expect or undoes > 0 and tonumber(state[2] or 0) > undoes then
+-- A copy that names a mark below the one the hold records was sent before
+-- the attempt that recorded it, one that took, re-entered or reported a
+-- later hold or level: a late copy of an earlier release (or give-back),
+-- which must not release what that attempt holds. A live release names
+-- the owner's latest attempt and is never refused for this.
+if expect > 0 and holds ~= expect or named > 0 and tonumber(state[2] or 0) > named then
   return {-2}
 end
 if holds > 1 then

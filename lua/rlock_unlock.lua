@@ -21,10 +21,14 @@
 -- ARGV[7]  place prefix: a waiter's place in line is the key ARGV[7] ..
 --          owner id (see rlock_acquire)
 -- ARGV[8]  waiter timeout in milliseconds: the longest a place lives
--- ARGV[9]  for a give-back, the mark of the attempt it undoes, else "0": a
---          give-back changes nothing (-2) when the hold records a later
---          attempt's mark (see rlock_acquire), one that took or reported
---          the hold after the attempt given back
+-- ARGV[9]  the mark this copy names: for a release, the owner's latest
+--          attempt's when it was sent; for a give-back, the attempt it
+--          undoes ("0" names none). It changes nothing (-2)
+--          when the hold records a later attempt's mark (see
+--          rlock_acquire), one that took or reported a hold after the
+--          copy was sent: a copy run late (held back in the network while
+--          a resend went through and the owner locked again) never
+--          releases the owner's next hold, nor a level taken since
 -- ARGV[10] for a release that passes the lock within the releasing
 --          process, the owner id of the waiter it goes to, else "" (or
 --          absent): at the last level that waiter becomes the holder
@@ -74,8 +78,8 @@
 -- and nobody live was in line), -1 when the owner does not hold the lock
 -- ({-1, to, 0, mark} when ARGV[10] holds it: a resend of a pass that went
 -- through),
--- -2 when the hold count differs from ARGV[4] or a give-back comes too
--- late (nothing changed); or {0, grantee, token,
+-- -2 when the hold count differs from ARGV[4] or the copy comes too late
+-- (ARGV[9]; nothing changed); or {0, grantee, token,
 -- mark} when the release granted the lock, so that a grantee in the
 -- releasing process can complete its hold without waiting for the
 -- message. A resent unlock whose first run went through finds the
@@ -85,7 +89,7 @@
 local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local prefix, grantLease, places, patience = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
-local undoes = tonumber(ARGV[9])
+local named = tonumber(ARGV[9])
 local to, toMark = ARGV[10] or '', ARGV[11]
 
 -- The waiter that a pass (ARGV[10]) names went on in its process: it is
@@ -108,7 +112,12 @@ if not holds then
   return {-1}
 end
 holds = tonumber(holds)
-if expect > 0 and holds ~= expect or undoes > 0 and tonumber(state[2] or 0) > undoes then
+-- A copy that names a mark below the one the hold records was sent before
+-- the attempt that recorded it, one that took, re-entered or reported a
+-- later hold or level: a late copy of an earlier release (or give-back),
+-- which must not release what that attempt holds. A live release names
+-- the owner's latest attempt and is never refused for this.
+if expect > 0 and holds ~= expect or named > 0 and tonumber(state[2] or 0) > named then
   if to ~= '' then
     leaveLine()
   end

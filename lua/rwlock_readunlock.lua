@@ -11,9 +11,12 @@
 -- ARGV[4]  the read holds the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
--- ARGV[5]  for a give-back, the mark of the attempt it undoes, else "0": a
---          give-back changes nothing (-2) when the holds record a later
---          attempt's mark (see rwlock_readlock)
+-- ARGV[5]  the mark this copy names: for a release, the owner's latest
+--          attempt's when it was sent; for a give-back, the attempt it
+--          undoes ("0" names none). It changes nothing (-2)
+--          when the read holds record a later attempt's mark ('@r:' ..
+--          owner, see rwlock_readlock): a copy run late never releases
+--          the owner's next read hold, nor a level taken since
 --
 -- Keys derived in the script: the timeout keys of the other readers are
 -- KEYS[3] .. owner id, the one exception to "every key through KEYS": the
@@ -27,11 +30,12 @@
 --
 -- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
 -- the owner holds no read lock (nothing changed); {-2} when its read holds
--- differ from ARGV[4] or a give-back comes too late (nothing changed).
+-- differ from ARGV[4] or the copy comes too late (ARGV[5]; nothing
+-- changed).
 
 local lock, timeout, prefix, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local undoes = tonumber(ARGV[5])
+local named = tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local state = redis.call('hmget', lock, rfield, wfield, '@' .. rfield)
@@ -39,7 +43,12 @@ if not state[1] or redis.call('exists', timeout) == 0 then
   return {-1}
 end
 local reads, writes = tonumber(state[1]), tonumber(state[2] or 0)
-if expect > 0 and reads ~= expect or undoes > 0 and tonumber(state[3] or 0) > undoes then
+-- A copy that names a mark below the one the hold records was sent before
+-- the attempt that recorded it, one that took, re-entered or reported a
+-- later hold or level: a late copy of an earlier release (or give-back),
+-- which must not release what that attempt holds. A live release names
+-- the owner's latest attempt and is never refused for this.
+if expect > 0 and reads ~= expect or named > 0 and tonumber(state[3] or 0) > named then
   return {-2}
 end
 

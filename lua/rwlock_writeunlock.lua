@@ -15,9 +15,12 @@
 -- ARGV[4]  the write holds the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
--- ARGV[5]  for a give-back, the mark of the attempt it undoes, else "0": a
---          give-back changes nothing (-2) when the holds record a later
---          attempt's mark (see rwlock_readlock)
+-- ARGV[5]  the mark this copy names: for a release, the owner's latest
+--          attempt's when it was sent; for a give-back, the attempt it
+--          undoes ("0" names none). It changes nothing (-2)
+--          when the write holds record a later attempt's mark ('@w:'
+--          .. owner, see rwlock_writelock): a copy run late never
+--          releases the owner's next write hold, nor a level taken since
 --
 -- On the last write level, an owner that also holds read locks stays a
 -- reader (a downgrade), and the write hold's fencing token ('@token', see
@@ -34,13 +37,13 @@
 --
 -- Returns {1, reads, writes}, the owner's hold counts afterwards; {-1} when
 -- the owner does not hold the write lock (nothing changed); {-2} when its
--- write holds differ from ARGV[4] or a give-back comes too late (nothing
--- changed).
+-- write holds differ from ARGV[4] or the copy comes too late (ARGV[5];
+-- nothing changed).
 
 local lock, timeout, writers, rchannel, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local readers, turn = KEYS[6], KEYS[7]
 local owner, lease, sharded, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local undoes = tonumber(ARGV[5])
+local named = tonumber(ARGV[5])
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local state = redis.call('hmget', lock, 'mode', wfield, '@' .. wfield)
@@ -48,7 +51,12 @@ if state[1] ~= 'write' or not state[2] then
   return {-1}
 end
 local writes = tonumber(state[2])
-if expect > 0 and writes ~= expect or undoes > 0 and tonumber(state[3] or 0) > undoes then
+-- A copy that names a mark below the one the hold records was sent before
+-- the attempt that recorded it, one that took, re-entered or reported a
+-- later hold or level: a late copy of an earlier release (or give-back),
+-- which must not release what that attempt holds. A live release names
+-- the owner's latest attempt and is never refused for this.
+if expect > 0 and writes ~= expect or named > 0 and tonumber(state[3] or 0) > named then
   return {-2}
 end
 local reads = 0

@@ -53,12 +53,12 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 }
 
 // release runs the release script of mode m once (see hold.Config).
-func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
+func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, undoes)
+		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, mark)
 	} else {
-		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, undoes)
+		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, mark)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err

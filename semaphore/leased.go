@@ -253,10 +253,10 @@ func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
 	// releases whatever permit id then holds. Acquire asks under a new id
 	// after a give-back whose outcome is unknown, so that it finds that
 	// attempt's permit or nothing.
-	release := func(ctx context.Context, _ hold.Mode, _ int64, undoes uint64) (hold.Released, error) {
+	release := func(ctx context.Context, _ hold.Mode, _ int64, _ uint64, giveBack bool) (hold.Released, error) {
 		var ok bool
 		var err error
-		if undoes > 0 {
+		if giveBack {
 			ok, err = l.giveBack(ctx, id, late)
 		} else {
 			ok, err = l.releaseScript(ctx, id)

@@ -198,7 +198,7 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 // (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
-	out, err := t.cfg.Release(ctx, o.m, o.expect, o.seq)
+	out, err := t.cfg.Release(ctx, o.m, o.expect, o.seq, true)
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}

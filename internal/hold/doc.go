@@ -26,7 +26,12 @@
 //     the handle's next attempt or release (Tracker.Undo).
 //   - Release and ReleaseUntracked resend a release whose reply was lost,
 //     reading a retry's "not held" right: at the last level, a run that
-//     went through unseen leaves nothing to compare with.
+//     went through unseen leaves nothing to compare with. A release names
+//     the handle's latest attempt number, as a give-back names its own:
+//     a copy of it that Redis runs late, after a resend went through and
+//     the handle took the lock (or a level) again, finds that later
+//     attempt recorded and changes nothing. The owner id and the
+//     expected level alone would not tell the holds apart.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what

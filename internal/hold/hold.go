@@ -47,13 +47,16 @@ type Config struct {
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// Release runs the primitive's release script once for one level of
 	// mode m, changing nothing unless the handle holds exactly expect
-	// levels of m (expect 0: any). undoes is 0 for a release; a give-back
-	// (see Undo) names the attempt it undoes, and then changes nothing if
-	// Redis records a later attempt of the handle as having taken or
-	// reported the hold (a give-back run late). It must not be retried by
-	// go-redis (see package script): the Tracker retries it knowing what
-	// a retry means.
-	Release func(ctx context.Context, m Mode, expect int64, undoes uint64) (Released, error)
+	// levels of m (expect 0: any). It names a mark, and changes nothing
+	// if Redis records a later attempt of the handle (a higher mark) as
+	// having taken or reported the hold: the copy was sent before that
+	// attempt, for an earlier hold or level, and runs late. A give-back
+	// (giveBack, see Undo) names the attempt it undoes; a release names
+	// the handle's latest attempt when it was sent (see Tracker.Release),
+	// so that a late copy never releases the handle's next hold. It must
+	// not be retried by go-redis (see package script): the Tracker
+	// retries it knowing what a retry means.
+	Release func(ctx context.Context, m Mode, expect int64, mark uint64, giveBack bool) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
 	// released, with an error wrapping internal.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
@@ -74,9 +77,10 @@ type Config struct {
 	// none. When it passes the lock to nobody (r may not pass it on, or
 	// no waiter can take it), it returns instead the owner ids of the
 	// process's waiters, which the grant in Redis passes over. ReleaseTo
-	// is then Release, passing the lock to tr's waiter, or over those.
+	// is then Release, naming mark as a release does, passing the lock to
+	// tr's waiter, or over those.
 	Pick      func(valid time.Time, r run) (tr *Transfer, over []string)
-	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
+	ReleaseTo func(ctx context.Context, expect int64, mark uint64, tr *Transfer, over []string) (Released, error)
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.

@@ -65,7 +65,7 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64) (hold.Released, error) {
+func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64, _ bool) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, expect)
@@ -430,7 +430,7 @@ func TestGiveBackHandsOver(t *testing.T) {
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
-		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64) (hold.Released, error) {
+		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64, _ bool) (hold.Released, error) {
 			return hold.Released{Grantee: "next", Grant: hub.Grant{Mark: float64(undoes) + 1}}, nil
 		},
 		Granted: func(grantee string, g hub.Grant, _ time.Time) { got <- handed{grantee, g} },
@@ -493,5 +493,48 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	}
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseNamesLatestAttempt: a release names the handle's latest
+// attempt, refused or not, and a give-back the attempt it undoes, so that
+// a copy of either that Redis runs late finds a later attempt recorded
+// with the handle's next hold (or a level taken since) and leaves it
+// alone (see TestLateUnlockSameHandle in internal/faulttest).
+func TestReleaseNamesLatestAttempt(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	type named struct {
+		mark     uint64
+		giveBack bool
+	}
+	var got []named
+	tr := hold.New(hold.Config{
+		RDB:   rdb,
+		Lease: time.Minute,
+		Release: func(_ context.Context, _ hold.Mode, _ int64, mark uint64, giveBack bool) (hold.Released, error) {
+			got = append(got, named{mark, giveBack})
+			return hold.Released{}, nil
+		},
+	})
+	t.Cleanup(tr.Drop)
+	attempt := func(ok bool) {
+		t.Helper()
+		_, _, err := tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, held int64, _ uint64) (hold.Grant, error) {
+			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: held + 1}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempt(true)  // mark 1 takes the hold
+	attempt(true)  // mark 2 re-enters it
+	attempt(false) // mark 3 is refused: still below any later hold's
+	if err := tr.Release(t.Context(), hold.Exclusive); err != nil {
+		t.Fatal(err)
+	}
+	tr.Undo(t.Context(), hold.Exclusive, 1, 2)
+	want := []named{{3, false}, {2, true}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the release scripts named %v; want %v", got, want)
 	}
 }

@@ -25,8 +25,8 @@ func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fa
 		Renew: func(context.Context, redis.Scripter) func() (bool, error) {
 			return func() (bool, error) { return f.held(hold.Exclusive) > 0, nil }
 		},
-		Release: func(ctx context.Context, m hold.Mode, expect int64, undoes uint64) (hold.Released, error) {
-			out, err := f.release(ctx, m, expect, undoes)
+		Release: func(ctx context.Context, m hold.Mode, expect int64, mark uint64, giveBack bool) (hold.Released, error) {
+			out, err := f.release(ctx, m, expect, mark, giveBack)
 			if during != nil {
 				during(f)
 			}

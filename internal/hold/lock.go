@@ -26,7 +26,7 @@ type Kind struct {
 	// holds held levels of m; a says what kind of attempt it is.
 	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
-	Release func(ctx context.Context, m Mode, expect int64, undoes uint64) (Released, error)
+	Release func(ctx context.Context, m Mode, expect int64, mark uint64, giveBack bool) (Released, error)
 	// Renew queues a renewal of everything the handle holds (see Config).
 	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
 	// ForceUnlock runs the force-unlock script once under receipt, a key
@@ -97,8 +97,8 @@ type Kind struct {
 	// handles of a process as it does between goroutines of one handle.
 	// With tr nil, the grant in Redis passes over the waiters whose owner
 	// ids are in over, the process's, which the release passed the lock
-	// to none of (see Lock.pick).
-	ReleaseTo func(ctx context.Context, expect int64, tr *Transfer, over []string) (Released, error)
+	// to none of (see Lock.pick). mark is as for Release.
+	ReleaseTo func(ctx context.Context, expect int64, mark uint64, tr *Transfer, over []string) (Released, error)
 }
 
 // Asking is what kind of attempt an Acquire is.

@@ -90,8 +90,19 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	h := t.current()
 	levels := t.releasing(h)
 	tr, over := t.pick(h, m, levels)
+	// The release names the handle's latest attempt. Attempts take their
+	// marks under op, as this does, so the hold in Redis records this
+	// mark or an earlier one (the attempt that took, re-entered or
+	// reported it, or the refused attempt a grant answered), while every
+	// hold or level the handle takes after this release records a later
+	// one: a copy of this release that Redis runs late, after a resend
+	// went through and the handle took the lock again, finds that later
+	// mark and changes nothing. The expected level alone cannot tell
+	// them apart: the next hold has the same owner id and, often, the
+	// same level.
+	mark := t.seq.Load()
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m], tr, over)
+	out, err := t.release(ctx, h, m, levels[m], mark, tr, over)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -104,7 +115,9 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	switch {
 	case out.Mismatch:
 		// A retry of a release that went through before its reply was
-		// lost: that release is this one.
+		// lost: that release is this one. (The mark refuses only a copy
+		// sent before a later attempt, and this one names the latest:
+		// a refused late copy's reply is read by nobody.)
 		levels[m]--
 	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
 		// The same: a release of the last level of m went through, but
@@ -184,21 +197,22 @@ func (t *Tracker) released(h *hold) error {
 }
 
 // release runs the release script for hold h (nil when the handle holds
-// nothing) expected at level expect of mode m. When the reply is lost it
+// nothing) expected at level expect of mode m, naming mark (see
+// Config.Release): every resend names the same. When the reply is lost it
 // retries, remembering in h that a release of that level may have gone
 // through, so that the retry's answer is read right: at the last level the
 // script is not idempotent by itself, since a successful first run leaves
 // nothing to compare the retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, tr *Transfer, over []string) (Released, error) {
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, mark uint64, tr *Transfer, over []string) (Released, error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
 		var out Released
 		var err error
 		if tr != nil || over != nil {
-			out, err = t.cfg.ReleaseTo(ctx, expect, tr, over)
+			out, err = t.cfg.ReleaseTo(ctx, expect, mark, tr, over)
 		} else {
-			out, err = t.cfg.Release(ctx, m, expect, 0)
+			out, err = t.cfg.Release(ctx, m, expect, mark, false)
 		}
 		unknown := internal.OutcomeUnknown(err)
 		if err != nil && !unknown && internal.Transient(err) {

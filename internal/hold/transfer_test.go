@@ -183,7 +183,7 @@ func passableLock(t *testing.T, rdb redis.UniversalClient, name string) *Lock {
 	t.Cleanup(tk.Drop)
 	b := NewBase("rlock", rdb, name)
 	channel := func(Mode) string { return b.Keys.WaiterChannel(b.Owner) }
-	releaseTo := func(context.Context, int64, *Transfer, []string) (Released, error) {
+	releaseTo := func(context.Context, int64, uint64, *Transfer, []string) (Released, error) {
 		t.Error("the release script ran")
 		return Released{}, nil
 	}

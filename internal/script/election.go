@@ -53,9 +53,10 @@ func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candid
 // ElectionResign runs fairlock_unlock.lua for an election's leader, as
 // FairUnlock does: a release that grants the lock moves the grantee's
 // value into the hash, and every change of leader is published on
-// k.Changes.
-func ElectionResign(ctx context.Context, c Processor, k ElectionKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, undoes, k.Changes, k.Values)}
+// k.Changes. mark is as for FairUnlock: a late copy of a resignation
+// never ends the owner's next leadership.
+func ElectionResign(ctx context.Context, c Processor, k ElectionKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, mark, k.Changes, k.Values)}
 }
 
 // ElectionLeave runs fairlock_leave.lua for a candidate that gives up, as

@@ -55,12 +55,12 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 // waiter's own grant lease if shorter (see FairAcquire). expect is the
 // hold count the caller believes it has, or 0 for any. The reply's Holds
 // is the remaining hold count, UnlockNotHeld or UnlockMismatch, and names
-// the grantee of a grant. undoes is, for a give-back, the mark of the
-// attempt it undoes (0 otherwise; see ReentrantUnlock). go-redis never
+// the grantee of a grant. mark is the mark of the owner's latest attempt,
+// or for a give-back of the attempt it undoes (see ReentrantUnlock). go-redis never
 // retries it: after a network error the outcome is unknown, and only the
 // caller knows how to retry safely.
-func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, undoes, "")}
+func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, mark, "")}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

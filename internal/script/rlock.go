@@ -105,12 +105,15 @@ const (
 // waiter in line, for grantLease, when it becomes free. expect is the hold
 // count the caller believes it has, or 0 for any. The reply's Holds is the
 // remaining hold count, UnlockNotHeld or UnlockMismatch, and names the
-// grantee of a grant. undoes is, for a give-back, the mark of the attempt
-// it undoes (0 otherwise): it changes nothing once a later attempt took or
-// reported the hold. go-redis never retries it: after a network error the
-// outcome is unknown, and only the caller knows how to retry safely.
-func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64) UnlockCmd {
-	return ReentrantUnlockTo(ctx, c, k, owner, lease, sharded, expect, grantLease, undoes, "", "")
+// grantee of a grant. mark is, for a release, the mark of the owner's
+// latest attempt when it was sent, for a give-back the mark of the
+// attempt it undoes (0: none): it changes nothing (UnlockMismatch) once
+// the hold records a later attempt's mark, one that took or reported the
+// hold after the copy was sent, so that a copy run late never releases
+// the owner's next hold. go-redis never retries it: after a network error
+// the outcome is unknown, and only the caller knows how to retry safely.
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
+	return ReentrantUnlockTo(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, "", "")
 }
 
 // ReentrantUnlockTo is ReentrantUnlock passing the lock, at the last
@@ -118,22 +121,23 @@ func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string,
 // first in line: to becomes the holder for grantLease, its hold recording
 // toMark, the mark of its last refused attempt, and nothing is published.
 // The reply names to as the grantee. With to empty it is ReentrantUnlock.
-func ReentrantUnlockTo(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64, to, toMark string) UnlockCmd {
-	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, undoes, to, toMark, nil)
+func ReentrantUnlockTo(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, to, toMark string) UnlockCmd {
+	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, to, toMark, nil)
 }
 
 // ReentrantUnlockPast is ReentrantUnlock whose grant, at the last level,
 // passes over the waiters named in over (the releasing process's, whose
 // run of passes has ended), leaving them their places in line, for the
 // first live waiter of another process; it goes to the first live one of
-// them only when nobody else live is in line.
-func ReentrantUnlockPast(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, over []string) UnlockCmd {
-	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, 0, "", "", over)
+// them only when nobody else live is in line. mark is as for
+// ReentrantUnlock.
+func ReentrantUnlockPast(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, over []string) UnlockCmd {
+	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, "", "", over)
 }
 
-func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, undoes uint64, to, toMark string, over []string) UnlockCmd {
+func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, to, toMark string, over []string) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), undoes, to, toMark}
+	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), mark, to, toMark}
 	for _, o := range over {
 		args = append(args, o)
 	}

@@ -373,7 +373,7 @@ func TestRLockUnlockPast(t *testing.T) {
 		wait("e", 4)
 		rdb.Del(ctx, k.Places+"g")
 		over := []string{"c", "e", "g"}
-		u, err := script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, over).Result()
+		u, err := script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, 0, over).Result()
 		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Mark != 3 {
 			t.Fatalf("a's unlock past %v = %+v, %v; want a grant to b, mark 3", over, u, err)
 		}
@@ -384,7 +384,7 @@ func TestRLockUnlockPast(t *testing.T) {
 		if n := rdb.Exists(ctx, k.Places+"c", k.Places+"e", k.Places+"b").Val(); n != 2 {
 			t.Fatalf("%d of the places of c, e (kept) and b (taken) exist, want 2", n)
 		}
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, over).Result() // a resend
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, 0, over).Result() // a resend
 		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
 			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
 		}
@@ -395,7 +395,7 @@ func TestRLockUnlockPast(t *testing.T) {
 
 		// Nobody else live in line: the first live waiter passed over.
 		rdb.Del(ctx, k.Places+"c")
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "b", lease, false, 1, grant, over).Result()
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "b", lease, false, 1, grant, 0, over).Result()
 		if err != nil || u.Holds != 0 || u.Grantee != "e" || u.Mark != 4 {
 			t.Fatalf("b's unlock past %v = %+v, %v; want a grant to e, mark 4", over, u, err)
 		}
@@ -405,7 +405,7 @@ func TestRLockUnlockPast(t *testing.T) {
 		}
 
 		// Nobody in line: the lock is freed.
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "e", lease, false, 1, grant, over).Result()
+		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "e", lease, false, 1, grant, 0, over).Result()
 		if err != nil || u.Holds != 0 || u.Grantee != "" {
 			t.Fatalf("e's unlock = %+v, %v; want released, no grant", u, err)
 		}

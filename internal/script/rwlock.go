@@ -106,24 +106,25 @@ func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
 // re-arming lease while read holds remain; when the lock becomes free, one
 // waiting writer per process is woken. expect is the read hold count the
-// caller believes it has, or 0 for any; undoes is, for a give-back, the
-// mark of the attempt it undoes (0 otherwise; see ReentrantUnlock).
+// caller believes it has, or 0 for any; mark is the mark of the owner's
+// latest attempt, or for a give-back of the attempt it undoes (see
+// ReentrantUnlock): a late copy never releases a later read level.
 // go-redis never retries it: after a network error the outcome is
 // unknown, and only the caller knows how to retry safely.
-func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, undoes uint64) RWHoldsCmd {
+func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, mark uint64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, undoes), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, mark), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
 // re-arming lease while write holds remain. The last level wakes every
 // waiting reader and one waiting writer per process; an owner with read
 // holds stays a reader. expect is the write hold count the caller believes
-// it has, or 0 for any; undoes as for RWReadUnlock. Like RWReadUnlock,
+// it has, or 0 for any; mark as for RWReadUnlock. Like RWReadUnlock,
 // go-redis never retries it.
-func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, undoes uint64) RWHoldsCmd {
+func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, mark uint64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, undoes), release: true}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, mark), release: true}
 }
 
 // RWRenew runs rwlock_renew.lua: extend the leases of whatever owner
