@@ -51,7 +51,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		},
 	})
 	// A release that frees the lock with nobody in line is announced on
-	// the shared channel, for groups of locks (package multilock).
+	// the shared channel, for groups of locks (package multilock), when
+	// one of them watches (hold.Watcher.Watch).
 	m.engine = m.l.Handle(n.Channel())
 	return m
 }
@@ -88,7 +89,10 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	if d.cfg.ackReplicas > 0 {
 		res, err = d.acquireAcked(ctx, t, held, patience, a)
 	} else {
-		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience, a.Seq, a.Deadline).Result()
+		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
+			Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: held, Patience: patience,
+			Seq: a.Seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+		}).Result()
 	}
 	return hold.Granted(res), err
 }
