@@ -24,6 +24,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
 		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: WaiterTimeout,
 	}}
+	// Built once: every Lock would build them again, found free or not.
+	channel, place, queue := n.WaiterChannel(b.Owner), n.Place(b.Owner), n.Queue()
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,
@@ -43,11 +45,11 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// round trip, unless each hold needs something of its own from
 		// Redis: a fencing token, a fixed lease, acknowledging replicas.
 		LocalHandoff: !cfg.fencing && cfg.LeaseTime == 0 && cfg.ackReplicas == 0,
-		Channel:      func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
+		Channel:      func(hold.Mode) string { return channel },
 		// Parked waiters' places are kept by their client's keeper, in
 		// one pipeline a second for all of them.
 		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: WaiterTimeout, Lock: n.Lock(), Queue: n.Queue()}
+			return &internal.Place{Key: place, TTL: WaiterTimeout, Lock: d.keys.Lock, Queue: queue}
 		},
 	})
 	// A release that frees the lock with nobody in line is announced on
