@@ -73,8 +73,8 @@ var contenders = []contender{
 	// Not a library: a minimal strictly fair lock through Redis, a
 	// reference for redisync fairlock (see bareFIFO).
 	{name: bareFIFO, newLocker: newBareFIFO, waits: true, parked: fifoParked, close: closeBareFIFO},
-	{name: "rlock scripts alone", newLocker: newScriptsOnly},
-	{name: "bare SET NX", newLocker: newBare, bare: true},
+	{name: scriptsAlone, newLocker: newScriptsOnly},
+	{name: bareLk, newLocker: newBare, bare: true},
 }
 
 func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }

@@ -10,7 +10,8 @@
 //	cd bench && go run . -page ../docs/benchmarks.md
 //
 // Scenarios for every library: uncontended Lock+Unlock, handoff to a parked
-// waiter, 16 workers with a 1 ms critical section, pure contention.
+// waiter, 16 workers with a 1 ms critical section, pure contention, many
+// locks (10,000 names locked by 64 goroutines, uncontended).
 // redisync only: watchdog load of many held locks, many parked waiters,
 // fairlock, rwlock (and its parked waiters), semaphore, latch, and the
 // wake-up transport on a three-master cluster it starts (with redis-cli
@@ -40,6 +41,7 @@ type config struct {
 	run            string
 	verbose        bool
 	uncontended    time.Duration
+	many           time.Duration
 	handoff        time.Duration
 	handoffN       int
 	window         time.Duration
@@ -63,6 +65,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.run, "run", "", "run only the scenarios whose name matches this regexp")
 	fs.BoolVar(&c.verbose, "v", false, "print the Redis commands of each measurement, by name")
 	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: time per library")
+	fs.DurationVar(&c.many, "many", 3*time.Second, "many-locks: measured time per library")
 	fs.DurationVar(&c.handoff, "handoff", 5*time.Second, "handoff: time budget per library")
 	fs.IntVar(&c.handoffN, "handoff-n", 300, "handoff: at most this many handoffs per library")
 	fs.DurationVar(&c.window, "d", 5*time.Second, "loop scenarios (workers, contention, rwlock, semaphore): measured time per library")

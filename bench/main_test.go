@@ -14,8 +14,8 @@ import (
 // shows up in go test rather than in the next full run.
 func TestSmoke(t *testing.T) {
 	cfg := config{
-		uncontended: 100 * time.Millisecond,
-		handoff:     0, handoffN: 3,
+		uncontended: 100 * time.Millisecond, many: 200 * time.Millisecond,
+		handoff: 0, handoffN: 3,
 		window: 200 * time.Millisecond, warmup: 50 * time.Millisecond,
 		holds: 200, wdTimeout: 300 * time.Millisecond, periods: 1,
 		waiters: 200, waitLocks: 20,

@@ -45,13 +45,13 @@ func multilockUncontended(ctx context.Context, e *env) (*table, error) {
 			return nil, err
 		}
 	}
-	if err := takeTurns(ctx, lockers, totals, e.cfg.uncontended); err != nil {
+	if err := takeTurns(ctx, e, lockers, totals, e.cfg.uncontended, cnt, nil); err != nil {
 		return nil, err
 	}
-	tb := newTable("multilock: uncontended Lock+Unlock of a group", "group", "ns/op", "vs 1 lock", "round trips/op", "Redis commands/op")
+	tb := newTable("multilock: uncontended Lock+Unlock of a group", "group", "ns/op", "vs 1 lock", "round trips/op", "Redis commands/op", "server µs/op")
 	for i, t := range totals {
 		e.set("multilock", names[i], "ns", t.ns())
-		tb.add(names[i], num(t.ns()), ratio(t.ns(), totals[0].ns()), num(t.trips), num(t.cmds))
+		tb.add(names[i], num(t.ns()), ratio(t.ns(), totals[0].ns()), num(t.trips), num(t.cmds), usecs(t.usec()))
 	}
 	tb.note("As scenario 1: about %v per row, in turns of %d. Lock takes the members one after the other in the order of their names (one acquire script each); Unlock releases them in parallel.",
 		e.cfg.uncontended, burst)
@@ -133,7 +133,8 @@ func quorumUncontended(ctx context.Context, e *env) (*table, error) {
 		}
 		totals[i].trips = float64(readCounters(cnts...).sub(before).trips) / float64(n)
 	}
-	if err := takeTurns(ctx, lockers, totals, e.cfg.uncontended); err != nil {
+	// No server time: the group's commands go to three servers.
+	if err := takeTurns(ctx, e, lockers, totals, e.cfg.uncontended, nil, nil); err != nil {
 		return nil, err
 	}
 	tb := newTable("quorum: uncontended Lock+Unlock over 3 independent servers", "library", "ns/op", "vs 1 server", "round trips/op (all servers)")

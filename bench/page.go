@@ -184,6 +184,9 @@ client of the scenario.
    apart.
 4. **Contention**: the same workers with no think time and an empty
    critical section.
+5. **Many locks**: 64 goroutines over 8 clients lock and unlock 10,000
+   names, each goroutine names of its own, so nothing waits: how many
+   uncontended pairs one Redis serves, and what each costs it.
 
 redisync only: many held locks renewed by the watchdog; many goroutines
 parked on locks held by another client, then released; handoffs through a
@@ -192,7 +195,10 @@ fair lock's queue; a semaphore and a read-write lock under load.
 "Redis commands" come from ` + "`INFO commandstats`" + ` and include the commands run
 inside scripts (an ` + "`EVALSHA`" + ` that runs ` + "`PTTL`" + ` and ` + "`HGET`" + ` counts 3); "round
 trips" are counted by a go-redis hook on each client, a script or a
-pipeline counting one. Every loop checks that no two holders ever overlap
+pipeline counting one. "Server µs/op" is the time Redis spent running
+them (` + "`INFO commandstats`" + ` usec), each command once: a script's time
+includes that of the commands it calls, so a command run inside scripts
+counts only for the share of its calls that the clients sent themselves. Every loop checks that no two holders ever overlap
 (no more holders than permits, for the semaphore).
 `
 
@@ -236,6 +242,17 @@ func summary(e *env) *table {
 	if u, ok := e.get("uncontended", us, "ns"); ok {
 		if p, ok := e.get("uncontended", bareLk, "ns"); ok && p > 0 {
 			tb.add("uncontended Lock+Unlock, time per op", asDur(u), bareLk, asDur(p), fmt.Sprintf("%.2fx its time", u/p))
+		}
+	}
+	asUsec := func(v float64) string { return usecs(v) + " µs" }
+	if u, ok := e.get("uncontended", us, "usec"); ok {
+		if p, ok := e.get("uncontended", bareLk, "usec"); ok && p > 0 {
+			tb.add("uncontended Lock+Unlock, server time per op", asUsec(u), bareLk, asUsec(p), fmt.Sprintf("%.2fx its time", u/p))
+		}
+	}
+	if u, ok := e.get("many-locks", us, "ops/s"); ok {
+		if p, ok := e.get("many-locks", bareLk, "ops/s"); ok && p > 0 {
+			tb.add("many locks: Lock+Unlock per second", asNum(u), bareLk, asNum(p), fmt.Sprintf("%.2fx as many", u/p))
 		}
 	}
 	tb.level = 2

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,13 @@ type counter struct {
 	trips     atomic.Int64
 	pipelines atomic.Int64
 	cmds      atomic.Int64
+
+	// While naming is set, named counts the commands sent by name: the
+	// top-level ones, which serverStats.usecSince tells from those run
+	// inside scripts. Off, it costs the timed loops nothing but a load.
+	naming atomic.Bool
+	mu     sync.Mutex
+	named  map[string]int64
 }
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -28,6 +36,9 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.trips.Add(1)
 		c.cmds.Add(1)
+		if c.naming.Load() {
+			c.name(cmd)
+		}
 		return next(ctx, cmd)
 	}
 }
@@ -37,8 +48,47 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		c.trips.Add(1)
 		c.pipelines.Add(1)
 		c.cmds.Add(int64(len(cmds)))
+		if c.naming.Load() {
+			for _, cmd := range cmds {
+				c.name(cmd)
+			}
+		}
 		return next(ctx, cmds)
 	}
+}
+
+func (c *counter) name(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.named == nil {
+		c.named = make(map[string]int64)
+	}
+	c.named[strings.ToLower(cmd.Name())]++
+}
+
+// startNaming starts counting the commands of cs by name, from zero.
+func startNaming(cs ...*counter) {
+	for _, c := range cs {
+		c.mu.Lock()
+		c.named = nil
+		c.mu.Unlock()
+		c.naming.Store(true)
+	}
+}
+
+// stopNaming stops counting by name and returns what cs sent since
+// startNaming, summed.
+func stopNaming(cs ...*counter) map[string]int64 {
+	sum := make(map[string]int64)
+	for _, c := range cs {
+		c.naming.Store(false)
+		c.mu.Lock()
+		for name, n := range c.named {
+			sum[name] += n
+		}
+		c.mu.Unlock()
+	}
+	return sum
 }
 
 // counts is a reading of one or more counters.
@@ -68,12 +118,13 @@ var notCounted = map[string]bool{
 // serverStats is a reading of INFO stats and INFO commandstats.
 type serverStats struct {
 	calls     map[string]int64 // per command; Redis 7 counts commands run inside scripts too
+	usec      map[string]int64 // per command, the time Redis spent in it; a script's includes its commands'
 	processed int64            // total_commands_processed
 	opsPerSec int64            // instantaneous_ops_per_sec
 }
 
 func readServer(ctx context.Context, ctl *redis.Client) (serverStats, error) {
-	s := serverStats{calls: make(map[string]int64)}
+	s := serverStats{calls: make(map[string]int64), usec: make(map[string]int64)}
 	info, err := ctl.Info(ctx, "stats", "commandstats").Result()
 	if err != nil {
 		return s, err
@@ -90,8 +141,11 @@ func readServer(ctx context.Context, ctl *redis.Client) (serverStats, error) {
 		case key == "instantaneous_ops_per_sec":
 			s.opsPerSec, _ = strconv.ParseInt(val, 10, 64)
 		case strings.HasPrefix(key, "cmdstat_"):
-			calls, _, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
-			s.calls[strings.TrimPrefix(key, "cmdstat_")], _ = strconv.ParseInt(calls, 10, 64)
+			name := strings.TrimPrefix(key, "cmdstat_")
+			calls, rest, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
+			usec, _, _ := strings.Cut(strings.TrimPrefix(rest, "usec="), ",")
+			s.calls[name], _ = strconv.ParseInt(calls, 10, 64)
+			s.usec[name], _ = strconv.ParseInt(usec, 10, 64)
 		}
 	}
 	return s, nil
@@ -107,6 +161,45 @@ func (s serverStats) commandsSince(before serverStats) int64 {
 		}
 	}
 	return n
+}
+
+// scripting are the commands that run scripts: their time in
+// commandstats includes that of the commands the scripts call, which
+// commandstats also counts on their own.
+var scripting = map[string]bool{
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
+}
+
+// usecSince returns the microseconds Redis spent running commands since
+// before (commandstats usec), each counted once: a script's time includes
+// the commands it called, so those are left out. sent names the commands
+// the clients sent themselves (a counter's names); a command also run
+// inside scripts counts for the share of its calls that were sent. With
+// sent nil (a library on a client of its own, whose commands the hooks
+// do not see), a command counts only when no script ran: the peers that
+// run scripts (rueidislock) call their other commands from them.
+func (s serverStats) usecSince(before serverStats, sent map[string]int64) float64 {
+	scripts := false
+	for name := range scripting {
+		scripts = scripts || s.calls[name] > before.calls[name]
+	}
+	var usec float64
+	for name, calls := range s.calls {
+		d := calls - before.calls[name]
+		if d <= 0 || notCounted[name] {
+			continue
+		}
+		u := float64(s.usec[name] - before.usec[name])
+		switch {
+		case scripting[name]:
+			usec += u
+		case sent != nil:
+			usec += u * min(1, float64(sent[name])/float64(d))
+		case !scripts:
+			usec += u
+		}
+	}
+	return usec
 }
 
 // breakdown lists the commands run since before, by name, most first, each

@@ -69,6 +69,9 @@ const lateReply = "LATE "
 // deadline had passed (or lay too far ahead of the server's clock), which
 // changed nothing, and returns the server's time it reported.
 func Late(err error) (serverMs int64, ok bool) {
+	if err == nil {
+		return 0, false // the common case, without errors.As's allocation
+	}
 	var reply redis.Error
 	if !errors.As(err, &reply) || !strings.HasPrefix(reply.Error(), lateReply) {
 		return 0, false

@@ -62,8 +62,8 @@
 --          the declared keys; read with pcall before anything changes, as
 --          the head's place is)
 --
--- First every waiter whose deadline has passed (server clock, TIME) leaves
--- the line. The lock goes to the owner only when it is free and nobody
+-- First every waiter whose deadline has passed (server clock, the TIME
+-- read for ARGV[11]) leaves the line. The lock goes to the owner only when it is free and nobody
 -- waits before it: a newcomer never barges past the line. A lock found
 -- free with another waiter first in line (its holder's or grantee's lease
 -- ran out) is granted to that waiter as fairlock_unlock grants it, but
@@ -87,7 +87,9 @@
 -- field '@token' with the hold it belongs to (see rlock_acquire); a
 -- repeated first acquisition reports it from there.
 --
--- Returns {1, holds, token} when the owner holds the lock afterwards (token
+-- Returns 1 for a first acquisition without a token (meaning {1, 1, 0}:
+-- the common case, and an integer costs Redis less than a table), else
+-- {1, holds, token} when the owner holds the lock afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition, or
 -- a grant, it is the token the hold recorded, or a new one if it recorded
 -- none: a hold taken by an older version), or {0, wait}: wait is the
@@ -144,8 +146,10 @@ end
 local held = state[1]
 local first = redis.call('lindex', queue, 0)
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- The script runs at one instant: the clock read for the deadline is
+-- the clock. (Reading the deadlines also when the line is empty is what
+-- tells a timeouts key of another type, before anything is written.)
+local now = late
 local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
 for _, w in ipairs(dead) do
   redis.call('lrem', queue, 1, w)
@@ -223,6 +227,9 @@ if free and (not head or head == owner) then
     redis.call('hset', lock, '@value', value)
     redis.call('del', KEYS[6])
     publish()
+  end
+  if token == 0 then
+    return 1
   end
   return {1, 1, token}
 end

@@ -34,7 +34,8 @@
 --          in the slot of the declared keys, as the place is)
 --
 -- First every waiter whose deadline has passed (server clock, TIME) leaves
--- the line. A grant pops waiters until one whose place still exists (a
+-- the line, when anyone is in it (the uncontended release, with the line
+-- empty, reads neither the clock nor the deadlines). A grant pops waiters until one whose place still exists (a
 -- waiter silent for longer than a grant lease is taken for dead and
 -- dropped, so that dead waiters never hold the lock one grant lease after
 -- another), takes its place (GETDEL), makes it the holder with one level
@@ -62,9 +63,11 @@
 -- the caller resends it.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
--- and nobody waited), -1 when the owner does not hold the lock, -2 when
--- the hold count differs from ARGV[3] or the copy comes too late (ARGV[8];
--- nothing changed); or {0, grantee, token, mark} when this
+-- and nobody waited; a bare 0 when the line was empty, the common case,
+-- since an integer costs Redis less than a table), -1 when the owner does
+-- not hold the lock, -2 when the hold count differs from ARGV[3] or the
+-- copy comes too late (ARGV[8]; nothing changed); or {0, grantee, token,
+-- mark} when this
 -- release granted the lock, so that a grantee in the releasing process
 -- can complete its hold without waiting for the message. A resent unlock
 -- whose first run went through finds the owner's field gone ({-1}): it
@@ -78,14 +81,18 @@ local office, values = ARGV[9] or '', ARGV[10]
 
 local state = redis.call('hmget', lock, owner, '@' .. owner)
 local holds = state[1]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
-for _, w in ipairs(dead) do
-  redis.call('lrem', queue, 1, w)
-end
-if #dead > 0 then
-  redis.call('zremrangebyscore', timeouts, '-inf', now)
+
+-- Drops the waiters whose deadline has passed from the line.
+local function prune()
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
+  for _, w in ipairs(dead) do
+    redis.call('lrem', queue, 1, w)
+  end
+  if #dead > 0 then
+    redis.call('zremrangebyscore', timeouts, '-inf', now)
+  end
 end
 
 -- live pops waiters off the line until one whose place exists, takes
@@ -175,6 +182,7 @@ end
 
 if not holds then
   if redis.call('exists', lock) == 0 then
+    prune()
     local head, entry, err, value = live(false)
     if err then
       return refused(err)
@@ -199,6 +207,15 @@ if holds > 1 then
   redis.call('pexpire', lock, lease)
   return {holds - 1}
 end
+-- Nobody in line, the uncontended case: the lock is free.
+if not redis.call('lindex', queue, 0) then
+  redis.call('del', lock)
+  if office ~= '' then
+    publish()
+  end
+  return 0
+end
+prune()
 local head, entry, err, value = live(true)
 if err then
   return refused(err)

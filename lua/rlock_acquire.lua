@@ -35,6 +35,17 @@
 --          ahead of the server's clock (twice the window: the
 --          client's clock is off) is refused the same way, so that a
 --          client learns the server's time
+-- ARGV[8]  what else the caller knows, as letters (absent: "p"):
+--          "p": the owner may have a place in line (an earlier attempt of
+--          its wait was refused, or its outcome is unknown), which a
+--          blocking first acquisition gives up; without it, the script
+--          does not look for one: a wait's first attempt, the common
+--          uncontended Lock, runs no DEL of a place that cannot exist.
+--          "w": the handle has watchers (a group of locks, package
+--          multilock) listening on the lock's release channel: an
+--          attempt refused because another owner holds the lock marks
+--          that hold with the field '@watched' (see rlock_unlock), so
+--          that its release is published there.
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
 -- highest mark of an attempt that took, re-entered or reported the hold
@@ -57,9 +68,15 @@
 -- A free lock goes to the caller, whoever waits: a newcomer may take a
 -- lock it finds free (a release never leaves it free while a live waiter
 -- is in line: it grants it to the first). The caller's own place in line,
--- if any, is then given up.
+-- if it may have one (ARGV[8]), is then given up. A place the caller did
+-- not know of (left by a wait whose leave failed) stays until it lapses:
+-- a release drops the releasing owner's own place when it pops it (see
+-- rlock_unlock), as it does after a TryLock, which never looks.
 --
--- Returns {1, holds, token} when the owner holds the lock afterwards (token
+-- Returns 1 for a first acquisition without a token (the common case:
+-- an integer costs Redis less to make and send than a table, and means
+-- {1, 1, 0}), else {1, holds, token} when the owner holds the lock
+-- afterwards (token
 -- is 0 on re-entry or without fencing; on a repeated first acquisition or a
 -- grant it is the token the hold recorded, or a new one if it recorded
 -- none: a hold taken by an older version), or {0, pttl} when another
@@ -81,6 +98,9 @@
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local patience, mark = tonumber(ARGV[5]), ARGV[6]
+local knows = ARGV[8] or 'p'
+local placed = patience > 0 and string.find(knows, 'p', 1, true) ~= nil
+local watched = string.find(knows, 'w', 1, true) ~= nil
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -113,8 +133,11 @@ if ttl == -2 then
   end
   redis.call('hset', lock, owner, 1, '@' .. owner, mark)
   redis.call('pexpire', lock, lease)
-  if patience > 0 and redis.call('del', place) == 1 then
+  if placed and redis.call('del', place) == 1 then
     redis.call('lrem', queue, 1, owner)
+  end
+  if token == 0 then
+    return 1
   end
   return {1, 1, token}
 end
@@ -149,6 +172,11 @@ if held then
   return {1, held + 1, 0}
 end
 
+-- The '@watched' mark lives as long as the hold it is on: a watcher that
+-- dies leaves nothing behind once that hold ends.
+if watched then
+  redis.call('hset', lock, '@watched', 1)
+end
 if patience > 0 then
   local entry = mark
   if fencing then

@@ -7,7 +7,10 @@
 --          takes the next token (see rlock_acquire), and the counter then
 --          lives ARGV[2] from now
 -- KEYS[4]  the lock's release channel, for those who watch the lock
---          without standing in line (a group of locks, older clients)
+--          without standing in line (a group of locks): a release that
+--          leaves the lock free publishes on it only when the hold is
+--          marked '@watched' (see rlock_acquire), and a grant or a pass
+--          carries the mark over to the next holder
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds, re-armed while holds remain; the fencing
 --          counter's lifetime
@@ -69,13 +72,17 @@
 -- channel: the mark its last refused attempt stored in its place names
 -- the attempt the grant answers, so that a message read late is never
 -- taken for a later attempt's grant. A release that leaves the lock free
--- publishes "1" on KEYS[4]. Waiters passed over (ARGV[12..]) are asked
+-- publishes "1" on KEYS[4] when a watcher marked the hold (nobody else
+-- listens there: a PUBLISH to nobody still costs Redis a command, on
+-- every uncontended Unlock). Waiters passed over (ARGV[12..]) are asked
 -- whether they live with EXISTS, which leaves their places as they are,
 -- and go back to the head of the line, in their order, once the grantee
 -- is known.
 --
 -- Returns {holds}: the owner's remaining holds (0: the lock was released
--- and nobody live was in line), -1 when the owner does not hold the lock
+-- and nobody live was in line; a bare 0 when the line was empty, the
+-- common case, since an integer costs Redis less to make and send than
+-- a table), -1 when the owner does not hold the lock
 -- ({-1, to, 0, mark} when ARGV[10] holds it: a resend of a pass that went
 -- through),
 -- -2 when the hold count differs from ARGV[4] or the copy comes too late
@@ -99,8 +106,8 @@ local function leaveLine()
   redis.call('lrem', queue, 0, to)
 end
 
-local state = redis.call('hmget', lock, owner, '@' .. owner)
-local holds = state[1]
+local state = redis.call('hmget', lock, owner, '@' .. owner, '@watched')
+local holds, watched = state[1], state[3]
 if not holds then
   if to == '' then
     return {-1}
@@ -140,11 +147,25 @@ if to ~= '' then
   redis.call('lrem', queue, 0, to)
   redis.call('del', lock)
   redis.call('hset', lock, to, 1, '@' .. to, toMark)
+  if watched then
+    redis.call('hset', lock, '@watched', watched)
+  end
   redis.call('pexpire', lock, grantLease)
   return {0, to, 0, toMark}
 end
 
 local publish = sharded and 'spublish' or 'publish'
+
+-- Nobody in line, the uncontended case: the lock is free, and nothing
+-- below (the passed-over waiters, the grant) has anything to do.
+local head = redis.call('lpop', queue)
+if not head then
+  redis.call('del', lock)
+  if watched then
+    redis.call(publish, channel, '1')
+  end
+  return 0
+end
 local over, aside = {}, {}
 for i = 12, #ARGV do
   over[ARGV[i]] = true
@@ -183,16 +204,15 @@ local function grant(head, entry)
   if token > 0 then
     redis.call('hset', lock, '@token', string.format('%.0f', token))
   end
+  if watched then
+    redis.call('hset', lock, '@watched', watched)
+  end
   redis.call('pexpire', lock, grantLease)
   redis.call(publish, prefix .. head, string.format('g%.0f:%s', token, mark))
   return {0, head, token, mark}
 end
 
-while true do
-  local head = redis.call('lpop', queue)
-  if not head then
-    break
-  end
+while head do
   local entry
   if over[head] then
     entry = redis.pcall('exists', places .. head)
@@ -213,6 +233,7 @@ while true do
     restore()
     return grant(head, entry)
   end
+  head = redis.call('lpop', queue)
 end
 
 -- Nobody of another process is live in line: the first waiter passed
@@ -224,5 +245,7 @@ if first then
   return grant(first, entry)
 end
 redis.call('del', lock)
-redis.call(publish, channel, '1')
+if watched then
+  redis.call(publish, channel, '1')
+end
 return {0}

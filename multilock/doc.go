@@ -42,7 +42,9 @@
 // Lock repeats rounds until ctx ends: after a missed round it sleeps until
 // a member is released on any server (rlock and rwlock members announce
 // their releases over pub/sub, and the group listens without taking them
-// or waiting in their line) or a randomized delay around RetryDelay (for
+// or waiting in their line; an rlock announces only the releases of holds
+// that refused a listening group, which marks them as it is refused) or a
+// randomized delay around RetryDelay (for
 // a fairlock or another library's Locker, and as a backup). Done closes
 // when fewer than a majority of the members remain held. A TryLock that
 // missed a majority through contention returns false and no error; one

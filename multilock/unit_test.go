@@ -410,3 +410,66 @@ func TestQuorumWaitDoesNotSpinMini(t *testing.T) {
 	mustUnlock(t, a)
 	mustUnlock(t, b)
 }
+
+// An rlock announces a release on its shared channel only when a group
+// watches it: an uncontended Unlock publishes nothing (a PUBLISH to
+// nobody costs Redis a command on every one), and a quorum waiting on
+// held members marks their holds, whose releases then wake it.
+func TestQuorumWatchMarksHoldsMini(t *testing.T) {
+	_, rdbs := minis(t, 3)
+	ctx := t.Context()
+	names := internal.NewNames("ann")
+	subs := make([]*redis.PubSub, len(rdbs))
+	for i, rdb := range rdbs {
+		subs[i] = rdb.Subscribe(ctx, names.Channel())
+		t.Cleanup(func() { subs[i].Close() })
+		if _, err := subs[i].Receive(ctx); err != nil { // the confirmation
+			t.Fatal(err)
+		}
+	}
+	quiet := rlock.New(rdbs[0], "ann")
+	if err := quiet.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if msg := received(subs[0], 100*time.Millisecond); msg != nil {
+		t.Fatalf("an unwatched release published %q", msg.Payload)
+	}
+
+	holder, g := quorum(rdbs, "ann"), quorum(rdbs, "ann")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- g.Lock(ctx) }()
+	redistest.WaitFor(t, 5*time.Second, func() bool {
+		for _, rdb := range rdbs {
+			if !rdb.HExists(ctx, names.Lock(), "@watched").Val() {
+				return false
+			}
+		}
+		return true
+	})
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, sub := range subs {
+		if msg := received(sub, 5*time.Second); msg == nil || msg.Payload != "1" {
+			t.Fatalf("server %d: the release of a watched hold published %v, want \"1\"", i, msg)
+		}
+	}
+	served(t, got, g)
+}
+
+// received returns the next message of sub, or nil when none comes
+// within d.
+func received(sub *redis.PubSub, d time.Duration) *redis.Message {
+	select {
+	case msg := <-sub.Channel():
+		return msg
+	case <-time.After(d):
+		return nil
+	}
+}

@@ -48,6 +48,39 @@ func TestRefusedAttemptCost(t *testing.T) {
 	}
 }
 
+// TestUncontendedCost pins what an uncontended Lock+Unlock costs Redis,
+// the pair users run most: two scripts; the acquire reads the server's
+// clock for its deadline (TIME), tells a free lock by PTTL and writes the
+// hold with its lease; the release reads the hold and the line and
+// deletes the lock. Nothing else: no DEL of a place the wait's first
+// attempt cannot have, and no PUBLISH when no group watches the lock.
+func TestUncontendedCost(t *testing.T) {
+	rdb := redistest.Start(t).NewClient(t)
+	ctx := t.Context()
+	m := rlock.New(rdb, redistest.UniqueName(t))
+	lockUnlock := func() {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lockUnlock() // loads the scripts
+	before := commandCalls(t, rdb)
+	lockUnlock()
+	got := make(map[string]int64)
+	for cmd, n := range commandCalls(t, rdb) {
+		if d := n - before[cmd]; d > 0 && !bookkeeping[cmd] {
+			got[cmd] = d
+		}
+	}
+	want := map[string]int64{"evalsha": 2, "time": 1, "pttl": 1, "hset": 1, "pexpire": 1, "hmget": 1, "lpop": 1, "del": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("an uncontended Lock+Unlock ran %v, want %v", got, want)
+	}
+}
+
 // TestGrantCost pins what a handoff costs: the release script grants the
 // lock to the parked waiter, and the waiter's process completes the hold
 // without running a script of its own. A waiter of another handle on the

@@ -113,8 +113,12 @@
 // them held it 3.0s after the kill, the second within a few milliseconds
 // of the first's release. A release that leaves the lock free (nobody
 // live in line) publishes on redisync:{name}:chan, which groups of locks
-// (package multilock) listen to. docs/semantics.md in the repository
-// tells the whole design.
+// (package multilock) listen to, when one of them asked for it: a group
+// waiting on the lock marks the hold that refused it (the hash field
+// '@watched', which lives and dies with the hold and passes to the next
+// holder on a grant), and the release of an unmarked hold publishes
+// nothing, which spares Redis a command on every uncontended Unlock.
+// docs/semantics.md in the repository tells the whole design.
 //
 // Fairness: a Lock or TryLock that finds the lock free takes it, even
 // when others are in line (as Redisson's RLock lets it), but a release

@@ -24,6 +24,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
 		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: WaiterTimeout,
 	}}
+	// Built once: every Lock would build them again, found free or not.
+	channel, place, queue := n.WaiterChannel(b.Owner), n.Place(b.Owner), n.Queue()
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,
@@ -43,15 +45,16 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// round trip, unless each hold needs something of its own from
 		// Redis: a fencing token, a fixed lease, acknowledging replicas.
 		LocalHandoff: !cfg.fencing && cfg.LeaseTime == 0 && cfg.ackReplicas == 0,
-		Channel:      func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
+		Channel:      func(hold.Mode) string { return channel },
 		// Parked waiters' places are kept by their client's keeper, in
 		// one pipeline a second for all of them.
 		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: WaiterTimeout, Lock: n.Lock(), Queue: n.Queue()}
+			return &internal.Place{Key: place, TTL: WaiterTimeout, Lock: d.keys.Lock, Queue: queue}
 		},
 	})
 	// A release that frees the lock with nobody in line is announced on
-	// the shared channel, for groups of locks (package multilock).
+	// the shared channel, for groups of locks (package multilock), when
+	// one of them watches (hold.Watcher.Watch).
 	m.engine = m.l.Handle(n.Channel())
 	return m
 }
@@ -88,7 +91,10 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	if d.cfg.ackReplicas > 0 {
 		res, err = d.acquireAcked(ctx, t, held, patience, a)
 	} else {
-		res, err = script.ReentrantAcquireWaiting(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, held, patience, a.Seq, a.Deadline).Result()
+		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
+			Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: held, Patience: patience,
+			Seq: a.Seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+		}).Result()
 	}
 	return hold.Granted(res), err
 }

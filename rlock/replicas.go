@@ -49,7 +49,10 @@ func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int
 		return script.Acquired{}, err
 	}
 	defer conn.Close()
-	res, err := script.ReentrantAcquireWaiting(ctx, conn, d.keys, d.Owner, d.cfg.Lease(), d.cfg.fencing, holds, patience, seq, a.Deadline).Result()
+	res, err := script.ReentrantTake(ctx, conn, d.keys, script.TakeArgs{
+		Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: holds, Patience: patience,
+		Seq: seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+	}).Result()
 	if err != nil || !res.OK {
 		return res, err
 	}

@@ -24,8 +24,10 @@ workers ever hold the same lock at once, and prints one row per primitive:
 lock+unlock cycles per second, the handoff latency (from a holder starting
 Unlock to the next holder's Lock returning, p50 and p99) and the Redis
 commands per cycle from INFO commandstats, those run inside scripts included,
-with the script calls among them (n/a on miniredis, which does not count
-them; on a busy server other clients' commands count too).
+with the script calls among them, and the microseconds Redis spent on them
+per cycle (commandstats usec, each command once: a script's time includes
+that of the commands it calls); n/a on miniredis, which does not count
+them; on a busy server other clients' commands count too.
 
 Progress goes to stderr: one line rewritten in place on a terminal, a line a
 second otherwise. Every key is deleted at the end.`
@@ -49,7 +51,8 @@ type benchResult struct {
 	handoffs   []time.Duration // sorted
 	calls      calls           // commands the servers ran meanwhile
 	callsKnown bool
-	violations int64 // times two workers held one lock
+	usec       float64 // microseconds Redis spent on them (calls.serverUsec)
+	violations int64   // times two workers held one lock
 }
 
 func runBench(ctx context.Context, out *output, args []string) error {
@@ -79,6 +82,10 @@ func runBench(ctx context.Context, out *output, args []string) error {
 	}
 	defer t.close()
 	instances := t.clientsN(f.instances)
+	sent := &sentCounter{} // tells the commands sent from those run inside scripts
+	for _, rdb := range instances {
+		rdb.AddHook(sent)
+	}
 	fmt.Fprintf(out.stdout, "redisync bench on %s: %d goroutines on %d clients, %d lock(s), hold %v, %v per primitive\n\n",
 		t.desc, f.goroutines, f.instances, f.locks, f.hold, f.duration)
 	prefix := runPrefix("bench")
@@ -91,7 +98,7 @@ func runBench(ctx context.Context, out *output, args []string) error {
 	var results []benchResult
 	var runErr error
 	for _, p := range kinds {
-		r, err := benchOne(ctx, out, f, p, instances, prefix)
+		r, err := benchOne(ctx, out, f, p, instances, prefix, sent)
 		results = append(results, r)
 		if err != nil {
 			runErr = fmt.Errorf("%s: %w", p.name, err)
@@ -154,7 +161,8 @@ type benchLock struct {
 }
 
 // benchOne runs one primitive for the configured duration.
-func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string) (benchResult, error) {
+// sent counts the commands the instances send.
+func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string, sent *sentCounter) (benchResult, error) {
 	res := benchResult{kind: p.name}
 	var ops, violations atomic.Int64
 	locks := make([]*benchLock, f.locks)
@@ -167,6 +175,7 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 		}
 	}
 	before, known := commandCalls(ctx, instances[0])
+	sent.take()
 	prog := startProgress(out.stderr, p.name, f.duration, ops.Load)
 	began := time.Now()
 	handoffs, err := benchWorkers(ctx, f, p, locks, instances, &ops)
@@ -174,8 +183,9 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 	prog.finish()
 	after, knownAfter := commandCalls(context.WithoutCancel(ctx), instances[0]) // also after ctrl-C
 	res.ops, res.violations, res.handoffs = ops.Load(), violations.Load(), handoffs
-	res.calls = calls{all: after.all - before.all, scripts: after.scripts - before.scripts}
+	res.calls = after.since(before)
 	res.callsKnown = known && knownAfter
+	res.usec = res.calls.serverUsec(sent.take())
 	if err != nil {
 		return res, err
 	}
@@ -243,18 +253,19 @@ func benchCycle(ctx context.Context, m mutex, l *benchLock, hold time.Duration) 
 // writeBenchTable prints the results; floor is the bare grant's median
 // (0: not measured), the yardstick of the p50 handoff.
 func writeBenchTable(out *output, results []benchResult, floor time.Duration) {
-	tab := newTable("primitive", "ops", "ops/s", "p50 handoff", "p99 handoff", "p50 vs bare grant", "cmds/op", "scripts/op")
+	tab := newTable("primitive", "ops", "ops/s", "p50 handoff", "p99 handoff", "p50 vs bare grant", "cmds/op", "scripts/op", "server µs/op")
 	for _, r := range results {
-		cmds, scripts := "n/a", "n/a"
+		cmds, scripts, usec := "n/a", "n/a", "n/a"
 		if r.callsKnown && r.ops > 0 {
 			cmds = fmt.Sprintf("%.1f", float64(r.calls.all)/float64(r.ops))
 			scripts = fmt.Sprintf("%.1f", float64(r.calls.scripts)/float64(r.ops))
+			usec = fmt.Sprintf("%.1f", r.usec/float64(r.ops))
 		}
 		vs := "n/a"
 		if floor > 0 && len(r.handoffs) > 0 {
 			vs = fmt.Sprintf("%.2fx", float64(r.handoffs[min(len(r.handoffs)/2, len(r.handoffs)-1)])/float64(floor))
 		}
-		tab.add(r.kind, fmt.Sprint(r.ops), perSecond(r.ops, r.elapsed), quantile(r.handoffs, 0.50), quantile(r.handoffs, 0.99), vs, cmds, scripts)
+		tab.add(r.kind, fmt.Sprint(r.ops), perSecond(r.ops, r.elapsed), quantile(r.handoffs, 0.50), quantile(r.handoffs, 0.99), vs, cmds, scripts, usec)
 	}
 	tab.write(out.stdout)
 	if floor > 0 {

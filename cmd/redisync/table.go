@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // table prints rows in aligned columns: the first left-aligned, the others
@@ -21,7 +22,8 @@ func (t *table) write(w io.Writer) {
 	widths := make([]int, len(t.rows[0]))
 	for _, r := range t.rows {
 		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
+			// In runes, as fmt pads: "µs" is one byte longer than it looks.
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
 	var b strings.Builder

@@ -119,6 +119,16 @@ type Asking struct {
 	// internal.RequestWindow); a script that reads the clock refuses a
 	// copy that runs later with internal.Late's error, changing nothing.
 	Deadline int64
+	// Placed is set for a blocking attempt when an earlier attempt of the
+	// same wait may have left a place in line (it was refused, or its
+	// outcome is unknown): an acquisition gives the place up. A wait's
+	// first attempt has none to give up, which spares the uncontended
+	// Lock a command.
+	Placed bool
+	// Watched is set while a group of locks watches the handle's releases
+	// (Watcher.Watch): a refused attempt asks the holder's release to
+	// announce itself (see Handle).
+	Watched bool
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -132,6 +142,9 @@ type Lock struct {
 	owners
 	waits waits
 	cand  *candidate // the handle's wait offered for a transfer; guarded by cohorts
+	// watched counts the handle's open Watches (see Watcher): while there
+	// are any, its refused attempts ask for the release to be announced.
+	watched atomic.Int32
 }
 
 // waits counts the handle's waits in Redis of each mode. Goroutines of one
@@ -235,6 +248,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			a.Seq = seq
 			g, err := l.acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
+			a.Placed = a.Placed || err != nil || !g.OK
 			if a.Refused && l.k.Grants {
 				mark = g.Mark
 				if passable {
@@ -395,6 +409,7 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 // handle has given the attempt up, takes nothing and joins no line.
 func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
 	var g Grant
+	a.Watched = l.watched.Load() > 0
 	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)

@@ -68,6 +68,13 @@ func (w *Watcher) Announced() bool { return w.h.channel != "" }
 // release after Watch returns is not missed. It takes nothing: a wake-up
 // says only that the lock may be free. It returns nil and no error when
 // the lock does not announce its releases to all (see Handle).
+//
+// A lock may announce only the releases of holds that a watcher asked
+// for (rlock: nobody listens to most releases, and a PUBLISH costs Redis
+// a command on each): until the Watch is closed, every attempt of the
+// handle that finds the lock held by another asks for it (Asking.Watched).
+// The group attempts after Watch returns, so it hears the release of
+// every hold that refused it then.
 func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
 	if w.h.channel == "" {
 		return nil, nil
@@ -78,13 +85,15 @@ func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
 		c.Detach()
 		return nil, err
 	}
-	return &Watch{c: c, sub: sub}, nil
+	w.h.l.watched.Add(1)
+	return &Watch{c: c, sub: sub, l: w.h.l}, nil
 }
 
 // Watch is one confirmed subscription to a lock's release announcements.
 type Watch struct {
 	c   *internal.Client
 	sub *hub.Subscription
+	l   *Lock // counts the watch while it is open
 }
 
 // C returns the channel on which a release wakes the watch. Wake-ups
@@ -96,6 +105,7 @@ func (w *Watch) C() <-chan struct{} { return w.sub.C() }
 // group tried the lock, and a group that gave the lock back announced
 // that release itself.
 func (w *Watch) Close() {
+	w.l.watched.Add(-1)
 	w.sub.Close()
 	w.c.Detach()
 }

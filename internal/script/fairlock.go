@@ -46,7 +46,9 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // nothing, joins no line and is answered with internal.Late's error.
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+owner)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline, "")}
+	// No ARGV[12] (office): a fair lock's, "" when absent. Every argument
+	// costs Redis a string to make.
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
@@ -60,7 +62,8 @@ func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lea
 // retries it: after a network error the outcome is unknown, and only the
 // caller knows how to retry safely.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, mark, "")}
+	// No ARGV[9] (office): a fair lock's, "" when absent.
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, mark)}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

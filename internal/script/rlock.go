@@ -45,6 +45,11 @@ type AcquireCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
 func (c AcquireCmd) Result() (Acquired, error) {
+	if n, ok := c.cmd.Val().(int64); ok && n == 1 && c.cmd.Err() == nil {
+		// A first acquisition without a token answers a bare 1 (see
+		// lua/rlock_acquire.lua): a table costs Redis more.
+		return Acquired{OK: true, Holds: 1}, nil
+	}
 	v, err := c.cmd.Slice()
 	if err != nil {
 		return Acquired{}, err
@@ -89,9 +94,49 @@ func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string
 //
 // A copy that runs after deadline (server time in milliseconds) takes
 // nothing, joins no line and is answered with internal.Late's error.
+//
+// It gives up owner's place as if an earlier attempt may have left one
+// (ReentrantTake with Placed set).
 func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64, deadline int64) AcquireCmd {
-	keys := []string{k.Lock, k.Queue, k.Places + owner, k.Fence}
-	return AcquireCmd{rlockAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), seq, deadline)}
+	return ReentrantTake(ctx, c, k, TakeArgs{
+		Owner: owner, Lease: lease, Fencing: fencing, Holds: holds, Patience: patience, Seq: seq, Deadline: deadline, Placed: true,
+	})
+}
+
+// TakeArgs are the arguments of ReentrantTake.
+type TakeArgs struct {
+	Owner    string
+	Lease    time.Duration
+	Fencing  bool  // take a fencing token on a first acquisition
+	Holds    int64 // the hold count the caller believes it has
+	Patience time.Duration
+	Seq      uint64 // the attempt's mark
+	Deadline int64  // server time in milliseconds
+	// Placed says that owner may have a place in line (an earlier attempt
+	// of its wait was refused, or its outcome is unknown): a blocking
+	// first acquisition gives it up. Unset, the script does not look for
+	// one, which spares the uncontended Lock a command.
+	Placed bool
+	// Watched says that the handle has watchers on the lock's release
+	// channel (hold.Watcher): a refused attempt marks the other owner's
+	// hold so that its release is published there. Unset, an uncontended
+	// release publishes nothing.
+	Watched bool
+}
+
+// ReentrantTake is ReentrantAcquireWaiting with its arguments by name, and
+// what the caller knows of its place and watchers (TakeArgs.Placed and
+// Watched).
+func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) AcquireCmd {
+	keys := []string{k.Lock, k.Queue, k.Places + a.Owner, k.Fence}
+	knows := ""
+	if a.Placed {
+		knows += "p"
+	}
+	if a.Watched {
+		knows += "w"
+	}
+	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Fencing), a.Holds, patienceMs(a.Patience), a.Seq, a.Deadline, knows)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
@@ -137,7 +182,12 @@ func ReentrantUnlockPast(ctx context.Context, c Processor, k LockKeys, owner str
 
 func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, to, toMark string, over []string) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), mark, to, toMark}
+	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), mark}
+	// Every argument costs Redis a string to make: a plain release, the
+	// common one, sends none it does not use.
+	if to != "" || len(over) > 0 {
+		args = append(args, to, toMark)
+	}
 	for _, o := range over {
 		args = append(args, o)
 	}
