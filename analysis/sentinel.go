@@ -178,7 +178,7 @@ func demote(ctx context.Context, n, primary *redisNode) error {
 	rdb := n.client()
 	defer rdb.Close()
 	host, port, _ := net.SplitHostPort(primary.addr())
-	if err := rdb.SlaveOf(ctx, host, port).Err(); err != nil {
+	if err := rdb.ReplicaOf(ctx, host, port).Err(); err != nil {
 		return fmt.Errorf("REPLICAOF on %s: %w", n.addr(), err)
 	}
 	n.replicaOf, primary.replicaOf = primary.addr(), ""
