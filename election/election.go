@@ -112,7 +112,7 @@ func (e *Election) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.
 	}
 	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{
 		Owner: e.b.Owner, Value: value, Lease: e.cfg.Lease(), Held: held, Patience: patience,
-		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Seq: a.Seq, Deadline: a.Deadline,
+		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Seq: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
 	}).Result()
 	return hold.Granted(res), err
 }

@@ -115,7 +115,8 @@
 // it), as long as the server's clock has not been set back by more than
 // the time since the last token was taken (after a failover, the promoted
 // replica's clock must not be behind the old primary's by more than that
-// either).
+// either). A hold that the handle gave up as lost while it still stood in
+// Redis, adopted by its next Lock, takes a new token, as in rlock.
 //
 // # Leases, the watchdog and loss
 //

@@ -58,7 +58,7 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout
 	}
-	res, err := script.FairAcquire(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded, hold.GrantLease, a.Seq, a.Deadline).Result()
+	res, err := script.FairTake(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded, hold.GrantLease, a.Seq, a.Deadline, a.Anew).Result()
 	return hold.Granted(res), err
 }
 

@@ -5,7 +5,7 @@
 -- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
 --          time in milliseconds after which the waiter counts as dead
 -- KEYS[4]  fencing counter: the last token of the name, which expires a
---          lease (ARGV[2]) after it was taken; touched when ARGV[3] == "1",
+--          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1" or "2",
 --          or when a grant goes to a waiter that asked for fencing
 -- KEYS[5]  the owner's place: a string holding the mark of its last refused
 --          attempt (ARGV[9]), prefixed with "f" when a grant to it must
@@ -20,7 +20,10 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
 --          counter's lifetime
--- ARGV[3]  "1": take the next fencing token on a first acquisition
+-- ARGV[3]  "1": take the next fencing token on a first acquisition;
+--          "2": as "1", and the handle gave its last hold up as lost: a
+--          hold of the owner's found here that an earlier attempt took is
+--          adopted with a new token (see rlock_acquire)
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
@@ -77,9 +80,10 @@
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
 -- highest mark of an attempt that took, re-entered or reported the hold
--- (or of the waiter attempt a grant answered), so that a give-back that
--- Redis runs late, after a later attempt, changes nothing (see
--- fairlock_unlock). An attempt whose mark is below it ran late itself:
+-- (or of the waiter attempt a grant answered), so that a release (which
+-- names the handle's latest attempt) or a give-back (which names the
+-- attempt it undoes) that Redis runs late, after a later attempt, changes
+-- nothing (see fairlock_unlock). An attempt whose mark is below it ran late itself:
 -- its caller has given up, so it changes nothing and is refused.
 --
 -- A fencing token is the larger of the counter + 1 and the server's clock
@@ -90,9 +94,11 @@
 -- Returns 1 for a first acquisition without a token (meaning {1, 1, 0}:
 -- the common case, and an integer costs Redis less than a table), else
 -- {1, holds, token} when the owner holds the lock afterwards (token
--- is 0 on re-entry or without fencing; on a repeated first acquisition, or
--- a grant, it is the token the hold recorded, or a new one if it recorded
--- none: a hold taken by an older version), or {0, wait}: wait is the
+-- is 0 on re-entry or without fencing; on a resend of the attempt that
+-- took the hold it is the token the hold recorded, or a new one if it
+-- recorded none: a hold taken by an older version; with ARGV[3] "2", a
+-- hold taken by an earlier attempt takes a new token, as in
+-- rlock_acquire), or {0, wait}: wait is the
 -- holder's remaining lease (the grant lease of a grant this attempt made);
 -- -1 when unknown. A blocking attempt's refusal is {0, wait, mark}:
 -- ARGV[9], which a grant to it names (see fairlock_unlock).
@@ -102,7 +108,8 @@
 -- and, under an election's name, a hash without '@value' (another lock's).
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+local fencing, anew = ARGV[3] == '1' or ARGV[3] == '2', ARGV[3] == '2'
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
 local office, value, values = ARGV[12] or '', ARGV[13], ARGV[14]
@@ -165,7 +172,12 @@ if held then
   held = tonumber(held)
   if held ~= expect then
     local token = 0
-    if fencing and held == 1 then
+    if anew and expect == 0 and tonumber(mark) > tonumber(state[3] or 0) then
+      -- The handle gave this hold up as lost (a resend of the attempt
+      -- that took it names the mark the hold records): a new token, so
+      -- that steps still under way under the hold given up are refused.
+      token = takeToken()
+    elseif fencing and held == 1 then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, '@' .. owner, mark)

@@ -7,12 +7,15 @@
 --          attempt (ARGV[6]), prefixed with "f" when a grant to it must
 --          take a fencing token
 -- KEYS[4]  fencing counter: the last token of the name, which expires a
---          lease (ARGV[2]) after it was taken; touched when ARGV[3] == "1"
+--          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1" or "2"
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
 --          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
---          have a grant to this waiter take one
+--          have a grant to this waiter take one; "2": as "1", and the
+--          handle gave its last hold up as lost (its watchdog could not
+--          renew it in time): a hold of the owner's found here that an
+--          earlier attempt took is adopted with a new token
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost, or a grant (see rlock_unlock) the
@@ -49,10 +52,11 @@
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
 -- highest mark of an attempt that took, re-entered or reported the hold
--- (or of the waiter attempt a grant answered). A give-back names the
--- attempt it undoes, and rlock_unlock changes nothing once a later attempt
--- is recorded there: a give-back that Redis runs late, after the handle's
--- next acquisition, never releases it. An attempt whose mark is below the
+-- (or of the waiter attempt a grant answered). A release names the
+-- handle's latest attempt when it was sent, a give-back the attempt it
+-- undoes, and rlock_unlock changes nothing once a later attempt is
+-- recorded there: a release or give-back that Redis runs late, after the
+-- handle's next acquisition, never releases it. An attempt whose mark is below the
 -- recorded one ran late itself, after a later attempt of its handle had
 -- its reply: its caller has given up, so it changes nothing and is
 -- refused.
@@ -77,9 +81,14 @@
 -- an integer costs Redis less to make and send than a table, and means
 -- {1, 1, 0}), else {1, holds, token} when the owner holds the lock
 -- afterwards (token
--- is 0 on re-entry or without fencing; on a repeated first acquisition or a
--- grant it is the token the hold recorded, or a new one if it recorded
--- none: a hold taken by an older version), or {0, pttl} when another
+-- is 0 on re-entry or without fencing; on a resend of the attempt that
+-- took the hold it is the token the hold recorded, or a new one if it
+-- recorded none: a hold taken by an older version, or a grant to an
+-- earlier attempt of the caller's wait; when the caller holds nothing
+-- (ARGV[4] 0), gave its last hold up (ARGV[3] "2") and the hold records
+-- an earlier attempt's mark, it is a new token, higher than the hold's
+-- earlier one, so that the steps of the hold given up are refused), or
+-- {0, pttl} when another
 -- owner holds it (pttl is -1 when the key has no expiry); a blocking
 -- attempt's refusal is {0, pttl, mark}: ARGV[6], now stored in the
 -- waiter's place, which a grant to it names (see rlock_unlock).
@@ -96,7 +105,8 @@
 -- WRONGTYPE before anything is written.
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, lease, fencing, expect = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+local fencing, anew = ARGV[3] == '1' or ARGV[3] == '2', ARGV[3] == '2'
 local patience, mark = tonumber(ARGV[5]), ARGV[6]
 local knows = ARGV[8] or 'p'
 local placed = patience > 0 and string.find(knows, 'p', 1, true) ~= nil
@@ -160,7 +170,12 @@ if held then
   held = tonumber(held)
   if held ~= expect then
     local token = 0
-    if fencing and held == 1 then
+    if anew and expect == 0 and tonumber(mark) > tonumber(state[3] or 0) then
+      -- The handle gave this hold up as lost (a resend of the attempt
+      -- that took it names the mark the hold records): a new token, so
+      -- that steps still under way under the hold given up are refused.
+      token = takeToken()
+    elseif fencing and held == 1 then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, '@' .. owner, mark)

@@ -100,8 +100,15 @@ local named = tonumber(ARGV[9])
 local to, toMark = ARGV[10] or '', ARGV[11]
 
 -- The waiter that a pass (ARGV[10]) names went on in its process: it is
--- no longer in line, whatever comes of the pass.
+-- no longer in line, whatever comes of the pass. Unless it has stood in
+-- line again since: a place recording a later attempt than the pass
+-- names (ARGV[11]) belongs to a wait that began after the pass was sent,
+-- and a copy of the pass run late must not take that wait's place.
 local function leaveLine()
+  local at = redis.call('get', places .. to)
+  if at and tonumber(string.match(at, '[%d.]+')) > tonumber(toMark) then
+    return
+  end
   redis.call('del', places .. to)
   redis.call('lrem', queue, 0, to)
 end

@@ -34,7 +34,8 @@
 --
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a
--- give-back that Redis runs late, after a later attempt, changes nothing
+-- release (naming the handle's latest attempt) or a give-back (naming the
+-- attempt it undoes) that Redis runs late, after a later attempt, changes nothing
 -- (see rwlock_readunlock). Both modes of an owner number their attempts
 -- in one sequence, so an attempt whose mark is below either of the
 -- owner's marks ran late itself, after a later attempt of either mode:

@@ -8,7 +8,7 @@
 -- KEYS[4]  zset of the readers whose turn it is (see rwlock_writeunlock):
 --          member = owner id, score = when its announcement lapses
 -- KEYS[5]  fencing counter: the last token of the name, which expires a
---          lease (ARGV[2]) after it was taken; touched when ARGV[7] == "1"
+--          lease (ARGV[2]) after it was taken; touched when ARGV[7] is "1" or "2"
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in milliseconds (a re-entry re-arms it, and the owner's
 --          read lease with it)
@@ -23,7 +23,9 @@
 --          renews it, and the waiter's client while it is parked
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
--- ARGV[7]  "1": take a fencing token on a first write acquisition
+-- ARGV[7]  "1": take a fencing token on a first write acquisition; "2":
+--          as "1", and the handle gave its last hold up as lost (see
+--          below)
 -- ARGV[8]  the attempt's deadline, server time in milliseconds: a copy
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the attempt up) takes nothing, announces
@@ -42,15 +44,17 @@
 -- counter + 1 and the server's clock in microseconds, stored back as the
 -- counter, as rlock_acquire takes it, and recorded in the hash's field
 -- '@token' for as long as the write hold lasts (rwlock_writeunlock drops
--- it); a repeated first acquisition reports it from there.
+-- it); a repeated first acquisition reports it from there, unless the
+-- handle gave the hold up as lost (ARGV[7] "2") and an earlier attempt
+-- took it: that hold is adopted with a new token, as in rlock_acquire.
 --
 -- A free lock is not taken while it is the turn of readers that waited
 -- behind the last write hold and have not come yet (and have not
 -- lapsed): they go first, as with sync.RWMutex.
 --
 -- Returns {1, reads, writes, token}, the owner's hold counts and, for a
--- first write acquisition with fencing, its token (0 otherwise; on a
--- repeated first acquisition, the token the hold recorded), when it holds
+-- first write acquisition with fencing, its token (0 otherwise; see above
+-- for a repeated first acquisition), when it holds
 -- the write lock afterwards (its own announcement is then withdrawn);
 -- {0, pttl} when another owner holds the lock in either mode, or it is
 -- the readers' turn (pttl of whatever holds the caller back, -1 when
@@ -62,7 +66,8 @@
 
 local lock, writers, timeout, turn, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local announce, patience, mark, fencing = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
+local announce, patience, mark = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
+local fencing, anew = ARGV[7] == '1' or ARGV[7] == '2', ARGV[7] == '2'
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
 
 local clock = redis.call('time')
@@ -137,6 +142,12 @@ elseif mode == 'write' then
     local token = 0
     if writes == expect then
       writes = writes + 1
+    elseif anew and expect == 0 and tonumber(mark) > tonumber(state[2] or 0) then
+      -- The handle gave this write hold up as lost (a resend of the
+      -- attempt that took it names the mark the hold records): a new
+      -- token, so that steps still under way under the hold given up are
+      -- refused.
+      token = takeToken()
     elseif fencing and writes == 1 then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end

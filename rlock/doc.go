@@ -165,7 +165,13 @@
 // numbers (below 2^53, so exact in a float64 too), and overtake a counter
 // an earlier redisync release left. An acquisition retried after a lost
 // reply reports the token the hold got, which the hold records in its
-// hash.
+// hash. A handle that gave its hold up as lost (Done closed, the watchdog
+// could not renew in time) while the hold still stood in Redis adopts it
+// on its next Lock, and the adopted hold takes a new token: a step still
+// under way under the hold given up carries the old token, which the
+// resource refuses once the new one has reached it. (A hold the handle
+// never had, such as a grant that reached an earlier attempt of its wait,
+// keeps the token it was given.)
 //
 // # Leases, the watchdog and loss
 //

@@ -93,7 +93,7 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	} else {
 		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
 			Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: held, Patience: patience,
-			Seq: a.Seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+			Seq: a.Seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Anew: a.Anew,
 		}).Result()
 	}
 	return hold.Granted(res), err

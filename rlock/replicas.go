@@ -51,7 +51,7 @@ func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int
 	defer conn.Close()
 	res, err := script.ReentrantTake(ctx, conn, d.keys, script.TakeArgs{
 		Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: holds, Patience: patience,
-		Seq: seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+		Seq: seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Anew: a.Anew,
 	}).Result()
 	if err != nil || !res.OK {
 		return res, err

@@ -145,7 +145,9 @@
 // primary's by more than that either). Read holds take no token: readers
 // share the lock, so a token per reader would not tell a stale reader
 // from a live one. A writer that downgrades keeps its read holds, not
-// its token.
+// its token. A write hold that the handle gave up as lost while it still
+// stood in Redis, adopted by its next Lock, takes a new token, as in
+// rlock.
 //
 // # Leases, the watchdog and loss
 //

@@ -152,3 +152,46 @@ func keysWithoutExpiry(t *testing.T, rdb redis.UniversalClient, name string) []s
 	}
 	return bare
 }
+
+// A handle that gave its hold up as lost (its renewals stalled past its
+// local validity) while the hold still stood in Redis finds that hold on
+// its next Lock and adopts it: the adopted hold carries a new token, above
+// the one given up, so that a step still under way under the abandoned
+// hold (which carries the old token) is refused by a fenced resource once
+// the new hold has used its token.
+func TestFencedReadoptionTakesNewToken(t *testing.T) {
+	forEachFenced(t, func(t *testing.T, p primitive) {
+		srv := redistest.SharedServer(t)
+		name := redistest.UniqueName(t)
+		admin := srv.NewClient(t)
+		proxy := redistest.NewProxy(t, srv.Addr())
+		holder := p.fenced(proxy.NewClient(t), name, fenceLease)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		first := holder.Token()
+
+		proxy.Stall()
+		redistest.WaitFor(t, 2*fenceLease, func() bool { return isClosed(holder.Done()) })
+		// Keep the hold standing in Redis past the handle's giving up, as a
+		// server whose clock runs slow would: the next Lock must find it.
+		lock := internal.NewNames(name).Lock()
+		if !admin.PExpire(t.Context(), lock, time.Minute).Val() {
+			t.Fatal("the hold was gone from Redis when the handle gave it up: nothing to adopt")
+		}
+		proxy.Resume()
+
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if again := holder.Token(); again <= first {
+			t.Fatalf("token of the adopted hold %d, want above the one given up (%d)", again, first)
+		}
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if p.held(t.Context(), admin, name) {
+			t.Fatal("the lock is still held after the adopted hold's Unlock")
+		}
+	})
+}

@@ -96,8 +96,13 @@ type Tracker struct {
 	// is its mark in Redis (see Try), which a give-back names.
 	seq atomic.Uint64
 
-	mu  sync.Mutex // protects cur, and the levels and ends of every hold
+	mu  sync.Mutex // protects cur, anew, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
+	// anew is set when a hold ended lost (not by a release) and no hold
+	// has begun since: steps taken under the hold given up may still be
+	// under way, so an attempt that finds that hold standing in Redis
+	// adopts it with a new fencing token (Asking.Anew).
+	anew bool
 
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
 	// owners.reset), under mu.
@@ -232,10 +237,18 @@ func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.
 	// current, and end must find h.wd set, or the loss would be dropped and
 	// Done would never close.
 	t.mu.Lock()
-	t.cur = h
+	t.cur, t.anew = h, false
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 	return h
+}
+
+// gaveUp reports whether the handle's last hold ended lost and none has
+// begun since (see Tracker.anew).
+func (t *Tracker) gaveUp() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.anew
 }
 
 // entry is the watchdog's view of hold h. A hold passed within the
@@ -293,6 +306,7 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
 	}
+	t.anew = t.anew || lost != nil
 	t.mu.Unlock()
 	h.wd.Remove()
 	h.client.Detach()

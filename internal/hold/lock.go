@@ -129,6 +129,13 @@ type Asking struct {
 	// (Watcher.Watch): a refused attempt asks the holder's release to
 	// announce itself (see Handle).
 	Watched bool
+	// Anew is set when the handle's last hold ended lost, not released,
+	// and none has begun since: with fencing, an attempt that finds that
+	// hold still standing in Redis adopts it with a new token, above the
+	// one steps under the hold given up may still carry. Without it, a
+	// hold found in Redis reports the token it recorded (a resend after a
+	// lost reply, a grant to an earlier attempt of the wait).
+	Anew bool
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -410,6 +417,7 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
+	a.Anew = l.t.gaveUp()
 	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)

@@ -34,6 +34,10 @@ type Candidacy struct {
 	Sharded    bool
 	Seq        uint64 // the attempt's mark (see FairAcquire)
 	Deadline   int64  // server time in milliseconds (see FairAcquire)
+	// Anew says that the candidate gave its last leadership up as lost
+	// (see FairTake): a leadership of its own found in Redis takes a new
+	// term.
+	Anew bool
 }
 
 // ElectionCampaign runs fairlock_acquire.lua for a candidate of an
@@ -46,7 +50,7 @@ type Candidacy struct {
 // Every change of leader is published on k.Changes.
 func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candidacy) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+a.Owner, k.Values+a.Owner)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(true), a.Held, patienceMs(a.Patience),
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), fence(true, a.Anew), a.Held, patienceMs(a.Patience),
 		k.Waiter, flag(a.Sharded), ms(a.GrantLease), a.Seq, k.Places, a.Deadline, k.Changes, a.Value, k.Values)}
 }
 

@@ -45,10 +45,18 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // A copy that runs after deadline (server time in milliseconds) takes
 // nothing, joins no line and is answered with internal.Late's error.
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
+	return FairTake(ctx, c, k, owner, lease, fencing, holds, patience, sharded, grantLease, seq, deadline, false)
+}
+
+// FairTake is FairAcquire for a handle that may have given its last hold
+// up as lost (anew; see hold.Asking.Anew): with fencing, a hold of the
+// owner's that an earlier attempt took, found in Redis, takes a new token
+// instead of reporting the one it recorded.
+func FairTake(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64, anew bool) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+owner)
 	// No ARGV[12] (office): a fair lock's, "" when absent. Every argument
 	// costs Redis a string to make.
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), flag(fencing), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), fence(fencing, anew), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,

@@ -122,6 +122,10 @@ type TakeArgs struct {
 	// hold so that its release is published there. Unset, an uncontended
 	// release publishes nothing.
 	Watched bool
+	// Anew says that the handle gave its last hold up as lost
+	// (hold.Asking.Anew): with Fencing, a hold of the owner's that an
+	// earlier attempt took, found in Redis, takes a new token.
+	Anew bool
 }
 
 // ReentrantTake is ReentrantAcquireWaiting with its arguments by name, and
@@ -136,7 +140,7 @@ func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) Acq
 	if a.Watched {
 		knows += "w"
 	}
-	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Fencing), a.Holds, patienceMs(a.Patience), a.Seq, a.Deadline, knows)}
+	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), fence(a.Fencing, a.Anew), a.Holds, patienceMs(a.Patience), a.Seq, a.Deadline, knows)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.

@@ -198,6 +198,17 @@ func TestRLockGrant(t *testing.T) {
 		if err != nil || !got.OK || got.Holds != 1 || got.Token != granted {
 			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and the grant's token %d", got, err, granted)
 		}
+		// Had b used that hold and given it up as lost (Anew), its next
+		// attempt adopts it with a new token; a resend of that attempt
+		// reports the same one.
+		adopt := script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Seq: 10, Deadline: redistest.InTime(), Anew: true}
+		adopted, err := script.ReentrantTake(ctx, rdb, k, adopt).Result()
+		if err != nil || !adopted.OK || adopted.Holds != 1 || adopted.Token <= granted {
+			t.Fatalf("b's acquire after giving its hold up = %+v, %v; want its one level and a token above %d", adopted, err, granted)
+		}
+		if resent, err := script.ReentrantTake(ctx, rdb, k, adopt).Result(); err != nil || !resent.OK || resent.Token != adopted.Token {
+			t.Fatalf("a resend of that acquire = %+v, %v; want the same hold and token %d", resent, err, adopted.Token)
+		}
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= grant {
 			t.Fatalf("lease after b's acquire %v, want the full lease", pttl)
 		}
@@ -342,6 +353,17 @@ func TestRLockUnlockTo(t *testing.T) {
 		}
 		if rdb.Exists(ctx, k.Places+"d").Val() != 0 {
 			t.Fatal("d's place left after a pass that failed on a mismatch")
+		}
+
+		// A copy of that pass run late, after d stood in line again (a
+		// later attempt, mark 6): d keeps its new place and its turn.
+		wait("d", 6)
+		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 2, grant, 0, "d", "4").Result()
+		if err != nil || u.Holds != script.UnlockMismatch || u.Grantee != "" {
+			t.Fatalf("late copy of the pass to d = %+v, %v; want a mismatch", u, err)
+		}
+		if got := rdb.Get(ctx, k.Places+"d").Val(); got != "6" || !slices.Contains(rdb.LRange(ctx, k.Queue, 0, -1).Val(), "d") {
+			t.Fatalf("after a late copy of a pass: d's place %q, line %v; want d still in line with mark 6", got, rdb.LRange(ctx, k.Queue, 0, -1).Val())
 		}
 	})
 }

@@ -99,8 +99,16 @@ func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease 
 // Upgrade.
 // A copy that runs after deadline changes nothing (see RWReadLock).
 func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
+	return RWWriteTake(ctx, c, k, owner, lease, fencing, writes, announce, patience, mark, deadline, false)
+}
+
+// RWWriteTake is RWWriteLock for a handle that may have given its last
+// hold up as lost (anew; see hold.Asking.Anew): with fencing, a write
+// hold of the owner's that an earlier attempt took, found in Redis, takes
+// a new token instead of reporting the one it recorded.
+func RWWriteTake(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64, anew bool) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, flag(fencing), deadline)}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, fence(fencing, anew), deadline)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,

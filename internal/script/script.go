@@ -47,6 +47,21 @@ func flag(b bool) string {
 	return "0"
 }
 
+// fence is the fencing argument of an acquire script: "0" none, "1" a
+// first acquisition takes a token, "2" as "1", and a hold of the owner's
+// that the script finds in Redis, taken by an earlier attempt, takes a
+// new token instead of reporting the one it recorded (the handle gave
+// that hold up as lost: see hold.Asking.Anew).
+func fence(fencing, anew bool) string {
+	switch {
+	case fencing && anew:
+		return "2"
+	case fencing:
+		return "1"
+	}
+	return "0"
+}
+
 // pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
 // key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
 // becomes 1ms: it is about to end, not unknown.
