@@ -171,15 +171,12 @@ func manyWindow(ctx context.Context, e *env, counters []*counter, ownClient bool
 	if err != nil {
 		return r, err
 	}
-	if ownClient {
-		named = nil // the hooks saw none of its commands
-	}
 	n := float64(ops.Load())
 	if n == 0 {
 		return r, fmt.Errorf("no Lock+Unlock in %v", elapsed)
 	}
 	r.perSec = n / elapsed.Seconds()
-	r.usec = after.usecSince(before, named) / n
+	r.usec = after.usecSince(before, named, ownClient) / n
 	r.cmds = float64(after.commandsSince(before)) / n
 	return r, nil
 }

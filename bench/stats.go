@@ -3,15 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/cmdstats"
 )
 
 // counter is a go-redis hook counting what a client sends: round trips (a
@@ -23,11 +25,10 @@ type counter struct {
 	cmds      atomic.Int64
 
 	// While naming is set, named counts the commands sent by name: the
-	// top-level ones, which serverStats.usecSince tells from those run
+	// top-level ones, which cmdstats.Stats.Usec tells from those run
 	// inside scripts. Off, it costs the timed loops nothing but a load.
 	naming atomic.Bool
-	mu     sync.Mutex
-	named  map[string]int64
+	named  cmdstats.Sent
 }
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -37,7 +38,7 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		c.trips.Add(1)
 		c.cmds.Add(1)
 		if c.naming.Load() {
-			c.name(cmd)
+			c.named.Add(cmd)
 		}
 		return next(ctx, cmd)
 	}
@@ -50,28 +51,17 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		c.cmds.Add(int64(len(cmds)))
 		if c.naming.Load() {
 			for _, cmd := range cmds {
-				c.name(cmd)
+				c.named.Add(cmd)
 			}
 		}
 		return next(ctx, cmds)
 	}
 }
 
-func (c *counter) name(cmd redis.Cmder) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.named == nil {
-		c.named = make(map[string]int64)
-	}
-	c.named[strings.ToLower(cmd.Name())]++
-}
-
 // startNaming starts counting the commands of cs by name, from zero.
 func startNaming(cs ...*counter) {
 	for _, c := range cs {
-		c.mu.Lock()
-		c.named = nil
-		c.mu.Unlock()
+		c.named.Take()
 		c.naming.Store(true)
 	}
 }
@@ -82,11 +72,9 @@ func stopNaming(cs ...*counter) map[string]int64 {
 	sum := make(map[string]int64)
 	for _, c := range cs {
 		c.naming.Store(false)
-		c.mu.Lock()
-		for name, n := range c.named {
+		for name, n := range c.named.Take() {
 			sum[name] += n
 		}
-		c.mu.Unlock()
 	}
 	return sum
 }
@@ -109,7 +97,7 @@ func (a counts) sub(b counts) counts {
 }
 
 // notCounted are the commands the benchmark itself sends to observe the
-// server, and the connection handshake, left out of command counts.
+// server, and the connection handshake, left out of every reading.
 var notCounted = map[string]bool{
 	"info": true, "client|list": true, "pubsub|numsub": true,
 	"hello": true, "client|setinfo": true,
@@ -117,35 +105,26 @@ var notCounted = map[string]bool{
 
 // serverStats is a reading of INFO stats and INFO commandstats.
 type serverStats struct {
-	calls     map[string]int64 // per command; Redis 7 counts commands run inside scripts too
-	usec      map[string]int64 // per command, the time Redis spent in it; a script's includes its commands'
-	processed int64            // total_commands_processed
-	opsPerSec int64            // instantaneous_ops_per_sec
+	cmds      cmdstats.Stats // per command, notCounted left out; Redis 7 counts commands run inside scripts too
+	processed int64          // total_commands_processed
+	opsPerSec int64          // instantaneous_ops_per_sec
 }
 
 func readServer(ctx context.Context, ctl *redis.Client) (serverStats, error) {
-	s := serverStats{calls: make(map[string]int64), usec: make(map[string]int64)}
+	var s serverStats
 	info, err := ctl.Info(ctx, "stats", "commandstats").Result()
 	if err != nil {
 		return s, err
 	}
+	s.cmds, _ = cmdstats.Parse(info)
+	maps.DeleteFunc(s.cmds, func(name string, _ cmdstats.Stat) bool { return notCounted[name] })
 	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch {
-		case key == "total_commands_processed":
+		key, val, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch key {
+		case "total_commands_processed":
 			s.processed, _ = strconv.ParseInt(val, 10, 64)
-		case key == "instantaneous_ops_per_sec":
+		case "instantaneous_ops_per_sec":
 			s.opsPerSec, _ = strconv.ParseInt(val, 10, 64)
-		case strings.HasPrefix(key, "cmdstat_"):
-			name := strings.TrimPrefix(key, "cmdstat_")
-			calls, rest, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
-			usec, _, _ := strings.Cut(strings.TrimPrefix(rest, "usec="), ",")
-			s.calls[name], _ = strconv.ParseInt(calls, 10, 64)
-			s.usec[name], _ = strconv.ParseInt(usec, 10, 64)
 		}
 	}
 	return s, nil
@@ -155,51 +134,23 @@ func readServer(ctx context.Context, ctl *redis.Client) (serverStats, error) {
 // those run inside scripts included, the benchmark's own left out.
 func (s serverStats) commandsSince(before serverStats) int64 {
 	var n int64
-	for name, calls := range s.calls {
-		if !notCounted[name] {
-			n += calls - before.calls[name]
-		}
+	for name, st := range s.cmds {
+		n += st.Calls - before.cmds[name].Calls
 	}
 	return n
 }
 
-// scripting are the commands that run scripts: their time in
-// commandstats includes that of the commands the scripts call, which
-// commandstats also counts on their own.
-var scripting = map[string]bool{
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true,
-}
-
 // usecSince returns the microseconds Redis spent running commands since
-// before (commandstats usec), each counted once: a script's time includes
-// the commands it called, so those are left out. sent names the commands
-// the clients sent themselves (a counter's names); a command also run
-// inside scripts counts for the share of its calls that were sent. With
-// sent nil (a library on a client of its own, whose commands the hooks
-// do not see), a command counts only when no script ran: the peers that
-// run scripts (rueidislock) call their other commands from them.
-func (s serverStats) usecSince(before serverStats, sent map[string]int64) float64 {
-	scripts := false
-	for name := range scripting {
-		scripts = scripts || s.calls[name] > before.calls[name]
+// before, each counted once (cmdstats.Stats.Usec). sent names the
+// commands the clients sent themselves (a counter's names); ownClient
+// says a library runs on a client of its own, whose commands the hooks do
+// not see (cmdstats.Stats.UsecUnseen).
+func (s serverStats) usecSince(before serverStats, sent map[string]int64, ownClient bool) float64 {
+	d := s.cmds.Since(before.cmds)
+	if ownClient {
+		return d.UsecUnseen()
 	}
-	var usec float64
-	for name, calls := range s.calls {
-		d := calls - before.calls[name]
-		if d <= 0 || notCounted[name] {
-			continue
-		}
-		u := float64(s.usec[name] - before.usec[name])
-		switch {
-		case scripting[name]:
-			usec += u
-		case sent != nil:
-			usec += u * min(1, float64(sent[name])/float64(d))
-		case !scripts:
-			usec += u
-		}
-	}
-	return usec
+	return d.Usec(sent)
 }
 
 // breakdown lists the commands run since before, by name, most first, each
@@ -210,8 +161,8 @@ func (s serverStats) breakdown(before serverStats, per float64) string {
 		calls int64
 	}
 	var items []item
-	for name, calls := range s.calls {
-		if d := calls - before.calls[name]; d > 0 && !notCounted[name] {
+	for name, st := range s.cmds {
+		if d := st.Calls - before.cmds[name].Calls; d > 0 {
 			items = append(items, item{name, d})
 		}
 	}
@@ -230,7 +181,7 @@ func (s serverStats) breakdown(before serverStats, per float64) string {
 func (s serverStats) scriptsSince(before serverStats) int64 {
 	var n int64
 	for _, name := range []string{"eval", "evalsha"} {
-		n += s.calls[name] - before.calls[name]
+		n += s.cmds[name].Calls - before.cmds[name].Calls
 	}
 	return n
 }

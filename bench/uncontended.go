@@ -147,10 +147,7 @@ func (t *uncontendedTotal) serverTurn(ctx context.Context, e *env, l locker, cnt
 	if err != nil {
 		return err
 	}
-	if ownClient {
-		named = nil // the hooks saw none of its commands
-	}
-	t.usecs = append(t.usecs, after.usecSince(before, named)/float64(n))
+	t.usecs = append(t.usecs, after.usecSince(before, named, ownClient)/float64(n))
 	return nil
 }
 

@@ -8,6 +8,8 @@
 //
 // Subpackages: watchdog (batched lease renewal and loss detection), hold
 // (one lock handle's hold: levels, Done, undo and release retries, shared
-// by the locks), keyslot (Redis Cluster hash slots) and redistest (real
-// redis-server processes and clusters for the test tiers).
+// by the locks), keyslot (Redis Cluster hash slots), cmdstats (the server
+// time of commands from INFO commandstats, for redisync bench and the
+// bench module) and redistest (real redis-server processes and clusters
+// for the test tiers).
 package internal

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/cmdstats"
 )
 
 const benchAbout = `
@@ -49,9 +50,10 @@ type benchResult struct {
 	ops        int64
 	elapsed    time.Duration
 	handoffs   []time.Duration // sorted
-	calls      calls           // commands the servers ran meanwhile
+	cmds       int64           // commands the servers ran meanwhile, inside scripts too
+	scripts    int64           // the script calls among them
 	callsKnown bool
-	usec       float64 // microseconds Redis spent on them (calls.serverUsec)
+	usec       float64 // microseconds Redis spent on them (cmdstats.Stats.Usec)
 	violations int64   // times two workers held one lock
 }
 
@@ -82,7 +84,7 @@ func runBench(ctx context.Context, out *output, args []string) error {
 	}
 	defer t.close()
 	instances := t.clientsN(f.instances)
-	sent := &sentCounter{} // tells the commands sent from those run inside scripts
+	sent := &cmdstats.Sent{} // tells the commands sent from those run inside scripts
 	for _, rdb := range instances {
 		rdb.AddHook(sent)
 	}
@@ -162,7 +164,7 @@ type benchLock struct {
 
 // benchOne runs one primitive for the configured duration.
 // sent counts the commands the instances send.
-func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string, sent *sentCounter) (benchResult, error) {
+func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, instances []redis.UniversalClient, prefix string, sent *cmdstats.Sent) (benchResult, error) {
 	res := benchResult{kind: p.name}
 	var ops, violations atomic.Int64
 	locks := make([]*benchLock, f.locks)
@@ -175,7 +177,7 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 		}
 	}
 	before, known := commandCalls(ctx, instances[0])
-	sent.take()
+	sent.Take()
 	prog := startProgress(out.stderr, p.name, f.duration, ops.Load)
 	began := time.Now()
 	handoffs, err := benchWorkers(ctx, f, p, locks, instances, &ops)
@@ -183,9 +185,10 @@ func benchOne(ctx context.Context, out *output, f *benchFlags, p primitive, inst
 	prog.finish()
 	after, knownAfter := commandCalls(context.WithoutCancel(ctx), instances[0]) // also after ctrl-C
 	res.ops, res.violations, res.handoffs = ops.Load(), violations.Load(), handoffs
-	res.calls = after.since(before)
+	res.cmds = after.Calls() - before.Calls()
+	res.scripts = after.ScriptCalls() - before.ScriptCalls()
 	res.callsKnown = known && knownAfter
-	res.usec = res.calls.serverUsec(sent.take())
+	res.usec = after.Since(before).Usec(sent.Take())
 	if err != nil {
 		return res, err
 	}
@@ -257,8 +260,8 @@ func writeBenchTable(out *output, results []benchResult, floor time.Duration) {
 	for _, r := range results {
 		cmds, scripts, usec := "n/a", "n/a", "n/a"
 		if r.callsKnown && r.ops > 0 {
-			cmds = fmt.Sprintf("%.1f", float64(r.calls.all)/float64(r.ops))
-			scripts = fmt.Sprintf("%.1f", float64(r.calls.scripts)/float64(r.ops))
+			cmds = fmt.Sprintf("%.1f", float64(r.cmds)/float64(r.ops))
+			scripts = fmt.Sprintf("%.1f", float64(r.scripts)/float64(r.ops))
 			usec = fmt.Sprintf("%.1f", r.usec/float64(r.ops))
 		}
 		vs := "n/a"

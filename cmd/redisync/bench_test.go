@@ -51,26 +51,3 @@ func TestBenchDetectsViolation(t *testing.T) {
 		t.Errorf("bench did not report the broken lock:\n%s", stderr)
 	}
 }
-
-// TestServerUsec checks that a command run inside scripts is not counted
-// twice: the script's time includes it.
-func TestServerUsec(t *testing.T) {
-	before, _ := sumCalls("cmdstat_evalsha:calls=10,usec=100,usec_per_call=10.00\r\ncmdstat_set:calls=4,usec=8,usec_per_call=2.00\r\n")
-	after, ok := sumCalls("cmdstat_evalsha:calls=12,usec=130,usec_per_call=10.83\r\n" +
-		"cmdstat_hmget:calls=2,usec=6,usec_per_call=3.00\r\n" +
-		"cmdstat_set:calls=8,usec=16,usec_per_call=2.00\r\n" +
-		"cmdstat_info:calls=1,usec=50,usec_per_call=50.00\r\n")
-	if !ok {
-		t.Fatal("no commandstats found")
-	}
-	d := after.since(before)
-	// Two scripts (30 µs, their HMGETs included) and four SETs, of which
-	// the clients sent two: the others ran inside the scripts.
-	sent := map[string]int64{"evalsha": 2, "set": 2}
-	if got := d.serverUsec(sent); got != 34 {
-		t.Fatalf("serverUsec = %v, want 34", got)
-	}
-	if d.all != 8 || d.scripts != 2 {
-		t.Fatalf("since = %d commands, %d scripts; want 8, 2", d.all, d.scripts)
-	}
-}
