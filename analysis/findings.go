@@ -15,10 +15,11 @@ import (
 // (asynchronous replication loses the latest writes; WithReplicaAck
 // narrows it, renewals are not acknowledged). Under every other fault
 // kind an overlap is a defect: a crash, a cut of a holder that notices in
-// time (its local timer runs out before the server's lease), a cut
-// between primary and replica, late delivery (late copies change
-// nothing), a restart with persistence, a cut from a minority or a
-// majority of the quorum's servers. This is the one list the page and
+// time (its local timer runs out before the server's lease), a pause of
+// the server (the same timer runs out first, and what the server runs
+// late changes nothing), a cut between primary and replica, late delivery
+// (late copies change nothing), a restart with persistence, a cut from a
+// minority or a majority of the quorum's servers. This is the one list the page and
 // the verdict use.
 func mayOverlap(fault string) bool {
 	switch fault {
@@ -42,6 +43,11 @@ var faultWhy = map[string]string{
 		"old holder, not yet told (its next renewal finds the hold gone, a third of the lease later at " +
 		"most), is still inside.",
 	"restart-persist": "With an AOF fsynced on every write, the locks survive the restart.",
+	"server-pause": "A stopped redis-server's wall clock runs on: when it continues, every lease that ran out " +
+		"meanwhile ends at once, and the commands that waited in its sockets run, renewals too late to save " +
+		"anything. The holder cannot renew during the pause; its local timer, counted from the last renewal it " +
+		"sent, closes `Done` before the server's lease runs out, so a careful holder stops before anyone else " +
+		"can take the lock, and copies of commands that run late must change nothing, as under late delivery.",
 	"failover": "Redis replicates asynchronously. A primary cut off from Sentinel and its replica goes on " +
 		"serving the clients that still reach it while Sentinel promotes the replica, which lacks every write " +
 		"made since the cut: a holder that took or renewed the lock on the old primary believes it holds, while " +
@@ -356,7 +362,8 @@ func faultPhrases(kinds []string) string {
 	words := map[string]string{
 		"pause": "process pauses", "partition": "partitions", "kill": "crashes",
 		"restart": "restarts without persistence", "restart-persist": "restarts with persistence",
-		"clock": "server clock jumps", "failover": "Sentinel failovers",
+		"server-pause": "redis-server pauses",
+		"clock":        "server clock jumps", "failover": "Sentinel failovers",
 		"replica-partition": "partitions between primary and replica", "late": "late delivery",
 		"quorum-minority": "cuts from a minority of the quorum's servers",
 		"quorum-majority": "cuts from a majority of the quorum's servers",
@@ -408,7 +415,7 @@ func leftOut(w func(string, ...any)) {
 	w("  counter lives (the documented condition under which tokens can repeat). The server's clock\n")
 	w("  jumps through `analysis/clockshim/clockshim.c`, not Debian's libfaketime, which hangs `redis-server`\n")
 	w("  at start (it clashes with the jemalloc inside it).\n")
-	w("- Pauses of redis-server, and several fault kinds mixed in one run.\n")
+	w("- Several fault kinds mixed in one run.\n")
 	w("- Sentinel's own faults (several Sentinels that disagree, a Sentinel cut off); a failover of one of\n")
 	w("  the quorum's other servers; a primary with several replicas (`WithReplicaAck` asking fewer than all).\n")
 	w("- A CI smoke run of the harness, and the check that a deliberately broken release turns it red.\n")

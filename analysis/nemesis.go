@@ -13,7 +13,7 @@ import (
 const sigCont = syscall.SIGCONT
 
 // The fault kinds, one per segment.
-var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "clock",
+var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "server-pause", "clock",
 	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority"}
 
 // applies reports whether the harness runs prim under fault: the cuts
@@ -34,6 +34,10 @@ var faultDoc = map[string]string{
 		"are set again at once, as an operator would: the library cannot tell a lost total from one never set)",
 	"restart-persist": "as restart, on a server that writes an AOF fsynced on every write (appendfsync always): " +
 		"the locks survive",
+	"server-pause": "redis-server (the first; two of the quorum's three, a majority) is stopped with SIGSTOP " +
+		"for the grant lease (3s) plus the lease, then continued with SIGCONT: its wall clock runs on meanwhile, " +
+		"and what the clients sent it in the pause (renewals, releases, acquisitions they gave up on) runs when " +
+		"it continues",
 	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
 		"the lease, through an LD_PRELOAD shim of the harness's own, and back to the true time a second later",
 	"failover": "the first server is a primary with one asynchronously replicated replica and a Sentinel " +
@@ -79,7 +83,7 @@ const grantLease = 3 * time.Second
 // grant lease, or a watchdog lease renewed just before).
 func faultLength(kind string, lease time.Duration) time.Duration {
 	switch kind {
-	case "pause", "partition", "replica-partition", "quorum-minority", "quorum-majority":
+	case "pause", "partition", "server-pause", "replica-partition", "quorum-minority", "quorum-majority":
 		return grantLease + lease
 	case "failover":
 		// The Sentinel's down-after, its election and promotion (about a
@@ -112,7 +116,7 @@ func (s *segment) nemesis(ctx context.Context) {
 			break
 		}
 		ev := faultEvent{kind: s.fault, at: time.Now()}
-		ev.target = s.inject(ctx)
+		ev.target = s.inject(ctx, s.fault)
 		ev.end = time.Now()
 		fmt.Printf("  %s: %s (%v)\n", s.fault, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
 		s.injected = append(s.injected, ev)
@@ -121,14 +125,14 @@ func (s *segment) nemesis(ctx context.Context) {
 	sleep(ctx, time.Until(s.until))
 }
 
-// inject runs one fault and returns what it hit.
-func (s *segment) inject(ctx context.Context) string {
+// inject runs one fault of kind and returns what it hit.
+func (s *segment) inject(ctx context.Context, kind string) string {
 	lease := s.r.cfg.lease
-	switch s.fault {
+	switch kind {
 	case "pause":
 		c := s.target()
 		c.p.signal(syscall.SIGSTOP)
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		c.p.signal(syscall.SIGCONT)
 		return c.who()
 	case "partition":
@@ -136,7 +140,7 @@ func (s *segment) inject(ctx context.Context) string {
 		if err := partition(c.id, true); err != nil {
 			return "error: " + err.Error()
 		}
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		if err := partition(c.id, false); err != nil {
 			return "error: " + err.Error()
 		}
@@ -145,28 +149,30 @@ func (s *segment) inject(ctx context.Context) string {
 		c := s.target()
 		c.p.kill()
 		_, _ = s.resc.count("G", c.who())
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		if err := s.startClient(c.id); err != nil {
 			return "error: " + err.Error()
 		}
 		return c.who()
 	case "clock":
 		return s.jumpClocks(ctx)
+	case "server-pause":
+		return s.pauseServers(ctx)
 	case "failover":
 		sleep(ctx, time.Until(s.lastFailover.Add(2*failoverTimeout+200*time.Millisecond)))
 		s.lastFailover = time.Now()
 		return s.failover(ctx)
 	case "replica-partition":
-		return s.cutReplica(ctx, faultLength(s.fault, lease))
+		return s.cutReplica(ctx, faultLength(kind, lease))
 	case "late":
 		return s.lateDeliver(ctx)
 	case "quorum-minority", "quorum-majority":
-		return s.cutFromServers(ctx)
+		return s.cutFromServers(ctx, kind)
 	default: // restart, restart-persist
 		if err := s.nodes[0].restart(ctx); err != nil {
 			return "error: " + err.Error()
 		}
-		if s.fault == "restart" {
+		if kind == "restart" {
 			if err := s.setPermits(ctx); err != nil {
 				return "error: " + err.Error()
 			}
@@ -212,7 +218,7 @@ func (s *segment) jumpClocks(ctx context.Context) string {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	sleep(ctx, faultLength("clock", s.r.cfg.lease))
 	for _, n := range nodes {
 		if err := n.clock.set(0); err != nil {
 			return "error: " + err.Error()
@@ -221,13 +227,31 @@ func (s *segment) jumpClocks(ctx context.Context) string {
 	return fmt.Sprintf("%d redis-server(s), +%v and back", len(nodes), jump)
 }
 
+// pauseServers stops the first server, or two of the quorum's three (a
+// majority: a pause of one of three is a cut from a minority, which
+// quorum-minority covers), for the fault's length, then continues them.
+// An interrupt ends the sleep early, never the SIGCONT: the teardown
+// kills a running server, and no stopped one is left behind.
+func (s *segment) pauseServers(ctx context.Context) string {
+	nodes := s.nodes[:min(2, len(s.nodes))]
+	for _, n := range nodes {
+		n.proc.signal(syscall.SIGSTOP)
+	}
+	d := faultLength("server-pause", s.r.cfg.lease)
+	sleep(ctx, d)
+	for _, n := range nodes {
+		n.proc.signal(sigCont)
+	}
+	return fmt.Sprintf("%d redis-server(s), stopped %v", len(nodes), d)
+}
+
 // cutFromServers cuts the holder off from the first server
 // (quorum-minority) or the first two (quorum-majority) for the fault's
 // length, with blackhole routes in its namespace: it still reaches the
 // others and the resource.
-func (s *segment) cutFromServers(ctx context.Context) string {
+func (s *segment) cutFromServers(ctx context.Context, kind string) string {
 	c, n := s.target(), 1
-	if s.fault == "quorum-majority" {
+	if kind == "quorum-majority" {
 		n = 2
 	}
 	for k := 1; k <= n; k++ {
@@ -235,7 +259,7 @@ func (s *segment) cutFromServers(ctx context.Context) string {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	sleep(ctx, faultLength(kind, s.r.cfg.lease))
 	for k := 1; k <= n; k++ {
 		if err := blackhole(clientNS(c.id), serverIP(k), false); err != nil {
 			return "error: " + err.Error()
