@@ -69,8 +69,9 @@ func TestLockViolations(t *testing.T) {
 			violations{holds: 1, longest: 5 * time.Millisecond}},
 	}
 	for _, c := range cases {
-		if got := lockViolations(c.holds, c.permits); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		got := lockViolations(c.holds, c.permits)
+		if got.holds != c.want.holds || got.longest != c.want.longest || len(got.began) != got.holds {
+			t.Errorf("%s: %+v, want %+v (and one start per hold counted)", c.name, got, c.want)
 		}
 	}
 }

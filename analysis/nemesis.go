@@ -14,10 +14,12 @@ const sigCont = syscall.SIGCONT
 
 // The fault kinds, one per segment.
 var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "server-pause", "clock",
-	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority"}
+	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority", "mixed"}
 
 // applies reports whether the harness runs prim under fault: the cuts
-// from some of the quorum's servers only make sense for the quorum.
+// from some of the quorum's servers only make sense for the quorum. (A
+// server pause and a failover never meet: a segment runs one kind, and a
+// mixed one leaves the failover out, see mixedPool.)
 func applies(prim, fault string) bool {
 	return !strings.HasPrefix(fault, "quorum-") || servers(prim) == 3
 }
@@ -56,6 +58,10 @@ var faultDoc = map[string]string{
 		"one of the quorum's three servers for the grant lease (3s) plus the lease: it keeps a majority",
 	"quorum-majority": "(the quorum only) the holder is cut off from two of the quorum's three servers for " +
 		"the grant lease (3s) plus the lease: it loses its majority",
+	"mixed": "one fault after another, each drawn at random (seeded: -seed) from every kind above that applies " +
+		"to the primitive but the failover and the restart with persistence (each needs a setup that changes " +
+		"what the others do), each with its usual length and quiet time; an overlap counts under the fault " +
+		"injected, or in its quiet time, when it began",
 }
 
 // A faultEvent is one fault the nemesis injected.
@@ -101,24 +107,31 @@ func faultLength(kind string, lease time.Duration) time.Duration {
 	return 100 * time.Millisecond
 }
 
-// minSegment is the shortest segment that holds one fault of kind.
+// minSegment is the shortest segment that holds one fault of kind, or
+// for mixed mixedFaults pauses or cuts.
 func minSegment(kind string, lease time.Duration) time.Duration {
-	return warmup + faultLength(kind, lease) + recovery(lease) + 300*time.Millisecond
+	d := faultLength(kind, lease) + recovery(lease)
+	if kind == "mixed" {
+		d = mixedFaults * (faultLength("pause", lease) + recovery(lease))
+	}
+	return warmup + d + 300*time.Millisecond
 }
 
-// nemesis injects the segment's fault again and again until the segment
-// has no time left for another, with a quiet time after each.
+// nemesis injects the segment's fault (for mixed, a fault drawn each
+// time) again and again until the segment has no time left for another,
+// with a quiet time after each.
 func (s *segment) nemesis(ctx context.Context) {
 	lease := s.r.cfg.lease
 	sleep(ctx, time.Until(s.start.Add(warmup)))
 	for ctx.Err() == nil {
-		if time.Now().Add(faultLength(s.fault, lease) + recovery(lease)).After(s.until) {
+		kind := s.next()
+		if kind == "" {
 			break
 		}
-		ev := faultEvent{kind: s.fault, at: time.Now()}
-		ev.target = s.inject(ctx, s.fault)
+		ev := faultEvent{kind: kind, at: time.Now()}
+		ev.target = s.inject(ctx, kind)
 		ev.end = time.Now()
-		fmt.Printf("  %s: %s (%v)\n", s.fault, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
+		fmt.Printf("  %s: %s (%v)\n", kind, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
 		s.injected = append(s.injected, ev)
 		sleep(ctx, recovery(lease))
 	}

@@ -13,6 +13,7 @@ type total struct {
 	longest, longestWait                 time.Duration
 	refused, dataViolations, lostUpdates int
 	tokenOrder, tokenReused, keysLeft    int
+	tokenOrderJump                       int
 	linear                               map[string]int
 }
 
@@ -28,6 +29,7 @@ func (t *total) add(r segResult) {
 	t.dataViolations += r.data.dataViolations()
 	t.lostUpdates += r.data.lostUpdates
 	t.tokenOrder += r.tokenOrder
+	t.tokenOrderJump += r.tokenOrderJump
 	t.tokenReused += r.tokenReused
 	t.keysLeft += len(r.keysLeft)
 	if t.linear == nil {
