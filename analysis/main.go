@@ -2,7 +2,9 @@
 // faults: it starts redis-server processes, a fenced resource and client
 // processes in network namespaces of their own, runs a lock-protected
 // read-modify-write workload on each primitive while a nemesis pauses, cuts
-// off and kills the holder and restarts Redis, then checks the histories:
+// off and kills the holder and restarts, pauses and moves the clock of
+// Redis, one fault kind at a time and all of them mixed, then checks the
+// histories:
 // overlapping holds as the clients saw them (lock violations) against
 // stale writes accepted by the resource (data violations). It needs root
 // (namespaces, veth pairs) and redis-server, and writes the page
@@ -18,7 +20,8 @@
 // Every run ends with a verdict (verdict.go) and exits 1 when it fails: a
 // fenced primitive's resource accepted a stale write, or a fault kind that
 // must cause no overlap (a crash, a partition the holder notices in time,
-// a restart with persistence) caused overlapping holds. Overlaps under
+// a pause of redis-server, a restart with persistence) caused overlapping
+// holds, in a mixed run the fault under way when they began. Overlaps under
 // pauses, clock jumps and restarts without data are reported, not judged.
 // The CI smoke run, in .ci/run, is
 //
