@@ -75,16 +75,20 @@ type violations struct {
 	// with: from the first such overlap to the last, within the hold (a
 	// paused holder's, from its successor's acquisition to its resuming).
 	longest time.Duration
-	// began is when each of those holds began, and how long it
-	// overlapped: a mixed segment names the fault under way then.
-	began []overlapAt
+	// overlaps is every hold that overlapped holds it conflicts with:
+	// a mixed segment names the fault under way when each overlap began.
+	overlaps []overlapAt
 }
 
-// overlapAt is one hold that began while a hold it conflicts with was
-// believed held: when it began, and how long it overlapped such holds.
+// overlapAt is one hold that overlapped holds it conflicts with: when its
+// first such overlap began, for how long it overlapped them, and whether
+// it is one of the holds counted (it began while such a hold was believed
+// held; a paused holder overlaps without being counted, its successors
+// are counted, and its overlap begins when the first of them began).
 type overlapAt struct {
-	at   int64
-	span time.Duration
+	at      int64
+	span    time.Duration
+	counted bool
 }
 
 // lockViolations checks the holds against the primitive: an exclusive
@@ -102,7 +106,7 @@ func lockViolations(holds []hold, permits int) violations {
 	}
 	v := exclusive(ls)
 	p := overPermits(ps, permits)
-	return violations{holds: v.holds + p.holds, longest: max(v.longest, p.longest), began: append(v.began, p.began...)}
+	return violations{holds: v.holds + p.holds, longest: max(v.longest, p.longest), overlaps: append(v.overlaps, p.overlaps...)}
 }
 
 func exclusive(holds []hold) violations {
@@ -119,7 +123,9 @@ func exclusive(holds []hold) violations {
 		span := overlapSpan(lo, hi)
 		if began {
 			v.holds++
-			v.began = append(v.began, overlapAt{a.start, span})
+		}
+		if began || span > 0 {
+			v.overlaps = append(v.overlaps, overlapAt{lo, span, began})
 		}
 		v.longest = max(v.longest, span)
 	}
@@ -174,8 +180,8 @@ func overPermits(holds []hold, permits int) violations {
 			counted = counted || (o[0] <= h.start && h.start < o[1])
 		}
 		span := overlapSpan(lo, hi)
-		if counted {
-			v.began = append(v.began, overlapAt{h.start, span})
+		if counted || span > 0 {
+			v.overlaps = append(v.overlaps, overlapAt{min(lo, h.start), span, counted})
 		}
 		v.longest = max(v.longest, span)
 	}

@@ -82,10 +82,12 @@ const noFault = "none"
 // each began: injected, or in the quiet time after it, while its effects
 // play out (a restarted server's holder learns of its loss, a paused
 // client resumes). The windows do not overlap, since the nemesis injects
-// the next fault only after the quiet time.
-func attribute(began []overlapAt, injected []faultEvent, quiet time.Duration) map[string]violations {
+// the next fault only after the quiet time. Each kind gets the holds
+// counted as violations and the longest overlap that began under it (an
+// uncounted hold's overlap begins when a counted one began).
+func attribute(overlaps []overlapAt, injected []faultEvent, quiet time.Duration) map[string]violations {
 	by := map[string]violations{}
-	for _, o := range began {
+	for _, o := range overlaps {
 		kind := noFault
 		for _, ev := range injected {
 			if o.at >= ev.at.UnixNano() && o.at < ev.end.Add(quiet).UnixNano() {
@@ -93,7 +95,9 @@ func attribute(began []overlapAt, injected []faultEvent, quiet time.Duration) ma
 			}
 		}
 		v := by[kind]
-		v.holds++
+		if o.counted {
+			v.holds++
+		}
 		v.longest = max(v.longest, o.span)
 		by[kind] = v
 	}

@@ -38,14 +38,15 @@ func TestAttribute(t *testing.T) {
 		{kind: "pause", at: t0, end: t0.Add(4 * time.Second)},
 		{kind: "partition", at: t0.Add(5 * time.Second), end: t0.Add(9 * time.Second)},
 	}
-	began := []overlapAt{
-		{at(-time.Second), time.Millisecond},                      // before the first fault
-		{at(time.Second), 3 * time.Second},                        // in the pause
-		{at(4500 * time.Millisecond), time.Second},                // in the pause's quiet time
-		{at(6 * time.Second), 20 * time.Millisecond},              // in the partition
-		{at(10*time.Second + time.Millisecond), time.Millisecond}, // after the partition's quiet time
+	overlaps := []overlapAt{
+		{at(-time.Second), time.Millisecond, true},                      // before the first fault
+		{at(time.Second), 3 * time.Second, false},                       // the paused holder's, from its successor's start
+		{at(time.Second), time.Millisecond, true},                       // its successor's
+		{at(4500 * time.Millisecond), time.Second, true},                // in the pause's quiet time
+		{at(6 * time.Second), 20 * time.Millisecond, true},              // in the partition
+		{at(10*time.Second + time.Millisecond), time.Millisecond, true}, // after the partition's quiet time
 	}
-	by := attribute(began, injected, time.Second)
+	by := attribute(overlaps, injected, time.Second)
 	want := map[string]violations{
 		"pause":     {holds: 2, longest: 3 * time.Second},
 		"partition": {holds: 1, longest: 20 * time.Millisecond},

@@ -81,7 +81,7 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	}
 	res.lock = lockViolations(holds, permits)
 	if s.fault == "mixed" {
-		res.byFault = attribute(res.lock.began, s.injected, recovery(s.r.cfg.lease))
+		res.byFault = attribute(res.lock.overlaps, s.injected, recovery(s.r.cfg.lease))
 	}
 	res.tokenOrder, res.tokenReused = tokenOrder(holds)
 	res.tokenOrderJump = tokenOrderAfterJump(holds, s.injected, grantLease+s.r.cfg.lease)
