@@ -273,7 +273,9 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 			"its first renewal, a third of the lease later, so a holder paused or cut off just after the handover "+
 			"blocks the lock for up to 3s whatever the watchdog timeout; rlock-ack takes nothing while its "+
 			"replica cannot acknowledge (a cut from the replica, a new primary without one yet); a stopped "+
-			"redis-server (server-pause) answers nobody until it continues. That costs "+
+			"redis-server (server-pause) answers nobody until it continues, and then runs what waited in its "+
+			"sockets, acquisitions whose clients gave up on them included, which can keep a permit for a lease "+
+			"more. That costs "+
 			"availability, not safety.\n\n", ms(all.longestWait), cfg.lease, strings.Join(where, ", "))
 	}
 	w("**Keys left behind.** %s\n\n", keysFinding(results))
