@@ -12,7 +12,8 @@ import (
 
 const sigCont = syscall.SIGCONT
 
-// The fault kinds, one per segment.
+// The fault kinds, one per segment; the last, mixed, draws each fault it
+// injects from the others (see mixed.go).
 var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "server-pause", "clock",
 	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority", "mixed"}
 
