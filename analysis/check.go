@@ -180,8 +180,11 @@ func overPermits(holds []hold, permits int) violations {
 			counted = counted || (o[0] <= h.start && h.start < o[1])
 		}
 		span := overlapSpan(lo, hi)
-		if counted || span > 0 {
-			v.overlaps = append(v.overlaps, overlapAt{min(lo, h.start), span, counted})
+		switch {
+		case counted: // its overlap began as it entered
+			v.overlaps = append(v.overlaps, overlapAt{h.start, span, true})
+		case span > 0: // it was inside when a stretch began
+			v.overlaps = append(v.overlaps, overlapAt{lo, span, false})
 		}
 		v.longest = max(v.longest, span)
 	}
