@@ -14,10 +14,12 @@ import (
 //     excuse a break of it. Nor does a later hold get a token that is not
 //     above an earlier one's: the resource would refuse it rather than
 //     accept a stale write, so only the tokens' order shows that break.
-//     The one exception is the documented condition of the tokens: a
-//     break by a hold that asked while the servers' clocks caught up
-//     after a jump, which set them back by more than the time since the
-//     last token (tokenOrderAfterJump), is reported, not judged.
+//     The one exception is the documented condition of the tokens: in a
+//     mixed segment, a break by a hold that asked while the servers'
+//     clocks caught up after a jump, which set them back by more than
+//     the time since the last token, and a later fault (a restart, a
+//     lease with no acquisition) ended the counter that carried the
+//     order meanwhile (tokenOrderAfterJump), is reported, not judged.
 //   - A fault kind that should let nobody in early (mayOverlap false, in
 //     findings.go: the one list the page, its findings and the verdict share)
 //     causes no overlapping holds, and no data violation on any primitive,
