@@ -75,6 +75,20 @@ type violations struct {
 	// with: from the first such overlap to the last, within the hold (a
 	// paused holder's, from its successor's acquisition to its resuming).
 	longest time.Duration
+	// overlaps is every hold that overlapped holds it conflicts with:
+	// a mixed segment names the fault under way when each overlap began.
+	overlaps []overlapAt
+}
+
+// overlapAt is one hold that overlapped holds it conflicts with: when its
+// first such overlap began, for how long it overlapped them, and whether
+// it is one of the holds counted (it began while such a hold was believed
+// held; a paused holder overlaps without being counted, its successors
+// are counted, and its overlap begins when the first of them began).
+type overlapAt struct {
+	at      int64
+	span    time.Duration
+	counted bool
 }
 
 // lockViolations checks the holds against the primitive: an exclusive
@@ -92,7 +106,7 @@ func lockViolations(holds []hold, permits int) violations {
 	}
 	v := exclusive(ls)
 	p := overPermits(ps, permits)
-	return violations{holds: v.holds + p.holds, longest: max(v.longest, p.longest)}
+	return violations{holds: v.holds + p.holds, longest: max(v.longest, p.longest), overlaps: append(v.overlaps, p.overlaps...)}
 }
 
 func exclusive(holds []hold) violations {
@@ -106,14 +120,24 @@ func exclusive(holds []hold) violations {
 			began = began || b.start <= a.start
 			lo, hi = min(lo, max(a.start, b.start)), max(hi, min(a.end, b.end))
 		}
+		span := overlapSpan(lo, hi)
 		if began {
 			v.holds++
 		}
-		if hi > lo {
-			v.longest = max(v.longest, time.Duration(hi-lo))
+		if began || span > 0 {
+			v.overlaps = append(v.overlaps, overlapAt{lo, span, began})
 		}
+		v.longest = max(v.longest, span)
 	}
 	return v
+}
+
+// overlapSpan is hi-lo, or 0 when nothing overlapped (lo above hi).
+func overlapSpan(lo, hi int64) time.Duration {
+	if hi > lo {
+		return time.Duration(hi - lo)
+	}
+	return 0
 }
 
 // overPermits finds the stretches with more than permits holds; a hold
@@ -148,14 +172,21 @@ func overPermits(holds []hold, permits int) violations {
 	}
 	for _, h := range holds {
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		counted := false // it began inside a stretch: it is one of v.holds
 		for _, o := range over {
 			if o[1] > h.start && o[0] < h.end {
 				lo, hi = min(lo, max(h.start, o[0])), max(hi, min(h.end, o[1]))
 			}
+			counted = counted || (o[0] <= h.start && h.start < o[1])
 		}
-		if hi > lo {
-			v.longest = max(v.longest, time.Duration(hi-lo))
+		span := overlapSpan(lo, hi)
+		switch {
+		case counted: // its overlap began as it entered
+			v.overlaps = append(v.overlaps, overlapAt{h.start, span, true})
+		case span > 0: // it was inside when a stretch began
+			v.overlaps = append(v.overlaps, overlapAt{lo, span, false})
 		}
+		v.longest = max(v.longest, span)
 	}
 	return v
 }
@@ -181,6 +212,34 @@ func tokenOrder(holds []hold) (broken, reused int) {
 		}
 	}
 	return broken, reused
+}
+
+// tokenOrderAfterJump counts the pairs of holds that break the tokens'
+// order (as tokenOrder counts them) whose later hold asked for the lock
+// while the servers' clocks caught up with tokens taken during a clock
+// jump: from the jump until catchUp (the jump's size) after the clocks
+// were set back. Tokens keep their order across a clock set back only
+// while the fencing counter lives, one lease after the last token; a
+// restart, or a lease with no acquisition (a killed or paused holder),
+// ends it sooner, and a clock set back by more than the time since the
+// last token is outside the documented condition (failure-model.md).
+func tokenOrderAfterJump(holds []hold, injected []faultEvent, catchUp time.Duration) int {
+	n := 0
+	for _, a := range holds {
+		for _, b := range holds {
+			if len(a.tok) == 0 || len(b.tok) == 0 || a.start >= b.invoke || b.tok.above(a.tok) ||
+				(a.client == b.client && a.inst == b.inst && a.tok.String() == b.tok.String()) {
+				continue
+			}
+			for _, ev := range injected {
+				if ev.kind == "clock" && b.invoke >= ev.at.UnixNano() && b.invoke < ev.end.Add(catchUp).UnixNano() {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
 }
 
 // longestWait is the longest time during which some client waited for an

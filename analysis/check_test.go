@@ -69,8 +69,24 @@ func TestLockViolations(t *testing.T) {
 			violations{holds: 1, longest: 5 * time.Millisecond}},
 	}
 	for _, c := range cases {
-		if got := lockViolations(c.holds, c.permits); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		got := lockViolations(c.holds, c.permits)
+		counted, starts := 0, map[int64]bool{}
+		for _, o := range got.overlaps {
+			if o.counted {
+				counted++
+				starts[o.at] = true
+			}
+		}
+		if got.holds != c.want.holds || got.longest != c.want.longest || counted != got.holds {
+			t.Errorf("%s: %+v, want %+v (and one overlap counted per hold counted)", c.name, got, c.want)
+		}
+		// A mixed segment names the fault under way when an overlap
+		// began: an earlier holder's overlap begins when a counted hold
+		// began, never when the earlier holder did.
+		for _, o := range got.overlaps {
+			if !o.counted && !starts[o.at] {
+				t.Errorf("%s: an overlap at %d that began with no counted hold", c.name, o.at)
+			}
 		}
 	}
 }

@@ -15,10 +15,11 @@ import (
 // (asynchronous replication loses the latest writes; WithReplicaAck
 // narrows it, renewals are not acknowledged). Under every other fault
 // kind an overlap is a defect: a crash, a cut of a holder that notices in
-// time (its local timer runs out before the server's lease), a cut
-// between primary and replica, late delivery (late copies change
-// nothing), a restart with persistence, a cut from a minority or a
-// majority of the quorum's servers. This is the one list the page and
+// time (its local timer runs out before the server's lease), a pause of
+// the server (the same timer runs out first, and what the server runs
+// late changes nothing), a cut between primary and replica, late delivery
+// (late copies change nothing), a restart with persistence, a cut from a
+// minority or a majority of the quorum's servers. This is the one list the page and
 // the verdict use.
 func mayOverlap(fault string) bool {
 	switch fault {
@@ -42,6 +43,11 @@ var faultWhy = map[string]string{
 		"old holder, not yet told (its next renewal finds the hold gone, a third of the lease later at " +
 		"most), is still inside.",
 	"restart-persist": "With an AOF fsynced on every write, the locks survive the restart.",
+	"server-pause": "A stopped redis-server's wall clock runs on: when it continues, every lease that ran out " +
+		"meanwhile ends at once, and the commands that waited in its sockets run, renewals too late to save " +
+		"anything. The holder cannot renew during the pause; its local timer, counted from the last renewal it " +
+		"sent, closes `Done` before the server's lease runs out, so a careful holder stops before anyone else " +
+		"can take the lock, and copies of commands that run late must change nothing, as under late delivery.",
 	"failover": "Redis replicates asynchronously. A primary cut off from Sentinel and its replica goes on " +
 		"serving the clients that still reach it while Sentinel promotes the replica, which lacks every write " +
 		"made since the cut: a holder that took or renewed the lock on the old primary believes it holds, while " +
@@ -66,6 +72,10 @@ var faultWhy = map[string]string{
 		"if it still holds when its members' local timers run out, before the servers' leases do, the group " +
 		"reports the hold lost (`Done` closes), so a careful holder stops before another client can gather " +
 		"a majority; one that is releasing meanwhile frees the server it still reaches.",
+	"mixed": "Faults in a row meet what the one before left behind: a hold handed over while a server was " +
+		"stopped, a restart after a clock jump, a holder cut off just after a pause. Each overlap is judged " +
+		"by the fault under way when it began (or in the quiet time after it): under a fault that may " +
+		"overlap it is what a lease lock does, under any other, or while no fault was under way, a defect.",
 	"clock": "Redis expires keys by its wall clock: a jump forward ends every lease at once, and a waiter " +
 		"takes the lock while its holder, whose own timer is right, believes it holds until its next " +
 		"renewal finds the hold gone. A quorum loses its guarantee when a majority of its servers jump. " +
@@ -84,7 +94,11 @@ func findings(w func(string, ...any), results []segResult, cfg config) {
 				rs = append(rs, r)
 			}
 		}
-		w("**%s.** %s %s%s\n\n", f, faultWhy[f], observed(rs), faultExtra(f, rs))
+		extra := faultExtra(f, rs)
+		if f == "mixed" {
+			extra = mixedExtra(rs, cfg.seed)
+		}
+		w("**%s.** %s %s%s\n\n", f, faultWhy[f], observed(rs), extra)
 	}
 	observations(w, results, cfg)
 	conclusion(w, results)
@@ -225,11 +239,21 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 		return
 	}
 	w("**Fencing tokens.** ")
-	if all.tokenOrder == 0 {
-		w("A hold that asked for the lock after another hold had its token always got a larger one, on every server, restarts without data included.")
+	if n := all.tokenOrder - all.tokenOrderJump; n == 0 {
+		w("A hold that asked for the lock after another hold had its token always got a larger one, on every server, restarts without data included")
 	} else {
-		w("%d pairs of holds broke the tokens' order (a later hold with a token not above an earlier one's): a defect.", all.tokenOrder)
+		w("%d pairs of holds broke the tokens' order (a later hold with a token not above an earlier one's): a defect", n)
 	}
+	if all.tokenOrderJump > 0 {
+		w(", apart from %d pairs in which the later hold asked while the servers' clocks caught up after a jump: "+
+			"the jump set them back by %v, more than the time since the last token, which is outside the condition "+
+			"under which tokens keep their order (the fencing counter carries them only while it lives, one lease "+
+			"after the last token; a restart, or a lease in which nobody acquires, ends it sooner, as a crash or "+
+			"a restart right after a jump does in a mixed run). The resource refuses such a hold's operations rather "+
+			"than accept a stale write",
+			all.tokenOrderJump, grantLease+cfg.lease)
+	}
+	w(".")
 	if all.tokenReused > 0 {
 		w(" In %d pairs, a later hold of the same process carried the same token as an earlier one: after a pause or a cut, "+
 			"the handle gave its hold up as lost (`Unlock` returned `ErrNotHeld`) while the hold still stood in Redis, "+
@@ -248,7 +272,10 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 			"leases: %s). A hold that a release handed to a waiter keeps the grant lease (3s) on the server until "+
 			"its first renewal, a third of the lease later, so a holder paused or cut off just after the handover "+
 			"blocks the lock for up to 3s whatever the watchdog timeout; rlock-ack takes nothing while its "+
-			"replica cannot acknowledge (a cut from the replica, a new primary without one yet). That costs "+
+			"replica cannot acknowledge (a cut from the replica, a new primary without one yet); a stopped "+
+			"redis-server (server-pause) answers nobody until it continues, and then runs what waited in its "+
+			"sockets, acquisitions whose clients gave up on them included, which can keep a permit for a lease "+
+			"more. That costs "+
 			"availability, not safety.\n\n", ms(all.longestWait), cfg.lease, strings.Join(where, ", "))
 	}
 	w("**Keys left behind.** %s\n\n", keysFinding(results))
@@ -299,12 +326,12 @@ func conclusion(w func(string, ...any), results []segResult) {
 			unfencedLost += r.data.lostUpdates
 			unfencedViolated = unfencedViolated || r.lock.holds > 0
 		}
-		if r.lock.holds > 0 {
-			may := mayOverlap(r.fault)
-			if !slices.Contains(violated[may], r.fault) {
-				violated[may] = append(violated[may], r.fault)
+		for kind, v := range overlapsByFault(r) {
+			may := explained(kind)
+			if !slices.Contains(violated[may], kind) {
+				violated[may] = append(violated[may], kind)
 			}
-			longest[may] = max(longest[may], r.lock.longest)
+			longest[may] = max(longest[may], v.longest)
 		}
 	}
 	w("## Conclusion\n\n")
@@ -340,12 +367,21 @@ func conclusion(w func(string, ...any), results []segResult) {
 }
 
 // safeFaults are the fault kinds of the run under which a lease lock
-// should cause no overlap.
+// should cause no overlap, those a mixed segment drew included.
 func safeFaults(results []segResult) []string {
 	var fs []string
 	for _, r := range results {
-		if !mayOverlap(r.fault) && !slices.Contains(fs, r.fault) {
-			fs = append(fs, r.fault)
+		kinds := []string{r.fault}
+		if r.fault == "mixed" {
+			kinds = nil
+			for _, ev := range r.injected {
+				kinds = append(kinds, ev.kind)
+			}
+		}
+		for _, k := range kinds {
+			if !mayOverlap(k) && !slices.Contains(fs, k) {
+				fs = append(fs, k)
+			}
 		}
 	}
 	return fs
@@ -356,6 +392,7 @@ func faultPhrases(kinds []string) string {
 	words := map[string]string{
 		"pause": "process pauses", "partition": "partitions", "kill": "crashes",
 		"restart": "restarts without persistence", "restart-persist": "restarts with persistence",
+		"server-pause": "redis-server pauses", "mixed": "mixed faults",
 		"clock": "server clock jumps", "failover": "Sentinel failovers",
 		"replica-partition": "partitions between primary and replica", "late": "late delivery",
 		"quorum-minority": "cuts from a minority of the quorum's servers",
@@ -366,6 +403,9 @@ func faultPhrases(kinds []string) string {
 		if slices.Contains(kinds, k) {
 			out = append(out, words[k])
 		}
+	}
+	if slices.Contains(kinds, noFault) {
+		out = append(out, "the quiet times of mixed faults")
 	}
 	if len(out) > 1 {
 		return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
@@ -408,7 +448,6 @@ func leftOut(w func(string, ...any)) {
 	w("  counter lives (the documented condition under which tokens can repeat). The server's clock\n")
 	w("  jumps through `analysis/clockshim/clockshim.c`, not Debian's libfaketime, which hangs `redis-server`\n")
 	w("  at start (it clashes with the jemalloc inside it).\n")
-	w("- Pauses of redis-server, and several fault kinds mixed in one run.\n")
 	w("- Sentinel's own faults (several Sentinels that disagree, a Sentinel cut off); a failover of one of\n")
 	w("  the quorum's other servers; a primary with several replicas (`WithReplicaAck` asking fewer than all).\n")
 	w("- A CI smoke run of the harness, and the check that a deliberately broken release turns it red.\n")

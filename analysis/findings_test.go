@@ -18,7 +18,7 @@ func TestEveryFaultExplained(t *testing.T) {
 			t.Errorf("fault %s: no words for the conclusion", f)
 		}
 	}
-	for _, f := range []string{"kill", "partition", "late", "restart-persist", "quorum-minority", "quorum-majority", "replica-partition"} {
+	for _, f := range []string{"kill", "partition", "late", "restart-persist", "server-pause", "quorum-minority", "quorum-majority", "replica-partition"} {
 		if mayOverlap(f) {
 			t.Errorf("mayOverlap(%s) = true: the library claims no overlap under it", f)
 		}

@@ -2,7 +2,9 @@
 // faults: it starts redis-server processes, a fenced resource and client
 // processes in network namespaces of their own, runs a lock-protected
 // read-modify-write workload on each primitive while a nemesis pauses, cuts
-// off and kills the holder and restarts Redis, then checks the histories:
+// off and kills the holder and restarts, pauses and moves the clock of
+// Redis, one fault kind at a time and all of them mixed, then checks the
+// histories:
 // overlapping holds as the clients saw them (lock violations) against
 // stale writes accepted by the resource (data violations). It needs root
 // (namespaces, veth pairs) and redis-server, and writes the page
@@ -18,7 +20,8 @@
 // Every run ends with a verdict (verdict.go) and exits 1 when it fails: a
 // fenced primitive's resource accepted a stale write, or a fault kind that
 // must cause no overlap (a crash, a partition the holder notices in time,
-// a restart with persistence) caused overlapping holds. Overlaps under
+// a pause of redis-server, a restart with persistence) caused overlapping
+// holds, in a mixed run the fault under way when they began. Overlaps under
 // pauses, clock jumps and restarts without data are reported, not judged.
 // The CI smoke run, in .ci/run, is
 //
@@ -33,6 +36,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -57,6 +61,7 @@ type config struct {
 	smoke   bool
 	pairs   [][2]string // the segments, primitive and fault: see segments
 	netSlot int         // see useNetSlot
+	seed    uint64      // the mixed fault's draws
 	args    []string    // the command line, for the page
 }
 
@@ -87,6 +92,7 @@ func parseConfig(args []string) (config, error) {
 	fs.IntVar(&c.permits, "permits", 2, "permits of the leased semaphore")
 	fs.StringVar(&prims, "primitives", strings.Join(primitives, ","), "primitives to run")
 	fs.StringVar(&faults, "faults", strings.Join(faultKinds, ","), "fault kinds to run")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed of the mixed fault's draws (0: a random one, printed)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (histories, logs)")
 	fs.IntVar(&c.netSlot, "netslot", 0, "move the run's namespaces, links and addresses to slot 1-9, beside a run in slot 0 (the default)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "remove the namespaces and links an interrupted run left behind, and exit")
@@ -114,6 +120,9 @@ func parseConfig(args []string) (config, error) {
 		return c, errors.New("-netslot: want 0 to 9")
 	}
 	useNetSlot(c.netSlot)
+	if c.seed == 0 {
+		c.seed = rand.Uint64() | 1 // never 0, which asks for one
+	}
 	c.args = withoutFlag(args, "netslot") // it moves names, not results: the page's command leaves it out
 	if c.clients < 2 || c.clients > 9 {
 		return c, errors.New("-clients: want 2 to 9")

@@ -12,12 +12,15 @@ import (
 
 const sigCont = syscall.SIGCONT
 
-// The fault kinds, one per segment.
-var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "clock",
-	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority"}
+// The fault kinds, one per segment; the last, mixed, draws each fault it
+// injects from the others (see mixed.go).
+var faultKinds = []string{"pause", "partition", "kill", "restart", "restart-persist", "server-pause", "clock",
+	"failover", "replica-partition", "late", "quorum-minority", "quorum-majority", "mixed"}
 
 // applies reports whether the harness runs prim under fault: the cuts
-// from some of the quorum's servers only make sense for the quorum.
+// from some of the quorum's servers only make sense for the quorum. (A
+// server pause and a failover never meet: a segment runs one kind, and a
+// mixed one leaves the failover out, see mixedPool.)
 func applies(prim, fault string) bool {
 	return !strings.HasPrefix(fault, "quorum-") || servers(prim) == 3
 }
@@ -34,6 +37,10 @@ var faultDoc = map[string]string{
 		"are set again at once, as an operator would: the library cannot tell a lost total from one never set)",
 	"restart-persist": "as restart, on a server that writes an AOF fsynced on every write (appendfsync always): " +
 		"the locks survive",
+	"server-pause": "redis-server (the first; two of the quorum's three, a majority) is stopped with SIGSTOP " +
+		"for the grant lease (3s) plus the lease, then continued with SIGCONT: its wall clock runs on meanwhile, " +
+		"and what the clients sent it in the pause (renewals, releases, acquisitions they gave up on) runs when " +
+		"it continues",
 	"clock": "redis-server's wall clock (of two of the quorum's three) jumps forward by the grant lease (3s) plus " +
 		"the lease, through an LD_PRELOAD shim of the harness's own, and back to the true time a second later",
 	"failover": "the first server is a primary with one asynchronously replicated replica and a Sentinel " +
@@ -52,6 +59,10 @@ var faultDoc = map[string]string{
 		"one of the quorum's three servers for the grant lease (3s) plus the lease: it keeps a majority",
 	"quorum-majority": "(the quorum only) the holder is cut off from two of the quorum's three servers for " +
 		"the grant lease (3s) plus the lease: it loses its majority",
+	"mixed": "one fault after another, each drawn at random (seeded: -seed) from every kind above that applies " +
+		"to the primitive but the failover and the restart with persistence (each needs a setup that changes " +
+		"what the others do), each with its usual length and quiet time; an overlap counts under the fault " +
+		"injected, or in its quiet time, when it began",
 }
 
 // A faultEvent is one fault the nemesis injected.
@@ -79,7 +90,7 @@ const grantLease = 3 * time.Second
 // grant lease, or a watchdog lease renewed just before).
 func faultLength(kind string, lease time.Duration) time.Duration {
 	switch kind {
-	case "pause", "partition", "replica-partition", "quorum-minority", "quorum-majority":
+	case "pause", "partition", "server-pause", "replica-partition", "quorum-minority", "quorum-majority":
 		return grantLease + lease
 	case "failover":
 		// The Sentinel's down-after, its election and promotion (about a
@@ -97,38 +108,45 @@ func faultLength(kind string, lease time.Duration) time.Duration {
 	return 100 * time.Millisecond
 }
 
-// minSegment is the shortest segment that holds one fault of kind.
+// minSegment is the shortest segment that holds one fault of kind, or
+// for mixed mixedFaults pauses or cuts.
 func minSegment(kind string, lease time.Duration) time.Duration {
-	return warmup + faultLength(kind, lease) + recovery(lease) + 300*time.Millisecond
+	d := faultLength(kind, lease) + recovery(lease)
+	if kind == "mixed" {
+		d = mixedFaults * (faultLength("pause", lease) + recovery(lease))
+	}
+	return warmup + d + 300*time.Millisecond
 }
 
-// nemesis injects the segment's fault again and again until the segment
-// has no time left for another, with a quiet time after each.
+// nemesis injects the segment's fault (for mixed, a fault drawn each
+// time) again and again until the segment has no time left for another,
+// with a quiet time after each.
 func (s *segment) nemesis(ctx context.Context) {
 	lease := s.r.cfg.lease
 	sleep(ctx, time.Until(s.start.Add(warmup)))
 	for ctx.Err() == nil {
-		if time.Now().Add(faultLength(s.fault, lease) + recovery(lease)).After(s.until) {
+		kind := s.next()
+		if kind == "" {
 			break
 		}
-		ev := faultEvent{kind: s.fault, at: time.Now()}
-		ev.target = s.inject(ctx)
+		ev := faultEvent{kind: kind, at: time.Now()}
+		ev.target = s.inject(ctx, kind)
 		ev.end = time.Now()
-		fmt.Printf("  %s: %s (%v)\n", s.fault, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
+		fmt.Printf("  %s: %s (%v)\n", kind, ev.target, ev.end.Sub(ev.at).Round(time.Millisecond))
 		s.injected = append(s.injected, ev)
 		sleep(ctx, recovery(lease))
 	}
 	sleep(ctx, time.Until(s.until))
 }
 
-// inject runs one fault and returns what it hit.
-func (s *segment) inject(ctx context.Context) string {
+// inject runs one fault of kind and returns what it hit.
+func (s *segment) inject(ctx context.Context, kind string) string {
 	lease := s.r.cfg.lease
-	switch s.fault {
+	switch kind {
 	case "pause":
 		c := s.target()
 		c.p.signal(syscall.SIGSTOP)
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		c.p.signal(syscall.SIGCONT)
 		return c.who()
 	case "partition":
@@ -136,7 +154,7 @@ func (s *segment) inject(ctx context.Context) string {
 		if err := partition(c.id, true); err != nil {
 			return "error: " + err.Error()
 		}
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		if err := partition(c.id, false); err != nil {
 			return "error: " + err.Error()
 		}
@@ -145,28 +163,30 @@ func (s *segment) inject(ctx context.Context) string {
 		c := s.target()
 		c.p.kill()
 		_, _ = s.resc.count("G", c.who())
-		sleep(ctx, faultLength(s.fault, lease))
+		sleep(ctx, faultLength(kind, lease))
 		if err := s.startClient(c.id); err != nil {
 			return "error: " + err.Error()
 		}
 		return c.who()
 	case "clock":
 		return s.jumpClocks(ctx)
+	case "server-pause":
+		return s.pauseServers(ctx)
 	case "failover":
 		sleep(ctx, time.Until(s.lastFailover.Add(2*failoverTimeout+200*time.Millisecond)))
 		s.lastFailover = time.Now()
 		return s.failover(ctx)
 	case "replica-partition":
-		return s.cutReplica(ctx, faultLength(s.fault, lease))
+		return s.cutReplica(ctx, faultLength(kind, lease))
 	case "late":
 		return s.lateDeliver(ctx)
 	case "quorum-minority", "quorum-majority":
-		return s.cutFromServers(ctx)
+		return s.cutFromServers(ctx, kind)
 	default: // restart, restart-persist
 		if err := s.nodes[0].restart(ctx); err != nil {
 			return "error: " + err.Error()
 		}
-		if s.fault == "restart" {
+		if kind == "restart" {
 			if err := s.setPermits(ctx); err != nil {
 				return "error: " + err.Error()
 			}
@@ -212,7 +232,7 @@ func (s *segment) jumpClocks(ctx context.Context) string {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	sleep(ctx, faultLength("clock", s.r.cfg.lease))
 	for _, n := range nodes {
 		if err := n.clock.set(0); err != nil {
 			return "error: " + err.Error()
@@ -221,13 +241,31 @@ func (s *segment) jumpClocks(ctx context.Context) string {
 	return fmt.Sprintf("%d redis-server(s), +%v and back", len(nodes), jump)
 }
 
+// pauseServers stops the first server, or two of the quorum's three (a
+// majority: a pause of one of three is a cut from a minority, which
+// quorum-minority covers), for the fault's length, then continues them.
+// An interrupt ends the sleep early, never the SIGCONT: the teardown
+// kills a running server, and no stopped one is left behind.
+func (s *segment) pauseServers(ctx context.Context) string {
+	nodes := s.nodes[:min(2, len(s.nodes))]
+	for _, n := range nodes {
+		n.proc.signal(syscall.SIGSTOP)
+	}
+	d := faultLength("server-pause", s.r.cfg.lease)
+	sleep(ctx, d)
+	for _, n := range nodes {
+		n.proc.signal(sigCont)
+	}
+	return fmt.Sprintf("%d redis-server(s), stopped %v", len(nodes), d)
+}
+
 // cutFromServers cuts the holder off from the first server
 // (quorum-minority) or the first two (quorum-majority) for the fault's
 // length, with blackhole routes in its namespace: it still reaches the
 // others and the resource.
-func (s *segment) cutFromServers(ctx context.Context) string {
+func (s *segment) cutFromServers(ctx context.Context, kind string) string {
 	c, n := s.target(), 1
-	if s.fault == "quorum-majority" {
+	if kind == "quorum-majority" {
 		n = 2
 	}
 	for k := 1; k <= n; k++ {
@@ -235,7 +273,7 @@ func (s *segment) cutFromServers(ctx context.Context) string {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength(s.fault, s.r.cfg.lease))
+	sleep(ctx, faultLength(kind, s.r.cfg.lease))
 	for k := 1; k <= n; k++ {
 		if err := blackhole(clientNS(c.id), serverIP(k), false); err != nil {
 			return "error: " + err.Error()

@@ -116,7 +116,7 @@ func primitiveList() string {
 
 func (r *run) faultSection(w func(string, ...any), results []segResult) {
 	w("## Faults\n\n")
-	w("One fault kind per run of a primitive; the nemesis injects it %v after the clients start and\n", warmup)
+	w("One fault kind per run of a primitive (or, for mixed, a kind drawn anew for each fault); the nemesis injects it %v after the clients start and\n", warmup)
 	w("again after a quiet time of %v while the run's time allows. The run has %d segments (each primitive\n", recovery(r.cfg.lease), len(results))
 	w("under each fault kind that applies to it); `-time %v` is stretched to at least one fault per segment,\n", r.cfg.total)
 	w("%v of segments at the least, plus the start of fresh servers and clients for each.\n\n", r.least().Round(time.Second))
@@ -128,7 +128,11 @@ func (r *run) faultSection(w func(string, ...any), results []segResult) {
 				n += len(res.injected)
 			}
 		}
-		w("| %s | %s | %s | %d |\n", f, faultDoc[f], yesNo(mayOverlap(f)), n)
+		may := yesNo(mayOverlap(f))
+		if f == "mixed" {
+			may = fmt.Sprintf("as the fault drawn (seed %d)", r.cfg.seed)
+		}
+		w("| %s | %s | %s | %d |\n", f, faultDoc[f], may, n)
 	}
 	w("\n")
 }
@@ -139,10 +143,14 @@ func verdictSection(w func(string, ...any), results []segResult, cfg config) {
 	w("## Verdict\n\n")
 	w("The harness exits 1 when a fenced primitive's resource accepted a stale write or a later hold\n")
 	w("got a token not above an earlier one's, under any fault, or when a fault that must cause no\n")
-	w("overlap (a crash, a partition the holder notices in time, a restart with persistence) caused\n")
+	w("overlap (a crash, a partition the holder notices in time, a pause of redis-server, a restart\n")
+	w("with persistence) caused\n")
 	w("overlapping holds or, on any primitive, a data violation. Overlaps under pauses, clock jumps\n")
 	w("and restarts without data are what a lease lock does: they are reported, not judged, and so\n")
-	w("are an unfenced lock's lost updates under them (`mayOverlap` in `analysis/verdict.go`).\n")
+	w("are an unfenced lock's lost updates under them (`mayOverlap` in `analysis/findings.go`).\n")
+	w("A mixed segment judges each overlap by the fault under way when it began (injected, or in\n")
+	w("the quiet time after it): under a fault that must cause none, or while no fault was under way,\n")
+	w("it fails the run.\n")
 	w("The rules count events in the histories and the resource's log, not durations. An overlap\n")
 	w("under a partition needs the holder cut off to go on believing it holds after the server let\n")
 	w("its lease run out; the library's timer, counted from when the last renewal was sent, ends the\n")

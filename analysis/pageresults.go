@@ -13,6 +13,7 @@ type total struct {
 	longest, longestWait                 time.Duration
 	refused, dataViolations, lostUpdates int
 	tokenOrder, tokenReused, keysLeft    int
+	tokenOrderJump                       int
 	linear                               map[string]int
 }
 
@@ -28,6 +29,7 @@ func (t *total) add(r segResult) {
 	t.dataViolations += r.data.dataViolations()
 	t.lostUpdates += r.data.lostUpdates
 	t.tokenOrder += r.tokenOrder
+	t.tokenOrderJump += r.tokenOrderJump
 	t.tokenReused += r.tokenReused
 	t.keysLeft += len(r.keysLeft)
 	if t.linear == nil {
@@ -94,10 +96,14 @@ func (r *run) resultSection(w func(string, ...any), results []segResult) {
 	w("| primitive | fault | injected | holds (failed) | lost | lock violations | longest overlap | refused | data violations | linearizable | longest wait | token order broken / reused | keys without TTL |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range results {
-		w("| %s | %s | %d | %d (%d) | %d | %d | %s | %d | %d | %s | %s | %d / %d | %s |\n",
+		order := fmt.Sprint(s.tokenOrder)
+		if s.tokenOrderJump > 0 {
+			order += fmt.Sprintf(" (%d as the clocks caught up)", s.tokenOrderJump)
+		}
+		w("| %s | %s | %d | %d (%d) | %d | %d | %s | %d | %d | %s | %s | %s / %d | %s |\n",
 			s.prim, s.fault, len(s.injected), s.acquired, s.failed, s.lost, s.lock.holds,
 			ms(s.lock.longest), s.data.readsRefused+s.data.writesRefused, s.data.dataViolations(), s.linear,
-			ms(s.longestWait), s.tokenOrder, s.tokenReused, keysText(s.keysLeft))
+			ms(s.longestWait), order, s.tokenReused, keysText(s.keysLeft))
 	}
 	w("\n")
 }

@@ -19,18 +19,20 @@ type segResult struct {
 	lost             int           // holds the library reported lost (Done closed)
 	lock             violations    // overlapping holds
 	tokenOrder       int           // pairs of fenced holds whose tokens broke the order
+	tokenOrderJump   int           // mixed: of them, those taken while the clocks caught up after a jump (tokenOrderAfterJump)
 	tokenReused      int           // pairs of holds of one process with the same tokens
 	longestWait      time.Duration // longest time someone waited and nobody acquired
 	data             dataStats
-	linear           string   // porcupine's verdict on the register, "-" when not checked
-	keysLeft         []string // keys left in Redis that never expire
-	lateDelivered    int      // late: chunks of commands the proxies delivered past the clients' timeout
-	lateRefused      int      // late: scripts Redis refused as late (LATE errors)
-	lateScripts      string   // late: what was delivered late, by script
-	latePairs        int      // late: pairs of holds that overlapped
-	lateExplained    int      // late: of them, those that began just after a late copy of the first holder's release
-	pairs, goneUnder int      // pairs of overlapping holds; of them, those whose first hold was gone at its release, unreported
-	notReplicated    int      // acquisitions refused for want of the replica's acknowledgement (ErrNotReplicated)
+	linear           string                // porcupine's verdict on the register, "-" when not checked
+	keysLeft         []string              // keys left in Redis that never expire
+	lateDelivered    int                   // late: chunks of commands the proxies delivered past the clients' timeout
+	lateRefused      int                   // late: scripts Redis refused as late (LATE errors)
+	lateScripts      string                // late: what was delivered late, by script
+	latePairs        int                   // late: pairs of holds that overlapped
+	lateExplained    int                   // late: of them, those that began just after a late copy of the first holder's release
+	pairs, goneUnder int                   // pairs of overlapping holds; of them, those whose first hold was gone at its release, unreported
+	notReplicated    int                   // acquisitions refused for want of the replica's acknowledgement (ErrNotReplicated)
+	byFault          map[string]violations // mixed: the overlaps by the fault under way when each began (see attribute)
 }
 
 // check reads the segment's histories and the resource's log.
@@ -78,7 +80,16 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 		permits = s.r.cfg.permits
 	}
 	res.lock = lockViolations(holds, permits)
+	if s.fault == "mixed" {
+		res.byFault = attribute(res.lock.overlaps, s.injected, recovery(s.r.cfg.lease))
+	}
 	res.tokenOrder, res.tokenReused = tokenOrder(holds)
+	if s.fault == "mixed" {
+		// Alone, a clock jump leaves the counter alive (clients keep
+		// acquiring) and the tokens must keep their order: only a
+		// fault after it can end the counter while the clocks catch up.
+		res.tokenOrderJump = tokenOrderAfterJump(holds, s.injected, grantLease+s.r.cfg.lease)
+	}
 	res.longestWait = longestWait(all, exits)
 	log, err := readLines[resEntry](filepath.Join(s.dir, "resource.jsonl"))
 	if err != nil {
@@ -106,6 +117,12 @@ func (r segResult) line() string {
 	if r.fault == "late" {
 		late = fmt.Sprintf(", %d delivered late (%s), %d refused as LATE, %d of %d overlaps just after a late release",
 			r.lateDelivered, r.lateScripts, r.lateRefused, r.lateExplained, r.latePairs)
+	}
+	if r.fault == "mixed" {
+		late += ", faults " + drawn([]segResult{r})
+		for _, k := range sortedKinds(r.byFault) {
+			late += fmt.Sprintf(", %d overlaps under %s", r.byFault[k].holds, k)
+		}
 	}
 	if r.notReplicated > 0 {
 		late += fmt.Sprintf(", %d not replicated", r.notReplicated)

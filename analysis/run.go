@@ -30,7 +30,7 @@ func newRun(cfg config) (*run, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, exe: exe, dir: dir, started: time.Now()}
-	if slices.Contains(cfg.faults, "clock") {
+	if slices.Contains(cfg.faults, "clock") || slices.Contains(cfg.faults, "mixed") {
 		if r.shim, err = buildShim(dir); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
@@ -67,6 +67,9 @@ func (r *run) all(ctx context.Context) ([]segResult, error) {
 	fmt.Printf("%d segments (%d primitives, %d fault kinds), about %v: %d clients, lease %v\n",
 		len(r.segments()), len(r.cfg.prims), len(r.cfg.faults),
 		time.Duration(scale*float64(r.least())).Round(time.Second), r.cfg.clients, r.cfg.lease)
+	if slices.Contains(r.cfg.faults, "mixed") {
+		fmt.Printf("mixed faults drawn with seed %d (-seed %d draws them again)\n", r.cfg.seed, r.cfg.seed)
+	}
 	var results []segResult
 	for _, pair := range r.segments() {
 		prim, fault := pair[0], pair[1]

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"math/rand/v2"
+
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -36,6 +38,7 @@ type segment struct {
 	insts        []*clientInst
 	start, until time.Time
 	injected     []faultEvent
+	rng          *rand.Rand // the mixed segment's draws, seeded by -seed and the segment's number
 }
 
 // A clientInst is one process instance of a client.
@@ -85,7 +88,7 @@ func (s *segment) run(ctx context.Context) (segResult, error) {
 
 func (s *segment) startServers(ctx context.Context) error {
 	shim := ""
-	if s.fault == "clock" {
+	if s.uses("clock") {
 		shim = s.r.shim
 	}
 	for i := range servers(s.prim) {
@@ -109,7 +112,7 @@ func (s *segment) startServers(ctx context.Context) error {
 	if err := s.setPermits(ctx); err != nil {
 		return err
 	}
-	if s.fault == "late" {
+	if s.uses("late") {
 		if err := s.startProxies(); err != nil {
 			return err
 		}
@@ -243,14 +246,14 @@ func (s *segment) teardown() {
 // needsReplica reports whether the segment's first server has a replica:
 // for rlock-ack, whose acquisitions wait for it, and for the faults that
 // act on replication.
-func needsReplica(prim, fault string) bool {
-	return prim == "rlock-ack" || fault == "failover" || fault == "replica-partition"
+func (s *segment) needsReplica() bool {
+	return s.prim == "rlock-ack" || s.uses("failover") || s.uses("replica-partition")
 }
 
 // startReplication starts the first server's replica, and for the
 // failover fault the Sentinel watching them.
 func (s *segment) startReplication(ctx context.Context) error {
-	if !needsReplica(s.prim, s.fault) {
+	if !s.needsReplica() {
 		return nil
 	}
 	n, err := newRedisNode(serverNodes, filepath.Join(s.dir, "replica"), s.fault == "restart-persist", "")

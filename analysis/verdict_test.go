@@ -142,3 +142,50 @@ func TestPageVerdict(t *testing.T) {
 		t.Error("a passing run is not said to pass")
 	}
 }
+
+// TestVerdictMixed judges a mixed segment's overlaps by the fault under
+// way when each began: under a pause they pass, under a partition or
+// while no fault was under way they fail; an unfenced lock's lost updates
+// pass only beside overlaps that a fault that may overlap explains.
+func TestVerdictMixed(t *testing.T) {
+	fault := []faultEvent{{kind: "pause", target: "c1.1"}, {kind: "partition", target: "c2.1"}}
+	tests := []struct {
+		name string
+		r    segResult
+		want []string // substrings of the one failure expected; none: pass
+	}{
+		{"overlaps under a pause", segResult{prim: "rlock", byFault: map[string]violations{"pause": {holds: 3}}}, nil},
+		{"overlaps under a partition", segResult{prim: "rlock",
+			byFault: map[string]violations{"pause": {holds: 3}, "partition": {holds: 1, longest: 40 * time.Millisecond}}},
+			[]string{"rlock under mixed: 1 hold began", "longest overlap 40ms", "under its partition fault", "partition must cause no overlap"}},
+		{"overlaps with no fault under way", segResult{prim: "fairlock", byFault: map[string]violations{noFault: {holds: 2}}},
+			[]string{"fairlock under mixed: 2 holds began", "while no fault was under way"}},
+		{"unfenced lost updates after a pause", segResult{prim: "rlock-unfenced",
+			byFault: map[string]violations{"pause": {holds: 1}}, data: dataStats{lostUpdates: 1}}, nil},
+		{"unfenced lost updates with no overlap", segResult{prim: "rlock-unfenced", data: dataStats{lostUpdates: 1}},
+			[]string{"rlock-unfenced under mixed: the resource saw 1 lost update"}},
+		{"tokens out of order while the clocks caught up", segResult{prim: "quorum", tokenOrder: 5, tokenOrderJump: 5}, nil},
+		{"tokens out of order otherwise", segResult{prim: "quorum", tokenOrder: 5, tokenOrderJump: 3},
+			[]string{"quorum under mixed: 2 pairs of holds broke the tokens' order"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.r.fault, tt.r.injected, tt.r.acquired = "mixed", fault, 10
+			got := verdict([]segResult{tt.r})
+			if len(tt.want) == 0 {
+				if len(got) > 0 {
+					t.Fatalf("want a pass, got %q", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("want one failure, got %q", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got[0], w) {
+					t.Errorf("failure %q lacks %q", got[0], w)
+				}
+			}
+		})
+	}
+}
