@@ -194,24 +194,27 @@ func overPermits(holds []hold, permits int) violations {
 // tokenOrder checks the tokens' promise: a hold that asked for the lock
 // after another hold had its tokens carries larger ones, on every server
 // both hold, whatever happened in between (restarts without data
-// included). It returns the pairs that break it, and apart from them the
-// pairs in which a process instance got the same tokens again for a later
-// hold (the library's handle completing, as a new hold, a hold of its own
-// left in Redis after it had given it up as lost).
-func tokenOrder(holds []hold) (broken, reused int) {
+// included). It returns the pairs that break it. A process that gets the
+// same tokens again for a later hold breaks it too: the library adopts a
+// hold of the handle's own that it gave up as lost (or whose Unlock
+// failed), found still standing in Redis, with a new token, since steps
+// under the hold given up may still be under way.
+func tokenOrder(holds []hold) int {
+	broken := 0
 	for _, a := range holds {
 		for _, b := range holds {
-			if len(a.tok) == 0 || len(b.tok) == 0 || a.start >= b.invoke || b.tok.above(a.tok) {
-				continue
-			}
-			if a.client == b.client && a.inst == b.inst && a.tok.String() == b.tok.String() {
-				reused++
-			} else {
+			if outOfOrder(a, b) {
 				broken++
 			}
 		}
 	}
-	return broken, reused
+	return broken
+}
+
+// outOfOrder reports whether hold b asked for the lock after hold a had
+// its tokens and did not get larger ones.
+func outOfOrder(a, b hold) bool {
+	return len(a.tok) > 0 && len(b.tok) > 0 && a.start < b.invoke && !b.tok.above(a.tok)
 }
 
 // tokenOrderAfterJump counts the pairs of holds that break the tokens'
@@ -227,8 +230,7 @@ func tokenOrderAfterJump(holds []hold, injected []faultEvent, catchUp time.Durat
 	n := 0
 	for _, a := range holds {
 		for _, b := range holds {
-			if len(a.tok) == 0 || len(b.tok) == 0 || a.start >= b.invoke || b.tok.above(a.tok) ||
-				(a.client == b.client && a.inst == b.inst && a.tok.String() == b.tok.String()) {
+			if !outOfOrder(a, b) {
 				continue
 			}
 			for _, ev := range injected {

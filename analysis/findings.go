@@ -253,14 +253,9 @@ func observations(w func(string, ...any), results []segResult, cfg config) {
 			"than accept a stale write",
 			all.tokenOrderJump, grantLease+cfg.lease)
 	}
-	w(".")
-	if all.tokenReused > 0 {
-		w(" In %d pairs, a later hold of the same process carried the same token as an earlier one: after a pause or a cut, "+
-			"the handle gave its hold up as lost (`Unlock` returned `ErrNotHeld`) while the hold still stood in Redis, "+
-			"and its next `Lock` completed that hold again instead of taking a new one. Nobody else held in between, "+
-			"so the resource was not at risk, but a new hold should carry a new token.", all.tokenReused)
-	}
-	w("\n\n")
+	w(". A later hold of the same process counts as well: a handle that gave its hold up as lost (or whose " +
+		"`Unlock` failed) while the hold still stood in Redis adopts it on its next `Lock` with a new token, " +
+		"since steps under the hold given up may still be under way (earlier releases reported the old token again).\n\n")
 	if all.longestWait > 2*cfg.lease {
 		var where []string
 		for _, r := range results {

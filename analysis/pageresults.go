@@ -12,7 +12,7 @@ type total struct {
 	conflicts                            int
 	longest, longestWait                 time.Duration
 	refused, dataViolations, lostUpdates int
-	tokenOrder, tokenReused, keysLeft    int
+	tokenOrder, keysLeft                 int
 	tokenOrderJump                       int
 	linear                               map[string]int
 }
@@ -30,7 +30,6 @@ func (t *total) add(r segResult) {
 	t.lostUpdates += r.data.lostUpdates
 	t.tokenOrder += r.tokenOrder
 	t.tokenOrderJump += r.tokenOrderJump
-	t.tokenReused += r.tokenReused
 	t.keysLeft += len(r.keysLeft)
 	if t.linear == nil {
 		t.linear = map[string]int{}
@@ -93,17 +92,17 @@ func (r *run) resultSection(w func(string, ...any), results []segResult) {
 			t.conflicts, ms(t.longest), t.refused, t.dataViolations, t.linearText())
 	}
 	w("\nEach primitive under each fault kind:\n\n")
-	w("| primitive | fault | injected | holds (failed) | lost | lock violations | longest overlap | refused | data violations | linearizable | longest wait | token order broken / reused | keys without TTL |\n")
+	w("| primitive | fault | injected | holds (failed) | lost | lock violations | longest overlap | refused | data violations | linearizable | longest wait | token order broken | keys without TTL |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range results {
 		order := fmt.Sprint(s.tokenOrder)
 		if s.tokenOrderJump > 0 {
 			order += fmt.Sprintf(" (%d as the clocks caught up)", s.tokenOrderJump)
 		}
-		w("| %s | %s | %d | %d (%d) | %d | %d | %s | %d | %d | %s | %s | %s / %d | %s |\n",
+		w("| %s | %s | %d | %d (%d) | %d | %d | %s | %d | %d | %s | %s | %s | %s |\n",
 			s.prim, s.fault, len(s.injected), s.acquired, s.failed, s.lost, s.lock.holds,
 			ms(s.lock.longest), s.data.readsRefused+s.data.writesRefused, s.data.dataViolations(), s.linear,
-			ms(s.longestWait), order, s.tokenReused, keysText(s.keysLeft))
+			ms(s.longestWait), order, keysText(s.keysLeft))
 	}
 	w("\n")
 }

@@ -20,7 +20,6 @@ type segResult struct {
 	lock             violations    // overlapping holds
 	tokenOrder       int           // pairs of fenced holds whose tokens broke the order
 	tokenOrderJump   int           // mixed: of them, those taken while the clocks caught up after a jump (tokenOrderAfterJump)
-	tokenReused      int           // pairs of holds of one process with the same tokens
 	longestWait      time.Duration // longest time someone waited and nobody acquired
 	data             dataStats
 	linear           string                // porcupine's verdict on the register, "-" when not checked
@@ -83,7 +82,7 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	if s.fault == "mixed" {
 		res.byFault = attribute(res.lock.overlaps, s.injected, recovery(s.r.cfg.lease))
 	}
-	res.tokenOrder, res.tokenReused = tokenOrder(holds)
+	res.tokenOrder = tokenOrder(holds)
 	if s.fault == "mixed" {
 		// Alone, a clock jump leaves the counter alive (clients keep
 		// acquiring) and the tokens must keep their order: only a

@@ -169,9 +169,11 @@
 // could not renew in time) while the hold still stood in Redis adopts it
 // on its next Lock, and the adopted hold takes a new token: a step still
 // under way under the hold given up carries the old token, which the
-// resource refuses once the new one has reached it. (A hold the handle
-// never had, such as a grant that reached an earlier attempt of its wait,
-// keeps the token it was given.)
+// resource refuses once the new one has reached it. The same goes for a
+// hold whose Unlock failed (the handle ends it all the same) and that the
+// next Lock finds standing: every hold the caller is given carries a
+// token of its own. (A hold the handle never had, such as a grant that
+// reached an earlier attempt of its wait, keeps the token it was given.)
 //
 // # Leases, the watchdog and loss
 //

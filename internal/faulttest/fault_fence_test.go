@@ -195,3 +195,47 @@ func TestFencedReadoptionTakesNewToken(t *testing.T) {
 		}
 	})
 }
+
+// An Unlock that fails (its release never reached Redis, and its caller
+// gave up) ends the handle's hold all the same, while the hold stands in
+// Redis until its lease runs out. The handle's next Lock finds that hold
+// and adopts it: a new hold for the caller, with a new token.
+func TestFencedAfterFailedUnlockTakesNewToken(t *testing.T) {
+	releases := map[string]string{"rlock": "rlock_unlock.lua", "fairlock": "fairlock_unlock.lua", "rwlock": "rwlock_writeunlock.lua"}
+	forEachFenced(t, func(t *testing.T, p primitive) {
+		srv := redistest.SharedServer(t)
+		name := redistest.UniqueName(t)
+		proxy := redistest.NewProxy(t, srv.Addr())
+		holder := p.fenced(proxy.NewClient(t), name, fenceLease)
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		first := holder.Token()
+
+		held := proxy.Hold(scriptOn(t, releases[p.name], name))
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		err := holder.Unlock(ctx)
+		cancel()
+		if err == nil {
+			t.Fatal("Unlock succeeded though its release was held back")
+		}
+		select {
+		case <-held.Caught():
+		default:
+			t.Fatal("the release was not held back: the fault was not injected")
+		}
+		if !p.held(t.Context(), srv.NewClient(t), name) {
+			t.Fatal("the hold is gone from Redis: nothing to adopt")
+		}
+
+		if err := holder.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if again := holder.Token(); again <= first {
+			t.Fatalf("token of the adopted hold %d, want above the one before the failed Unlock (%d)", again, first)
+		}
+		if err := holder.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

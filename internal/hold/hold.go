@@ -98,10 +98,12 @@ type Tracker struct {
 
 	mu  sync.Mutex // protects cur, anew, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
-	// anew is set when a hold ended lost (not by a release) and no hold
-	// has begun since: steps taken under the hold given up may still be
-	// under way, so an attempt that finds that hold standing in Redis
-	// adopts it with a new fencing token (Asking.Anew).
+	// anew is set when a hold ended lost (not by a release), or after a
+	// release that failed (abandon), and no hold has begun since: steps
+	// taken under a hold given up may still be under way, so an attempt
+	// that finds that hold standing in Redis adopts it with a new fencing
+	// token (Asking.Anew), and every hold the caller is given carries a
+	// token of its own.
 	anew bool
 
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see

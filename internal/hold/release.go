@@ -262,12 +262,17 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 
 // abandon ends hold h after a failed release of its last level: the
 // holder wants the lock released, so the watchdog must stop renewing it.
+// The hold may still stand in Redis, and the handle's next attempt find
+// it: that hold is a new one for the caller, and takes a new token
+// (Tracker.anew), so that every hold the caller is given carries a token
+// of its own.
 func (t *Tracker) abandon(h *hold, m Mode) {
 	if h == nil {
 		return
 	}
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
+	t.anew = t.anew || last
 	t.mu.Unlock()
 	if last {
 		t.end(h, nil)
