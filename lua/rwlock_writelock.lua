@@ -105,10 +105,10 @@ end
 -- counter for a lease, records it in the lock hash and returns it. A
 -- token is written with %.0f, never tostring(): it has 16 digits, and Lua
 -- prints 14.
-local function takeToken()
+local function takeToken(floor)
   local t = redis.call('time')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
+  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now, floor or 0)
   local digits = string.format('%.0f', token)
   redis.call('set', fence, digits, 'px', lease)
   redis.call('hset', lock, '@token', digits)
@@ -147,8 +147,10 @@ elseif mode == 'write' then
       -- attempt that took it names the mark the hold records): a new
       -- token, so that steps still under way under the hold given up are
       -- refused.
-      token = takeToken()
-    elseif fencing and writes == 1 then
+      -- Above the hold's own token too: the counter may have expired
+      -- (a hold lives longer than it) and the clock been set back.
+      token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
+    elseif fencing and (writes == 1 or expect == 0) then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
     redis.call('hset', lock, wfield, writes, '@' .. wfield, mark)

@@ -98,6 +98,14 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
 	if err != nil || !g.OK {
+		if err == nil && g.Refused == nil {
+			// Refused: the owner holds nothing in Redis now, so no hold
+			// given up is left to adopt. A grant that answers this wait
+			// is a hold the caller never had, and keeps its token.
+			t.mu.Lock()
+			t.anew = false
+			t.mu.Unlock()
+		}
 		if err == nil {
 			err = g.Refused
 		}

@@ -305,10 +305,14 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	if forget && t.onLoss != nil {
 		t.onLoss() // takes the owners' lock, never held while taking t.mu
 	}
+	// Before a loss during a release is held back for the release's
+	// outcome: a release that left levels (or mismatched) leaves the hold
+	// standing, to be adopted with a new token; one that freed it leaves
+	// nothing to adopt.
+	t.anew = t.anew || lost != nil
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
 	}
-	t.anew = t.anew || lost != nil
 	t.mu.Unlock()
 	h.wd.Remove()
 	h.client.Detach()
