@@ -31,6 +31,15 @@
 --          ahead of the server's clock (twice the window: the
 --          client's clock is off) is refused the same way, so that a
 --          client learns the server's time
+-- ARGV[8]  the write holds the caller believes it has (absent: whatever
+--          the owner has): "0" when it holds none, and then a write
+--          level of the owner's found here is not the caller's but a
+--          hold its handle gave up as lost, or whose release failed,
+--          still standing in Redis. It is treated as another owner's
+--          write hold: the attempt is refused until it lapses. Taking a
+--          read level under it would report it to the caller as its own,
+--          a write level that no caller unlocks, which the handle's
+--          watchdog would renew for as long as the handle lives.
 --
 -- Next to each count field the hash keeps '@' .. field: the highest mark
 -- of an attempt that took, re-entered or reported those holds, so that a
@@ -80,6 +89,7 @@ end
 if tonumber(mark) < math.max(tonumber(state[4] or 0), tonumber(state[5] or 0)) then
   return {0, redis.call('pttl', lock)} -- a late attempt
 end
+local disowned = writes > 0 and ARGV[8] == '0'
 
 -- arm re-arms the owner's read lease and keeps the hash alive at least as
 -- long as it.
@@ -90,7 +100,7 @@ local function arm()
   end
 end
 
-if reads > 0 then
+if reads > 0 and not disowned then
   if reads == expect then
     reads = reads + 1
   end
@@ -118,6 +128,9 @@ local function refuse(key)
   return {0, redis.call('pttl', key)}
 end
 
+if disowned then
+  return refuse(lock)
+end
 if writes == 0 then
   if mode == 'write' then
     return refuse(lock)

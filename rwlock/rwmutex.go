@@ -40,7 +40,10 @@ type sides struct {
 func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadLock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), held, a.Blocking, WriterPatience, a.Seq, a.Deadline)
+		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
+			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WriterPatience,
+			Seq: a.Seq, Deadline: a.Deadline, Writes: a.Exclusive,
+		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.cfg.fencing, held, a.Blocking, WriterPatience, a.Seq, a.Deadline, a.Anew)
 	}

@@ -137,6 +137,11 @@ type Asking struct {
 	// resend after a lost reply, a grant to an earlier attempt of the
 	// wait).
 	Anew bool
+	// Exclusive is the handle's exclusive levels when the attempt is
+	// made. A read-write lock's read attempt is let in under the owner's
+	// own write hold only when the handle has one: a write level of the
+	// owner's it does not count is a hold it gave up, not its own.
+	Exclusive int64
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -419,6 +424,7 @@ func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant
 	var g Grant
 	a.Watched = l.watched.Load() > 0
 	a.Anew = l.t.gaveUp()
+	a.Exclusive = l.t.Held(Exclusive)
 	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)

@@ -85,9 +85,36 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 //
 // A copy that runs after deadline (server time in milliseconds) changes
 // nothing and is answered with internal.Late's error.
+//
+// It admits the owner's own write holds, whatever they are (see
+// RWReadTake).
 func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience), deadline)}
+}
+
+// RWReadArgs are the arguments of RWReadTake.
+type RWReadArgs struct {
+	Owner    string
+	Lease    time.Duration
+	Reads    int64 // the read holds the caller believes it has
+	Announce bool
+	Patience time.Duration
+	Seq      uint64 // the attempt's mark
+	Deadline int64  // server time in milliseconds
+	// Writes is the write holds the caller believes it has. With none, a
+	// write level of the owner's found in Redis is a hold its handle gave
+	// up (lost, or its release failed): the attempt is refused as if
+	// another owner held it, rather than reporting it to the caller as a
+	// level of its own that nobody would unlock.
+	Writes int64
+}
+
+// RWReadTake is RWReadLock with its arguments by name, and the write
+// holds the caller believes it has (RWReadArgs.Writes).
+func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
+	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Reads, a.Seq, flag(a.Announce), ms(a.Patience), a.Deadline, a.Writes)}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
