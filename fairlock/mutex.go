@@ -58,7 +58,10 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout
 	}
-	res, err := script.FairTake(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.cfg.fencing, held, patience, l.Sharded, hold.GrantLease, a.Seq, a.Deadline, a.Anew).Result()
+	res, err := script.FairTake(ctx, l.RDB, l.keys, script.FairTakeArgs{
+		Owner: l.Owner, Lease: l.cfg.Lease(), Fencing: l.cfg.fencing, Holds: held, Patience: patience,
+		Sharded: l.Sharded, GrantLease: hold.GrantLease, Seq: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+	}).Result()
 	return hold.Granted(res), err
 }
 

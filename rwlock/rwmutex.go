@@ -45,7 +45,10 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 			Seq: a.Seq, Deadline: a.Deadline, Writes: a.Exclusive,
 		})
 	} else {
-		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.cfg.fencing, held, a.Blocking, WriterPatience, a.Seq, a.Deadline, a.Anew)
+		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{
+			Owner: s.Owner, Lease: s.cfg.Lease(), Fencing: s.cfg.fencing, Writes: held, Announce: a.Blocking,
+			Patience: WriterPatience, Mark: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+		})
 	}
 	res, err := cmd.Result()
 	g := hold.Grant{OK: res.OK, Levels: levels(res), Token: res.Token, Wait: res.Wait}

@@ -153,6 +153,29 @@ func keysWithoutExpiry(t *testing.T, rdb redis.UniversalClient, name string) []s
 	return bare
 }
 
+// fencedHold is a hold of the lock called name, with fencing, by a
+// handle whose client reaches the shared server srv through proxy.
+type fencedHold struct {
+	srv    *redistest.Server
+	name   string
+	proxy  *redistest.Proxy
+	holder fencedLocker
+	token  uint64 // the hold's token
+}
+
+// holdFenced takes a fencedHold of p, under a name of the test's own.
+func holdFenced(t *testing.T, p primitive) fencedHold {
+	t.Helper()
+	f := fencedHold{srv: redistest.SharedServer(t), name: redistest.UniqueName(t)}
+	f.proxy = redistest.NewProxy(t, f.srv.Addr())
+	f.holder = p.fenced(f.proxy.NewClient(t), f.name, fenceLease)
+	if err := f.holder.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	f.token = f.holder.Token()
+	return f
+}
+
 // A handle that gave its hold up as lost (its renewals stalled past its
 // local validity) while the hold still stood in Redis finds that hold on
 // its next Lock and adopts it: the adopted hold carries a new token, above
@@ -161,36 +184,29 @@ func keysWithoutExpiry(t *testing.T, rdb redis.UniversalClient, name string) []s
 // the new hold has used its token.
 func TestFencedReadoptionTakesNewToken(t *testing.T) {
 	forEachFenced(t, func(t *testing.T, p primitive) {
-		srv := redistest.SharedServer(t)
-		name := redistest.UniqueName(t)
-		admin := srv.NewClient(t)
-		proxy := redistest.NewProxy(t, srv.Addr())
-		holder := p.fenced(proxy.NewClient(t), name, fenceLease)
-		if err := holder.Lock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		first := holder.Token()
+		f := holdFenced(t, p)
+		admin := f.srv.NewClient(t)
 
-		proxy.Stall()
-		redistest.WaitFor(t, 2*fenceLease, func() bool { return isClosed(holder.Done()) })
+		f.proxy.Stall()
+		redistest.WaitFor(t, 2*fenceLease, func() bool { return isClosed(f.holder.Done()) })
 		// Keep the hold standing in Redis past the handle's giving up, as a
 		// server whose clock runs slow would: the next Lock must find it.
-		lock := internal.NewNames(name).Lock()
+		lock := internal.NewNames(f.name).Lock()
 		if !admin.PExpire(t.Context(), lock, time.Minute).Val() {
 			t.Fatal("the hold was gone from Redis when the handle gave it up: nothing to adopt")
 		}
-		proxy.Resume()
+		f.proxy.Resume()
 
-		if err := holder.Lock(t.Context()); err != nil {
+		if err := f.holder.Lock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if again := holder.Token(); again <= first {
-			t.Fatalf("token of the adopted hold %d, want above the one given up (%d)", again, first)
+		if again := f.holder.Token(); again <= f.token {
+			t.Fatalf("token of the adopted hold %d, want above the one given up (%d)", again, f.token)
 		}
-		if err := holder.Unlock(t.Context()); err != nil {
+		if err := f.holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if p.held(t.Context(), admin, name) {
+		if p.held(t.Context(), admin, f.name) {
 			t.Fatal("the lock is still held after the adopted hold's Unlock")
 		}
 	})
@@ -203,18 +219,11 @@ func TestFencedReadoptionTakesNewToken(t *testing.T) {
 func TestFencedAfterFailedUnlockTakesNewToken(t *testing.T) {
 	releases := map[string]string{"rlock": "rlock_unlock.lua", "fairlock": "fairlock_unlock.lua", "rwlock": "rwlock_writeunlock.lua"}
 	forEachFenced(t, func(t *testing.T, p primitive) {
-		srv := redistest.SharedServer(t)
-		name := redistest.UniqueName(t)
-		proxy := redistest.NewProxy(t, srv.Addr())
-		holder := p.fenced(proxy.NewClient(t), name, fenceLease)
-		if err := holder.Lock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		first := holder.Token()
+		f := holdFenced(t, p)
 
-		held := proxy.Hold(scriptOn(t, releases[p.name], name))
+		held := f.proxy.Hold(scriptOn(t, releases[p.name], f.name))
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		err := holder.Unlock(ctx)
+		err := f.holder.Unlock(ctx)
 		cancel()
 		if err == nil {
 			t.Fatal("Unlock succeeded though its release was held back")
@@ -224,17 +233,17 @@ func TestFencedAfterFailedUnlockTakesNewToken(t *testing.T) {
 		default:
 			t.Fatal("the release was not held back: the fault was not injected")
 		}
-		if !p.held(t.Context(), srv.NewClient(t), name) {
+		if !p.held(t.Context(), f.srv.NewClient(t), f.name) {
 			t.Fatal("the hold is gone from Redis: nothing to adopt")
 		}
 
-		if err := holder.Lock(t.Context()); err != nil {
+		if err := f.holder.Lock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if again := holder.Token(); again <= first {
-			t.Fatalf("token of the adopted hold %d, want above the one before the failed Unlock (%d)", again, first)
+		if again := f.holder.Token(); again <= f.token {
+			t.Fatalf("token of the adopted hold %d, want above the one before the failed Unlock (%d)", again, f.token)
 		}
-		if err := holder.Unlock(t.Context()); err != nil {
+		if err := f.holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	})

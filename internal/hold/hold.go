@@ -98,12 +98,19 @@ type Tracker struct {
 
 	mu  sync.Mutex // protects cur, anew, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
-	// anew is set when a hold ended lost (not by a release), or after a
-	// release that failed (abandon), and no hold has begun since: steps
-	// taken under a hold given up may still be under way, so an attempt
-	// that finds that hold standing in Redis adopts it with a new fencing
+	// anew says that the handle gave its last hold up while Redis may
+	// still have it: steps taken under that hold may still be under way,
+	// so an attempt that finds it standing adopts it with a new fencing
 	// token (Asking.Anew), and every hold the caller is given carries a
-	// token of its own.
+	// token of its own. It is set when the current hold ends lost
+	// (finish; a loss held back for a release in flight too, as that
+	// release may leave the hold standing) and when a release of the
+	// hold's last level fails (abandon). It is cleared when a hold
+	// begins (begin: acquired, granted or passed within the process) and
+	// when an attempt is refused with nothing taken (Attempt): the owner
+	// then holds nothing in Redis. An end by release or by Drop (the
+	// lock was deleted) leaves it as it was, and so does an attempt that
+	// failed or whose outcome is unknown.
 	anew bool
 
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
@@ -245,8 +252,9 @@ func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.
 	return h
 }
 
-// gaveUp reports whether the handle's last hold ended lost and none has
-// begun since (see Tracker.anew).
+// gaveUp reports whether the handle gave its last hold up, lost or after
+// a failed release of its last level, and has neither begun a hold nor
+// been refused an attempt since (see Tracker.anew).
 func (t *Tracker) gaveUp() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

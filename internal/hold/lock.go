@@ -129,13 +129,14 @@ type Asking struct {
 	// (Watcher.Watch): a refused attempt asks the holder's release to
 	// announce itself (see Handle).
 	Watched bool
-	// Anew is set when the handle's last hold ended lost, or its release
-	// failed, and none has begun since: with fencing, an attempt that
-	// finds that hold still standing in Redis adopts it with a new token,
-	// above the one steps under the hold given up may still carry.
-	// Without it, a hold found in Redis reports the token it recorded (a
-	// resend after a lost reply, a grant to an earlier attempt of the
-	// wait).
+	// Anew is set when the handle's last hold ended lost, or the release
+	// of its last level failed, and the handle has neither begun a hold
+	// nor been refused an attempt since (see Tracker.anew): with
+	// fencing, an attempt that finds that hold still standing in Redis
+	// adopts it with a new token, above the one steps under the hold
+	// given up may still carry. Without it, a hold found in Redis
+	// reports the token it recorded (a resend after a lost reply, a
+	// grant to an earlier attempt of the wait).
 	Anew bool
 	// Exclusive is the handle's exclusive levels when the attempt is
 	// made. A read-write lock's read attempt is let in under the owner's

@@ -35,7 +35,7 @@ type Candidacy struct {
 	Seq        uint64 // the attempt's mark (see FairAcquire)
 	Deadline   int64  // server time in milliseconds (see FairAcquire)
 	// Anew says that the candidate gave its last leadership up as lost
-	// (see FairTake): a leadership of its own found in Redis takes a new
+	// (see FairTakeArgs.Anew): a leadership of its own found in Redis takes a new
 	// term.
 	Anew bool
 }

@@ -45,18 +45,39 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 // A copy that runs after deadline (server time in milliseconds) takes
 // nothing, joins no line and is answered with internal.Late's error.
 func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
-	return FairTake(ctx, c, k, owner, lease, fencing, holds, patience, sharded, grantLease, seq, deadline, false)
+	return FairTake(ctx, c, k, FairTakeArgs{
+		Owner: owner, Lease: lease, Fencing: fencing, Holds: holds, Patience: patience,
+		Sharded: sharded, GrantLease: grantLease, Seq: seq, Deadline: deadline,
+	})
 }
 
-// FairTake is FairAcquire for a handle that may have given its last hold
-// up as lost (anew; see hold.Asking.Anew): with fencing, a hold of the
-// owner's that an earlier attempt took, found in Redis, takes a new token
-// instead of reporting the one it recorded.
-func FairTake(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64, anew bool) AcquireCmd {
-	keys := append(k.line(), k.Fence, k.Places+owner)
+// FairTakeArgs are the arguments of FairTake (see FairAcquire).
+type FairTakeArgs struct {
+	Owner    string
+	Lease    time.Duration
+	Fencing  bool          // take a fencing token on a first acquisition
+	Holds    int64         // the hold count the caller believes it has
+	Patience time.Duration // how long a refused attempt keeps its place in line; 0 never joins
+	Sharded  bool          // notify with SPUBLISH (Redis Cluster 7+)
+	// GrantLease bounds the lease of a grant to the waiter first in line.
+	GrantLease time.Duration
+	Seq        uint64 // the attempt's mark
+	Deadline   int64  // server time in milliseconds
+	// Anew says that the handle gave its last hold up (hold.Asking.Anew):
+	// with Fencing, a hold of the owner's that an earlier attempt took,
+	// found in Redis, takes a new token instead of reporting the one it
+	// recorded.
+	Anew bool
+}
+
+// FairTake is FairAcquire with its arguments by name, for a handle that
+// may have given its last hold up (FairTakeArgs.Anew).
+func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
+	keys := append(k.line(), k.Fence, k.Places+a.Owner)
 	// No ARGV[12] (office): a fair lock's, "" when absent. Every argument
 	// costs Redis a string to make.
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, owner, ms(lease), fence(fencing, anew), holds, patienceMs(patience), k.Waiter, flag(sharded), ms(grantLease), seq, k.Places, deadline)}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), fence(a.Fencing, a.Anew), a.Holds, patienceMs(a.Patience),
+		k.Waiter, flag(a.Sharded), ms(a.GrantLease), a.Seq, k.Places, a.Deadline)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,

@@ -117,6 +117,79 @@ func TestFencingTokenRule(t *testing.T) {
 	})
 }
 
+// taking is an attempt by owner "a" of a fenced kind, believing it holds
+// holds levels, with attempt mark mark, fencing "2" when anew is set and
+// "1" otherwise; it reports whether "a" holds the lock, its levels and
+// the token.
+type taking func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error)
+
+var anewKinds = map[string]taking{
+	"fairlock": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
+		a, err := script.FairTake(ctx, rdb, fairKeys(name), script.FairTakeArgs{
+			Owner: "a", Lease: fenceLease, Fencing: true, Holds: holds, GrantLease: time.Second,
+			Seq: mark, Deadline: redistest.InTime(), Anew: anew,
+		}).Result()
+		return a.OK, a.Holds, a.Token, err
+	},
+	"rwlock write": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
+		h, err := script.RWWriteTake(ctx, rdb, internal.NewNames(name).RWKeys("a"), script.RWWriteArgs{
+			Owner: "a", Lease: fenceLease, Fencing: true, Writes: holds, Patience: time.Second,
+			Mark: mark, Deadline: redistest.InTime(), Anew: anew,
+		}).Result()
+		return h.OK, h.Writes, h.Token, err
+	},
+}
+
+// A handle that gave its hold up (fencing "2") and finds it standing,
+// taken by an earlier attempt, adopts it with a new token above the one
+// it recorded, whatever its count; a resend of that attempt reports the
+// new token. Without "2", the hold found reports the token it recorded
+// (a resend after a lost reply).
+func TestFencedAnewAdoption(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		for _, kind := range []string{"fairlock", "rwlock write"} {
+			t.Run(kind, func(t *testing.T) {
+				ctx := t.Context()
+				take := anewKinds[kind]
+				// first takes a hold of count levels with attempts 1 to
+				// count, and returns its name and token.
+				first := func(count int64) (string, uint64) {
+					name := redistest.UniqueName(t)
+					ok, holds, token, err := take(ctx, rdb, name, 0, 1, false)
+					if err != nil || !ok || holds != 1 || token == 0 {
+						t.Fatalf("first acquisition = %v, %d, %d, %v; want one level and a token", ok, holds, token, err)
+					}
+					for mark := int64(2); mark <= count; mark++ {
+						if ok, holds, _, err := take(ctx, rdb, name, mark-1, uint64(mark), false); err != nil || !ok || holds != mark {
+							t.Fatalf("re-entry = %v, %d, %v; want %d levels", ok, holds, err, mark)
+						}
+					}
+					return name, token
+				}
+
+				name, recorded := first(1)
+				ok, holds, adopted, err := take(ctx, rdb, name, 0, 2, true)
+				if err != nil || !ok || holds != 1 || adopted <= recorded {
+					t.Fatalf("adoption anew = %v, %d, %d, %v; want one level and a token above %d", ok, holds, adopted, err, recorded)
+				}
+				if ok, holds, again, err := take(ctx, rdb, name, 0, 2, true); err != nil || !ok || holds != 1 || again != adopted {
+					t.Fatalf("resent adoption = %v, %d, %d, %v; want one level and the same token %d", ok, holds, again, err, adopted)
+				}
+
+				name, recorded = first(1)
+				if ok, holds, token, err := take(ctx, rdb, name, 0, 2, false); err != nil || !ok || holds != 1 || token != recorded {
+					t.Fatalf("adoption without anew = %v, %d, %d, %v; want one level and the recorded token %d", ok, holds, token, err, recorded)
+				}
+
+				name, recorded = first(2)
+				if ok, holds, token, err := take(ctx, rdb, name, 0, 3, true); err != nil || !ok || holds != 2 || token <= recorded {
+					t.Fatalf("adoption anew of two levels = %v, %d, %d, %v; want two levels and a token above %d", ok, holds, token, err, recorded)
+				}
+			})
+		}
+	})
+}
+
 // A release that grants the lock to a waiter with fencing takes a token
 // above the releaser's, records it with the grantee's hold and publishes
 // it whole ("g" .. digits .. ":" .. mark), where Lua's tostring would

@@ -126,16 +126,36 @@ func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHold
 // Upgrade.
 // A copy that runs after deadline changes nothing (see RWReadLock).
 func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
-	return RWWriteTake(ctx, c, k, owner, lease, fencing, writes, announce, patience, mark, deadline, false)
+	return RWWriteTake(ctx, c, k, RWWriteArgs{
+		Owner: owner, Lease: lease, Fencing: fencing, Writes: writes, Announce: announce,
+		Patience: patience, Mark: mark, Deadline: deadline,
+	})
 }
 
-// RWWriteTake is RWWriteLock for a handle that may have given its last
-// hold up as lost (anew; see hold.Asking.Anew): with fencing, a write
-// hold of the owner's that an earlier attempt took, found in Redis, takes
-// a new token instead of reporting the one it recorded.
-func RWWriteTake(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64, anew bool) RWHoldsCmd {
+// RWWriteArgs are the arguments of RWWriteTake (see RWWriteLock).
+type RWWriteArgs struct {
+	Owner   string
+	Lease   time.Duration
+	Fencing bool  // take a fencing token on a first write acquisition
+	Writes  int64 // the write hold count the caller believes it has
+	// Announce says that a refused attempt announces the owner as a
+	// waiting writer, for Patience.
+	Announce bool
+	Patience time.Duration
+	Mark     uint64 // the attempt's mark
+	Deadline int64  // server time in milliseconds
+	// Anew says that the handle gave its last hold up (hold.Asking.Anew):
+	// with Fencing, a write hold of the owner's that an earlier attempt
+	// took, found in Redis, takes a new token instead of reporting the
+	// one it recorded.
+	Anew bool
+}
+
+// RWWriteTake is RWWriteLock with its arguments by name, for a handle
+// that may have given its last hold up (RWWriteArgs.Anew).
+func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, owner, ms(lease), writes, flag(announce), ms(patience), mark, fence(fencing, anew), deadline)}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Writes, flag(a.Announce), ms(a.Patience), a.Mark, fence(a.Fencing, a.Anew), a.Deadline)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
