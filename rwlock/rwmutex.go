@@ -42,7 +42,7 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
 			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WriterPatience,
-			Seq: a.Seq, Deadline: a.Deadline, Writes: a.Exclusive,
+			Mark: a.Seq, Deadline: a.Deadline, Writes: a.Exclusive,
 		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{

@@ -100,7 +100,7 @@ type RWReadArgs struct {
 	Reads    int64 // the read holds the caller believes it has
 	Announce bool
 	Patience time.Duration
-	Seq      uint64 // the attempt's mark
+	Mark     uint64 // the attempt's mark
 	Deadline int64  // server time in milliseconds
 	// Writes is the write holds the caller believes it has. With none, a
 	// write level of the owner's found in Redis is a hold its handle gave
@@ -114,7 +114,7 @@ type RWReadArgs struct {
 // holds the caller believes it has (RWReadArgs.Writes).
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Reads, a.Seq, flag(a.Announce), ms(a.Patience), a.Deadline, a.Writes)}
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Reads, a.Mark, flag(a.Announce), ms(a.Patience), a.Deadline, a.Writes)}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
