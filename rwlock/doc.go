@@ -147,7 +147,9 @@
 // from a live one. A writer that downgrades keeps its read holds, not
 // its token. A write hold that the handle gave up as lost while it still
 // stood in Redis, adopted by its next Lock, takes a new token, as in
-// rlock.
+// rlock. Its next RLock is not let in under that hold: the write level is
+// no longer the handle's, so the read waits until it lapses (or the
+// handle's Lock adopts it), as behind another writer.
 //
 // # Leases, the watchdog and loss
 //
