@@ -34,6 +34,18 @@
 --          ahead of the server's clock (twice the window: the
 --          client's clock is off) is refused the same way, so that a
 --          client learns the server's time
+-- ARGV[9]  the read holds the caller believes it has (absent: whatever
+--          the owner has): "0" when it holds none, and then a read level
+--          of the owner's found here is not the caller's but one of a
+--          hold its handle gave up as lost, or whose release failed,
+--          still standing in Redis. A write hold of the owner's that the
+--          caller takes on (re-enters, or adopts after giving it up)
+--          drops that level instead of reporting it: reported, it would
+--          be a read level no caller releases, which the write release
+--          would turn into a read hold the handle's watchdog renews for
+--          as long as the handle lives. Under other owners' read holds it
+--          is waited for as theirs are (it lapses with its lease),
+--          rather than refused as an upgrade the caller never asked for.
 --
 -- Next to 'w:<owner>' the hash keeps '@w:<owner>', the highest mark of an
 -- attempt that took, re-entered or reported the write holds, as
@@ -69,6 +81,7 @@ local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local announce, patience, mark = ARGV[4] == '1', tonumber(ARGV[5]), ARGV[6]
 local fencing, anew = ARGV[7] == '1' or ARGV[7] == '2', ARGV[7] == '2'
 local rfield, wfield = 'r:' .. owner, 'w:' .. owner
+local disowned = ARGV[9] == '0'
 
 local clock = redis.call('time')
 local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
@@ -137,7 +150,12 @@ elseif mode == 'write' then
     end
     local reads = 0
     if reading() then
-      reads = tonumber(redis.call('hget', lock, rfield))
+      if disowned then
+        redis.call('hdel', lock, rfield, '@' .. rfield)
+        redis.call('del', timeout)
+      else
+        reads = tonumber(redis.call('hget', lock, rfield))
+      end
     end
     local token = 0
     if writes == expect then
@@ -162,7 +180,7 @@ elseif mode == 'write' then
     end
     return {1, reads, writes, token}
   end
-elseif reading() then
+elseif not disowned and reading() then
   return {-1, 0}
 end
 

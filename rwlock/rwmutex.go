@@ -42,12 +42,13 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
 			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WriterPatience,
-			Mark: a.Seq, Deadline: a.Deadline, Writes: a.Exclusive,
+			Mark: a.Seq, Deadline: a.Deadline, Writes: a.Levels[hold.Exclusive],
 		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{
 			Owner: s.Owner, Lease: s.cfg.Lease(), Fencing: s.cfg.fencing, Writes: held, Announce: a.Blocking,
 			Patience: WriterPatience, Mark: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+			Reads: a.Levels[hold.Shared],
 		})
 	}
 	res, err := cmd.Result()

@@ -160,6 +160,17 @@ func New(cfg Config) *Tracker {
 	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
 }
 
+// levels returns the handle's levels of both modes, as far as it knows
+// (none while it holds nothing).
+func (t *Tracker) levels() Levels {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return Levels{}
+	}
+	return t.cur.levels
+}
+
 // Held returns the levels of mode m the handle holds, as far as it knows.
 func (t *Tracker) Held(m Mode) int64 {
 	t.mu.Lock()

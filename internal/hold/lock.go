@@ -138,11 +138,13 @@ type Asking struct {
 	// reports the token it recorded (a resend after a lost reply, a
 	// grant to an earlier attempt of the wait).
 	Anew bool
-	// Exclusive is the handle's exclusive levels when the attempt is
-	// made. A read-write lock's read attempt is let in under the owner's
-	// own write hold only when the handle has one: a write level of the
-	// owner's it does not count is a hold it gave up, not its own.
-	Exclusive int64
+	// Levels are the handle's levels of both modes when the attempt is
+	// made. A level of the owner's found in Redis that the handle does
+	// not count is one of a hold it gave up, not its own: a read-write
+	// lock's read attempt is let in under the owner's write hold only
+	// when the handle has one, and a write attempt that adopts a write
+	// hold given up does not take its read levels on.
+	Levels Levels
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -425,7 +427,7 @@ func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant
 	var g Grant
 	a.Watched = l.watched.Load() > 0
 	a.Anew = l.t.gaveUp()
-	a.Exclusive = l.t.Held(Exclusive)
+	a.Levels = l.t.levels()
 	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)

@@ -124,6 +124,13 @@ func TestFencingTokenRule(t *testing.T) {
 type taking func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error)
 
 var anewKinds = map[string]taking{
+	"rlock": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
+		a, err := script.ReentrantTake(ctx, rdb, lockKeys(name), script.TakeArgs{
+			Owner: "a", Lease: fenceLease, Fencing: true, Holds: holds,
+			Seq: mark, Deadline: redistest.InTime(), Anew: anew,
+		}).Result()
+		return a.OK, a.Holds, a.Token, err
+	},
 	"fairlock": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
 		a, err := script.FairTake(ctx, rdb, fairKeys(name), script.FairTakeArgs{
 			Owner: "a", Lease: fenceLease, Fencing: true, Holds: holds, GrantLease: time.Second,
@@ -147,7 +154,7 @@ var anewKinds = map[string]taking{
 // (a resend after a lost reply).
 func TestFencedAnewAdoption(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		for _, kind := range []string{"fairlock", "rwlock write"} {
+		for _, kind := range []string{"rlock", "fairlock", "rwlock write"} {
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
 				take := anewKinds[kind]

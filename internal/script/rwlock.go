@@ -86,11 +86,12 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 // A copy that runs after deadline (server time in milliseconds) changes
 // nothing and is answered with internal.Late's error.
 //
-// It admits the owner's own write holds, whatever they are (see
-// RWReadTake).
+// It admits the owner's write holds, whatever they are (see RWReadTake).
 func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
-	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, owner, ms(lease), reads, mark, flag(announce), ms(patience), deadline)}
+	return RWReadTake(ctx, c, k, RWReadArgs{
+		Owner: owner, Lease: lease, Reads: reads, Announce: announce, Patience: patience,
+		Mark: mark, Deadline: deadline, Writes: -1,
+	})
 }
 
 // RWReadArgs are the arguments of RWReadTake.
@@ -102,11 +103,13 @@ type RWReadArgs struct {
 	Patience time.Duration
 	Mark     uint64 // the attempt's mark
 	Deadline int64  // server time in milliseconds
-	// Writes is the write holds the caller believes it has. With none, a
-	// write level of the owner's found in Redis is a hold its handle gave
-	// up (lost, or its release failed): the attempt is refused as if
-	// another owner held it, rather than reporting it to the caller as a
-	// level of its own that nobody would unlock.
+	// Writes is the write holds the caller believes it has, or -1 for
+	// not said (RWReadLock): a write level of the owner's then counts as
+	// the caller's. With 0, a write level of the owner's found in Redis
+	// is one of a hold its handle gave up (lost, or its release failed):
+	// the attempt is refused as if another owner held it, rather than
+	// reporting it to the caller as a level of its own that nobody would
+	// unlock.
 	Writes int64
 }
 
@@ -114,7 +117,11 @@ type RWReadArgs struct {
 // holds the caller believes it has (RWReadArgs.Writes).
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Reads, a.Mark, flag(a.Announce), ms(a.Patience), a.Deadline, a.Writes)}
+	args := []any{a.Owner, ms(a.Lease), a.Reads, a.Mark, flag(a.Announce), ms(a.Patience), a.Deadline}
+	if a.Writes >= 0 {
+		args = append(args, a.Writes)
+	}
+	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, args...)}
 }
 
 // RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
@@ -128,7 +135,7 @@ func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHold
 func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
 	return RWWriteTake(ctx, c, k, RWWriteArgs{
 		Owner: owner, Lease: lease, Fencing: fencing, Writes: writes, Announce: announce,
-		Patience: patience, Mark: mark, Deadline: deadline,
+		Patience: patience, Mark: mark, Deadline: deadline, Reads: -1,
 	})
 }
 
@@ -149,13 +156,26 @@ type RWWriteArgs struct {
 	// took, found in Redis, takes a new token instead of reporting the
 	// one it recorded.
 	Anew bool
+	// Reads is the read holds the caller believes it has, or -1 for not
+	// said (RWWriteLock): a read level of the owner's then counts as the
+	// caller's. With 0, a read level of the owner's found in Redis is
+	// one of a hold its handle gave up (lost, or its release failed). A
+	// write hold it adopts drops that level rather than report it, a
+	// level no caller would release; a read hold of other owners' with it
+	// is waited for as another reader's, not refused as an upgrade.
+	Reads int64
 }
 
 // RWWriteTake is RWWriteLock with its arguments by name, for a handle
-// that may have given its last hold up (RWWriteArgs.Anew).
+// that may have given its last hold up (RWWriteArgs.Anew), and the read
+// holds the caller believes it has (RWWriteArgs.Reads).
 func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
-	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, a.Owner, ms(a.Lease), a.Writes, flag(a.Announce), ms(a.Patience), a.Mark, fence(a.Fencing, a.Anew), a.Deadline)}
+	args := []any{a.Owner, ms(a.Lease), a.Writes, flag(a.Announce), ms(a.Patience), a.Mark, fence(a.Fencing, a.Anew), a.Deadline}
+	if a.Reads >= 0 {
+		args = append(args, a.Reads)
+	}
+	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, args...)}
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
