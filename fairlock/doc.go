@@ -116,7 +116,8 @@
 // the time since the last token was taken (after a failover, the promoted
 // replica's clock must not be behind the old primary's by more than that
 // either). A hold that the handle gave up as lost while it still stood in
-// Redis, adopted by its next Lock, takes a new token, as in rlock.
+// Redis, adopted by its next Lock, takes a new token and counts as one
+// level whatever its count was, as in rlock.
 //
 // # Leases, the watchdog and loss
 //

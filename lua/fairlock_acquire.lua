@@ -29,7 +29,10 @@
 --          attempt whose reply was lost: the script reports the current
 --          state and adds no hold, so a retried acquire never adds one; it
 --          re-arms the lease all the same, since the caller counts the
---          hold's validity from this call, not from the lost one
+--          hold's validity from this call, not from the lost one. A
+--          caller that holds nothing (0) with a later mark than the hold
+--          records retries nothing: it finds a hold its handle gave up,
+--          and takes it on as one level, whatever its count
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
 --          the owner joins the end of the line (or stays where it is) with
 --          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
@@ -172,10 +175,19 @@ if held then
   held = tonumber(held)
   if held ~= expect then
     local token = 0
-    if anew and expect == 0 and tonumber(mark) > tonumber(state[3] or 0) then
-      -- The handle gave this hold up as lost (a resend of the attempt
-      -- that took it names the mark the hold records): a new token, so
-      -- that steps still under way under the hold given up are refused.
+    -- An attempt of a caller that holds nothing, later than the one the
+    -- hold records, is no resend: the hold is one the handle gave up
+    -- (lost, or its release failed; a level of unknown outcome is given
+    -- back before the handle's next attempt). It becomes the caller's
+    -- one level, whatever its count: the caller will release one, and a
+    -- level left over would be renewed with nobody to release it.
+    local adopted = expect == 0 and tonumber(mark) > tonumber(state[3] or 0)
+    if anew and adopted then
+      -- The handle gave this hold up (lost, or its release failed), and
+      -- this attempt is a later one than the attempt that took it (a
+      -- resend of that attempt names the mark the hold records, and
+      -- reports the recorded token below): a new token, so that steps
+      -- still under way under the hold given up are refused.
       -- Above the hold's own token too: the counter may have expired
       -- (a hold lives longer than it) and the clock been set back.
       token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
@@ -185,7 +197,12 @@ if held then
     elseif fencing and (held == 1 or expect == 0) then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
     end
-    redis.call('hset', lock, '@' .. owner, mark)
+    if adopted then
+      held = 1
+      redis.call('hset', lock, owner, 1, '@' .. owner, mark)
+    else
+      redis.call('hset', lock, '@' .. owner, mark)
+    end
     redis.call('pexpire', lock, lease)
     return {1, held, token}
   end

@@ -16,7 +16,10 @@
 --          owner already has a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
 --          state and adds no hold, but re-arms the read lease all the same,
---          since the caller counts the hold's validity from this call
+--          since the caller counts the hold's validity from this call. A
+--          caller that holds none (0) with a later mark than the read
+--          holds record retries nothing: it finds read holds its handle
+--          gave up, and takes them on as one level, whatever their count
 -- ARGV[4]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
 -- ARGV[5]  "1": when refused, announce the caller as a waiting reader, so
@@ -103,6 +106,11 @@ end
 if reads > 0 and not disowned then
   if reads == expect then
     reads = reads + 1
+  elseif expect == 0 and tonumber(mark) > tonumber(state[4] or 0) then
+    -- No resend (it would name the mark recorded): read levels of a
+    -- hold the handle gave up, which become the caller's one level, as
+    -- rwlock_writelock adopts a write hold given up.
+    reads = 1
   end
   redis.call('hset', lock, rfield, reads, '@' .. rfield, mark)
   arm()

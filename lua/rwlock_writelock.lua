@@ -16,7 +16,10 @@
 --          the owner already has a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current
 --          state and adds no hold, but re-arms the leases all the same,
---          since the caller counts the hold's validity from this call
+--          since the caller counts the hold's validity from this call. A
+--          caller that holds none (0) with a later mark than the write
+--          hold records retries nothing: it finds a write hold its handle
+--          gave up, and takes it on as one level, whatever its count
 -- ARGV[4]  "1": when refused, announce the caller as a waiting writer, so
 --          that new readers wait behind it
 -- ARGV[5]  how long an announcement lasts, in milliseconds; each attempt
@@ -158,18 +161,30 @@ elseif mode == 'write' then
       end
     end
     local token = 0
+    -- An attempt of a caller that holds no write level, later than the
+    -- one the hold records, is no resend: the write hold is one the
+    -- handle gave up (lost, or its release failed; a level of unknown
+    -- outcome is given back before the handle's next attempt). It
+    -- becomes the caller's one level, whatever its count: the caller
+    -- will release one, and a level left over would be renewed with
+    -- nobody to release it.
+    local adopted = expect == 0 and tonumber(mark) > tonumber(state[2] or 0)
     if writes == expect then
       writes = writes + 1
-    elseif anew and expect == 0 and tonumber(mark) > tonumber(state[2] or 0) then
-      -- The handle gave this write hold up as lost (a resend of the
-      -- attempt that took it names the mark the hold records): a new
-      -- token, so that steps still under way under the hold given up are
-      -- refused.
+    elseif anew and adopted then
+      -- The handle gave this hold up (lost, or its release failed), and
+      -- this attempt is a later one than the attempt that took it (a
+      -- resend of that attempt names the mark the hold records, and
+      -- reports the recorded token below): a new token, so that steps
+      -- still under way under the hold given up are refused.
       -- Above the hold's own token too: the counter may have expired
       -- (a hold lives longer than it) and the clock been set back.
       token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
     elseif fencing and (writes == 1 or expect == 0) then
       token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
+    end
+    if adopted then
+      writes = 1
     end
     redis.call('hset', lock, wfield, writes, '@' .. wfield, mark)
     if redis.call('pttl', lock) < lease then

@@ -174,6 +174,9 @@
 // next Lock finds standing: every hold the caller is given carries a
 // token of its own. (A hold the handle never had, such as a grant that
 // reached an earlier attempt of its wait, keeps the token it was given.)
+// Such a hold is adopted as one level, whatever its count was (levels
+// re-entered under Do before it was given up): the caller of that Lock
+// unlocks one.
 //
 // # Leases, the watchdog and loss
 //

@@ -147,11 +147,13 @@
 // from a live one. A writer that downgrades keeps its read holds, not
 // its token. A write hold that the handle gave up as lost while it still
 // stood in Redis, adopted by its next Lock, takes a new token, as in
-// rlock. A level of a hold given up is no longer the handle's in either
-// mode: the handle's next RLock waits until the write hold lapses (or the
-// handle's Lock adopts it), as behind another writer; a Lock that adopts
-// the write hold drops a read level taken under it; a Lock after a read
-// hold given up waits for it to lapse, as behind another reader.
+// rlock, as one write level whatever its count was (the caller will
+// unlock one). A level of a hold given up is no longer the handle's in
+// either mode: the handle's next RLock waits until the write hold lapses,
+// as behind another writer (a Lock of the handle after a TryRLock, or
+// after an RLock that failed, adopts it instead); a Lock that adopts the
+// write hold drops a read level taken under it; a Lock after a read hold
+// given up waits for it to lapse, as behind another reader.
 //
 // # Leases, the watchdog and loss
 //

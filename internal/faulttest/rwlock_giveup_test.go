@@ -29,15 +29,17 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 	// givenUp returns a fenced handle whose hold, taken by take, was given
 	// up as lost and still stands in Redis for stand, and that hold's
 	// token. take calls giveUp while it holds.
-	givenUp := func(t *testing.T, name string, stand time.Duration, take func(rw *rwlock.RWMutex, giveUp func())) (*rwlock.RWMutex, uint64) {
+	givenUp := func(t *testing.T, name string, stand time.Duration, take func(t *testing.T, rw *rwlock.RWMutex, giveUp func())) (*rwlock.RWMutex, uint64) {
 		proxy := redistest.NewProxy(t, srv.Addr())
 		rw := rwlock.New(proxy.NewClient(t), name, rwlock.WithWatchdogTimeout(lease), rwlock.WithFencing())
 		var first uint64
-		take(rw, func() {
+		take(t, rw, func() {
 			first = rw.Token()
 			proxy.Stall()
-			redistest.WaitFor(t, 2*lease, func() bool { return isClosed(rw.Done()) })
-			// Every key of the name: the lock and the handle's read lease.
+			// Every key of the name (the lock and the handle's read
+			// lease) stands for stand from now, which the stalled
+			// renewals can no longer change: past the handle's giving
+			// up, as on a server whose clock runs slow.
 			keys, err := admin.Keys(t.Context(), "*{"+name+"}*").Result()
 			if err != nil {
 				t.Fatal(err)
@@ -45,6 +47,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 			for _, k := range keys {
 				admin.PExpire(t.Context(), k, stand)
 			}
+			redistest.WaitFor(t, 2*lease, func() bool { return isClosed(rw.Done()) })
 			if admin.Exists(t.Context(), internal.NewNames(name).Lock()).Val() == 0 {
 				t.Fatal("the hold was gone from Redis when the handle gave it up")
 			}
@@ -52,7 +55,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		})
 		return rw, first
 	}
-	write := func(rw *rwlock.RWMutex, giveUp func()) {
+	write := func(t *testing.T, rw *rwlock.RWMutex, giveUp func()) {
 		if err := rw.Lock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -72,6 +75,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 	}
 
 	t.Run("write adopts anew after a refused read", func(t *testing.T) {
+		t.Parallel()
 		name := redistest.UniqueName(t)
 		rw, first := givenUp(t, name, time.Minute, write)
 		if ok, err := rw.TryRLock(t.Context()); err != nil || ok {
@@ -90,6 +94,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 	})
 
 	t.Run("read waits for the write to lapse", func(t *testing.T) {
+		t.Parallel()
 		name := redistest.UniqueName(t)
 		rw, _ := givenUp(t, name, lease, write)
 		ctx, cancel := context.WithTimeout(t.Context(), 4*lease)
@@ -104,10 +109,11 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 	})
 
 	t.Run("write adoption drops the read level", func(t *testing.T) {
+		t.Parallel()
 		name := redistest.UniqueName(t)
 		// A read level taken under the write hold, in the ctx that carries
 		// it: both are given up together.
-		rw, first := givenUp(t, name, time.Minute, func(rw *rwlock.RWMutex, giveUp func()) {
+		rw, first := givenUp(t, name, time.Minute, func(t *testing.T, rw *rwlock.RWMutex, giveUp func()) {
 			_ = rw.Do(t.Context(), func(ctx context.Context) error {
 				if err := rw.RLock(ctx); err != nil {
 					t.Fatal(err)
@@ -132,8 +138,9 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 	})
 
 	t.Run("write after a read given up waits", func(t *testing.T) {
+		t.Parallel()
 		name := redistest.UniqueName(t)
-		rw, _ := givenUp(t, name, lease, func(rw *rwlock.RWMutex, giveUp func()) {
+		rw, _ := givenUp(t, name, lease, func(t *testing.T, rw *rwlock.RWMutex, giveUp func()) {
 			if err := rw.RLock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -153,4 +160,37 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		}
 		otherWriterLocks(t, name)
 	})
+}
+
+// A write Unlock that fails (its release held back past the release's
+// bound) under read levels the writer took while it held (a downgrade)
+// ends the write level for the handle, which owes its release: the
+// handle's next release, the RUnlock, sends it again first, and the lock
+// is free after it. The write level used to stay counted, with nobody to
+// unlock it (Unlock said it was not held), renewed by the watchdog for as
+// long as the handle lived.
+func TestRWLockFailedWriteUnlockUnderRead(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	rw := rwlock.New(proxy.NewClient(t), name)
+	held := proxy.Hold(scriptOn(t, "rwlock_writeunlock.lua", name))
+	err := rw.Do(t.Context(), func(ctx context.Context) error {
+		return rw.RLock(ctx) // kept past Do: a downgrade
+	})
+	if err == nil {
+		t.Fatal("Do's Unlock succeeded though its release was held back")
+	}
+	select {
+	case <-held.Caught():
+	default:
+		t.Fatal("the write release was not held back: the fault was not injected")
+	}
+	if err := rw.RUnlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := admin.Exists(t.Context(), internal.NewNames(name).Lock()).Val(); n != 0 {
+		t.Fatalf("the lock is still held after the RUnlock: %v", admin.HGetAll(t.Context(), internal.NewNames(name).Lock()).Val())
+	}
 }

@@ -181,9 +181,10 @@ func TestAnewAfterHoldEnds(t *testing.T) {
 	}
 }
 
-// A refused attempt clears the mark: the owner holds nothing in Redis,
-// so no hold given up is left to adopt, and a grant answering the wait
-// is a hold the caller never had.
+// A refused (exclusive) attempt clears the mark: the owner holds nothing
+// in Redis, so no hold given up is left to adopt, and a grant answering
+// the wait is a hold the caller never had. A read-write lock's refused
+// read leaves it: TestRWLockAfterGivenUpHold in internal/faulttest.
 func TestAnewClearedByRefusal(t *testing.T) {
 	f, l := newAnewLock(t)
 	mustTryLock(t, l)

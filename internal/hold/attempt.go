@@ -99,12 +99,14 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
 	if err != nil || !g.OK {
 		if err == nil && g.Refused == nil && m == Exclusive {
-			// Refused: the owner holds nothing in Redis now, so no hold
-			// given up is left to adopt. A grant that answers this wait
-			// is a hold the caller never had, and keeps its token. (A
-			// read-write lock's read attempt is refused while a write
-			// hold the handle gave up stands, which a later write
-			// attempt must still adopt anew.)
+			// Refused, or granted too late and given back (Take): the
+			// owner holds nothing in Redis, or will not once the
+			// give-back has run (the next attempt repays it first), so
+			// no hold given up is left to adopt. A grant that answers
+			// this wait is a hold the caller never had, and keeps its
+			// token. (A read-write lock's read attempt is refused while
+			// a write hold the handle gave up stands, which a later
+			// write attempt must still adopt anew.)
 			t.mu.Lock()
 			t.anew = false
 			t.mu.Unlock()

@@ -107,8 +107,10 @@ type Tracker struct {
 	// release may leave the hold standing) and when a release of the
 	// hold's last level fails (abandon). It is cleared when a hold
 	// begins (begin: acquired, granted or passed within the process) and
-	// when an attempt is refused with nothing taken (Attempt): the owner
-	// then holds nothing in Redis. An end by release or by Drop (the
+	// when an exclusive attempt is refused with nothing taken (Attempt):
+	// the owner then holds nothing in Redis. (A read-write lock's read
+	// attempt is refused while a write hold given up stands, so its
+	// refusal leaves the mark.) An end by release or by Drop (the
 	// lock was deleted) leaves it as it was, and so does an attempt that
 	// failed or whose outcome is unknown.
 	anew bool
@@ -265,7 +267,7 @@ func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.
 
 // gaveUp reports whether the handle gave its last hold up, lost or after
 // a failed release of its last level, and has neither begun a hold nor
-// been refused an attempt since (see Tracker.anew).
+// been refused an exclusive attempt since (see Tracker.anew).
 func (t *Tracker) gaveUp() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -131,7 +131,7 @@ type Asking struct {
 	Watched bool
 	// Anew is set when the handle's last hold ended lost, or the release
 	// of its last level failed, and the handle has neither begun a hold
-	// nor been refused an attempt since (see Tracker.anew): with
+	// nor been refused an exclusive attempt since (see Tracker.anew): with
 	// fencing, an attempt that finds that hold still standing in Redis
 	// adopts it with a new token, above the one steps under the hold
 	// given up may still carry. Without it, a hold found in Redis

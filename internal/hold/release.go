@@ -266,13 +266,27 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 // it: that hold is a new one for the caller, and takes a new token
 // (Tracker.anew), so that every hold the caller is given carries a token
 // of its own.
+//
+// The last level of m while the other mode still has levels (a
+// read-write lock's write level with read levels under it) does not end
+// the hold: the handle stops counting that level, and owes its release,
+// which its next attempt or release sends again first (repay). Counted,
+// it would outlive its caller, who was told it is gone, and be renewed
+// with the hold for as long as that lasts; dropped without owing it, it
+// would stand in Redis, renewed with the read levels, until they end.
 func (t *Tracker) abandon(h *hold, m Mode) {
 	if h == nil {
 		return
 	}
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
-	t.anew = t.anew || last
+	apart := h.levels[m] == 1 && h.levels.Total() > 1
+	if apart {
+		h.levels[m] = 0
+		h.unsure[m] = 0
+		t.owed = append(t.owed, owed{m, 1, t.seq.Load()})
+	}
+	t.anew = t.anew || last || apart
 	t.mu.Unlock()
 	if last {
 		t.end(h, nil)

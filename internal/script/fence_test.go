@@ -188,9 +188,21 @@ func TestFencedAnewAdoption(t *testing.T) {
 					t.Fatalf("adoption without anew = %v, %d, %d, %v; want one level and the recorded token %d", ok, holds, token, err, recorded)
 				}
 
+				// A hold of two levels given up becomes the caller's one
+				// level: the caller will release one.
 				name, recorded = first(2)
-				if ok, holds, token, err := take(ctx, rdb, name, 0, 3, true); err != nil || !ok || holds != 2 || token <= recorded {
-					t.Fatalf("adoption anew of two levels = %v, %d, %d, %v; want two levels and a token above %d", ok, holds, token, err, recorded)
+				if ok, holds, token, err := take(ctx, rdb, name, 0, 3, true); err != nil || !ok || holds != 1 || token <= recorded {
+					t.Fatalf("adoption anew of two levels = %v, %d, %d, %v; want one level and a token above %d", ok, holds, token, err, recorded)
+				}
+				if ok, holds, _, err := take(ctx, rdb, name, 0, 3, true); err != nil || !ok || holds != 1 {
+					t.Fatalf("resent adoption of two levels = %v, %d, %v; want one level", ok, holds, err)
+				}
+				name, _ = first(2)
+				if ok, holds, _, err := take(ctx, rdb, name, 0, 3, false); err != nil || !ok || holds != 1 {
+					t.Fatalf("adoption without anew of two levels = %v, %d, %v; want one level", ok, holds, err)
+				}
+				if ok, holds, _, err := take(ctx, rdb, name, 1, 4, false); err != nil || !ok || holds != 2 {
+					t.Fatalf("re-entry of the adopted hold = %v, %d, %v; want two levels", ok, holds, err)
 				}
 			})
 		}

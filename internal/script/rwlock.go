@@ -96,9 +96,12 @@ func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease 
 
 // RWReadArgs are the arguments of RWReadTake.
 type RWReadArgs struct {
-	Owner    string
-	Lease    time.Duration
-	Reads    int64 // the read holds the caller believes it has
+	Owner string
+	Lease time.Duration // the read lease, re-armed by a re-entry
+	Reads int64         // the read holds the caller believes it has
+	// Announce says that a refused attempt announces the owner as a
+	// waiting reader, for Patience, so that the next write release gives
+	// it its turn.
 	Announce bool
 	Patience time.Duration
 	Mark     uint64 // the attempt's mark

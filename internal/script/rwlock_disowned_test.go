@@ -77,6 +77,20 @@ func TestRWLockDisownedLevels(t *testing.T) {
 			t.Fatalf("resent write = %+v, want the same one write level", h)
 		}
 
+		// Read holds given up, two levels: a read attempt that holds none
+		// takes them on as one level, and a resend reports that level.
+		name = redistest.UniqueName(t)
+		read(name, 0, 0, 1)
+		if h := read(name, 1, 0, 2); !h.OK || h.Reads != 2 {
+			t.Fatalf("read re-entry = %+v, want two levels", h)
+		}
+		if h := read(name, 0, 0, 3); !h.OK || h.Reads != 1 {
+			t.Fatalf("read taking on two levels given up = %+v, want one level", h)
+		}
+		if h := read(name, 0, 0, 3); !h.OK || h.Reads != 1 {
+			t.Fatalf("resent read = %+v, want the same one level", h)
+		}
+
 		// A read hold given up: a write attempt that says it holds no read
 		// level waits behind it, as behind another reader's.
 		name = redistest.UniqueName(t)
