@@ -21,9 +21,10 @@
 -- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
 --          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition;
---          "2": as "1", and the handle gave its last hold up as lost: a
---          hold of the owner's found here that an earlier attempt took is
---          adopted with a new token (see rlock_acquire)
+--          "2": as "1", and the handle gave its last hold up (lost, or
+--          its release failed): a hold of the owner's found here that an
+--          earlier attempt took is adopted with a new token (see
+--          rlock_acquire)
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost: the script reports the current

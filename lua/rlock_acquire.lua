@@ -13,9 +13,10 @@
 --          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
 --          have a grant to this waiter take one; "2": as "1", and the
---          handle gave its last hold up as lost (its watchdog could not
---          renew it in time): a hold of the owner's found here that an
---          earlier attempt took is adopted with a new token
+--          handle gave its last hold up (lost: its watchdog could not
+--          renew it in time; or its release failed): a hold of the
+--          owner's found here that an earlier attempt took is adopted
+--          with a new token
 -- ARGV[4]  the hold count the caller believes it has (0 for none); when the
 --          owner already holds a different count, this is a retry of an
 --          attempt whose reply was lost, or a grant (see rlock_unlock) the

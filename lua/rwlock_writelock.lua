@@ -27,8 +27,8 @@
 -- ARGV[6]  the attempt's mark: a decimal integer higher than every
 --          earlier mark of the owner
 -- ARGV[7]  "1": take a fencing token on a first write acquisition; "2":
---          as "1", and the handle gave its last hold up as lost (see
---          below)
+--          as "1", and the handle gave its last hold up (lost, or its
+--          release failed; see below)
 -- ARGV[8]  the attempt's deadline, server time in milliseconds: a copy
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the attempt up) takes nothing, announces

@@ -194,3 +194,38 @@ func TestRWLockFailedWriteUnlockUnderRead(t *testing.T) {
 		t.Fatalf("the lock is still held after the RUnlock: %v", admin.HGetAll(t.Context(), internal.NewNames(name).Lock()).Val())
 	}
 }
+
+// The owed release of such a write level fails again (its copy held back,
+// then the connection cut) when the RUnlock sends it first: the RUnlock
+// goes on and releases the read level, and Redis reports the write level
+// still standing. The handle does not count it again: its hold ends
+// (Done closes), and the write level lapses with its lease instead of
+// being renewed for as long as the handle lives.
+func TestRWLockOwedWriteReleaseFailsAgain(t *testing.T) {
+	const lease = 2 * time.Second
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	rw := rwlock.New(proxy.NewClient(t), name, rwlock.WithWatchdogTimeout(lease))
+	writeUnlock := scriptOn(t, "rwlock_writeunlock.lua", name)
+	proxy.Hold(writeUnlock)
+	if err := rw.Do(t.Context(), func(ctx context.Context) error { return rw.RLock(ctx) }); err == nil {
+		t.Fatal("Do's Unlock succeeded though its release was held back")
+	}
+	again := proxy.Hold(writeUnlock)
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- rw.RUnlock(t.Context()) }()
+	select {
+	case <-again.Caught():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owed write release was not sent again first")
+	}
+	proxy.Cut()
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	redistest.WaitFor(t, 2*lease, func() bool { return isClosed(rw.Done()) })
+	lock := internal.NewNames(name).Lock()
+	redistest.WaitFor(t, 3*lease, func() bool { return admin.Exists(t.Context(), lock).Val() == 0 })
+}

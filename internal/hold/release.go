@@ -75,12 +75,12 @@ const refusalTime = 2 * time.Second
 // ended the hold itself.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
-		t.abandon(t.current(), m)
+		t.abandon(t.current(), m, false)
 		return err
 	}
 	defer t.op.Release(1)
 	if err := t.awaitTransfer(ctx); err != nil {
-		t.abandon(t.current(), m)
+		t.abandon(t.current(), m, false)
 		return err
 	}
 	// An owed give-back first: a level it gives back, which the handle
@@ -108,7 +108,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	lost := t.released(h)
 	if err != nil {
 		tr.finishIf(false)
-		t.abandon(h, m)
+		t.abandon(h, m, true)
 		t.report(h, lost)
 		return internal.CtxErr(ctx, err)
 	}
@@ -133,6 +133,13 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		t.report(h, lost)
 		return internal.ErrNotHeld
 	default:
+		// A release of m changes no level of the other mode: Redis
+		// reporting more of it than the handle counts reports a level
+		// the handle let go of (a write level whose release failed under
+		// read levels, still owed: see abandon). Counted again, it would
+		// be renewed with nobody to release it.
+		o := Shared - m
+		out.Levels[o] = min(out.Levels[o], levels[o])
 		levels = out.Levels
 	}
 	if tr != nil {
@@ -274,13 +281,17 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 // it would outlive its caller, who was told it is gone, and be renewed
 // with the hold for as long as that lasts; dropped without owing it, it
 // would stand in Redis, renewed with the read levels, until they end.
-func (t *Tracker) abandon(h *hold, m Mode) {
+//
+// Only a caller that holds op (sent, the release was sent) changes the
+// hold's levels: one that could not get op leaves them to the release
+// running under it.
+func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
 	if h == nil {
 		return
 	}
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
-	apart := h.levels[m] == 1 && h.levels.Total() > 1
+	apart := sent && h.levels[m] == 1 && h.levels.Total() > 1
 	if apart {
 		h.levels[m] = 0
 		h.unsure[m] = 0
