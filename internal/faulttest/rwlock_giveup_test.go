@@ -74,13 +74,10 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		}
 	}
 
-	t.Run("write adopts anew after a refused read", func(t *testing.T) {
-		t.Parallel()
-		name := redistest.UniqueName(t)
-		rw, first := givenUp(t, name, time.Minute, write)
-		if ok, err := rw.TryRLock(t.Context()); err != nil || ok {
-			t.Fatalf("TryRLock under the write hold given up: %v %v, want refused", ok, err)
-		}
+	// adoptsAnew checks that rw's Lock adopts the write hold given up with
+	// a token above first, and that its Unlock frees the lock.
+	adoptsAnew := func(t *testing.T, rw *rwlock.RWMutex, name string, first uint64) {
+		t.Helper()
 		if err := rw.Lock(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +88,16 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		otherWriterLocks(t, name)
+	}
+
+	t.Run("write adopts anew after a refused read", func(t *testing.T) {
+		t.Parallel()
+		name := redistest.UniqueName(t)
+		rw, first := givenUp(t, name, time.Minute, write)
+		if ok, err := rw.TryRLock(t.Context()); err != nil || ok {
+			t.Fatalf("TryRLock under the write hold given up: %v %v, want refused", ok, err)
+		}
+		adoptsAnew(t, rw, name, first)
 	})
 
 	t.Run("read waits for the write to lapse", func(t *testing.T) {
@@ -125,16 +132,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		if n := admin.HLen(t.Context(), internal.NewNames(name).Lock()).Val(); n < 5 {
 			t.Fatalf("the hold given up has %d fields, want a write and a read level (mode, both levels and their marks)", n)
 		}
-		if err := rw.Lock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if again := rw.Token(); again <= first {
-			t.Fatalf("token of the adopted write hold %d, want above the one given up (%d)", again, first)
-		}
-		if err := rw.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		otherWriterLocks(t, name)
+		adoptsAnew(t, rw, name, first)
 	})
 
 	t.Run("write after a read given up waits", func(t *testing.T) {

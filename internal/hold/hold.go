@@ -174,14 +174,7 @@ func (t *Tracker) levels() Levels {
 }
 
 // Held returns the levels of mode m the handle holds, as far as it knows.
-func (t *Tracker) Held(m Mode) int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.cur == nil {
-		return 0
-	}
-	return t.cur.levels[m]
-}
+func (t *Tracker) Held(m Mode) int64 { return t.levels()[m] }
 
 // Done returns a channel that is closed when the current hold ends; a
 // closed channel when the handle holds nothing.
