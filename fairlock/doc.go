@@ -70,10 +70,10 @@
 // the kill. When the first waiter gives up while the lock is free, the
 // next one is woken.
 // docs/semantics.md in the repository tells the whole design. A re-entry
-// (a Lock with the hold's ctx) never queues: when Redis no longer has the
-// hold, it fails with an error wrapping [ErrLost] and the hold ends as
-// lost; a re-entry given back because its reply came too late is tried
-// again while the hold is there (as rlock's).
+// (a Lock with the hold's ctx) never queues and is counted in the
+// process: it sends one renewal, and when that finds the hold gone from
+// Redis it fails with an error wrapping [ErrLost] and the hold ends as
+// lost (as rlock's). The Unlock of an inner level sends nothing.
 //
 // A waiting Lock refreshes its deadline in line at least every third of
 // [WithWaiterTimeout] ([DefaultWaiterTimeout], 10s), however long the

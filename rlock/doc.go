@@ -59,8 +59,12 @@
 // Re-entry is explicit and travels in ctx: [Mutex.Do] runs fn with a ctx
 // that carries the hold (and is cancelled when the hold is lost); Lock,
 // [Mutex.TryLock] and Do called with that ctx, or one derived from it,
-// re-enter (the hash's count goes up; [Mutex.HoldCount] reports the depth)
-// and Unlock with it leaves one level. A call whose ctx carries no hold
+// re-enter ([Mutex.HoldCount] reports the depth) and Unlock with it
+// leaves one level. The depth is counted in the process: Redis sees one
+// hold, whatever its depth. A re-entry sends one renewal (which re-arms a
+// [WithLeaseTime] lease and finds a hold gone from Redis), and the
+// Unlock of an inner level sends nothing, so it cannot fail or leave a
+// level behind. A call whose ctx carries no hold
 // never re-enters by accident: it waits as a second sync.Mutex.Lock would,
 // since a plain hold is anonymous and another goroutine's Lock must wait
 // for it. Made from the goroutine that holds (m.Lock(ctx) twice, as a
@@ -131,12 +135,12 @@
 // handle wait in line in the process, behind the one that holds the
 // handle's place, and a waiter of the releasing process goes before the
 // line, within the bounds given under Ownership. A re-entry (a Lock with the hold's ctx) never queues:
-// when Redis no longer has the hold it fails with an error wrapping
-// [ErrLost], and the hold ends as lost (Done closes, the [WithOnLost]
-// hook runs). An attempt whose reply comes too late to trust (after the
-// validity its lease gives it) is given back, and when a renewal finds
-// the hold still there, a blocking re-entry attempts again (a TryLock
-// returns the transient error). A Lock that fails
+// when its renewal finds the hold gone from Redis it fails with an error
+// wrapping [ErrLost], and the hold ends as lost (Done closes, the
+// [WithOnLost] hook runs); a renewal that fails on a transient error is
+// retried by a blocking re-entry until ctx ends (a TryLock returns it).
+// An attempt whose reply comes too late to trust (after the validity its
+// lease gives it) is given back. A Lock that fails
 // leaves nothing behind: no hold, no place in line, no subscription; a
 // grant that reached it as it gave up is released, which passes the lock
 // on. If ctx ends while an acquire script is in flight, Lock gives back

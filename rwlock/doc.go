@@ -48,7 +48,15 @@
 // hold; [RWMutex.Lock] with a write hold's ctx re-enters it, [RWMutex.RLock]
 // with a read hold's ctx re-enters that, and RLock or TryRLock with a write
 // hold's ctx takes a read hold (a downgrade) that outlives the write hold as
-// a plain read hold, released by a plain [RWMutex.RUnlock]. A Lock whose ctx
+// a plain read hold, released by a plain [RWMutex.RUnlock]. A re-entry is
+// counted in the process (Redis sees one level of the hold in its mode,
+// whatever its depth; the re-entry sends one renewal, and the unlock of an
+// inner level sends nothing); a downgrade takes a read level in Redis. A
+// reply is applied only to the hold it was sent for: a downgrade whose
+// hold ended while its script ran gives the read level back. A write
+// Unlock that fails under downgraded read holds is sent again in the
+// background with the hold's next renewal, so the write level does not
+// outlive it by more than a renewal period while Redis answers. A Lock whose ctx
 // carries a read hold gets [ErrUpgradeNotSupported] at once instead of
 // deadlocking on itself; a plain Lock while the handle has plain read holds
 // waits for them, as a sync.RWMutex's would, and so does a plain RLock or

@@ -69,10 +69,10 @@ func TestGrantFoundByAttemptLostReply(t *testing.T) {
 	leftovers(t, direct, name)
 }
 
-// With a fixed lease, an Unlock that leaves levels re-arms the lease in
-// Redis; the holder's Done must not close on the lease of the earlier
-// Lock.
-func TestFixedLeasePartialUnlock(t *testing.T) {
+// With a fixed lease, a re-entry re-arms the lease in Redis (the
+// renewal it sends); the holder's Done must not close on the lease of the
+// earlier Lock. The Unlock of the inner level sends nothing.
+func TestFixedLeaseReentryRearms(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	srv := redistest.SharedServer(t)
 	rdb := srv.NewClient(t)
@@ -86,18 +86,19 @@ func TestFixedLeasePartialUnlock(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := redistest.UniqueName(t)
 			m := tc.new(name)
-			start := time.Now()
+			var start time.Time
 			err := m.Do(t.Context(), func(ctx context.Context) error {
+				start = time.Now()
+				time.Sleep(lease * 2 / 3)
 				if err := m.Lock(ctx); err != nil {
 					return err
 				}
-				time.Sleep(lease * 2 / 3)
 				if err := m.Unlock(ctx); err != nil {
 					return err
 				}
 				time.Sleep(time.Until(start.Add(lease * 4 / 3)))
 				if redistest.Closed(m.(interface{ Done() <-chan struct{} }).Done()) {
-					t.Fatal("Done closed on the first lease although the Unlock re-armed it")
+					t.Fatal("Done closed on the first lease although the re-entry re-armed it")
 				}
 				if rdb.Exists(ctx, mainKey(name)).Val() != 1 {
 					t.Fatal("the lock is gone from Redis")

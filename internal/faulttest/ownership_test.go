@@ -112,7 +112,8 @@ func TestSharedHandleReadersOverlap(t *testing.T) {
 
 // A nested Lock whose ctx carries no hold waits until its ctx ends (it
 // would deadlock, as a second sync.Mutex.Lock does) and leaves nothing
-// behind; through Do's ctx it re-enters, to depth 3.
+// behind; through Do's ctx it re-enters, to depth 3, which Redis sees as
+// one hold.
 func TestNestedLockWaitsReentryThroughCtx(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
 	for _, k := range []string{"rlock", "fairlock"} {
@@ -141,8 +142,8 @@ func TestNestedLockWaitsReentryThroughCtx(t *testing.T) {
 						t.Fatalf("HoldCount = %d, %v; want %d", n, err, depth)
 					}
 				}
-				if n := hashLevels(name)(ctx, rdb); n != 3 {
-					t.Fatalf("%d levels in Redis, want 3", n)
+				if n := hashLevels(name)(ctx, rdb); n != 1 {
+					t.Fatalf("%d levels in Redis at depth 3, want 1: re-entry is counted in the process", n)
 				}
 				for range 2 {
 					if err := m.Unlock(ctx); err != nil {

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal"
@@ -89,6 +90,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	held, seq := t.Held(m), t.seq.Add(1)
+	sentFor := t.current() // the hold a downgrade is sent for; nil for a new hold
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
@@ -116,9 +118,19 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, g.Wait, err
 	}
-	t.acquired(g.Levels, g.Token, sent)
+	if !t.acquired(g.Levels, g.Token, sent, sentFor) {
+		// The hold ended while the script ran: the level it took is
+		// given back like any other the caller will not have.
+		undo(ctx, &g)
+		return false, 0, errSentForEnded
+	}
 	return true, 0, nil
 }
+
+// errSentForEnded is the error of an attempt made under a hold (a
+// downgrade) that ended while its script ran: the level it took is given
+// back, and the hold is not brought back.
+var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", internal.ErrLost)
 
 // Undo gives back the level of mode m that an acquisition with an unknown
 // outcome may have taken, the attempt of mark seq (or a grant answering
@@ -234,6 +246,12 @@ func (t *Tracker) repay(ctx context.Context) error {
 	if err := t.settled(ctx); err != nil {
 		return err
 	}
+	return t.sendOwed(ctx)
+}
+
+// sendOwed sends the owed give-backs and releases, oldest first, as repay
+// does; the caller holds op.
+func (t *Tracker) sendOwed(ctx context.Context) error {
 	for {
 		t.mu.Lock()
 		if len(t.owed) == 0 {
@@ -262,3 +280,31 @@ func (t *Tracker) onEnd(cancel context.CancelFunc) {
 	}
 	cancel() // lost already
 }
+
+// repayBehind sends the owed releases in the background, when the handle
+// runs no script and no give-back: a release that failed under a hold
+// that goes on (a read-write lock's write level under read levels, see
+// abandon) is not left to the handle's next call, while the renewals of
+// that hold keep it standing in Redis. The watchdog calls it with each
+// renewal of the hold, so a release that fails again is sent once a
+// renewal period until it goes through or the hold ends.
+func (t *Tracker) repayBehind() {
+	t.mu.Lock()
+	idle := len(t.owed) > 0 && t.giving == 0
+	t.mu.Unlock()
+	if !idle || !t.op.TryAcquire(1) {
+		return
+	}
+	t.later(background, CleanupTimeout, func(ctx context.Context) {
+		defer t.op.Release(1)
+		_ = t.sendOwed(ctx)
+	})
+}
+
+// background is a ctx that is done already: a job run later on it (see
+// Tracker.later) is not waited for.
+var background = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

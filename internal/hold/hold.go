@@ -218,16 +218,24 @@ func (t *Tracker) current() *hold {
 	return t.cur
 }
 
-// acquired records a successful acquisition, sent at sent, after which
-// Redis counts levels for the handle.
-func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
+// acquired records a successful acquisition, sent at sent for hold
+// sentFor (nil: sent while the handle held nothing), after which Redis
+// counts levels for the handle. A reply is applied only to the hold it
+// was sent for: when sentFor ended while the script ran (lost, or
+// force-unlocked), acquired changes nothing and reports false; the levels
+// Redis reported belong to a hold the handle gave up.
+func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time, sentFor *hold) bool {
 	t.mu.Lock()
 	h := t.cur
+	if sentFor != nil && h != sentFor {
+		t.mu.Unlock()
+		return false
+	}
 	if h != nil && levels.Total() > 1 {
 		h.levels = levels
 		h.wd.Touch(sent)
 		t.mu.Unlock()
-		return
+		return true
 	}
 	t.mu.Unlock()
 	if h != nil {
@@ -236,6 +244,7 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time) {
 		t.end(h, internal.ErrLost)
 	}
 	t.begin(levels, token, sent, t.cfg.Lease, nil)
+	return true
 }
 
 // begin makes a new hold of levels current, whose lease, until its first
@@ -278,6 +287,12 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 				return func() (bool, error) { return false, errTransferPending }
 			}
 			return t.cfg.Renew(ctx, s)
+		}
+	}
+	if base := renew; base != nil {
+		renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+			t.repayBehind()
+			return base(ctx, s)
 		}
 	}
 	return watchdog.Entry{
@@ -376,5 +391,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 		return
 	}
 	t.mu.Unlock()
-	t.acquired(Levels{Exclusive: 1}, 0, sent)
+	t.acquired(Levels{Exclusive: 1}, 0, sent, nil)
 }

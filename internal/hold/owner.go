@@ -234,20 +234,38 @@ func (l *Lock) behindOwn(m Mode, err error) error {
 	return fmt.Errorf("%w: %s", err, hint)
 }
 
-// reenter takes a level of mode m through c, the live hold ctx carries: a
-// re-entry, or (a read level through a write hold) a downgrade. It never
-// waits for the lock: the handle holds it, so an attempt succeeds unless
-// the hold is gone from Redis (a blocking call retries an attempt that
-// failed on a transient error, such as a lost reply, until ctx ends; an
-// attempt given back because its reply came too late is one, when a
-// renewal finds the hold still there: internal.ErrStaleReply). Then the
-// hold is lost (force-unlocked, or expired before the watchdog
-// noticed), and reenter ends it as such; waiting instead would join the
-// line, and a grant would later pass for the old hold. When c ended
-// while the script ran (the hold was lost, and Redis granted a new one),
-// the level belongs to no hold of the caller's: it is given back.
+// reenter takes a level of mode m through c, the live hold ctx carries.
+//
+// A re-entry (c's own mode) is counted in the process: Redis holds one
+// level per hold, whatever its depth. It sends one renewal of the hold
+// (rearm): that re-arms a fixed lease, and tells a hold gone from Redis
+// (force-unlocked, or expired before the watchdog noticed) at once. A
+// renewal adds no level, so nothing it does can be left behind: a renewal
+// whose reply is lost, or that runs after the hold ended, only lengthens
+// a lease that then runs out. An Unlock of an inner level sends nothing
+// (see inner).
+//
+// A read level through a write hold (a downgrade) is taken in Redis: the
+// read outlives the write level there.
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
 	h := l.t.current() // the hold c is a part of; ends only it
+	if c.mode == m {
+		try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
+		if blocking {
+			if _, err := internal.Retry(ctx, try); err != nil {
+				return nil, false, err
+			}
+		} else if _, err := try(ctx); err != nil {
+			return nil, false, err
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if c.depth == 0 || c.gen != l.gen {
+			return nil, false, errEnded // lost while the renewal ran
+		}
+		c.depth++
+		return c, true, nil
+	}
 	try := func(ctx context.Context) (bool, error) {
 		ok, err := l.redis(ctx, m, false)
 		if err != nil || ok {
@@ -282,13 +300,47 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, errEnded
 	}
 	defer l.mu.Unlock()
-	if c.mode == m {
-		c.depth++
-		return c, true, nil
-	}
 	c.reads++ // a downgrade: a plain read hold on the write hold's units
 	l.plainReads++
 	return nil, true, nil
+}
+
+// inner takes one level off r, a hold of generation gen, in the process
+// only, and reports whether it did: r was re-entered (see reenter), and
+// its last level is the one Redis holds.
+func (l *Lock) inner(r *record, gen uint64) bool {
+	if r == nil || r == ended {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.gen || r.depth < 2 {
+		return false
+	}
+	r.depth--
+	return true
+}
+
+// rearm renews hold h for a re-entry: it reports true when Redis still
+// has h, and otherwise ends h as lost and returns errReentryRefused.
+func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
+	if h == nil || l.k.Renew == nil {
+		return false, errReentryRefused
+	}
+	sent := time.Now()
+	held, err := l.k.Renew(ctx, l.k.RDB)()
+	if errors.Is(err, watchdog.ErrGone) {
+		held, err = false, nil // gone, and taken over
+	}
+	if err != nil {
+		return false, err
+	}
+	if !held {
+		l.t.lose(h, errReentryRefused)
+		return false, errReentryRefused
+	}
+	h.wd.Touch(sent)
+	return true, nil
 }
 
 // lives renews hold h, still current, and reports whether Redis still
@@ -344,6 +396,9 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 			err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
 		}
 		return l.Wrap(l.ops[m][1], err)
+	}
+	if l.inner(r, gen) {
+		return nil // a re-entered level: counted in the process only
 	}
 	if l.handOver(r, m, gen) {
 		l.released(r, m, gen)
