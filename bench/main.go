@@ -56,6 +56,7 @@ type config struct {
 	clusterRuns    int
 	latchWaiters   int
 	latchRounds    int
+	libs           string   // -libs: the contenders to run
 	page           string   // -page: write the Markdown page here
 	note           string   // -note: a remark printed on the page
 	args           []string // the command-line arguments, for the page
@@ -63,6 +64,7 @@ type config struct {
 
 func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.run, "run", "", "run only the scenarios whose name matches this regexp")
+	fs.StringVar(&c.libs, "libs", "", "run only the libraries whose name matches this regexp; it also brings in the opt-in contenders (\"redisync rlock, no transfer\")")
 	fs.BoolVar(&c.verbose, "v", false, "print the Redis commands of each measurement, by name")
 	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: time per library")
 	fs.DurationVar(&c.many, "many", 3*time.Second, "many-locks: measured time per library")
@@ -173,6 +175,10 @@ func main() {
 	flag.Usage = usage
 	flag.Parse()
 	cfg.args = os.Args[1:]
+	if err := pickContenders(cfg.libs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	// SIGTERM too (kill's default), sent to this process: the run then
 	// stops its server. (Under go run, kill the bench process itself or
 	// its process group: go run does not pass SIGTERM on.)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -192,6 +193,9 @@ func (l *Lock) takeTransfer() *Transfer {
 // stay in the process, for a fresh run. Both come from one look at the
 // client's waiters on the lock, under cohorts' lock.
 func (l *Lock) pick(valid time.Time, r run) (*Transfer, []string) {
+	if !transfersOn.Load() {
+		return nil, nil
+	}
 	c := internal.Attach(l.k.RDB)
 	defer c.Detach()
 	cohorts.Lock()
@@ -349,3 +353,12 @@ func (t *Tracker) passOn(h *hold) bool {
 func (r run) open() bool {
 	return r.passes < maxPasses && (r.passes == 0 || time.Since(r.since) < maxPassTime)
 }
+
+// transfersOn switches passing between handles (and passing over the
+// process's waiters) on or off for the whole process; on by default.
+var transfersOn = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
+
+// SetTransfers turns passing between handles of a process on or off. It
+// exists for the bench module, which measures the workers scenario both
+// ways in one run to tell whether the transfer earns its complexity.
+func SetTransfers(on bool) { transfersOn.Store(on) }
