@@ -18,7 +18,6 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 )
@@ -50,13 +49,10 @@ type contender struct {
 	// close, if set, releases what the library's handles share; it is
 	// called after each scenario, when the go-redis clients are closed.
 	close func()
-	// optIn marks a variant measured only when -libs names it.
-	optIn bool
 }
 
 // pickContenders keeps the contenders whose name matches the regexp
-// libs, opt-in ones included; with libs empty, every contender that is
-// not opt-in.
+// libs.
 func pickContenders(libs string) error {
 	re, err := regexp.Compile(libs)
 	if err != nil {
@@ -64,7 +60,7 @@ func pickContenders(libs string) error {
 	}
 	kept := contenders[:0]
 	for _, c := range contenders {
-		if (libs == "" && !c.optIn) || (libs != "" && re.MatchString(c.name)) {
+		if re.MatchString(c.name) {
 			kept = append(kept, c)
 		}
 	}
@@ -78,7 +74,6 @@ const leaseTTL = 10 * time.Second
 
 var contenders = []contender{
 	{name: "redisync rlock", newLocker: newRedisync, waits: true, parked: redisyncParked},
-	{name: "redisync rlock, no transfer", newLocker: newRedisyncNoTransfer, waits: true, parked: redisyncParked, optIn: true},
 	// The same lock used as its docs advise: one handle per process (here,
 	// per client) shared by its goroutines, whose holds pass between them
 	// without a round trip a few times before going to another process.
@@ -100,17 +95,7 @@ var contenders = []contender{
 	{name: bareLk, newLocker: newBare, bare: true},
 }
 
-func newRedisync(rdb *redis.Client, key string) locker {
-	hold.SetTransfers(true)
-	return rlock.New(rdb, key)
-}
-
-// newRedisyncNoTransfer is rlock with passing between the handles of a
-// process turned off: the release grants in Redis to the head of the line.
-func newRedisyncNoTransfer(rdb *redis.Client, key string) locker {
-	hold.SetTransfers(false)
-	return rlock.New(rdb, key)
-}
+func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
 
 // perClient keeps one V per key (a go-redis client, or a client and a
 // lock), made on first use, for what the handles made on one client

@@ -64,7 +64,7 @@ type config struct {
 
 func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.run, "run", "", "run only the scenarios whose name matches this regexp")
-	fs.StringVar(&c.libs, "libs", "", "run only the libraries whose name matches this regexp; it also brings in the opt-in contenders (\"redisync rlock, no transfer\")")
+	fs.StringVar(&c.libs, "libs", "", "run only the libraries whose name matches this regexp")
 	fs.BoolVar(&c.verbose, "v", false, "print the Redis commands of each measurement, by name")
 	fs.DurationVar(&c.uncontended, "uncontended", 3*time.Second, "uncontended: time per library")
 	fs.DurationVar(&c.many, "many", 3*time.Second, "many-locks: measured time per library")

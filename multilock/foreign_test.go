@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
@@ -120,6 +121,11 @@ func TestQuorumCancelledLockLeavesNothingMini(t *testing.T) {
 	defer cancel()
 	if err := g.Lock(lctx); !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), `multilock: lock ["c" "c" "c"]: `) {
 		t.Fatalf("Lock against a majority held elsewhere = %v, want the deadline naming the group", err)
+	}
+	// The give-back of the free server's member may finish in the
+	// background once the Lock's ctx has ended: it is bounded.
+	if !internal.AwaitTidied(ctx) {
+		t.Fatal("the clean-ups of the cancelled Lock did not finish")
 	}
 	if keys := mrs[2].Keys(); len(keys) != 0 {
 		t.Fatalf("the free server keeps %v after a cancelled Lock", keys)

@@ -29,30 +29,13 @@
 // wait in line in the process (in arrival order) and only the first of them
 // asks Redis, so sharing a handle adds no Redis traffic. An Unlock with
 // another goroutine waiting on the handle passes the hold to it without a
-// round trip (the lock stays held in Redis). Handles of one process (on
-// the same Redis client) pass the lock the same way, in the release
-// script instead of none: the release of the last level, with a waiter of
-// another handle of the client parked on the lock, lets that waiter (the
-// first of them to park) go on at once, and its script makes that waiter
-// the holder, ahead of the Redis line. Until the script has run the lock
-// is still the releaser's in Redis, so nobody else can take it; the
-// waiter's hold is valid no longer than the releaser's was, and its own
-// scripts wait for the release's reply. Should the release fail (the
-// releaser's hold gone, or Redis refusing it until the release times
-// out), the waiter's hold ends as lost (Done closes, the WithOnLost hook
-// runs). A process passes the lock on, both ways together, at most seven
-// times in a row and, after the first, only within 10ms of taking it in
-// Redis. A release that passes the lock to none of the process's
-// waiters (that bound reached, or none of them parked to take it) hands
-// it in Redis to the first waiter in line of another process, passing
-// over the process's own waiters there, however many (they keep their
-// places, and are served first only when nobody else waits). A waiter
-// elsewhere thus waits for at most eight critical sections of a process,
-// and two when they are long. Passing over many costs Redis time: with
-// 1000 handles of one client waiting, a release that ends a run takes
-// about 2ms in its script; goroutines sharing one handle wait in the
-// process and cost nothing of it. Neither is made with [WithFencing] (every hold takes a token of
-// its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken
+// round trip (the lock stays held in Redis), at most seven times in a row
+// and, after the first, only within 10ms of taking it in Redis; then the
+// release goes to Redis. Between handles, of one process or of several,
+// the release in Redis decides who holds next: the first live waiter in
+// the Redis line. Goroutines sharing one handle wait in the process and
+// cost nothing of it. The handoff is not made with [WithFencing] (every
+// hold takes a token of its own), [WithLeaseTime] or [WithReplicaAck]. A plain hold (taken
 // by Lock with a ctx that carries no hold) is released by a plain
 // [Mutex.Unlock] from any goroutine.
 //
@@ -133,8 +116,7 @@
 // a dead waiter ran out, ForceUnlock): then whoever attempts first takes
 // it. Goroutines waiting on one
 // handle wait in line in the process, behind the one that holds the
-// handle's place, and a waiter of the releasing process goes before the
-// line, within the bounds given under Ownership. A re-entry (a Lock with the hold's ctx) never queues:
+// handle's place. A re-entry (a Lock with the hold's ctx) never queues:
 // when its renewal finds the hold gone from Redis it fails with an error
 // wrapping [ErrLost], and the hold ends as lost (Done closes, the
 // [WithOnLost] hook runs); a renewal that fails on a transient error is

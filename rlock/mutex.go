@@ -33,7 +33,6 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 			return d.acquire(ctx, m.l.Tracker(), held, a)
 		},
 		Release:     d.release,
-		ReleaseTo:   d.releaseTo,
 		Renew:       d.renew,
 		ForceUnlock: d.forceUnlock,
 		Leave:       d.leave,
@@ -101,20 +100,6 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
 	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, mark).Result()
-	return hold.UnlockedGrant(u), err
-}
-
-// releaseTo releases the last level, passing the lock to tr's waiter, a
-// handle of this process (see hold.Transfer), or, with tr nil, granting it
-// past the waiters of this process named in over.
-func (d *described) releaseTo(ctx context.Context, expect int64, mark uint64, tr *hold.Transfer, over []string) (hold.Released, error) {
-	var u script.Unlocked
-	var err error
-	if tr != nil {
-		u, err = script.ReentrantUnlockTo(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, mark, tr.To, tr.Mark).Result()
-	} else {
-		u, err = script.ReentrantUnlockPast(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, mark, over).Result()
-	}
 	return hold.UnlockedGrant(u), err
 }
 

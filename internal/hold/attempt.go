@@ -83,9 +83,6 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	defer t.op.Release(1)
-	if err := t.awaitTransfer(ctx); err != nil {
-		return false, 0, err
-	}
 	if err := t.repay(ctx); err != nil {
 		return false, 0, err
 	}

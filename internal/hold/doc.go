@@ -170,50 +170,21 @@
 // the waiters of other processes, so it is bounded: at most maxPasses (7)
 // times in a row, and after the first only within maxPassTime (10ms) of
 // the hold's start in Redis; then the release goes to Redis, which grants
-// the lock to the first waiter in the Redis line of another process (see
-// below). A fair lock never does it, nor a hold that needs something of
+// the lock to the first waiter in the Redis line. A fair lock never does it, nor a hold that needs something of
 // its own from Redis (a fencing token, a fixed lease, replica
 // acknowledgements).
 //
-// Passing between handles (Kind.ReleaseTo, rlock; see Transfer). The
-// release of a hold's last level, with a waiter of another handle of the
-// same client parked on the lock, passes the lock to that waiter (the
-// first of them to park, listed in cohorts) instead of granting it to the
-// head of the Redis line: it delivers the waiter a grant in the process
-// at once, before its script is sent, and the script (rlock_unlock with
-// ARGV[10]) makes the waiter the holder. Nobody else can take the lock
-// meanwhile: Redis still says the releaser holds it, and the releaser's
-// process is the waiter's. The waiter's hold is valid no longer than the
-// releaser's was until the release's reply says the waiter holds (then
-// for the grant lease from when the pass was made: the script ran after
-// that), its scripts wait for that reply (Tracker.awaitTransfer), and it
-// is not renewed before (the renewal would find it absent). It ends as
-// lost if the release found the releaser's hold gone (or not at the count
-// expected), and the waiter, which went on in its process, leaves the
-// line in that script whatever its outcome; a resend of a release whose
-// reply was lost reads the pass as made when it finds the waiter holding.
-// A waiter that gives up as the pass reaches it, or whose wait ends
-// another way first, waits for the release before it gives the lock back
-// or leaves the line, so that Redis runs them after it. Passes and local
-// handoffs count together, per run of holds (run): the lock leaves the
-// process after at most maxPasses of them, and after the first only
-// within maxPassTime of the run's start. Leaving means to another
-// process: a release that passes the lock to no waiter of the process
-// (the run ended, or none is parked to take it) names the process's
-// waiters (its cohort's owner ids, parked or attempting, every one of
-// them) to the script (rlock_unlock's ARGV[12..]), which grants
-// the lock past them, keeping their places, to the first live waiter of
-// another process, and to them only when there is none. Otherwise one of
-// them first in the Redis line would be granted the lock and start a
-// fresh run. The gap between two holders of
-// one process falls from a round trip and a wake-up to a wake-up: in the
-// bench module's workers-busy scenario (1 ms critical sections that spin)
-// a handle per worker went from 79% to about 91% of what one shared
-// handle per client reaches. With sleeping critical sections (workers)
-// Go's timers take most of that back: a sleep overshoots by up to a
-// millisecond when the process wakes during it (epoll's timeout is in
-// whole milliseconds), and the release's reply now arrives during the
-// next holder's sleep.
+// One decider. Between handles and processes, the release in Redis alone
+// decides who holds next: it grants the lock to the first live waiter in
+// the Redis line, whichever process or handle that is, and a grantee of
+// the releasing process hears of it from the release's reply (above). A
+// cross-handle transfer inside the process, which passed the lock to a
+// parked waiter of another handle before the script ran, was measured
+// against this in the bench module's workers scenario (16 workers over 4
+// clients, a handle per worker), both ways in one run: 71.1% against
+// 69.3% of the serial limit, and 63% against 72% in another run, under
+// the 5 points that would have paid for a second decider (issue 41). It
+// is gone, and with it the pass-over of the process's own waiters.
 //
 // Not granted: rwlock and the semaphores. A read-write lock's release
 // to readers admits all of them at once, and its writers announce

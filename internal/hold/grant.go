@@ -67,6 +67,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	t.begin(levels, token, base, lease, nil)
+	t.begin(levels, token, base, lease)
 	return true, nil
 }

@@ -71,16 +71,6 @@ type Config struct {
 	// Probes is what a hold reports as (package observe), by the mode
 	// of the level that began it; the zero Probe reports nothing.
 	Probes [2]internal.Probe
-	// Pick, if set, is asked by the release of a hold's last level,
-	// valid until valid and the latest of run r, for a waiter of another
-	// handle of the process to pass the lock to (see Transfer); nil for
-	// none. When it passes the lock to nobody (r may not pass it on, or
-	// no waiter can take it), it returns instead the owner ids of the
-	// process's waiters, which the grant in Redis passes over. ReleaseTo
-	// is then Release, naming mark as a release does, passing the lock to
-	// tr's waiter, or over those.
-	Pick      func(valid time.Time, r run) (tr *Transfer, over []string)
-	ReleaseTo func(ctx context.Context, expect int64, mark uint64, tr *Transfer, over []string) (Released, error)
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.
@@ -151,10 +141,7 @@ type hold struct {
 	releasing bool
 	lostWhile error
 
-	// transfer is the passing that began the hold, if one did (see
-	// Transfer): the handle's scripts wait for its release first.
-	transfer *Transfer
-	run      run // the process's run of holds this one belongs to; guarded by Tracker.runMu
+	run run // the process's run of holds this one belongs to; guarded by Tracker.runMu
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -243,19 +230,15 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time, sentFor 
 		// lost before the watchdog noticed.
 		t.end(h, internal.ErrLost)
 	}
-	t.begin(levels, token, sent, t.cfg.Lease, nil)
+	t.begin(levels, token, sent, t.cfg.Lease)
 	return true
 }
 
 // begin makes a new hold of levels current, whose lease, until its first
-// renewal, is lease from sent, and returns it. tr is the transfer that
-// passed it to the handle, if one did: the hold continues its run.
-func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration, tr *Transfer) *hold {
+// renewal, is lease from sent, and returns it.
+func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
 	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
-	if tr != nil {
-		h.transfer, h.run = tr, tr.run
-	}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -281,14 +264,6 @@ func (t *Tracker) gaveUp() bool {
 // renewal would find it absent.
 func (t *Tracker) entry(h *hold) watchdog.Entry {
 	renew := t.cfg.Renew
-	if tr := h.transfer; tr != nil && renew != nil {
-		renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
-			if tr.pending() {
-				return func() (bool, error) { return false, errTransferPending }
-			}
-			return t.cfg.Renew(ctx, s)
-		}
-	}
 	if base := renew; base != nil {
 		renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
 			t.repayBehind()

@@ -91,14 +91,6 @@ type Kind struct {
 	// whose holds need nothing of their own from Redis (no fencing token,
 	// no fixed lease).
 	LocalHandoff bool
-	// ReleaseTo, if set with LocalHandoff and Grants, runs the release
-	// script once for the last level, passing the lock to tr's waiter, a
-	// handle of the same process (see Transfer): the lock passes between
-	// handles of a process as it does between goroutines of one handle.
-	// With tr nil, the grant in Redis passes over the waiters whose owner
-	// ids are in over, the process's, which the release passed the lock
-	// to none of (see Lock.pick). mark is as for Release.
-	ReleaseTo func(ctx context.Context, expect int64, mark uint64, tr *Transfer, over []string) (Released, error)
 }
 
 // Asking is what kind of attempt an Acquire is.
@@ -157,7 +149,6 @@ type Lock struct {
 	ops    [2][2]string         // the names of each mode's take and release in errors
 	owners
 	waits waits
-	cand  *candidate // the handle's wait offered for a transfer; guarded by cohorts
 	// watched counts the handle's open Watches (see Watcher): while there
 	// are any, its refused attempts ask for the release to be announced.
 	watched atomic.Int32
@@ -218,9 +209,6 @@ func NewLock(k Kind) *Lock {
 	if k.Grants {
 		cfg.Granted, cfg.GrantLease = l.deliver, k.GrantLease
 	}
-	if l.passable(Exclusive) {
-		cfg.Pick, cfg.ReleaseTo = l.pick, k.ReleaseTo
-	}
 	l.t = New(cfg)
 	l.owners.init(k.Modes)
 	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
@@ -254,11 +242,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	// attempt. try and claim run on the waiting goroutine, one after the
 	// other.
 	var mark float64
-	passable := l.passable(m)
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		if mark != 0 && passable {
-			l.offer(0) // not while it attempts
-		}
 		mark = 0
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
 			a.Seq = seq
@@ -267,9 +251,6 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			a.Placed = a.Placed || err != nil || !g.OK
 			if a.Refused && l.k.Grants {
 				mark = g.Mark
-				if passable {
-					l.offer(mark)
-				}
 			}
 			return g, err
 		})
@@ -282,15 +263,6 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	switch {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
-			if tr := l.takeTransfer(); tr != nil {
-				if mark == 0 || tr.Mark != placeValue(mark, false, 0) {
-					// Passed to an attempt before the last: the attempt
-					// that follows finds it, once the release has run.
-					tr.succeeded()
-					return false, nil
-				}
-				return l.t.ClaimTransfer(ctx, m, tr, uint64(mark))
-			}
 			if mark == 0 || g.Mark != mark {
 				// Not a grant to the last attempt: one read late, after
 				// the grant lapsed or went elsewhere and a later attempt
@@ -323,9 +295,6 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
 	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
-	}
-	if passable {
-		l.withdraw()
 	}
 	// The leave names the wait's last attempt, read here, while the wait
 	// still holds the handle's local line: once wait returns, another

@@ -410,15 +410,13 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	return l.Wrap(l.ops[m][1], err)
 }
 
-// The bounds of passing within a process (see run): a hold taken in Redis
-// passes between goroutines of the handle, or to other handles of the
-// process (see Transfer), at most maxPasses times in a row, and after the
-// first pass only within maxPassTime of being taken, before a release
-// in Redis hands the lock to the first waiter in the Redis line of
-// another process (passing over the process's own: see Lock.pick). A
-// waiter there waits for at most maxPasses+1 critical sections of the
-// process, and for at most two when they are longer than maxPassTime,
-// however many wait in the process.
+// The bounds of passing within a handle (see run): a hold taken in Redis
+// passes between goroutines of the handle at most maxPasses times in a
+// row, and after the first pass only within maxPassTime of being taken,
+// before a release in Redis hands the lock to the first waiter in the
+// Redis line. A waiter there waits for at most maxPasses+1 critical
+// sections of the handle, and for at most two when they are longer than
+// maxPassTime, however many goroutines wait on the handle.
 // Within those bounds short critical sections pass without a round trip:
 // in the bench module's workers scenario (1 ms sections) that is the
 // difference between about 83% (3 passes, no time bound) and 87% of the

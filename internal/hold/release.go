@@ -79,17 +79,12 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		return err
 	}
 	defer t.op.Release(1)
-	if err := t.awaitTransfer(ctx); err != nil {
-		t.abandon(t.current(), m, false)
-		return err
-	}
 	// An owed give-back first: a level it gives back, which the handle
 	// does not count, would make this release mismatch, and that reads
 	// as its own earlier run. Should it fail again, it stays owed.
 	_ = t.repay(ctx)
 	h := t.current()
 	levels := t.releasing(h)
-	tr, over := t.pick(h, m, levels)
 	// The release names the handle's latest attempt. Attempts take their
 	// marks under op, as this does, so the hold in Redis records this
 	// mark or an earlier one (the attempt that took, re-entered or
@@ -102,12 +97,11 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	// same level.
 	mark := t.seq.Load()
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m], mark, tr, over)
+	out, err := t.release(ctx, h, m, levels[m], mark)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
 	if err != nil {
-		tr.finishIf(false)
 		t.abandon(h, m, true)
 		t.report(h, lost)
 		return internal.CtxErr(ctx, err)
@@ -121,12 +115,9 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels[m]--
 	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
 		// The same: a release of the last level of m went through, but
-		// its reply was lost, and the level is gone since. A pass
-		// went through with it if the resend found the grantee holding
-		// (out.Grantee).
+		// its reply was lost, and the level is gone since.
 		levels[m] = 0
 	case out.NotHeld:
-		tr.finishIf(false)
 		if h != nil && levels[m] > 0 {
 			t.end(h, internal.ErrLost)
 		}
@@ -142,11 +133,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		out.Levels[o] = min(out.Levels[o], levels[o])
 		levels = out.Levels
 	}
-	if tr != nil {
-		// The waiter was told in the process already. A mismatch at the
-		// last level changed nothing: the lock was not passed.
-		tr.finish(out.Grantee == tr.To)
-	} else if out.Grantee != "" && t.cfg.Granted != nil {
+	if out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
 	t.settle(h, levels, m, sent)
@@ -154,27 +141,6 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		t.report(h, lost)
 	}
 	return nil
-}
-
-// pick asks Config.Pick for a waiter of the process to pass the lock to,
-// for the release of the last level of hold h (see Transfer), or for the
-// waiters of the process that the grant in Redis must pass over; nothing
-// when the release is not that.
-func (t *Tracker) pick(h *hold, m Mode, levels Levels) (*Transfer, []string) {
-	if h == nil || t.cfg.Pick == nil || m != Exclusive || levels != (Levels{Exclusive: 1}) || h.unsure[m] != 0 {
-		return nil, nil
-	}
-	t.runMu.Lock()
-	r := h.run
-	t.runMu.Unlock()
-	return t.cfg.Pick(h.wd.ValidTill(), r)
-}
-
-// finishIf is finish for a release that may carry no transfer.
-func (tr *Transfer) finishIf(ok bool) {
-	if tr != nil {
-		tr.finish(ok)
-	}
 }
 
 // releasing marks hold h (nil when the handle holds nothing) as being
@@ -210,17 +176,11 @@ func (t *Tracker) released(h *hold) error {
 // through, so that the retry's answer is read right: at the last level the
 // script is not idempotent by itself, since a successful first run leaves
 // nothing to compare the retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, mark uint64, tr *Transfer, over []string) (Released, error) {
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, mark uint64) (Released, error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
-		var out Released
-		var err error
-		if tr != nil || over != nil {
-			out, err = t.cfg.ReleaseTo(ctx, expect, mark, tr, over)
-		} else {
-			out, err = t.cfg.Release(ctx, m, expect, mark, false)
-		}
+		out, err := t.cfg.Release(ctx, m, expect, mark, false)
 		unknown := internal.OutcomeUnknown(err)
 		if err != nil && !unknown && internal.Transient(err) {
 			if refused.IsZero() {

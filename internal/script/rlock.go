@@ -162,39 +162,8 @@ const (
 // the owner's next hold. go-redis never retries it: after a network error
 // the outcome is unknown, and only the caller knows how to retry safely.
 func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
-	return ReentrantUnlockTo(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, "", "")
-}
-
-// ReentrantUnlockTo is ReentrantUnlock passing the lock, at the last
-// level, to the waiter to (of the releasing process) rather than to the
-// first in line: to becomes the holder for grantLease, its hold recording
-// toMark, the mark of its last refused attempt, and nothing is published.
-// The reply names to as the grantee. With to empty it is ReentrantUnlock.
-func ReentrantUnlockTo(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, to, toMark string) UnlockCmd {
-	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, to, toMark, nil)
-}
-
-// ReentrantUnlockPast is ReentrantUnlock whose grant, at the last level,
-// passes over the waiters named in over (the releasing process's, whose
-// run of passes has ended), leaving them their places in line, for the
-// first live waiter of another process; it goes to the first live one of
-// them only when nobody else live is in line. mark is as for
-// ReentrantUnlock.
-func ReentrantUnlockPast(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, over []string) UnlockCmd {
-	return reentrantUnlock(ctx, c, k, owner, lease, sharded, expect, grantLease, mark, "", "", over)
-}
-
-func reentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64, to, toMark string, over []string) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
 	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), mark}
-	// Every argument costs Redis a string to make: a plain release, the
-	// common one, sends none it does not use.
-	if to != "" || len(over) > 0 {
-		args = append(args, to, toMark)
-	}
-	for _, o := range over {
-		args = append(args, o)
-	}
 	return UnlockCmd{rlockUnlock.run(ctx, c, keys, args...)}
 }
 

@@ -1,7 +1,6 @@
 package script_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -60,20 +59,14 @@ func TestRLockScripts(t *testing.T) {
 		if again := acquire("a", 0); !again.OK || again.Holds != 1 || again.Token != first.Token {
 			t.Fatalf("retried first acquire = %+v, want no new hold and the same token", again)
 		}
-		if re := acquire("a", 1); !re.OK || re.Holds != 2 || re.Token != 0 {
-			t.Fatalf("re-entry = %+v", re)
-		}
 		if other := acquire("b", 0); other.OK || other.Wait <= 0 || other.Wait > lease {
 			t.Fatalf("other owner = %+v, want refused with the holder's remaining lease", other)
 		}
 		if n := unlock("b", 0); n != script.UnlockNotHeld {
 			t.Fatalf("unlock by non-holder = %d", n)
 		}
-		if n := unlock("a", 1); n != script.UnlockMismatch {
+		if n := unlock("a", 2); n != script.UnlockMismatch {
 			t.Fatalf("unlock expecting the wrong count = %d", n)
-		}
-		if n := unlock("a", 2); n != 1 {
-			t.Fatalf("unlock = %d, want 1 left", n)
 		}
 		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "a", lease).Result(); !ok {
 			t.Fatal("renew by the holder failed")
@@ -272,167 +265,6 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		}
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"a").Val(); n != 0 {
 			t.Fatalf("%d of a's line keys left", n)
-		}
-	})
-}
-
-// A release passing the lock within the process makes the named waiter
-// the holder, ahead of the line, and takes it out of the line; a resend
-// changes nothing and reports the waiter holding. A pass that fails (the
-// releaser holds no longer, or not the expected count) only takes the
-// waiter out of the line, which it left in its process.
-func TestRLockUnlockTo(t *testing.T) {
-	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := t.Context()
-		k := lockKeys(redistest.UniqueName(t))
-		const lease, grant = 10 * time.Second, 2 * time.Second
-		wait := func(owner string, mark uint64) { joinLine(t, rdb, k, owner, mark) }
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
-			t.Fatalf("a's acquire = %+v, %v", res, err)
-		}
-		wait("c", 1)
-		wait("b", 4)
-		u, err := script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "b", "4").Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Mark != 4 {
-			t.Fatalf("a's unlock to b = %+v, %v; want released and passed to b, mark 4", u, err)
-		}
-		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "b", "4").Result() // a resend
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "b" {
-			t.Fatalf("resent unlock = %+v, %v; want not held, b holding", u, err)
-		}
-		if v := rdb.HGetAll(ctx, k.Lock).Val(); len(v) != 2 || v["b"] != "1" || v["@b"] != "4" {
-			t.Fatalf("lock hash after the pass and its resend = %v, want b with one level and mark 4", v)
-		}
-		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
-			t.Fatalf("lease after the pass %v, want at most the grant lease %v", pttl, grant)
-		}
-		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 1 || line[0] != "c" {
-			t.Fatalf("line %v, want [c]", line)
-		}
-		if n := rdb.Exists(ctx, k.Places+"b").Val(); n != 0 {
-			t.Fatal("b's place left after the pass")
-		}
-
-		// The releaser's hold gone, the lock another's (b's): d only
-		// leaves the line.
-		wait("d", 2)
-		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "d", "2").Result()
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
-			t.Fatalf("unlock to d of b's lock = %+v, %v; want not held, not passed", u, err)
-		}
-		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
-			t.Fatalf("lock hash %v, want b's", v)
-		}
-		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 1 || rdb.Exists(ctx, k.Places+"d").Val() != 0 {
-			t.Fatalf("d still in line (%v) after a failed pass", line)
-		}
-
-		// The lock free: not passed either, and d leaves the line.
-		wait("d", 3)
-		rdb.Del(ctx, k.Lock) // d's wait found b's hold; now it is gone
-		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 1, grant, 0, "d", "3").Result()
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
-			t.Fatalf("unlock to d of a free lock = %+v, %v; want not held, not passed", u, err)
-		}
-		if n := rdb.Exists(ctx, k.Lock, k.Places+"d").Val(); n != 0 || rdb.LLen(ctx, k.Queue).Val() != 1 {
-			t.Fatal("a failed pass of a free lock left the lock or d's place in line")
-		}
-
-		// A count that is not the expected one changes nothing of the
-		// hold, but d leaves the line all the same.
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 5, redistest.InTime()).Result(); err != nil || !res.OK {
-			t.Fatalf("a's acquire = %+v, %v", res, err)
-		}
-		wait("d", 4)
-		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 2, grant, 0, "d", "4").Result()
-		if err != nil || u.Holds != script.UnlockMismatch || u.Grantee != "" {
-			t.Fatalf("unlock to d expecting 2 levels = %+v, %v; want a mismatch", u, err)
-		}
-		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["a"] != "1" {
-			t.Fatalf("lock hash %v, want a's one level", v)
-		}
-		if rdb.Exists(ctx, k.Places+"d").Val() != 0 {
-			t.Fatal("d's place left after a pass that failed on a mismatch")
-		}
-
-		// A copy of that pass run late, after d stood in line again (a
-		// later attempt, mark 6): d keeps its new place and its turn.
-		wait("d", 6)
-		u, err = script.ReentrantUnlockTo(ctx, rdb, k, "a", lease, false, 2, grant, 0, "d", "4").Result()
-		if err != nil || u.Holds != script.UnlockMismatch || u.Grantee != "" {
-			t.Fatalf("late copy of the pass to d = %+v, %v; want a mismatch", u, err)
-		}
-		if got := rdb.Get(ctx, k.Places+"d").Val(); got != "6" || !slices.Contains(rdb.LRange(ctx, k.Queue, 0, -1).Val(), "d") {
-			t.Fatalf("after a late copy of a pass: d's place %q, line %v; want d still in line with mark 6", got, rdb.LRange(ctx, k.Queue, 0, -1).Val())
-		}
-	})
-}
-
-// A release whose process's run has ended grants the lock past that
-// process's waiters (ARGV[12..]), who keep their places and their order
-// in line, to the first live waiter of another process; to the first live
-// one of them when nobody else live is in line; and frees it when the
-// line is empty. A resend changes nothing.
-func TestRLockUnlockPast(t *testing.T) {
-	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := t.Context()
-		k := lockKeys(redistest.UniqueName(t))
-		const lease, grant = 10 * time.Second, 2 * time.Second
-		wait := func(owner string, mark uint64) { joinLine(t, rdb, k, owner, mark) }
-		line := func(want ...string) {
-			t.Helper()
-			if got := rdb.LRange(ctx, k.Queue, 0, -1).Val(); !slices.Equal(got, want) {
-				t.Fatalf("line %v, want %v", got, want)
-			}
-		}
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
-			t.Fatalf("a's acquire = %+v, %v", res, err)
-		}
-		// a's process waits as c, e and g; g died (its place expired).
-		wait("c", 1)
-		wait("g", 2)
-		wait("b", 3)
-		wait("e", 4)
-		rdb.Del(ctx, k.Places+"g")
-		over := []string{"c", "e", "g"}
-		u, err := script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, 0, over).Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Mark != 3 {
-			t.Fatalf("a's unlock past %v = %+v, %v; want a grant to b, mark 3", over, u, err)
-		}
-		line("c", "e")
-		if pttl := rdb.PTTL(ctx, k.Queue).Val(); pttl <= 0 {
-			t.Fatalf("line's TTL %v once the waiters passed over are back, want it to expire", pttl)
-		}
-		if n := rdb.Exists(ctx, k.Places+"c", k.Places+"e", k.Places+"b").Val(); n != 2 {
-			t.Fatalf("%d of the places of c, e (kept) and b (taken) exist, want 2", n)
-		}
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "a", lease, false, 1, grant, 0, over).Result() // a resend
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
-			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
-		}
-		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
-			t.Fatalf("lock hash %v, want b's", v)
-		}
-		line("c", "e")
-
-		// Nobody else live in line: the first live waiter passed over.
-		rdb.Del(ctx, k.Places+"c")
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "b", lease, false, 1, grant, 0, over).Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "e" || u.Mark != 4 {
-			t.Fatalf("b's unlock past %v = %+v, %v; want a grant to e, mark 4", over, u, err)
-		}
-		line()
-		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
-			t.Fatalf("lease after the grant %v, want at most the grant lease %v", pttl, grant)
-		}
-
-		// Nobody in line: the lock is freed.
-		u, err = script.ReentrantUnlockPast(ctx, rdb, k, "e", lease, false, 1, grant, 0, over).Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "" {
-			t.Fatalf("e's unlock = %+v, %v; want released, no grant", u, err)
-		}
-		if n := rdb.Exists(ctx, k.Lock, k.Queue).Val(); n != 0 {
-			t.Fatalf("%d of the lock's keys left after the last release", n)
 		}
 	})
 }
