@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
 )
