@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -33,10 +34,15 @@ its status (128 + N when it died of signal N).
 While the command runs, redisync's watchdog renews the lock every third of
 --lease. If the lock is lost (it was force-unlocked, or renewals failed
 until the lease ran out), the command is sent SIGTERM, and SIGKILL after
---grace, and redisync exits with code 76. The command runs in a process
-group of its own, as with timeout(1): the signals sent to redisync (INT,
-TERM, HUP, QUIT, USR1, USR2) are passed on to that group; a command that
-reads from the terminal is stopped by it, so run such commands otherwise.
+--grace, and redisync exits with code 76; a forced unlock is seen within
+a second (redisync asks Redis every second). The command runs in a
+process group of its own, as with timeout(1): the signals sent to redisync
+(INT, TERM, HUP, QUIT, USR1, USR2) are passed on to that group; a command
+that reads from the terminal is stopped by it, so run such commands
+otherwise. When redisync dies, SIGKILL included, a reaper at the head of
+the group kills the whole group at once (Linux; within 0.1s elsewhere),
+long before the lock can pass to anyone; what the command leaves running
+in its group when it exits is killed before the lock is released.
 
 --permits N runs the command under a leased semaphore of N permits instead
 (at most N at once; REDISYNC_PERMIT holds the permit's id and there is no
@@ -121,6 +127,9 @@ type lockHold struct {
 	env     string          // the variable the command gets: REDISYNC_TOKEN or REDISYNC_PERMIT
 	done    <-chan struct{} // closed when the hold ends
 	release func(ctx context.Context) error
+	// held asks Redis whether the hold is still there: a forced unlock is
+	// seen by it before the watchdog's next renewal sees it.
+	held func(ctx context.Context) (bool, error)
 }
 
 // take waits for the lock (or a permit) called name, for at most f.wait.
@@ -139,11 +148,11 @@ func (f lockFlags) take(ctx context.Context, rdb redis.UniversalClient, name str
 	case f.fair:
 		m := fairlock.New(rdb, name, fairlock.WithFencing(), fairlock.WithWatchdogTimeout(f.lease))
 		err = m.Lock(wctx)
-		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock}
+		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock, held: m.IsHeld}
 	default:
 		m := rlock.New(rdb, name, rlock.WithFencing(), rlock.WithWatchdogTimeout(f.lease))
 		err = m.Lock(wctx)
-		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock}
+		h = &lockHold{env: "REDISYNC_TOKEN=" + strconv.FormatUint(m.Token(), 10), done: m.Done(), release: m.Unlock, held: m.IsHeld}
 	}
 	switch {
 	case err == nil:
@@ -168,5 +177,13 @@ func (f lockFlags) takePermit(ctx, wctx context.Context, rdb redis.UniversalClie
 		return nil, err
 	}
 	release := func(ctx context.Context) error { return l.Release(ctx, id) }
-	return &lockHold{env: "REDISYNC_PERMIT=" + id, done: l.Done(id), release: release}, nil
+	held := func(ctx context.Context) (bool, error) {
+		// The permit is a member of the sorted set under the name's key.
+		err := rdb.ZScore(ctx, internal.NewNames(name).Lock(), id).Err()
+		if internal.IsNil(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	return &lockHold{env: "REDISYNC_PERMIT=" + id, done: l.Done(id), release: release, held: held}, nil
 }

@@ -12,3 +12,8 @@ func supervise(out *output, _ *lockHold, _ []string, _ time.Duration) (code int,
 	fmt.Fprintln(out.stderr, "redisync lock: runs commands on unix systems only")
 	return exitCannotRun, false
 }
+
+// reaping is unix-only, as lock's commands are.
+func reaping() bool { return false }
+
+func reap([]string) int { return exitFailure }

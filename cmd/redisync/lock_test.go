@@ -177,6 +177,36 @@ func TestLockLostStopsCommand(t *testing.T) {
 	}
 }
 
+// A forced unlock stops the command within a second or two, also with the
+// default lease, whose renewals (every 10s) would see it much later.
+func TestLockForcedUnlockStopsCommandPromptly(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	rdb := srv.NewClient(t)
+	for _, permits := range []bool{false, true} {
+		name := redistest.UniqueName(t)
+		args := []string{"--redis", url}
+		if permits {
+			args = append(args, "--permits", "1")
+		}
+		r := startLock(t, append(args, name, "--", "sh", "-c", `trap 'echo got TERM; exit 3' TERM; echo started; while :; do sleep 0.05; done`)...)
+		r.says(t, "started")
+		forced := time.Now()
+		if permits {
+			mustOK(t, rdb.Del(t.Context(), "redisync:{"+name+"}").Err()) // the permits' sorted set
+		} else if ok, err := rlock.New(rdb, name).ForceUnlock(t.Context()); !ok || err != nil {
+			t.Fatalf("ForceUnlock = %v, %v", ok, err)
+		}
+		r.says(t, "got TERM")
+		if took := time.Since(forced); took > 2*time.Second {
+			t.Errorf("permits %v: the command got SIGTERM %v after the forced unlock, want within 2s", permits, took)
+		}
+		if c := r.exit(t); c != exitLockLost {
+			t.Errorf("permits %v: exit code %d, want %d; stderr:\n%s", permits, c, exitLockLost, r.stderr)
+		}
+	}
+}
+
 // --permits 2 lets two commands run at once, never three.
 func TestLockPermits(t *testing.T) {
 	srv := redistest.SharedServer(t)

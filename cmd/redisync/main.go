@@ -9,7 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() { os.Exit(runMain(os.Args[1:])) }
+func main() {
+	if reaping() {
+		os.Exit(reap(os.Args[1:])) // lock's command runs under it
+	}
+	os.Exit(runMain(os.Args[1:]))
+}
 
 // runMain is the program as a process runs it: an interrupt or SIGTERM
 // ends a command's ctx (lock passes them on to its command instead).

@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if reaping() {
+		os.Exit(reap(os.Args[1:])) // the test binary is lock's reaper too
+	}
 	redistest.HelperMain(m, map[string]redistest.HelperFunc{
 		// redisync ARGS... is the program run as a process, for the tests
 		// that send it signals. Its last line is its exit code.
