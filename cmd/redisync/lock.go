@@ -46,7 +46,8 @@ in its group when it exits is killed before the lock is released.
 
 --permits N runs the command under a leased semaphore of N permits instead
 (at most N at once; REDISYNC_PERMIT holds the permit's id and there is no
-token): the semaphore's total is set to N. --fair takes a fair lock
+token): N becomes the semaphore's total only when it has none; an
+existing total is left as it is ('redisync semaphore set' changes it). --fair takes a fair lock
 (fairlock): commands waiting for NAME run in the order they came.
 
 Exit codes: the command's status; 75 when --wait ran out before the lock
@@ -69,7 +70,7 @@ func runLock(ctx context.Context, out *output, args []string) error {
 	fs.DurationVar(&f.wait, "wait", 0, "give up (exit code 75) when the lock is not held within `D`; 0 waits as long as it takes")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "after the lock is lost, how long the command has between SIGTERM and SIGKILL")
 	fs.DurationVar(&f.lease, "lease", rlock.DefaultWatchdogTimeout, "the lock's `lease`, renewed every third of it: a redisync that dies frees the lock that long after")
-	fs.Int64Var(&f.permits, "permits", 0, "hold one of `N` permits of a leased semaphore instead of a lock: at most N commands run at once")
+	fs.Int64Var(&f.permits, "permits", 0, "hold one of the permits of a leased semaphore instead of a lock, giving it `N` permits if it has none (an existing total is left as it is)")
 	fs.BoolVar(&f.fair, "fair", false, "take a fair lock: waiting commands run in the order they came")
 	names, err := fs.parse(before)
 	if err != nil {
@@ -95,7 +96,7 @@ func runLock(ctx context.Context, out *output, args []string) error {
 	}
 	defer t.close()
 	name := names[0]
-	h, err := f.take(ctx, t.client(), name)
+	h, err := f.take(ctx, out, t.client(), name)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ type lockHold struct {
 }
 
 // take waits for the lock (or a permit) called name, for at most f.wait.
-func (f lockFlags) take(ctx context.Context, rdb redis.UniversalClient, name string) (*lockHold, error) {
+func (f lockFlags) take(ctx context.Context, out *output, rdb redis.UniversalClient, name string) (*lockHold, error) {
 	wctx := ctx
 	if f.wait > 0 {
 		var cancel context.CancelFunc
@@ -144,7 +145,7 @@ func (f lockFlags) take(ctx context.Context, rdb redis.UniversalClient, name str
 	var err error
 	switch {
 	case f.permits > 0:
-		h, err = f.takePermit(ctx, wctx, rdb, name)
+		h, err = f.takePermit(ctx, wctx, out, rdb, name)
 	case f.fair:
 		m := fairlock.New(rdb, name, fairlock.WithFencing(), fairlock.WithWatchdogTimeout(f.lease))
 		err = m.Lock(wctx)
@@ -165,12 +166,20 @@ func (f lockFlags) take(ctx context.Context, rdb redis.UniversalClient, name str
 	return nil, err
 }
 
-// takePermit sets the leased semaphore called name to f.permits permits
-// and waits on wctx for one of them.
-func (f lockFlags) takePermit(ctx, wctx context.Context, rdb redis.UniversalClient, name string) (*lockHold, error) {
+// takePermit waits on wctx for a permit of the leased semaphore called
+// name, after giving it f.permits permits if it has none: an existing
+// total is never changed (redisync semaphore set does that).
+func (f lockFlags) takePermit(ctx, wctx context.Context, out *output, rdb redis.UniversalClient, name string) (*lockHold, error) {
 	l := semaphore.NewLeased(rdb, name, semaphore.WithWatchdogTimeout(f.lease))
-	if err := l.SetPermits(ctx, f.permits); err != nil {
+	set, err := l.TrySetPermits(wctx, f.permits)
+	if err != nil {
 		return nil, err
+	}
+	if !set {
+		total, err := rdb.Get(wctx, internal.NewNames(name).Sub("permits")).Int64()
+		if err == nil && total != f.permits {
+			fmt.Fprintf(out.stderr, "redisync lock: semaphore %q has %s in all, not %d: --permits sets a total only for a name that has none; 'redisync semaphore set --force' changes it\n", name, permits(total), f.permits)
+		}
 	}
 	id, err := l.Acquire(wctx, 0)
 	if err != nil {

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // lockedBuffer is an output a command writes while the test reads it.
@@ -239,6 +241,33 @@ func TestLockPermits(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left in %s: %v", dir, entries)
+	}
+}
+
+// --permits N gives a semaphore N permits only when it has none: a
+// semaphore set to 3 stays at 3, and the run says so.
+func TestLockPermitsKeepTotal(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	rdb := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	total := func() int64 {
+		t.Helper()
+		n, err := rdb.Get(t.Context(), internal.NewNames(name).Sub("permits")).Int64()
+		mustOK(t, err)
+		return n
+	}
+	mustRun(t, 0, "lock", "--redis", url, "--permits", "2", name, "--", "true")
+	if n := total(); n != 2 {
+		t.Fatalf("a new semaphore got %d permits from --permits 2", n)
+	}
+	mustOK(t, semaphore.NewLeased(rdb, name).SetPermits(t.Context(), 3))
+	_, stderr := mustRun(t, 0, "lock", "--redis", url, "--permits", "10", name, "--", "true")
+	if n := total(); n != 3 {
+		t.Errorf("lock --permits 10 on a semaphore of 3 left it at %d", n)
+	}
+	if !strings.Contains(stderr, "has 3 permits in all, not 10") {
+		t.Errorf("lock --permits 10 on a semaphore of 3 does not say so:\n%s", stderr)
 	}
 }
 
