@@ -50,10 +50,15 @@ token): N becomes the semaphore's total only when it has none; an
 existing total is left as it is ('redisync semaphore set' changes it). --fair takes a fair lock
 (fairlock): commands waiting for NAME run in the order they came.
 
+--wait bounds everything before the command runs, connecting to Redis
+included.
+
 Exit codes: the command's status; 75 when --wait ran out before the lock
 was held; 76 when the lock was lost while the command ran; 126 when the
-command could not be started, 127 when it was not found; 1 when redisync
-itself failed (Redis unreachable); 2 for a mistake on the command line.`
+command could not be started, 127 when it was not found; 130 (SIGINT) or
+143 (SIGTERM) when redisync was interrupted while it waited; 1 when
+redisync itself failed (Redis unreachable); 2 for a mistake on the
+command line.`
 
 // lockFlags are the flags of lock.
 type lockFlags struct {
@@ -90,13 +95,24 @@ func runLock(ctx context.Context, out *output, args []string) error {
 	case f.fair && f.permits > 0:
 		return usagef("--fair and --permits exclude each other")
 	}
-	t, err := conn.open(ctx)
+	name := names[0]
+	// --wait bounds everything before the command runs, the connection
+	// check included.
+	wctx := ctx
+	if f.wait > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, f.wait)
+		defer cancel()
+	}
+	t, err := conn.open(wctx)
 	if err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return &exitStatus{code: exitWaitRanOut, msg: fmt.Sprintf("%v: --wait %v ran out", err, f.wait)}
+		}
 		return err
 	}
 	defer t.close()
-	name := names[0]
-	h, err := f.take(ctx, out, t.client(), name)
+	h, err := f.take(ctx, wctx, out, t.client(), name)
 	if err != nil {
 		return err
 	}
@@ -133,14 +149,9 @@ type lockHold struct {
 	held func(ctx context.Context) (bool, error)
 }
 
-// take waits for the lock (or a permit) called name, for at most f.wait.
-func (f lockFlags) take(ctx context.Context, out *output, rdb redis.UniversalClient, name string) (*lockHold, error) {
-	wctx := ctx
-	if f.wait > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, f.wait)
-		defer cancel()
-	}
+// take waits for the lock (or a permit) called name until wctx ends
+// (--wait); ctx is the command's.
+func (f lockFlags) take(ctx, wctx context.Context, out *output, rdb redis.UniversalClient, name string) (*lockHold, error) {
 	var h *lockHold
 	var err error
 	switch {
@@ -159,7 +170,7 @@ func (f lockFlags) take(ctx context.Context, out *output, rdb redis.UniversalCli
 	case err == nil:
 		return h, nil
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("interrupted while waiting for %q", name)
+		return nil, fmt.Errorf("interrupted while waiting for %q", name) // run gives it the signal's code
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, &exitStatus{code: exitWaitRanOut, msg: fmt.Sprintf("%q is held elsewhere: --wait %v ran out", name, f.wait)}
 	}

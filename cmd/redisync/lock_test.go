@@ -301,3 +301,39 @@ func mustOK(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// --wait bounds the whole command, the connection check included: against
+// a server that does not answer (SIGSTOP), lock --wait gives up at its
+// deadline with code 75.
+func TestLockWaitBoundsConnecting(t *testing.T) {
+	srv := redistest.Start(t)
+	mustOK(t, syscall.Kill(srv.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) })
+	start := time.Now()
+	code, _, stderr := runCmd(t, "lock", "--redis", "redis://"+srv.Addr(), "--wait", "1s", redistest.UniqueName(t), "--", "echo", "ran")
+	if took := time.Since(start); code != exitWaitRanOut || took > 1500*time.Millisecond {
+		t.Errorf("lock --wait 1s on a stopped server: exit code %d after %v, want %d within 1.5s; stderr:\n%s", code, took, exitWaitRanOut, stderr)
+	}
+}
+
+// SIGINT or SIGTERM while lock waits ends it with 128 + the signal's
+// number, as a shell reports it; the command does not run.
+func TestLockInterruptedWhileWaiting(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		name := redistest.UniqueName(t)
+		holder := startLock(t, "--redis", url, name, "--", "sh", "-c", "echo started; sleep 2")
+		holder.says(t, "started")
+		h := redistest.StartHelper(t, "redisync", "lock", "--redis", url, name, "--", "echo", "ran")
+		time.Sleep(300 * time.Millisecond) // waiting
+		mustOK(t, syscall.Kill(h.Pid(), sig))
+		want := fmt.Sprintf("redisync exit %d", 128+int(sig))
+		if line := h.Next(t, 5*time.Second); line != want {
+			t.Errorf("%v while waiting: %q, want %q; stderr:\n%s", sig, line, want, h.Stderr())
+		}
+		if c := holder.exit(t); c != 0 {
+			t.Errorf("holder: exit code %d", c)
+		}
+	}
+}

@@ -13,6 +13,8 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime error: unreachable server, Redis error, a failed check
 	exitUsage   = 2 // a mistake on the command line
+	// A command a signal ended before it was done exits with 128 + its
+	// number: 130 for SIGINT, 143 for SIGTERM (see interrupted).
 )
 
 // exitStatus ends a command with an exit code of its own (lock exits with
@@ -69,7 +71,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == name {
-			return exitCode(out, c.name, c.run(ctx, out, rest))
+			err := c.run(ctx, out, rest)
+			var sig *interrupted
+			var status *exitStatus
+			if err != nil && !errors.As(err, &status) && errors.As(context.Cause(ctx), &sig) {
+				// A signal ended the command before it was done (lock's
+				// command, if it ran, reports its own status instead).
+				fmt.Fprintf(stderr, "redisync %s: %v\n", c.name, sig)
+				return sig.code()
+			}
+			return exitCode(out, c.name, err)
 		}
 	}
 	fmt.Fprintf(stderr, "redisync: unknown command %q\nRun 'redisync help' for the list of commands.\n", name)

@@ -51,9 +51,10 @@ type target struct {
 	clients []redis.UniversalClient
 }
 
-// open checks the flags, connects and pings the server. Bad flags are usage
-// errors; an unreachable server is a runtime error that says where it
-// looked.
+// open checks the flags, connects and pings the server, for at most
+// pingTimeout or until ctx's deadline, whichever is first. Bad flags are
+// usage errors; an unreachable server is a runtime error that says where
+// it looked.
 func (c *connFlags) open(ctx context.Context) (*target, error) {
 	t, err := c.target()
 	if err != nil {
@@ -142,11 +143,15 @@ func (t *target) embedded() bool { return t.mini != nil }
 // would have. It is closed by close.
 func (t *target) client() redis.UniversalClient {
 	var rdb redis.UniversalClient
+	// ContextTimeoutEnabled: a command's deadline (--wait, say) bounds
+	// every request, also one a stopped server never answers.
 	if t.cluster != nil {
 		opt := *t.cluster
+		opt.ContextTimeoutEnabled = true
 		rdb = redis.NewClusterClient(&opt)
 	} else {
 		opt := *t.single
+		opt.ContextTimeoutEnabled = true
 		rdb = redis.NewClient(&opt)
 	}
 	t.mu.Lock()
