@@ -32,7 +32,8 @@
 //
 // Exit codes: 0 on success, 1 when something failed at run time (an
 // unreachable server, a Redis error, a failed check), 2 for a mistake on
-// the command line, 130 (SIGINT) or 143 (SIGTERM) when a signal ended a
+// the command line, 3 when inspect or semaphore show found nothing in
+// Redis under a NAME, 130 (SIGINT) or 143 (SIGTERM) when a signal ended a
 // command before it was done. lock exits with its command's status, or 75
 // when --wait ran out, 76 when the lock was lost while the command ran,
 // 126 and 127 when the command could not be started or was not found.

@@ -28,12 +28,13 @@ given one of redisync's keys ("redisync:{orders:42}:queue"), it says the
 name the key belongs to.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
-which walks that node's whole keyspace.`
+which walks that node's whole keyspace. A NAME that holds nothing in
+Redis is reported as free, and the command then exits with code 3.`
 
 // Kinds of data inspect recognises. A held fair lock with nobody queued
 // has the same layout as a reentrant mutex, so it reads as kindMutex.
 const (
-	kindFree      = "free"      // no keys: not locked
+	kindFree      = "free"      // no keys: nothing under the name (not locked, no permits, no latch)
 	kindMutex     = "mutex"     // rlock (waiters in line or not), or a fairlock with an empty queue
 	kindFairlock  = "fairlock"  // a fair lock with waiters queued
 	kindRWLock    = "rwlock"    // a read-write lock
@@ -163,16 +164,35 @@ func runInspect(ctx context.Context, out *output, args []string) error {
 		}
 		reports = append(reports, r)
 	}
-	if *asJSON {
+	return writeReports(out, reports, *asJSON)
+}
+
+// writeReports prints reports as text or as a JSON array. When a NAME
+// holds nothing in Redis, it says so and ends the command with
+// exitNothing.
+func writeReports(out *output, reports []*report, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(reports)
-	}
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprintln(out.stdout)
+		if err := enc.Encode(reports); err != nil {
+			return err
 		}
-		r.writeText(out.stdout)
+	} else {
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(out.stdout)
+			}
+			r.writeText(out.stdout)
+		}
+	}
+	var nothing []string
+	for _, r := range reports {
+		if r.Kind == kindFree {
+			nothing = append(nothing, strconv.Quote(r.Name))
+		}
+	}
+	if len(nothing) > 0 {
+		return &exitStatus{code: exitNothing, msg: "nothing in Redis under " + strings.Join(nothing, ", ") + " (not locked, no permits, no latch: check the name and the server)"}
 	}
 	return nil
 }
@@ -211,7 +231,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	r.Kind = kindUnknown
 	switch {
 	case byName[n.Lock()] == nil && len(keys) == countExplained(keys):
-		r.Kind, r.note = kindFree, "not locked"
+		r.Kind, r.note = kindFree, "nothing in Redis under this name"
 		if owner, ok := nameOfKey(name); ok {
 			r.Hint = fmt.Sprintf("%q is a Redis key of the name %q: NAME is the name given to New; try: redisync inspect %q", name, owner, owner)
 		}

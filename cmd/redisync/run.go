@@ -13,6 +13,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime error: unreachable server, Redis error, a failed check
 	exitUsage   = 2 // a mistake on the command line
+	exitNothing = 3 // inspect, semaphore show: a NAME holds nothing in Redis (a mistyped name, a lock not held)
 	// A command a signal ended before it was done exits with 128 + its
 	// number: 130 for SIGINT, 143 for SIGTERM (see interrupted).
 )
