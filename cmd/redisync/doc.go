@@ -11,6 +11,8 @@
 //	          cache stampede, without a lock and with each primitive
 //	inspect   show who holds a lock or semaphore, its remaining lease, its
 //	          queue and its waiters (read-only)
+//	list      list every name in use, with its kind, holder and TTL
+//	          (read-only; SCAN, never KEYS)
 //	unlock    free a stuck lock, whoever holds it, and wake its waiters
 //	          (needs --force)
 //	semaphore show a semaphore's permits; set or add them, or release a
@@ -22,7 +24,7 @@
 //
 // Every command takes --redis URL (redis://[user:password@]host:port[/db],
 // or rediss:// for TLS) or --cluster host:port,... for a Redis Cluster.
-// inspect, unlock, semaphore and lock default to redis://localhost:6379; demo and bench
+// inspect, list, unlock, semaphore and lock default to redis://localhost:6379; demo and bench
 // default to an embedded miniredis, so they run with no setup:
 //
 //	go run github.com/redisync/redisync/cmd/redisync@latest demo

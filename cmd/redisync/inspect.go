@@ -199,6 +199,12 @@ func writeReports(out *output, reports []*report, asJSON bool) error {
 
 // inspect reads everything Redis holds for name and decodes it.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*report, error) {
+	return inspectKeys(ctx, rdb, name, nil)
+}
+
+// inspectKeys is inspect of name whose keys were found already (by list's
+// SCAN): it reads found instead of scanning for them; nil scans.
+func inspectKeys(ctx context.Context, rdb redis.UniversalClient, name string, found []string) (*report, error) {
 	n := internal.NewNames(name)
 	node, err := nodeFor(ctx, rdb, n.Lock())
 	if err != nil {
@@ -208,7 +214,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	if err != nil {
 		return nil, err
 	}
-	keys, err := readKeys(ctx, node, n, now)
+	keys, err := readKeys(ctx, node, n, now, found)
 	if err != nil {
 		return nil, err
 	}
@@ -295,11 +301,14 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 
 // readKeys returns the name's keys with their types, TTLs and contents;
 // now is the server's time, which a sorted set's live members are scored
-// after.
-func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time) ([]*key, error) {
-	names, err := scanNode(ctx, node, globEscape(n.Lock())+"*")
-	if err != nil {
-		return nil, err
+// after. It scans for them unless found lists them already.
+func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time, found []string) ([]*key, error) {
+	names := slices.Clone(found)
+	var err error
+	if names == nil {
+		if names, err = scanNode(ctx, node, globEscape(n.Lock())+"*"); err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(names)
 	var keys []*key

@@ -45,6 +45,7 @@ func commands() []command {
 	return []command{
 		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers, a leader that dies", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
+		{"list", "list every name in use, with its kind, holder and TTL (read-only, SCAN)", runList},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
 		{"semaphore", "show a semaphore's permits; set or add them, release a leased permit by id (needs --force)", runSemaphore},
 		{"lock", "run a command while holding a lock, and stop it if the lock is lost", runLock},
@@ -123,12 +124,13 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nEvery command takes --redis URL (redis://[user:password@]host:port, or rediss://\n")
-	b.WriteString("for TLS) or --cluster host:port,... . inspect, unlock, semaphore and lock default to\n")
+	b.WriteString("for TLS) or --cluster host:port,... . inspect, list, unlock, semaphore and lock default to\n")
 	b.WriteString("redis://localhost:6379; demo and bench run on an embedded miniredis unless told.\n")
 	b.WriteString("NAME is the name the code gave New (\"orders:42\"), not a Redis key.\n\n")
 	b.WriteString("Examples:\n")
 	b.WriteString("  redisync demo\n")
 	b.WriteString("  redisync inspect --redis redis://10.0.0.5:6379 orders:42\n")
+	b.WriteString("  redisync list --redis redis://10.0.0.5:6379 'orders:*'\n")
 	b.WriteString("  redisync unlock --force --redis redis://10.0.0.5:6379 orders:42\n")
 	b.WriteString("  redisync semaphore set --force --redis redis://10.0.0.5:6379 pdf-renders 4\n")
 	b.WriteString("  redisync lock --wait 1m --redis redis://10.0.0.5:6379 nightly -- ./report.sh\n")
