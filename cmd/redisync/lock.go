@@ -116,16 +116,25 @@ func runLock(ctx context.Context, out *output, args []string) error {
 	if err != nil {
 		return err
 	}
-	code, lost := supervise(out, h, command, f.grace)
+	code, lost := supervise(out, h, command, f.grace, f.what(name))
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.release(rctx); err != nil && !lost {
-		fmt.Fprintf(out.stderr, "redisync lock: releasing %q: %v (it frees itself within --lease)\n", name, err)
+		fmt.Fprintf(out.stderr, "redisync lock: releasing %s: %v (it frees itself within --lease)\n", f.what(name), err)
 	}
 	if lost {
-		return &exitStatus{code: exitLockLost, msg: fmt.Sprintf("lost %q while the command ran: it was stopped (its status: %d)", name, code)}
+		return &exitStatus{code: exitLockLost, msg: fmt.Sprintf("lost %s while the command ran: it was stopped (its status: %d)", f.what(name), code)}
 	}
 	return &exitStatus{code: code}
+}
+
+// what names the hold, for messages: the lock "name", or a permit of the
+// semaphore "name".
+func (f lockFlags) what(name string) string {
+	if f.permits > 0 {
+		return fmt.Sprintf("a permit of semaphore %q", name)
+	}
+	return fmt.Sprintf("the lock %q", name)
 }
 
 // cutDashDash splits args at the first "--": what comes before (flags and
@@ -172,7 +181,11 @@ func (f lockFlags) take(ctx, wctx context.Context, out *output, rdb redis.Univer
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("interrupted while waiting for %q", name) // run gives it the signal's code
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, &exitStatus{code: exitWaitRanOut, msg: fmt.Sprintf("%q is held elsewhere: --wait %v ran out", name, f.wait)}
+		held := fmt.Sprintf("%q is held elsewhere", name)
+		if f.permits > 0 {
+			held = fmt.Sprintf("every permit of semaphore %q is held", name)
+		}
+		return nil, &exitStatus{code: exitWaitRanOut, msg: fmt.Sprintf("%s: --wait %v ran out", held, f.wait)}
 	}
 	return nil, err
 }

@@ -206,6 +206,13 @@ func TestLockForcedUnlockStopsCommandPromptly(t *testing.T) {
 		if c := r.exit(t); c != exitLockLost {
 			t.Errorf("permits %v: exit code %d, want %d; stderr:\n%s", permits, c, exitLockLost, r.stderr)
 		}
+		want := fmt.Sprintf("the lock %q was lost", name)
+		if permits {
+			want = fmt.Sprintf("a permit of semaphore %q was lost", name)
+		}
+		if !strings.Contains(r.stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
 	}
 }
 
@@ -292,13 +299,6 @@ func TestLockForwardsSignals(t *testing.T) {
 	next("redisync exit 5")
 	if locked, err := rlock.New(srv.NewClient(t), name).IsLocked(t.Context()); locked || err != nil {
 		t.Errorf("the lock is still held after redisync exited (%v)", err)
-	}
-}
-
-func mustOK(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -16,10 +16,10 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // supervise runs argv under a reaper (see reaperEnv), in a process group
 // of its own, while h is held, passing on the signals redisync receives,
-// and stops it when h ends first: SIGTERM, then SIGKILL after grace. It
+// and stops it when h (what, for messages) ends first: SIGTERM, then SIGKILL after grace. It
 // returns the command's exit code (128 + N when it died of signal N) and
 // whether h was lost.
-func supervise(out *output, h *lockHold, argv []string, grace time.Duration) (code int, lost bool) {
+func supervise(out *output, h *lockHold, argv []string, grace time.Duration, what string) (code int, lost bool) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
@@ -39,7 +39,7 @@ func supervise(out *output, h *lockHold, argv []string, grace time.Duration) (co
 			p.signal(s.(syscall.Signal))
 		case <-gone:
 			lost, gone = true, nil
-			fmt.Fprintf(out.stderr, "redisync lock: the lock was lost: sending the command SIGTERM, SIGKILL in %v\n", grace)
+			fmt.Fprintf(out.stderr, "redisync lock: %s was lost: sending the command SIGTERM, SIGKILL in %v\n", what, grace)
 			p.signal(syscall.SIGTERM)
 			timer := time.NewTimer(grace)
 			defer timer.Stop()

@@ -180,3 +180,10 @@ func tableRow(t *testing.T, out, label string) []string {
 	t.Fatalf("no row %q in:\n%s", label, out)
 	return nil
 }
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
