@@ -337,3 +337,55 @@ func TestLockInterruptedWhileWaiting(t *testing.T) {
 		}
 	}
 }
+
+// A redisync lock that gives up its wait (--wait ran out, or SIGINT) and
+// exits leaves nothing in line: the next waiter holds the lock within
+// 300ms of the holder's release, not when the dead waiter's place lapses.
+func TestLockGivenUpLeavesNothingInLine(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	for _, tc := range []struct {
+		name string
+		args []string
+		stop func(h *redistest.Helper)
+		code int
+	}{
+		{"wait", []string{"--wait", "1s"}, func(*redistest.Helper) {}, exitWaitRanOut},
+		{"sigint", nil, func(h *redistest.Helper) { mustOK(t, syscall.Kill(h.Pid(), syscall.SIGINT)) }, 130},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			name := redistest.UniqueName(t)
+			holder := rlock.New(srv.NewClient(t), name)
+			mustOK(t, holder.Lock(ctx))
+			args := append(append([]string{"lock", "--redis", url}, tc.args...), name, "--", "echo", "ran")
+			h := redistest.StartHelper(t, "redisync", args...)
+			time.Sleep(500 * time.Millisecond) // in line
+			tc.stop(h)
+			want := fmt.Sprintf("redisync exit %d", tc.code)
+			if line := h.Next(t, 5*time.Second); line != want {
+				t.Fatalf("%q, want %q; stderr:\n%s", line, want, h.Stderr())
+			}
+			next := rlock.New(srv.NewClient(t), name)
+			got := make(chan time.Time, 1)
+			go func() {
+				if err := next.Lock(ctx); err != nil {
+					t.Error(err)
+				}
+				got <- time.Now()
+			}()
+			time.Sleep(200 * time.Millisecond) // in line behind whatever is left
+			mustOK(t, holder.Unlock(ctx))
+			released := time.Now()
+			select {
+			case at := <-got:
+				if took := at.Sub(released); took > 300*time.Millisecond {
+					t.Errorf("the next waiter held the lock %v after the release, want within 300ms", took)
+				}
+				mustOK(t, next.Unlock(ctx))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next waiter did not get the lock")
+			}
+		})
+	}
+}
