@@ -290,6 +290,7 @@ func (w *waiter) attempt(ctx context.Context) (bool, time.Duration, error) {
 	ok, wait, err := w.try(ctx)
 	w.report.Attempt(ctx, ok, err)
 	w.refused = time.Time{}
+	w.answered = w.answered || err == nil
 	defer w.park()
 	switch {
 	case ok:
@@ -354,6 +355,7 @@ type waiter struct {
 	sub      *hub.Subscription
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
+	answered bool  // an attempt got a reply from Redis (refused or not)
 	backoff  time.Duration
 	report   *Report // the acquire's report (see Probe.Begin); nil: none
 }
@@ -362,9 +364,17 @@ type waiter struct {
 // the transient error that kept the attempts failing, if any, however
 // the wait ended (in a sleep, a subscription, or an attempt cut short):
 // a wait that fails says why.
+//
+// A wait that never got a reply (its attempts all cut short by ctx, as
+// when go-redis is still dialing an unreachable server at the deadline)
+// has no error of Redis to wrap: it dials Redis once, briefly, and wraps
+// the dial's error, if any (see whyUnanswered).
 func (w *waiter) ctxErr(err error) error {
-	if w.lastErr != nil {
+	switch {
+	case w.lastErr != nil:
 		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)
+	case !w.answered && w.sub == nil: // a subscription is a reply too
+		return unanswered(err, w.hub)
 	}
 	return err
 }

@@ -324,7 +324,7 @@ func (l *Leased) Release(ctx context.Context, id string) error {
 		}
 	}
 	if errors.Is(err, ErrNotHeld) {
-		err = fmt.Errorf("permit %q: %w (unknown, expired or released)", id, err)
+		err = permitNotHeld{id: id}
 	} else if err != nil {
 		err = fmt.Errorf("permit %q: %w", id, err)
 	}
@@ -365,3 +365,13 @@ func (l *Leased) leaseOf(lease time.Duration) time.Duration {
 func (l *Leased) wrap(op string, err error) error {
 	return internal.Wrap("semaphore", op, l.name, err)
 }
+
+// permitNotHeld is ErrNotHeld as Release reports it for a permit: it
+// names the permit, not a lock, and matches ErrNotHeld.
+type permitNotHeld struct{ id string }
+
+func (e permitNotHeld) Error() string {
+	return fmt.Sprintf("permit %q not held (unknown, expired or released)", e.id)
+}
+
+func (e permitNotHeld) Unwrap() error { return ErrNotHeld }

@@ -219,7 +219,7 @@ func TestErrorMessagesMini(t *testing.T) {
 		err  error
 		want string
 	}{
-		{semaphore.NewLeased(rdb, "workers").Release(ctx, "nope"), `semaphore: release "workers": permit "nope": lock not held (unknown, expired or released)`},
+		{semaphore.NewLeased(rdb, "workers").Release(ctx, "nope"), `semaphore: release "workers": permit "nope" not held (unknown, expired or released)`},
 		{semaphore.New(rdb, "db").Release(ctx, -2), `semaphore: release "db": negative argument: permits -2`},
 		{renewErr, `semaphore: renew "db": negative argument: lease -1s`},
 	} {

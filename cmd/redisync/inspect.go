@@ -28,12 +28,13 @@ given one of redisync's keys ("redisync:{orders:42}:queue"), it says the
 name the key belongs to.
 
 It only reads. It finds a name's keys with SCAN on the node holding them,
-which walks that node's whole keyspace.`
+which walks that node's whole keyspace. A NAME that holds nothing in
+Redis is reported as free, and the command then exits with code 3.`
 
 // Kinds of data inspect recognises. A held fair lock with nobody queued
 // has the same layout as a reentrant mutex, so it reads as kindMutex.
 const (
-	kindFree      = "free"      // no keys: not locked
+	kindFree      = "free"      // no keys: nothing under the name (not locked, no permits, no latch)
 	kindMutex     = "mutex"     // rlock (waiters in line or not), or a fairlock with an empty queue
 	kindFairlock  = "fairlock"  // a fair lock with waiters queued
 	kindRWLock    = "rwlock"    // a read-write lock
@@ -163,22 +164,47 @@ func runInspect(ctx context.Context, out *output, args []string) error {
 		}
 		reports = append(reports, r)
 	}
-	if *asJSON {
+	return writeReports(out, reports, *asJSON)
+}
+
+// writeReports prints reports as text or as a JSON array. When a NAME
+// holds nothing in Redis, it says so and ends the command with
+// exitNothing.
+func writeReports(out *output, reports []*report, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(reports)
-	}
-	for i, r := range reports {
-		if i > 0 {
-			fmt.Fprintln(out.stdout)
+		if err := enc.Encode(reports); err != nil {
+			return err
 		}
-		r.writeText(out.stdout)
+	} else {
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(out.stdout)
+			}
+			r.writeText(out.stdout)
+		}
+	}
+	var nothing []string
+	for _, r := range reports {
+		if r.Kind == kindFree {
+			nothing = append(nothing, strconv.Quote(r.Name))
+		}
+	}
+	if len(nothing) > 0 {
+		return &exitStatus{code: exitNothing, msg: "nothing in Redis under " + strings.Join(nothing, ", ") + " (not locked, no permits, no latch: check the name and the server)"}
 	}
 	return nil
 }
 
 // inspect reads everything Redis holds for name and decodes it.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*report, error) {
+	return inspectKeys(ctx, rdb, name, nil)
+}
+
+// inspectKeys is inspect of name whose keys were found already (by list's
+// SCAN): it reads found instead of scanning for them; nil scans.
+func inspectKeys(ctx context.Context, rdb redis.UniversalClient, name string, found []string) (*report, error) {
 	n := internal.NewNames(name)
 	node, err := nodeFor(ctx, rdb, n.Lock())
 	if err != nil {
@@ -188,7 +214,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	if err != nil {
 		return nil, err
 	}
-	keys, err := readKeys(ctx, node, n, now)
+	keys, err := readKeys(ctx, node, n, now, found)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +237,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 	r.Kind = kindUnknown
 	switch {
 	case byName[n.Lock()] == nil && len(keys) == countExplained(keys):
-		r.Kind, r.note = kindFree, "not locked"
+		r.Kind, r.note = kindFree, "nothing in Redis under this name"
 		if owner, ok := nameOfKey(name); ok {
 			r.Hint = fmt.Sprintf("%q is a Redis key of the name %q: NAME is the name given to New; try: redisync inspect %q", name, owner, owner)
 		}
@@ -275,11 +301,14 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 
 // readKeys returns the name's keys with their types, TTLs and contents;
 // now is the server's time, which a sorted set's live members are scored
-// after.
-func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time) ([]*key, error) {
-	names, err := scanNode(ctx, node, globEscape(n.Lock())+"*")
-	if err != nil {
-		return nil, err
+// after. It scans for them unless found lists them already.
+func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time, found []string) ([]*key, error) {
+	names := slices.Clone(found)
+	var err error
+	if names == nil {
+		if names, err = scanNode(ctx, node, globEscape(n.Lock())+"*"); err != nil {
+			return nil, err
+		}
 	}
 	slices.Sort(names)
 	var keys []*key

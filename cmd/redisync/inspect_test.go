@@ -23,7 +23,11 @@ import (
 // inspectJSON runs inspect --json and decodes its reports.
 func inspectJSON(t *testing.T, flags []string, names ...string) []report {
 	t.Helper()
-	stdout, _ := mustRun(t, exitOK, append(append(append([]string{"inspect"}, flags...), names...), "--json")...)
+	args := append(append(append([]string{"inspect"}, flags...), names...), "--json")
+	code, stdout, stderr := runCmd(t, args...)
+	if code != exitOK && code != exitNothing {
+		t.Fatalf("redisync %s: exit code %d\nstderr:\n%s", strings.Join(args, " "), code, stderr)
+	}
 	var rs []report
 	if err := json.Unmarshal([]byte(stdout), &rs); err != nil {
 		t.Fatalf("inspect --json output is no JSON array of reports: %v\n%s", err, stdout)
@@ -162,14 +166,17 @@ func TestInspectKinds(t *testing.T) {
 		t.Errorf("leased semaphore report = %+v", r)
 	}
 
-	stdout, _ := mustRun(t, exitOK, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
+	stdout, stderr := mustRun(t, exitNothing, "inspect", "--redis", "redis://"+addr, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
+	if want := `nothing in Redis under "nothing"`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
 		"mode         read", "readers      r:o1  holds 1\n", "r:web-2:99:o2  holds 3  pid 99 on web-2",
 		"holder       web-7:4121:p1  lease 30.0s  pid 4121 on web-7", "1 writer(s) waiting ahead of new readers (1 more lapsed); 1 reader(s) to come ahead of new writers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,
-		"kind         free (not locked)",
+		"kind         free (nothing in Redis under this name)",
 		"semaphore (leased, 1 request receipt(s), expiring within 10s)",
 		"semaphore (2 request receipt(s), expiring within 1h)",
 	} {
@@ -209,7 +216,7 @@ func TestInspectKeyHint(t *testing.T) {
 			t.Errorf("report on %q has a hint: %q", r.Name, r.Hint)
 		}
 	}
-	stdout, _ := mustRun(t, exitOK, append([]string{"inspect", "redisync:{job}"}, flags...)...)
+	stdout, _ := mustRun(t, exitNothing, append([]string{"inspect", "redisync:{job}"}, flags...)...)
 	if want := `hint         "redisync:{job}" is a Redis key of the name "job": NAME is the name given to New; try: redisync inspect "job"`; !strings.Contains(stdout, want) {
 		t.Errorf("text output lacks %q:\n%s", want, stdout)
 	}

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/semaphore"
 )
 
 // lockedBuffer is an output a command writes while the test reads it.
@@ -177,6 +179,43 @@ func TestLockLostStopsCommand(t *testing.T) {
 	}
 }
 
+// A forced unlock stops the command within a second or two, also with the
+// default lease, whose renewals (every 10s) would see it much later.
+func TestLockForcedUnlockStopsCommandPromptly(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	rdb := srv.NewClient(t)
+	for _, permits := range []bool{false, true} {
+		name := redistest.UniqueName(t)
+		args := []string{"--redis", url}
+		if permits {
+			args = append(args, "--permits", "1")
+		}
+		r := startLock(t, append(args, name, "--", "sh", "-c", `trap 'echo got TERM; exit 3' TERM; echo started; while :; do sleep 0.05; done`)...)
+		r.says(t, "started")
+		forced := time.Now()
+		if permits {
+			mustOK(t, rdb.Del(t.Context(), "redisync:{"+name+"}").Err()) // the permits' sorted set
+		} else if ok, err := rlock.New(rdb, name).ForceUnlock(t.Context()); !ok || err != nil {
+			t.Fatalf("ForceUnlock = %v, %v", ok, err)
+		}
+		r.says(t, "got TERM")
+		if took := time.Since(forced); took > 2*time.Second {
+			t.Errorf("permits %v: the command got SIGTERM %v after the forced unlock, want within 2s", permits, took)
+		}
+		if c := r.exit(t); c != exitLockLost {
+			t.Errorf("permits %v: exit code %d, want %d; stderr:\n%s", permits, c, exitLockLost, r.stderr)
+		}
+		want := fmt.Sprintf("the lock %q was lost", name)
+		if permits {
+			want = fmt.Sprintf("a permit of semaphore %q was lost", name)
+		}
+		if !strings.Contains(r.stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
 // --permits 2 lets two commands run at once, never three.
 func TestLockPermits(t *testing.T) {
 	srv := redistest.SharedServer(t)
@@ -212,6 +251,33 @@ func TestLockPermits(t *testing.T) {
 	}
 }
 
+// --permits N gives a semaphore N permits only when it has none: a
+// semaphore set to 3 stays at 3, and the run says so.
+func TestLockPermitsKeepTotal(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	rdb := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	total := func() int64 {
+		t.Helper()
+		n, err := rdb.Get(t.Context(), internal.NewNames(name).Sub("permits")).Int64()
+		mustOK(t, err)
+		return n
+	}
+	mustRun(t, 0, "lock", "--redis", url, "--permits", "2", name, "--", "true")
+	if n := total(); n != 2 {
+		t.Fatalf("a new semaphore got %d permits from --permits 2", n)
+	}
+	mustOK(t, semaphore.NewLeased(rdb, name).SetPermits(t.Context(), 3))
+	_, stderr := mustRun(t, 0, "lock", "--redis", url, "--permits", "10", name, "--", "true")
+	if n := total(); n != 3 {
+		t.Errorf("lock --permits 10 on a semaphore of 3 left it at %d", n)
+	}
+	if !strings.Contains(stderr, "has 3 permits in all, not 10") {
+		t.Errorf("lock --permits 10 on a semaphore of 3 does not say so:\n%s", stderr)
+	}
+}
+
 // Signals sent to redisync reach the command; a SIGTERM that ends the
 // command ends redisync with the command's status, and frees the lock.
 func TestLockForwardsSignals(t *testing.T) {
@@ -236,9 +302,90 @@ func TestLockForwardsSignals(t *testing.T) {
 	}
 }
 
-func mustOK(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+// --wait bounds the whole command, the connection check included: against
+// a server that does not answer (SIGSTOP), lock --wait gives up at its
+// deadline with code 75.
+func TestLockWaitBoundsConnecting(t *testing.T) {
+	srv := redistest.Start(t)
+	mustOK(t, syscall.Kill(srv.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) })
+	start := time.Now()
+	code, _, stderr := runCmd(t, "lock", "--redis", "redis://"+srv.Addr(), "--wait", "1s", redistest.UniqueName(t), "--", "echo", "ran")
+	if took := time.Since(start); code != exitWaitRanOut || took > 1500*time.Millisecond {
+		t.Errorf("lock --wait 1s on a stopped server: exit code %d after %v, want %d within 1.5s; stderr:\n%s", code, took, exitWaitRanOut, stderr)
+	}
+}
+
+// SIGINT or SIGTERM while lock waits ends it with 128 + the signal's
+// number, as a shell reports it; the command does not run.
+func TestLockInterruptedWhileWaiting(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		name := redistest.UniqueName(t)
+		holder := startLock(t, "--redis", url, name, "--", "sh", "-c", "echo started; sleep 2")
+		holder.says(t, "started")
+		h := redistest.StartHelper(t, "redisync", "lock", "--redis", url, name, "--", "echo", "ran")
+		time.Sleep(300 * time.Millisecond) // waiting
+		mustOK(t, syscall.Kill(h.Pid(), sig))
+		want := fmt.Sprintf("redisync exit %d", 128+int(sig))
+		if line := h.Next(t, 5*time.Second); line != want {
+			t.Errorf("%v while waiting: %q, want %q; stderr:\n%s", sig, line, want, h.Stderr())
+		}
+		if c := holder.exit(t); c != 0 {
+			t.Errorf("holder: exit code %d", c)
+		}
+	}
+}
+
+// A redisync lock that gives up its wait (--wait ran out, or SIGINT) and
+// exits leaves nothing in line: the next waiter holds the lock within
+// 300ms of the holder's release, not when the dead waiter's place lapses.
+func TestLockGivenUpLeavesNothingInLine(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	url := "redis://" + srv.Addr()
+	for _, tc := range []struct {
+		name string
+		args []string
+		stop func(h *redistest.Helper)
+		code int
+	}{
+		{"wait", []string{"--wait", "1s"}, func(*redistest.Helper) {}, exitWaitRanOut},
+		{"sigint", nil, func(h *redistest.Helper) { mustOK(t, syscall.Kill(h.Pid(), syscall.SIGINT)) }, 130},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			name := redistest.UniqueName(t)
+			holder := rlock.New(srv.NewClient(t), name)
+			mustOK(t, holder.Lock(ctx))
+			args := append(append([]string{"lock", "--redis", url}, tc.args...), name, "--", "echo", "ran")
+			h := redistest.StartHelper(t, "redisync", args...)
+			time.Sleep(500 * time.Millisecond) // in line
+			tc.stop(h)
+			want := fmt.Sprintf("redisync exit %d", tc.code)
+			if line := h.Next(t, 5*time.Second); line != want {
+				t.Fatalf("%q, want %q; stderr:\n%s", line, want, h.Stderr())
+			}
+			next := rlock.New(srv.NewClient(t), name)
+			got := make(chan time.Time, 1)
+			go func() {
+				if err := next.Lock(ctx); err != nil {
+					t.Error(err)
+				}
+				got <- time.Now()
+			}()
+			time.Sleep(200 * time.Millisecond) // in line behind whatever is left
+			mustOK(t, holder.Unlock(ctx))
+			released := time.Now()
+			select {
+			case at := <-got:
+				if took := at.Sub(released); took > 300*time.Millisecond {
+					t.Errorf("the next waiter held the lock %v after the release, want within 300ms", took)
+				}
+				mustOK(t, next.Unlock(ctx))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next waiter did not get the lock")
+			}
+		})
 	}
 }

@@ -16,6 +16,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if reaping() {
+		os.Exit(reap(os.Args[1:])) // the test binary is lock's reaper too
+	}
 	redistest.HelperMain(m, map[string]redistest.HelperFunc{
 		// redisync ARGS... is the program run as a process, for the tests
 		// that send it signals. Its last line is its exit code.
@@ -176,4 +179,11 @@ func tableRow(t *testing.T, out, label string) []string {
 	}
 	t.Fatalf("no row %q in:\n%s", label, out)
 	return nil
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

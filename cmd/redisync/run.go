@@ -13,6 +13,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // a runtime error: unreachable server, Redis error, a failed check
 	exitUsage   = 2 // a mistake on the command line
+	exitNothing = 3 // inspect, semaphore show: a NAME holds nothing in Redis (a mistyped name, a lock not held)
+	// A command a signal ended before it was done exits with 128 + its
+	// number: 130 for SIGINT, 143 for SIGTERM (see interrupted).
 )
 
 // exitStatus ends a command with an exit code of its own (lock exits with
@@ -42,6 +45,7 @@ func commands() []command {
 	return []command{
 		{"demo", "see why a distributed lock matters: overselling, a cache stampede, a batch waited for with a latch, crossed transfers, a leader that dies", runDemo},
 		{"inspect", "show who holds a lock or semaphore, or what a latch counts: lease, queue, waiters (read-only)", runInspect},
+		{"list", "list every name in use, with its kind, holder and TTL (read-only, SCAN)", runList},
 		{"unlock", "free a stuck lock whoever holds it, and wake its waiters (needs --force)", runUnlock},
 		{"semaphore", "show a semaphore's permits; set or add them, release a leased permit by id (needs --force)", runSemaphore},
 		{"lock", "run a command while holding a lock, and stop it if the lock is lost", runLock},
@@ -69,7 +73,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == name {
-			return exitCode(out, c.name, c.run(ctx, out, rest))
+			err := c.run(ctx, out, rest)
+			var sig *interrupted
+			var status *exitStatus
+			if err != nil && !errors.As(err, &status) && errors.As(context.Cause(ctx), &sig) {
+				// A signal ended the command before it was done (lock's
+				// command, if it ran, reports its own status instead).
+				fmt.Fprintf(stderr, "redisync %s: %v\n", c.name, sig)
+				return sig.code()
+			}
+			return exitCode(out, c.name, err)
 		}
 	}
 	fmt.Fprintf(stderr, "redisync: unknown command %q\nRun 'redisync help' for the list of commands.\n", name)
@@ -111,12 +124,13 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
 	}
 	b.WriteString("\nEvery command takes --redis URL (redis://[user:password@]host:port, or rediss://\n")
-	b.WriteString("for TLS) or --cluster host:port,... . inspect, unlock, semaphore and lock default to\n")
+	b.WriteString("for TLS) or --cluster host:port,... . inspect, list, unlock, semaphore and lock default to\n")
 	b.WriteString("redis://localhost:6379; demo and bench run on an embedded miniredis unless told.\n")
 	b.WriteString("NAME is the name the code gave New (\"orders:42\"), not a Redis key.\n\n")
 	b.WriteString("Examples:\n")
 	b.WriteString("  redisync demo\n")
 	b.WriteString("  redisync inspect --redis redis://10.0.0.5:6379 orders:42\n")
+	b.WriteString("  redisync list --redis redis://10.0.0.5:6379 'orders:*'\n")
 	b.WriteString("  redisync unlock --force --redis redis://10.0.0.5:6379 orders:42\n")
 	b.WriteString("  redisync semaphore set --force --redis redis://10.0.0.5:6379 pdf-renders 4\n")
 	b.WriteString("  redisync lock --wait 1m --redis redis://10.0.0.5:6379 nightly -- ./report.sh\n")

@@ -20,14 +20,16 @@ themselves, and a Release without an Acquire adds permits. A leased
 semaphore's permits have ids and leases: each returns when its lease runs
 out, or when it is released by its id.
 
-  semaphore show NAME...                 the permits, holders and receipts (read-only)
+  semaphore show [--json] NAME...        the permits, holders and receipts (read-only),
+                                         as inspect shows them
   semaphore set --force NAME N           counting: make N permits available;
                                          leased: make the total N (acquired ones included)
   semaphore add --force NAME N           add N permits; a negative N takes them away
   semaphore release --force NAME ID...   give back leased permits by id
 
 set, add and release change what every process using NAME counts on:
-without --force they refuse (exit code 2) and touch nothing. A NAME with
+without --force they refuse (exit code 2) and touch nothing. show exits
+with code 3 when a NAME holds nothing in Redis. A NAME with
 no keys in Redis is taken for a counting semaphore, unless --leased.
 NAME is the name given to New in the code, not a Redis key.`
 
@@ -39,6 +41,7 @@ func runSemaphore(ctx context.Context, out *output, args []string) error {
 	conn := addConnFlags(fs, false)
 	force := fs.Bool("force", false, "really change the permits")
 	leased := fs.Bool("leased", false, "a NAME with no keys is a leased semaphore (set, add)")
+	asJSON := fs.Bool("json", false, "show: print a JSON array of reports, as inspect --json does")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -83,7 +86,7 @@ func runSemaphore(ctx context.Context, out *output, args []string) error {
 	defer t.close()
 	rdb := t.client()
 	if op == "show" {
-		return showSemaphores(ctx, out, rdb, pos)
+		return showSemaphores(ctx, out, rdb, pos, *asJSON)
 	}
 	name := pos[0]
 	r, err := inspect(ctx, rdb, name)
@@ -185,17 +188,15 @@ func permits(n int64) string {
 	return fmt.Sprintf("%d permits", n)
 }
 
-// showSemaphores prints inspect's report of each name.
-func showSemaphores(ctx context.Context, out *output, rdb redis.UniversalClient, names []string) error {
-	for i, name := range names {
+// showSemaphores prints inspect's report of each name, as text or JSON.
+func showSemaphores(ctx context.Context, out *output, rdb redis.UniversalClient, names []string, asJSON bool) error {
+	var reports []*report
+	for _, name := range names {
 		r, err := inspect(ctx, rdb, name)
 		if err != nil {
 			return fmt.Errorf("%q: %w", name, err)
 		}
-		if i > 0 {
-			fmt.Fprintln(out.stdout)
-		}
-		r.writeText(out.stdout)
+		reports = append(reports, r)
 	}
-	return nil
+	return writeReports(out, reports, asJSON)
 }

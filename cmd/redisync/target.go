@@ -10,6 +10,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal"
 )
 
 // pingTimeout bounds the first contact with the server.
@@ -51,9 +53,10 @@ type target struct {
 	clients []redis.UniversalClient
 }
 
-// open checks the flags, connects and pings the server. Bad flags are usage
-// errors; an unreachable server is a runtime error that says where it
-// looked.
+// open checks the flags, connects and pings the server, for at most
+// pingTimeout or until ctx's deadline, whichever is first. Bad flags are
+// usage errors; an unreachable server is a runtime error that says where
+// it looked.
 func (c *connFlags) open(ctx context.Context) (*target, error) {
 	t, err := c.target()
 	if err != nil {
@@ -142,11 +145,15 @@ func (t *target) embedded() bool { return t.mini != nil }
 // would have. It is closed by close.
 func (t *target) client() redis.UniversalClient {
 	var rdb redis.UniversalClient
+	// ContextTimeoutEnabled: a command's deadline (--wait, say) bounds
+	// every request, also one a stopped server never answers.
 	if t.cluster != nil {
 		opt := *t.cluster
+		opt.ContextTimeoutEnabled = true
 		rdb = redis.NewClusterClient(&opt)
 	} else {
 		opt := *t.single
+		opt.ContextTimeoutEnabled = true
 		rdb = redis.NewClient(&opt)
 	}
 	t.mu.Lock()
@@ -182,8 +189,20 @@ func (t *target) advance(ctx context.Context) {
 	}
 }
 
-// close closes every client and stops the embedded server.
+// tidyTimeout bounds how long close waits for the library's clean-ups.
+const tidyTimeout = 2 * time.Second
+
+// close waits for the clean-ups the library left running in the
+// background (the removal of a waiter's place in line after a Lock gave
+// up at its deadline or on Ctrl-C, the give-back of an acquisition whose
+// reply came late), for at most tidyTimeout, then closes every client and
+// stops the embedded server. A process that exited before they ran would
+// leave its place in line to lapse, and the next holder would wait for
+// that. Every command that opens a target closes it on every exit path.
 func (t *target) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), tidyTimeout)
+	internal.AwaitTidied(ctx)
+	cancel()
 	t.mu.Lock()
 	clients := t.clients
 	t.clients = nil
