@@ -129,14 +129,16 @@ func reenterWhileGivenUp(t *testing.T, l netLevel, h *netHandle, faults *clientF
 			lock, unlock = h.rw.RLock, h.rw.RUnlock
 		}
 		standFor(t.Context(), admin, h.name, stand)
-		faults.holdRenewals(t, lease41)
+		if !faults.holdRenewals(lease41) {
+			t.Fatal("no renewal failed: the fault was not injected")
+		}
 		gate := faults.holdNextScript()
 		res := make(chan error, 1)
 		go func() { res <- lock(keep) }()
 		<-gate.caught
 		redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(h.Done()) })
 		faults.failPipes.Store(false)
-		close(gate.open)
+		faults.let(gate)
 		if err := <-res; err == nil {
 			if err := unlock(keep); err != nil {
 				t.Logf("giving back the level the call took: %v", err)

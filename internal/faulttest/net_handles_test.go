@@ -14,7 +14,6 @@ import (
 
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -105,7 +104,10 @@ var (
 		return netMutexHandle(rlock.New(rdb, name, opts...), name)
 	}}
 	netFairlock = netKind{"fairlock", func(rdb redis.UniversalClient, name string, lease time.Duration, fenced bool) *netHandle {
-		opts := []fairlock.Option{fairlock.WithWatchdogTimeout(lease)}
+		// A waiter whose leave failed stays in line until its timeout:
+		// as short as rlock's grant lease, so that the net's bound on
+		// dead waiters (netFree) holds for both.
+		opts := []fairlock.Option{fairlock.WithWatchdogTimeout(lease), fairlock.WithWaiterTimeout(rlock.WaiterTimeout)}
 		if fenced {
 			opts = append(opts, fairlock.WithFencing())
 		}
@@ -211,15 +213,24 @@ func (f *clientFaults) holdNextScript() *scriptGate {
 	return g
 }
 
-// holdRenewals makes renewals fail from now on and returns once the
-// first has failed: the hold's last successful renewal was then sent a
-// renewal interval ago or more, so a call sent after this returns is
+// holdRenewals makes renewals fail from now on and reports, within d,
+// that the first has failed: the hold's last successful renewal was then
+// sent a renewal interval ago or more, so a call sent after it returns is
 // younger than the hold's validity by that much.
-func (f *clientFaults) holdRenewals(t testing.TB, within time.Duration) {
-	t.Helper()
+func (f *clientFaults) holdRenewals(d time.Duration) bool {
 	n := f.failed.Load()
 	f.failPipes.Store(true)
-	redistest.WaitFor(t, within, func() bool { return f.failed.Load() > n })
+	return waitUntil(d, func() bool { return f.failed.Load() > n })
+}
+
+// let lets g's call go on to Redis, or disarms g if no call was caught.
+func (f *clientFaults) let(g *scriptGate) {
+	f.mu.Lock()
+	if f.gate == g {
+		f.gate = nil
+	}
+	f.mu.Unlock()
+	close(g.open)
 }
 
 func (f *clientFaults) DialHook(next redis.DialHook) redis.DialHook { return next }
