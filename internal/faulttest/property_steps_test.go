@@ -26,7 +26,7 @@ const (
 	opDo                     // Do (RDo) running Body in fn; Fault is around Do's own release
 	opForce                  // ForceUnlock
 	// A fresh handle of client B tries the mode the model says is free,
-	// until a lease past the last fault has passed. The runner probes
+	// until netFree past the last fault has passed. The runner probes
 	// after every step; a literal may ask for one inside Do's fn.
 	opProbe
 	// Faults on client A (handles 0 and 1, through the proxy).

@@ -25,20 +25,22 @@ import (
 // The checks (see netRun): (a) at most one writer, or readers and no
 // writer, among handles whose Done is open; (b) a mode nobody holds is
 // free, and once every caller has returned and every level is released
-// every key of the name is gone, within a lease past the last fault;
-// (c) under WithFencing a new hold's token is not 0 and above every
-// earlier one of the name, and a re-entry keeps its hold's; (d) Done
-// closes when, and only when, the hold was released or Redis lost it.
+// every key of the name is gone, within netFree past the last fault (a
+// lease, plus a grant lease for a waiter that gave up); (c) under
+// WithFencing a new hold's token is not 0 and above every earlier one of
+// the name, and a re-entry keeps its hold's; (d) Done closes when, and
+// only when, the hold was released or Redis lost it.
 //
 // Run it (it is gated while issue 41's engine is not in):
 //
 //	REDISYNC_ENGINE41=1 go test -race -run 'TestNet' -timeout 5m ./internal/faulttest/
 //
-// The bounded run makes netChecks checks per primitive; REDISYNC_PROPERTY=long
-// makes netLongChecks, and -rapid.checks, -rapid.seed or -rapid.shrinktime
-// (or RAPID_CHECKS, ...) given explicitly win over both.
+// The bounded run makes netChecks checks per primitive and fault profile
+// (with and without give-ups) and replays netRegressions;
+// REDISYNC_PROPERTY=long makes netLongChecks. -rapid.checks, -rapid.seed,
+// -rapid.shrinktime (or RAPID_CHECKS, ...) given explicitly win over both.
 const (
-	netChecks     = 4
+	netChecks     = 2
 	netLongChecks = 60
 	netMaxSteps   = 6
 )
@@ -50,7 +52,7 @@ const (
 func netRapidFlags() {
 	given := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	want := map[string]string{"rapid.checks": strconv.Itoa(netChecks), "rapid.shrinktime": "20s", "rapid.nofailfile": "true"}
+	want := map[string]string{"rapid.checks": strconv.Itoa(netChecks), "rapid.shrinktime": "5s", "rapid.nofailfile": "true"}
 	if os.Getenv("REDISYNC_PROPERTY") == "long" {
 		want["rapid.checks"], want["rapid.shrinktime"] = strconv.Itoa(netLongChecks), "3m"
 	}
