@@ -34,9 +34,9 @@ func TestWaitReturnsAtItsDeadline(t *testing.T) {
 		name string
 		addr func(t *testing.T) string
 		// ctxTimeout: the client bounds each command by ctx's deadline
-		// (go-redis' ContextTimeoutEnabled); without it, go-redis waits
-		// for a reply for its own timeouts, whatever ctx says (see
-		// docs/failure-model.md).
+		// (go-redis' ContextTimeoutEnabled); without it, the library
+		// returns at ctx's end and leaves the command to go-redis' own
+		// timeouts in the background.
 		ctxTimeout bool
 	}{
 		{"unreachable", func(t *testing.T) string {
@@ -53,6 +53,13 @@ func TestWaitReturnsAtItsDeadline(t *testing.T) {
 			p.Stall()
 			return p.Addr()
 		}, true},
+		// A default client (redis.NewClient as the README shows it): a
+		// script call returns at ctx's end all the same (script.Process).
+		{"stalled, default client", func(t *testing.T) string {
+			p := redistest.NewProxy(t, redistest.SharedServer(t).Addr())
+			p.Stall()
+			return p.Addr()
+		}, false},
 	}
 	for _, nw := range networks {
 		t.Run(nw.name, func(t *testing.T) {

@@ -71,14 +71,57 @@ func (noRetry) NoRetry() bool { return true }
 // this way; what a retry means is decided by the caller (the hold engine,
 // or a receipt), never by go-redis.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
-	_ = c.Process(ctx, noRetry{cmd})
+	cmd := Process(ctx, c, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// Refused unrun: sending the source is the first run.
-		cmd = redis.NewCmd(ctx, evalArgs("eval", s.src, keys, args)...)
-		_ = c.Process(ctx, noRetry{cmd})
+		cmd = Process(ctx, c, evalArgs("eval", s.src, keys, args)...)
 	}
 	return cmd
+}
+
+// Process runs the command args on c once, as go-redis never resends it
+// (see noRetry), and returns by the time ctx is done, also on a client
+// that does not bound its commands by ctx (go-redis' ContextTimeoutEnabled
+// off, the default): a caller's deadline holds while Redis does not
+// answer. The command then goes on on a goroutine of its own until the
+// client's own timeouts end it (ReadTimeout, 3s by default), and the
+// caller gets ctx's error, whose outcome is unknown: the engine undoes
+// it as it does any other (see internal.OutcomeUnknown). Without a ctx
+// that can end, or on a client that bounds its commands itself, no
+// goroutine is started.
+func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
+	if ctx.Done() == nil || boundsByCtx(c) {
+		cmd := redis.NewCmd(ctx, args...)
+		_ = c.Process(ctx, noRetry{cmd})
+		return cmd
+	}
+	inner := redis.NewCmd(ctx, args...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Process(ctx, noRetry{inner})
+	}()
+	select {
+	case <-done:
+		return inner
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx, args...)
+		cmd.SetErr(fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()))
+		return cmd
+	}
+}
+
+// boundsByCtx reports whether c ends a command when its ctx ends.
+func boundsByCtx(c Processor) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Conn:
+		return false
+	}
+	return false
 }
 
 // queue runs s on c with Script.Run, which go-redis may resend, or queues
