@@ -18,22 +18,15 @@
 -- KEYS[6]  with ARGV[12] only: the owner's value key, a string holding the
 --          value of a candidate waiting in line (see ARGV[12])
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
+-- ARGV[2]  lease in milliseconds, and the fencing
 --          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition;
 --          "2": as "1", and the handle gave its last hold up (lost, or
 --          its release failed): a hold of the owner's found here that an
 --          earlier attempt took is adopted with a new token (see
 --          rlock_acquire)
--- ARGV[4]  the hold count the caller believes it has (0 for none); when the
---          owner already holds a different count, this is a retry of an
---          attempt whose reply was lost: the script reports the current
---          state and adds no hold, so a retried acquire never adds one; it
---          re-arms the lease all the same, since the caller counts the
---          hold's validity from this call, not from the lost one. A
---          caller that holds nothing (0) with a later mark than the hold
---          records retries nothing: it finds a hold its handle gave up,
---          and takes it on as one level, whatever its count
+-- ARGV[4]  unused ("0"): the caller holds nothing when it attempts, since
+--          re-entry is counted in the process (see rlock_acquire)
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
 --          the owner joins the end of the line (or stays where it is) with
 --          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
@@ -112,7 +105,7 @@
 -- and, under an election's name, a hash without '@value' (another lock's).
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, lease, expect = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4])
+local owner, lease = ARGV[1], tonumber(ARGV[2])
 local fencing, anew = ARGV[3] == '1' or ARGV[3] == '2', ARGV[3] == '2'
 local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
 local mark, places = ARGV[9], ARGV[10]
@@ -173,43 +166,36 @@ if held and tonumber(mark) < tonumber(state[3] or 0) then
   return {0, redis.call('pttl', lock)} -- a late attempt
 end
 if held then
+  -- The owner holds: a resend of the attempt that took the hold, a grant
+  -- the caller has not completed, or a hold the handle gave up. Re-entry
+  -- is counted in the process and never comes here: the script reports
+  -- the hold, adds no level, and re-arms the lease, since the caller
+  -- counts the hold's validity from this call.
   held = tonumber(held)
-  if held ~= expect then
-    local token = 0
-    -- An attempt of a caller that holds nothing, later than the one the
-    -- hold records, is no resend: the hold is one the handle gave up
-    -- (lost, or its release failed; a level of unknown outcome is given
-    -- back before the handle's next attempt). It becomes the caller's
-    -- one level, whatever its count: the caller will release one, and a
-    -- level left over would be renewed with nobody to release it.
-    local adopted = expect == 0 and tonumber(mark) > tonumber(state[3] or 0)
-    if anew and adopted then
-      -- The handle gave this hold up (lost, or its release failed), and
-      -- this attempt is a later one than the attempt that took it (a
-      -- resend of that attempt names the mark the hold records, and
-      -- reports the recorded token below): a new token, so that steps
-      -- still under way under the hold given up are refused.
-      -- Above the hold's own token too: the counter may have expired
-      -- (a hold lives longer than it) and the clock been set back.
-      token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
-      if office ~= '' then
-        publish() -- a new term: observers hear of it as of any change
-      end
-    elseif fencing and (held == 1 or expect == 0) then
-      token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
+  local token = 0
+  -- An attempt later than the one the hold records is no resend: the
+  -- hold is one the handle gave up (lost, or its release failed). It
+  -- becomes the caller's one level, whatever its count.
+  local adopted = tonumber(mark) > tonumber(state[3] or 0)
+  if anew and adopted then
+    -- A new token, so that steps still under way under the hold given up
+    -- are refused; above the hold's own token too: the counter may have
+    -- expired (a hold lives longer than it) and the clock been set back.
+    token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
+    if office ~= '' then
+      publish() -- a new term: observers hear of it as of any change
     end
-    if adopted then
-      held = 1
-      redis.call('hset', lock, owner, 1, '@' .. owner, mark)
-    else
-      redis.call('hset', lock, '@' .. owner, mark)
-    end
-    redis.call('pexpire', lock, lease)
-    return {1, held, token}
+  elseif fencing then
+    token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
   end
-  redis.call('hset', lock, owner, held + 1, '@' .. owner, mark)
+  if adopted then
+    held = 1
+    redis.call('hset', lock, owner, 1, '@' .. owner, mark)
+  else
+    redis.call('hset', lock, '@' .. owner, mark)
+  end
   redis.call('pexpire', lock, lease)
-  return {1, held + 1, 0}
+  return {1, held, token}
 end
 
 -- PTTL tells a free lock (-2) and is the reply to a refused waiter; the

@@ -1,5 +1,6 @@
--- fairlock_unlock: release one level of a fair lock; at the last level,
--- grant it to the first live waiter in line.
+-- fairlock_unlock: release a fair lock's hold (one level in Redis:
+-- re-entry is counted in the process) and grant the lock to the first
+-- live waiter in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list, oldest first
@@ -8,8 +9,7 @@
 --          takes the next token (see fairlock_acquire), and the counter
 --          then lives ARGV[2] from now
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds, re-armed while holds remain; the fencing
---          counter's lifetime
+-- ARGV[2]  lease in milliseconds: the fencing counter's lifetime
 -- ARGV[3]  the hold count the caller expects before this unlock, or 0 for
 --          any; a mismatch changes nothing (a retried unlock whose first
 --          reply was lost must not release a second level)
@@ -201,11 +201,6 @@ holds = tonumber(holds)
 -- the owner's latest attempt and is never refused for this.
 if expect > 0 and holds ~= expect or named > 0 and tonumber(state[2] or 0) > named then
   return {-2}
-end
-if holds > 1 then
-  redis.call('hincrby', lock, owner, -1)
-  redis.call('pexpire', lock, lease)
-  return {holds - 1}
 end
 -- Nobody in line, the uncontended case: the lock is free.
 if not redis.call('lindex', queue, 0) then
