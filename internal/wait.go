@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Attempt makes one acquisition attempt. It reports whether it succeeded
@@ -110,7 +111,7 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // (the grant names an earlier attempt, say), the waiter makes an attempt
 // instead, which finds a grant that is still its own in Redis. An error
 // ends the wait.
-type Claim func(ctx context.Context, g hub.Grant, base time.Time) (bool, error)
+type Claim func(ctx context.Context, g script.Grant, base time.Time) (bool, error)
 
 // WaitGranted is Wait for a waiter with a place in a line in Redis and a
 // channel of its own, to which a release may grant the lock: a grant
@@ -243,7 +244,11 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	if w.claim == nil || w.sub == nil {
 		return false, nil
 	}
-	g, ok := w.sub.Granted()
+	p, ok := w.sub.Message()
+	if !ok {
+		return false, nil
+	}
+	g, ok := script.ParseGrant(p)
 	if !ok {
 		return false, nil
 	}

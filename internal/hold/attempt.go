@@ -16,7 +16,7 @@ type Grant struct {
 	Levels Levels        // when OK: the handle's levels in Redis
 	Token  uint64        // when OK: the fencing token of a first acquisition, else 0
 	Wait   time.Duration // when not OK: the holder's remaining lease; 0 if unknown
-	Mark   float64       // when not OK: the mark a blocking attempt set in line (see hub.Grant)
+	Mark   float64       // when not OK: the mark a blocking attempt set in line (see script.Grant)
 	// Refused, when not OK, is a definite refusal that ends the attempt
 	// with this error; nothing was taken (a read-write lock's upgrade).
 	Refused error

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
@@ -64,7 +64,7 @@ type Config struct {
 	// Granted, if set, is told of a release, sent at sent, that granted
 	// the lock to grantee: a waiter of the same process completes its
 	// hold without waiting for the grant's message.
-	Granted func(grantee string, g hub.Grant, sent time.Time)
+	Granted func(grantee string, g script.Grant, sent time.Time)
 	// GrantLease, if set, is how long a grant to the handle lasts, at
 	// most GrantLease (see Kind.GrantLease).
 	GrantLease time.Duration

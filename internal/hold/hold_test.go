@@ -11,8 +11,8 @@ import (
 
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
-	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -424,16 +424,16 @@ func TestGiveBackHandsOver(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	type handed struct {
 		grantee string
-		g       hub.Grant
+		g       script.Grant
 	}
 	got := make(chan handed, 1)
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
 		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64, _ bool) (hold.Released, error) {
-			return hold.Released{Grantee: "next", Grant: hub.Grant{Mark: float64(undoes) + 1}}, nil
+			return hold.Released{Grantee: "next", Grant: script.Grant{Mark: float64(undoes) + 1}}, nil
 		},
-		Granted: func(grantee string, g hub.Grant, _ time.Time) { got <- handed{grantee, g} },
+		Granted: func(grantee string, g script.Grant, _ time.Time) { got <- handed{grantee, g} },
 	})
 	t.Cleanup(tr.Drop)
 	tr.Undo(t.Context(), hold.Exclusive, 1, 7)

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -262,7 +261,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	var err error
 	switch {
 	case l.k.Grants:
-		claim := func(ctx context.Context, g hub.Grant, base time.Time) (bool, error) {
+		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
 			if mark == 0 || g.Mark != mark {
 				// Not a grant to the last attempt: one read late, after
 				// the grant lapsed or went elsewhere and a later attempt
@@ -337,9 +336,9 @@ func (l *Lock) recheck(ctx context.Context) (bool, error) {
 // in-process handoff. The hub accepts it only for a wait parked before
 // sent (see hub.Hub.Deliver), so a reply read late never reaches a later
 // wait of the grantee.
-func (l *Lock) deliver(grantee string, g hub.Grant, sent time.Time) {
+func (l *Lock) deliver(grantee string, g script.Grant, sent time.Time) {
 	c := internal.Attach(l.k.RDB)
-	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), g, sent)
+	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), g.Payload(), sent)
 	c.Detach()
 }
 

@@ -5,24 +5,23 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal"
-	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/script"
 )
 
 // Released is what a release script reports.
 type Released struct {
-	Levels   Levels    // the handle's levels afterwards
-	NotHeld  bool      // the handle held no level of the mode: nothing changed
-	Mismatch bool      // the handle's level was not the expected one: nothing changed
-	Grantee  string    // the owner the release granted the lock to, if any
-	Grant    hub.Grant // what the grant's message carries
+	Levels   Levels       // the handle's levels afterwards
+	NotHeld  bool         // the handle held no level of the mode: nothing changed
+	Mismatch bool         // the handle's level was not the expected one: nothing changed
+	Grantee  string       // the owner the release granted the lock to, if any
+	Grant    script.Grant // what the grant's message carries
 }
 
 // UnlockedGrant converts the reply of a mutex release script that may
 // grant the lock (see Unlocked).
 func UnlockedGrant(u script.Unlocked) Released {
 	r := Unlocked(u.Holds)
-	r.Grantee, r.Grant = u.Grantee, hub.Grant{Token: u.Token, Mark: u.Mark}
+	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, Mark: u.Mark}
 	return r
 }
 

@@ -268,14 +268,18 @@ func (c *conn) wakeAll() {
 	}
 }
 
-// wakeCount decodes a notification payload: how many waiters may proceed,
-// -1 for all. Anything unreadable wakes one, the safe minimum.
-func wakeCount(payload string) int {
+// wakeCount decodes a count of free units: how many waiters may proceed,
+// -1 for all (0 wakes one, the safe minimum). It reports false for a
+// payload that is no number: a message (see Subscription.Message).
+func wakeCount(payload string) (int, bool) {
 	n, err := strconv.Atoi(payload)
-	if err != nil || n == 0 {
-		return 1
+	if err != nil {
+		return 0, false
 	}
-	return n
+	if n == 0 {
+		return 1, true
+	}
+	return n, true
 }
 
 func isTimeout(err error) bool {

@@ -45,14 +45,10 @@ package hub
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/internal/script"
 )
 
 // Linger is how long an idle connection stays open after its last
@@ -110,12 +106,12 @@ type Subscription struct {
 	// guarded by hub.mu: a waiter that leaves without using the wake-up
 	// passes them on.
 	units int
-	// granted and grant record a grant message (see Granted), guarded by
+	// hasMessage and message record a message (see Message), guarded by
 	// hub.mu.
-	granted bool
-	grant   Grant
-	parked  time.Time // see Parked; guarded by hub.mu
-	once    sync.Once
+	hasMessage bool
+	message    string
+	parked     time.Time // see Parked; guarded by hub.mu
+	once       sync.Once
 }
 
 // C returns the channel on which the waiter is woken. Wake-ups coalesce: a
@@ -205,24 +201,17 @@ func (h *Hub) addLocked(c *conn, ch *channel, need int) *Subscription {
 	return s
 }
 
-// Grant is what a grant message carries.
-type Grant struct {
-	// Token is the hold's fencing token; 0 when none was taken.
-	Token uint64
-	// Mark is the mark that the grantee's refused attempt set in line
-	// (see script.Acquired.Mark), which names the attempt the grant
-	// answers: a waiter takes only a grant that names its last attempt.
-	Mark float64
-}
-
-// Granted reports, once, whether a grant message reached the waiter on
-// a confirmed subscription since it last asked, and what it carried.
-func (s *Subscription) Granted() (Grant, bool) {
+// Message reports, once, whether a message other than a count of free
+// units reached the waiter on a confirmed subscription since it last
+// asked, and its payload. The hub does not read it: on a waiter's own
+// channel it is what the publisher says to that waiter (a lock's grant,
+// see package script's ParseGrant).
+func (s *Subscription) Message() (string, bool) {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	g, ok := s.grant, s.granted
-	s.grant, s.granted = Grant{}, false
-	return g, ok
+	p, ok := s.message, s.hasMessage
+	s.message, s.hasMessage = "", false
+	return p, ok
 }
 
 // Parked records when the waiter's last attempt, refused without error
@@ -234,14 +223,14 @@ func (s *Subscription) Parked(at time.Time) {
 	s.parked = at
 }
 
-// Deliver gives the waiter on channel name, if this hub has one, a grant
-// that a release sent at sent made to it, as a grant message would: the
+// Deliver gives the waiter on channel name, if this hub has one, the
+// message payload of a release sent at sent, as a published message would: the
 // in-process handoff, without waiting for the message. It is accepted
 // only by a waiter on a confirmed subscription that parked (see Parked)
 // before sent: a later wait of the same waiter sent all its attempts
 // after the grant was made, so a late delivery never reaches it. It
 // reports whether a waiter accepted it.
-func (h *Hub) Deliver(name string, g Grant, sent time.Time) bool {
+func (h *Hub) Deliver(name string, payload string, sent time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var ch *channel
@@ -254,7 +243,7 @@ func (h *Hub) Deliver(name string, g Grant, sent time.Time) bool {
 		return false
 	}
 	if s := ch.subs[0]; !s.parked.IsZero() && s.parked.Before(sent) {
-		grantLocked(ch, g)
+		messageLocked(ch, payload)
 		return true
 	}
 	return false
@@ -414,50 +403,36 @@ func (ch *channel) lapse() {
 	ch.lapsed = true
 }
 
-// notifyLocked delivers a message published on ch: a grant, or a count
-// of free units. h.mu must be held.
+// notifyLocked delivers a message published on ch: a count of free
+// units, or any other payload, which is the message of the channel's
+// first waiter (its own channel). h.mu must be held.
 func notifyLocked(ch *channel, payload string) {
-	g, ok := parseGrant(payload)
-	if !ok {
-		wakeLocked(ch, wakeCount(payload))
+	if n, ok := wakeCount(payload); ok {
+		wakeLocked(ch, n)
 		return
 	}
-	grantLocked(ch, g)
+	messageLocked(ch, payload)
 }
 
-// grantLocked gives the waiter on ch grant g. h.mu must be held.
-func grantLocked(ch *channel, g Grant) {
+// messageLocked gives the first waiter on ch the message payload. h.mu
+// must be held.
+func messageLocked(ch *channel, payload string) {
 	if len(ch.subs) == 0 {
 		return
 	}
-	// A waiter's own channel: the grant is its, and it is woken whether
+	// A waiter's own channel: the message is its, and it is woken whether
 	// or not a wake-up is pending already. A message read before the
 	// subscription was confirmed was published to an earlier one, a wait
 	// that has ended: it only wakes.
 	s := ch.subs[0]
 	if ch.isConfirmed {
-		s.granted, s.grant = true, g
+		s.hasMessage, s.message = true, payload
 	}
 	select {
 	case s.c <- struct{}{}:
 		s.units = 1
 	default:
 	}
-}
-
-// parseGrant decodes a grant message, "g", a fencing token, ":" and a
-// mark: the publisher made the channel's waiter the holder.
-func parseGrant(payload string) (Grant, bool) {
-	rest, ok := strings.CutPrefix(payload, "g")
-	if !ok {
-		return Grant{}, false
-	}
-	token, mark, _ := strings.Cut(rest, ":")
-	t, err := strconv.ParseUint(token, 10, 64)
-	if err != nil {
-		return Grant{}, false
-	}
-	return Grant{Token: t, Mark: script.ParseMark(mark)}, true
 }
 
 // wakeLocked wakes, in line order, the waiters of ch that hold no unread

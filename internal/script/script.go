@@ -230,3 +230,34 @@ type Request struct {
 	TTL      time.Duration
 	Deadline int64
 }
+
+// Grant is what a release script's grant message carries, published on
+// the grantee's own channel as "g", a fencing token, ":" and a mark.
+type Grant struct {
+	// Token is the hold's fencing token; 0 when none was taken.
+	Token uint64
+	// Mark is the mark that the grantee's refused attempt set in line
+	// (see Acquired.Mark), which names the attempt the grant answers: a
+	// waiter takes only a grant that names its last attempt.
+	Mark float64
+}
+
+// ParseGrant decodes a grant message; false for any other payload.
+func ParseGrant(payload string) (Grant, bool) {
+	rest, ok := strings.CutPrefix(payload, "g")
+	if !ok {
+		return Grant{}, false
+	}
+	token, mark, _ := strings.Cut(rest, ":")
+	t, err := strconv.ParseUint(token, 10, 64)
+	if err != nil {
+		return Grant{}, false
+	}
+	return Grant{Token: t, Mark: ParseMark(mark)}, true
+}
+
+// Payload is g as its grant message says it, for a delivery within the
+// process (hub.Hub.Deliver).
+func (g Grant) Payload() string {
+	return "g" + strconv.FormatUint(g.Token, 10) + ":" + strconv.FormatFloat(g.Mark, 'f', -1, 64)
+}
