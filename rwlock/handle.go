@@ -28,6 +28,7 @@ var ErrWrongType = internal.ErrWrongType
 // go through the ctx Do and RDo hand to fn. It is safe for concurrent use.
 type RWMutex struct {
 	l *hold.Lock
+	s *sides
 	// engine lets package multilock watch the lock's releases and read
 	// its lease without adding to the API (see hold.Handle).
 	engine

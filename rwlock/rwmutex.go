@@ -15,7 +15,7 @@ import (
 func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	b := hold.NewBase("rwlock", rdb, name)
 	s := &sides{Base: b, cfg: newConfig(opts), keys: b.Keys.RWKeys(b.Owner)}
-	rw := &RWMutex{l: hold.NewLock(hold.Kind{
+	rw := &RWMutex{s: s, l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, Place: s.announcement,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
 	})}

@@ -639,3 +639,50 @@ func TestFencingMini(t *testing.T) {
 	}
 	mustUnlock(t, plain)
 }
+
+// IsHeld says whether this handle holds the lock in either mode, and
+// HoldCount the depth of the hold ctx carries, as rlock's do.
+func TestIsHeldAndHoldCountMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	ctx := t.Context()
+	rw, other := rwlock.New(rdb, "held"), rwlock.New(rdb, "held")
+	if held, err := rw.IsHeld(ctx); held || err != nil {
+		t.Fatalf("IsHeld before any lock = %v, %v", held, err)
+	}
+	err := rw.Do(ctx, func(ctx context.Context) error {
+		if err := rw.Lock(ctx); err != nil {
+			return err
+		}
+		if n, err := rw.HoldCount(ctx); n != 2 || err != nil {
+			t.Errorf("HoldCount after a re-entry = %d, %v; want 2", n, err)
+		}
+		if held, err := rw.IsHeld(ctx); !held || err != nil {
+			t.Errorf("IsHeld of the writer = %v, %v", held, err)
+		}
+		if held, err := other.IsHeld(ctx); held || err != nil {
+			t.Errorf("IsHeld of another handle = %v, %v", held, err)
+		}
+		return rw.Unlock(ctx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rw.HoldCount(ctx); n != 0 || err != nil {
+		t.Fatalf("HoldCount after Do = %d, %v; want 0", n, err)
+	}
+	err = rw.RDo(ctx, func(ctx context.Context) error {
+		if n, err := rw.HoldCount(ctx); n != 1 || err != nil {
+			t.Errorf("HoldCount of RDo's hold = %d, %v; want 1", n, err)
+		}
+		if held, err := rw.IsHeld(ctx); !held || err != nil {
+			t.Errorf("IsHeld of the reader = %v, %v", held, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, err := rw.IsHeld(ctx); held || err != nil {
+		t.Fatalf("IsHeld after RDo = %v, %v", held, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // RUnlock releases one read level of the handle's hold. When the last
@@ -50,6 +51,23 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 // that Redis runs late (sent before a network stall, run after it) finds
 // the lock released and taken again, and deletes nothing.
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return rw.l.ForceUnlock(ctx) }
+
+// IsHeld reports whether this handle holds the lock, in either mode, as
+// Redis says.
+func (rw *RWMutex) IsHeld(ctx context.Context) (bool, error) {
+	f := script.RWFields(rw.s.Owner)
+	held, err := rw.s.RDB.HMGet(ctx, rw.s.keys.Lock, f.Read, f.Write).Result()
+	if err != nil {
+		return false, rw.l.Wrap("is held", err)
+	}
+	return held[0] != nil || held[1] != nil, nil
+}
+
+// HoldCount returns the depth of the hold ctx carries (see [RWMutex.Do]
+// and [RWMutex.RDo]), in its mode: how many levels were taken through
+// it. Without one it returns 1 when the handle has a plain write hold
+// (taken by Lock with a ctx that carries none), else 0. It does no I/O.
+func (rw *RWMutex) HoldCount(ctx context.Context) (int, error) { return rw.l.HoldCount(ctx) }
 
 // IsLocked reports whether any handle holds the lock, in either mode.
 func (rw *RWMutex) IsLocked(ctx context.Context) (bool, error) { return rw.l.IsLocked(ctx) }

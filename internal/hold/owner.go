@@ -612,10 +612,10 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 	return err
 }
 
-// HoldCount returns the depth of the hold of mode Exclusive that ctx
-// carries; without one, 1 when the handle has a plain hold, else 0.
+// HoldCount returns the depth of the hold that ctx carries, in its mode;
+// without one, 1 when the handle has a plain exclusive hold, else 0.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if c, live := l.carried(ctx); c != nil && c.mode == Exclusive {
+	if c, live := l.carried(ctx); c != nil {
 		if !live {
 			return 0, nil
 		}

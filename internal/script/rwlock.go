@@ -236,3 +236,12 @@ func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader
 	}
 	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side, deadline)}
 }
+
+// RWFieldNames are the lock hash's fields of one owner's holds.
+type RWFieldNames struct{ Read, Write string }
+
+// RWFields returns owner's fields in a read-write lock's hash, as the
+// rwlock scripts name them ('r:' .. owner, 'w:' .. owner).
+func RWFields(owner string) RWFieldNames {
+	return RWFieldNames{Read: "r:" + owner, Write: "w:" + owner}
+}
