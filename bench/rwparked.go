@@ -100,6 +100,6 @@ func rwParked(ctx context.Context, e *env) (*table, error) {
 	tb.add("while parked: Redis commands per second", num(cmds))
 	tb.add("while parked: round trips per second (waiting client)", num(trips))
 	tb.add("release: time until every waiter held and released the lock", dur(drain))
-	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts). The client keeps every parked waiter's announcement alive (rwlock.WriterPatience), in one pipeline a second.", parkedWindow)
+	tb.note("While parked: over %v once all were parked, Redis commands from INFO commandstats (counting those run inside scripts). The client keeps every parked waiter's announcement alive (rwlock.WaiterTimeout), in one pipeline a second.", parkedWindow)
 	return tb, nil
 }

@@ -77,7 +77,7 @@
 // Observe sends the current leader, then every change: a new leader (a
 // higher term) or a new value in the same term (Proclaim). Changes are
 // published by the scripts that make them, and an observer reads the
-// leader again at least every [ObserveInterval] (1s), so that a lost
+// leader again at least every 1s, so that a lost
 // notification, or a leader whose lease ran out with no candidate to take
 // over, hides a change for at most that long. After a pub/sub reconnect
 // every observer reads at once. One pub/sub connection per Redis client
@@ -92,7 +92,7 @@
 // process can outlive its lease. fn must stop when its ctx is cancelled,
 // and a resource that must never see two leaders should check terms.
 // Observers see the leader Redis has: one that led for less than
-// ObserveInterval and whose notification was lost may never be seen.
+// a second and whose notification was lost may never be seen.
 //
 // # Testing with miniredis
 //

@@ -103,12 +103,12 @@ func (e *Election) with(ctx context.Context, value string) context.Context {
 }
 
 // acquire runs one attempt of a candidate: it leads, or it joins the line
-// (or keeps its place there) with its value, for CandidateTimeout.
+// (or keeps its place there) with its value, for WaiterTimeout.
 func (e *Election) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
 	value, _ := ctx.Value(valueKey{e}).(string)
 	var patience time.Duration
 	if a.Blocking {
-		patience = CandidateTimeout
+		patience = WaiterTimeout
 	}
 	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{
 		Owner: e.b.Owner, Value: value, Lease: e.cfg.Lease(), Held: held, Patience: patience,

@@ -13,7 +13,7 @@ import (
 // or of its value, in order, until ctx ends; the channel is then closed.
 // A change is published by the script that makes it (a campaign that
 // wins, a resignation, Proclaim, a forced resignation), and the observer
-// also reads the leader at least every ObserveInterval, so a lost
+// also reads the leader at least every observeInterval, so a lost
 // notification, or a leader whose lease ran out with nobody to take over,
 // costs at most that long. An observer sees every leader that led for
 // longer than that, and never a term lower than one it has seen: within
@@ -62,7 +62,7 @@ func (e *Election) observe(ctx context.Context, ch chan<- Leader) {
 			sub, _ = c.Hub.Subscribe(ctx, e.keys.Changes)
 		}
 		l, err := e.read(ctx)
-		timer.Reset(ObserveInterval)
+		timer.Reset(observeInterval)
 		if err != nil || !newer(l, last) {
 			continue
 		}

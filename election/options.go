@@ -10,15 +10,28 @@ import (
 // watchdog.
 const DefaultWatchdogTimeout = 30 * time.Second
 
-// CandidateTimeout is how long a candidate whose process stopped
-// refreshing its place (it crashed) keeps its place in line; the
-// leadership passes it by once it has been silent for a grant lease (3s).
-const CandidateTimeout = 10 * time.Second
+// WaiterTimeout is how long a candidate whose process stopped refreshing
+// its place (it crashed) keeps its place in line; the leadership passes
+// it by once it has been silent for a grant lease (3s). Every waiting
+// primitive names this lifetime the same way (rlock.WaiterTimeout,
+// rwlock.WaiterTimeout, fairlock.WithWaiterTimeout).
+const WaiterTimeout = 10 * time.Second
 
-// ObserveInterval bounds how long a change of leader can stay hidden
+// CandidateTimeout is WaiterTimeout.
+//
+// Deprecated: use WaiterTimeout; this name goes in the next release.
+const CandidateTimeout = WaiterTimeout
+
+// observeInterval bounds how long a change of leader can stay hidden
 // from an observer whose notification was lost: Observe reads the leader
 // again at least this often.
-const ObserveInterval = time.Second
+const observeInterval = time.Second
+
+// ObserveInterval is how often Observe reads the leader again; it cannot
+// be set.
+//
+// Deprecated: a tuning constant, unexported from the next release.
+const ObserveInterval = observeInterval
 
 // MaxValueSize is the largest value a candidate or a leader may have, in
 // bytes.

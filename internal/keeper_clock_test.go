@@ -91,14 +91,14 @@ func TestKeeperClockStepForward(t *testing.T) {
 	after := refreshed(member) // the first round on the stepped clock
 	proxy.Stall()              // the reader's process, cut off, refreshes no more
 	cut := time.Now()
-	if after > rwlock.WriterPatience+500*time.Millisecond {
+	if after > rwlock.WaiterTimeout+500*time.Millisecond {
 		t.Errorf("after the client's clock stepped 1m forward, the announcement lapses %v ahead of the server's clock, want at most about WriterPatience (%v before the step)",
 			after.Round(time.Millisecond), before.Round(time.Millisecond))
 	}
 
 	// Past the cut-off reader's lapse, the write release gives the turn
 	// to the live reader, which comes and goes.
-	time.Sleep(rwlock.WriterPatience + 500*time.Millisecond)
+	time.Sleep(rwlock.WaiterTimeout + 500*time.Millisecond)
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

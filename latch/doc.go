@@ -15,7 +15,7 @@
 // feet of its waiters; CountDown on a latch at zero does nothing; Delete
 // drops the latch whatever its count, and its waiters return as if it had
 // reached zero. A count that is not above zero is an error wrapping
-// ErrBadCount, and one above 2^53 - 1 (9007199254740991), more than the
+// ErrNonPositiveCount, and one above 2^53 - 1 (9007199254740991), more than the
 // scripts' numbers (Lua doubles) hold exactly, an error wrapping
 // ErrOutOfRange; neither changes anything.
 //

@@ -79,8 +79,8 @@ func badInput(t *testing.T, rdb redis.UniversalClient, name string) {
 	ctx := t.Context()
 	l := latch.New(rdb, name)
 	for _, n := range []int64{0, -1} {
-		if ok, err := l.TrySetCount(ctx, n); ok || !errors.Is(err, latch.ErrBadCount) {
-			t.Errorf("TrySetCount(%d) = %v, %v; want ErrBadCount", n, ok, err)
+		if ok, err := l.TrySetCount(ctx, n); ok || !errors.Is(err, latch.ErrNonPositiveCount) {
+			t.Errorf("TrySetCount(%d) = %v, %v; want ErrNonPositiveCount", n, ok, err)
 		}
 	}
 	wantNoCount(t, rdb, name)

@@ -19,9 +19,14 @@ import (
 // the same value in every redisync package.
 var ErrWrongType = internal.ErrWrongType
 
-// ErrBadCount is matched by the error of TrySetCount for a count that is
+// ErrNonPositiveCount is matched by the error of TrySetCount for a count that is
 // not above zero. Nothing is changed in Redis.
-var ErrBadCount = errors.New("count must be above zero")
+var ErrNonPositiveCount = errors.New("count must be above zero")
+
+// ErrBadCount is ErrNonPositiveCount.
+//
+// Deprecated: use ErrNonPositiveCount; this name goes in the next release.
+var ErrBadCount = ErrNonPositiveCount
 
 // ErrOutOfRange is matched by the error of TrySetCount for a count above
 // 2^53 - 1 (9007199254740991), the most a Redis script holds exactly.
@@ -75,7 +80,7 @@ func (l *Latch) Name() string { return l.name }
 // TrySetCount gives the latch the count n if it is at zero, and reports
 // whether it did: false, changing nothing, when the latch already has a
 // count. n must be above zero; otherwise TrySetCount returns an error
-// wrapping ErrBadCount and changes nothing. n must also be at most
+// wrapping ErrNonPositiveCount and changes nothing. n must also be at most
 // 2^53 - 1, or the error wraps ErrOutOfRange. Setting a count wakes
 // nobody.
 //
@@ -83,7 +88,7 @@ func (l *Latch) Name() string { return l.name }
 // went through reports true without setting anything again.
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
-		return false, l.wrap("try set count", fmt.Errorf("%w: %d", ErrBadCount, n))
+		return false, l.wrap("try set count", fmt.Errorf("%w: %d", ErrNonPositiveCount, n))
 	}
 	if err := internal.CheckCount("count", n); err != nil {
 		return false, l.wrap("try set count", err)

@@ -44,7 +44,7 @@
 // their releases over pub/sub, and the group listens without taking them
 // or waiting in their line; an rlock announces only the releases of holds
 // that refused a listening group, which marks them as it is refused) or a
-// randomized delay around RetryDelay (for
+// randomized delay around retryDelay (for
 // a fairlock or another library's Locker, and as a backup). Done closes
 // when fewer than a majority of the members remain held. A TryLock that
 // missed a majority through contention returns false and no error; one
@@ -61,7 +61,7 @@
 //     L/100 + 2ms: majority reached in under L/2 - L/100 - 2ms; and when
 //     the round ends, the shortest lease must still have time left;
 //   - a watchdog of timeout T (the default of redisync's locks, T = 30s;
-//     a Leaser reporting a renewed lease; DefaultWatchdogTimeout for a
+//     a Leaser reporting a renewed lease; 30s (redisync's default watchdog timeout) for a
 //     Locker that says nothing): the majority must be reached before the
 //     first renewal is due, in under T/3, so that no member granted early
 //     in the round can expire before the group keeps it.

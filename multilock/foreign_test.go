@@ -117,7 +117,7 @@ func TestQuorumCancelledLockLeavesNothingMini(t *testing.T) {
 	mustLock(t, a)
 	mustLock(t, b)
 	g := quorum(rdbs, "c")
-	lctx, cancel := context.WithTimeout(ctx, 3*multilock.RetryDelay)
+	lctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if err := g.Lock(lctx); !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), `multilock: lock ["c" "c" "c"]: `) {
 		t.Fatalf("Lock against a majority held elsewhere = %v, want the deadline naming the group", err)

@@ -203,7 +203,7 @@ func (g *Group) tryQuorum(ctx context.Context) (bool, error) {
 // round it missed, it watches every member that announces its releases
 // (redisync's rlock and rwlock), then makes a round at once, so a release
 // between the two is not missed; after later misses it sleeps until a
-// member is released, or a randomized delay (see RetryDelay). A member
+// member is released, or a randomized delay (see retryDelay). A member
 // error ends the wait only when such errors leave too few members for a
 // majority; otherwise it is retried, and reported if ctx ends first.
 func (g *Group) lockQuorum(ctx context.Context) error {

@@ -6,10 +6,16 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// DefaultWatchdogTimeout is the watchdog timeout a quorum assumes for a
+// assumedWatchdogTimeout is the watchdog timeout a quorum assumes for a
 // member of another library that does not say how long its holds last
 // (see Leaser): the default of redisync's locks.
-const DefaultWatchdogTimeout = 30 * time.Second
+const assumedWatchdogTimeout = 30 * time.Second
+
+// DefaultWatchdogTimeout is the watchdog timeout a quorum assumes for a
+// member that does not say; it cannot be set.
+//
+// Deprecated: a tuning constant, unexported from the next release.
+const DefaultWatchdogTimeout = assumedWatchdogTimeout
 
 // A quorum round counts only if its majority was reached within the
 // group's budget, the least of its members' budgets:
@@ -68,5 +74,5 @@ func lease(m Locker, w *hold.Watcher) (time.Duration, bool) {
 		}
 		return k.WatchdogTimeout, false
 	}
-	return DefaultWatchdogTimeout, false
+	return assumedWatchdogTimeout, false
 }

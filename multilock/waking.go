@@ -10,14 +10,20 @@ import (
 	"github.com/redisync/redisync/internal/hold"
 )
 
-// RetryDelay is the mean delay after which a waiting quorum tries again
+// retryDelay is the mean delay after which a waiting quorum tries again
 // when no release woke it sooner: each sleep lasts a random time between
 // half and one and a half times it. Members that announce their releases
 // (rlock, rwlock) wake it sooner; for other Lockers, and for a member
 // whose server did not confirm the subscription in time, the delay is
 // what bounds the wait. The randomness keeps groups that missed together
 // from trying again in step.
-const RetryDelay = 100 * time.Millisecond
+const retryDelay = 100 * time.Millisecond
+
+// RetryDelay is how long a group waits between rounds when no release
+// woke it sooner; it cannot be set.
+//
+// Deprecated: a tuning constant, unexported from the next release.
+const RetryDelay = retryDelay
 
 // wakeJitter is the most a quorum waits, after a release woke it, before
 // its next round: groups of several processes woken by one release do not
@@ -32,12 +38,12 @@ type waking struct {
 }
 
 // subscribe watches every member that announces its releases, in
-// parallel; a subscription not confirmed within RetryDelay (its server
+// parallel; a subscription not confirmed within retryDelay (its server
 // is down or slow) is given up: the timer stands in for it.
 func (g *Group) subscribe(ctx context.Context) *waking {
-	sctx, cancel := context.WithTimeout(ctx, RetryDelay)
+	sctx, cancel := context.WithTimeout(ctx, retryDelay)
 	defer cancel()
-	k := &waking{watches: make([]*hold.Watch, len(g.members)), timer: time.NewTimer(RetryDelay)}
+	k := &waking{watches: make([]*hold.Watch, len(g.members)), timer: time.NewTimer(retryDelay)}
 	k.timer.Stop() // armed by each sleep
 	var wg sync.WaitGroup
 	for i, w := range g.watch {
@@ -65,7 +71,7 @@ func (k *waking) sleep(ctx context.Context, refused []int) error {
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
 		}
 	}
-	k.timer.Reset(RetryDelay/2 + rand.N(RetryDelay))
+	k.timer.Reset(retryDelay/2 + rand.N(retryDelay))
 	i, _, _ := reflect.Select(cases)
 	switch {
 	case i == 0:

@@ -659,13 +659,6 @@ func lockAsync(t *testing.T, ctx context.Context, m *rlock.Mutex) <-chan error {
 	return startLock(t, ctx, m, 2*time.Second, func() bool { return rlock.Queued(m) > before })
 }
 
-// lockParked starts m.Lock(ctx) and returns where its error will arrive,
-// once parks has counted n parks (the call's wait in Redis the n-th).
-func lockParked(t *testing.T, ctx context.Context, m *rlock.Mutex, parks *redistest.Parks, n int64) <-chan error {
-	t.Helper()
-	return startLock(t, ctx, m, 5*time.Second, func() bool { return parks.N() == n })
-}
-
 // startLock starts m.Lock(ctx) and returns where its error will arrive,
 // once waiting reports, within d, that the call waits.
 func startLock(t *testing.T, ctx context.Context, m *rlock.Mutex, d time.Duration, waiting func() bool) <-chan error {

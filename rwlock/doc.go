@@ -75,22 +75,22 @@
 //
 // A writer that has to wait adds itself to the writers' sorted set, scored
 // with the time (on the Redis server's clock) at which its announcement
-// lapses, [WriterPatience] ahead. While any announcement is live, new readers
+// lapses, [WaiterTimeout] ahead. While any announcement is live, new readers
 // wait; a read hold's ctx may re-enter it, and the write hold's ctx may
 // take read holds. Once the current readers leave, the last one
 // wakes a writer.
 //
 // A waiting writer's announcement is kept alive by its process: while the
 // writer is parked, its client moves the announcements of all its parked
-// waiters WriterPatience ahead once a second, in one pipeline, as it
+// waiters WaiterTimeout ahead once a second, in one pipeline, as it
 // refreshes rlock and fairlock places in line (the server's clock as the
 // last refresh read it, moved on by the client's monotonic clock, so that
 // a step of the client's wall clock does not move an announcement; a
 // cluster's nodes are taken to agree on the time within much less than
-// WriterPatience), and tells a
+// WaiterTimeout), and tells a
 // waiter to attempt when its announcement is gone or the lock is free. So
 // a parked waiter makes no attempt to stay announced, while a writer that
-// crashed while waiting holds new readers back for at most WriterPatience
+// crashed while waiting holds new readers back for at most WaiterTimeout
 // (2s) after its client's last refresh (give or take how late that
 // client's reading of the server's clock was: a round trip). A writer
 // whose Lock gives up (ctx done) withdraws its announcement and, if it was
@@ -107,7 +107,7 @@
 // later readers: readers and writers alternate under contention, and
 // neither side starves the other. A reader that crashed while waiting
 // still gets its turn at the next write release: the lock then stays free
-// for at most WriterPatience, writers waiting for the reader and new readers
+// for at most WaiterTimeout, writers waiting for the reader and new readers
 // behind the writers' announcements. A reader whose RLock gives up leaves
 // the turn, and if it was the last one, wakes the writers (the last of the
 // handle's goroutines waiting to read, that is: they share the handle's
@@ -202,7 +202,7 @@
 // asynchronous: a failover can lose a lock. A paused process (GC, a stopped
 // VM) can outlive its lease without noticing until it runs again. Writer
 // preference and the readers' turn are best effort across a crash: a
-// crashed waiter's announcement lapses after WriterPatience, and a live
+// crashed waiter's announcement lapses after WaiterTimeout, and a live
 // waiter that cannot reach Redis for that long loses its place until its
 // next attempt.
 //
@@ -218,7 +218,7 @@
 // The scripts run unchanged on miniredis. miniredis expires keys only when
 // the test advances its clock (FastForward), so leases never run out by
 // themselves there; a waiting writer's or reader's announcement (and the
-// readers' turn) also ends when the clock is advanced past WriterPatience.
+// readers' turn) also ends when the clock is advanced past WaiterTimeout.
 // With [WithFencing], a token reads miniredis's TIME, which follows
 // SetTime (the real clock if the test never set it), while the fencing
 // counter expires by FastForward: a test that sets the time and then

@@ -28,7 +28,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	// The ghost writer makes one announcing attempt and is never seen again.
 	keys := rwKeys(name, "ghost")
 	start := time.Now()
-	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1, redistest.InTime()).Result()
+	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, false, 0, true, rwlock.WaiterTimeout, 1, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
@@ -36,7 +36,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	mustRLock(t, newcomer)
 	d := time.Since(start)
 	t.Logf("the new reader got in %v after the ghost writer's announcement", d)
-	within(t, "the new reader got in", d, rwlock.WriterPatience-100*time.Millisecond, rwlock.WriterPatience+500*time.Millisecond)
+	within(t, "the new reader got in", d, rwlock.WaiterTimeout-100*time.Millisecond, rwlock.WaiterTimeout+500*time.Millisecond)
 	mustRUnlock(t, newcomer)
 	mustRUnlock(t, reader)
 	e.assertNoKeys(t, name)

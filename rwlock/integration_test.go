@@ -362,7 +362,7 @@ func testParkedWaitersKept(t *testing.T, e env) {
 	redistest.WaitFor(t, 10*time.Second, func() bool { return parks.N() == 3 })
 	attempts := parks.Attempts()
 	// Past the announcements' life: they are there only if kept.
-	time.Sleep(rwlock.WriterPatience + time.Second)
+	time.Sleep(rwlock.WaiterTimeout + time.Second)
 	if n := parks.Attempts() - attempts; n != 0 {
 		t.Errorf("the parked waiters made %d attempts during the write hold, want none", n)
 	}

@@ -9,7 +9,7 @@ import (
 // DefaultWatchdogTimeout is the lease of a hold kept alive by the watchdog.
 const DefaultWatchdogTimeout = 30 * time.Second
 
-// WriterPatience is how long the announcement of a waiting writer holds new
+// WaiterTimeout is how long the announcement of a waiting writer holds new
 // readers back unless it is renewed. The writer's attempts renew it, and
 // while the writer is parked its client does, once a second, so a writer
 // that crashed while waiting blocks new readers for at most this long. A
@@ -17,7 +17,13 @@ const DefaultWatchdogTimeout = 30 * time.Second
 // crashed while waiting keeps the lock free in its turn after a write
 // release (holding back writers, and new readers behind them) for at most
 // this long too.
-const WriterPatience = 2 * time.Second
+const WaiterTimeout = 2 * time.Second
+
+// WriterPatience is WaiterTimeout.
+//
+// Deprecated: use WaiterTimeout, the name every waiting primitive gives
+// this lifetime; this name goes in the next release.
+const WriterPatience = WaiterTimeout
 
 // Option configures an RWMutex.
 type Option func(*config)

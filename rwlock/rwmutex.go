@@ -41,13 +41,13 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
-			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WriterPatience,
+			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WaiterTimeout,
 			Mark: a.Seq, Deadline: a.Deadline, Writes: a.Levels[hold.Exclusive],
 		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{
 			Owner: s.Owner, Lease: s.cfg.Lease(), Fencing: s.cfg.fencing, Writes: held, Announce: a.Blocking,
-			Patience: WriterPatience, Mark: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+			Patience: WaiterTimeout, Mark: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
 			Reads: a.Levels[hold.Shared],
 		})
 	}
@@ -99,7 +99,7 @@ func (s *sides) announcement(m hold.Mode) *internal.Place {
 	if m == hold.Shared {
 		set = s.keys.Readers
 	}
-	return &internal.Place{Key: set, Member: s.Owner, TTL: WriterPatience, Lock: s.keys.Lock}
+	return &internal.Place{Key: set, Member: s.Owner, TTL: WaiterTimeout, Lock: s.keys.Lock}
 }
 
 // withdraw removes the handle's announcement as a waiter of mode m, if

@@ -298,13 +298,13 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WriterPatience, 1, redistest.InTime()).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WaiterTimeout, 1, redistest.InTime()).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {
 		t.Fatal("a new reader passed a live announcement")
 	}
-	mr.FastForward(rwlock.WriterPatience)
+	mr.FastForward(rwlock.WaiterTimeout)
 	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
 		t.Fatalf("TryRLock after the announcement lapsed = %v, %v", ok, err)
 	}
@@ -351,7 +351,7 @@ func TestReadersTurnMini(t *testing.T) {
 	if ok, _ := w1.TryLock(ctx); ok {
 		t.Fatal("a writer passed the turn of a live announcement")
 	}
-	mr.FastForward(rwlock.WriterPatience)
+	mr.FastForward(rwlock.WaiterTimeout)
 	if ok, err := w1.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock after the announcement lapsed = %v, %v", ok, err)
 	}
@@ -412,7 +412,7 @@ func TestReadersTurnMini(t *testing.T) {
 func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, mark uint64) script.RWKeys {
 	t.Helper()
 	keys := rwKeys(name, owner)
-	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WriterPatience, mark, redistest.InTime()).Result()
+	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WaiterTimeout, mark, redistest.InTime()).Result()
 	if err != nil || res.OK {
 		t.Fatalf("%s's read attempt = %+v, %v; want refused", owner, res, err)
 	}

@@ -12,7 +12,7 @@
 // adds or (negative) takes away permits and may leave the count below zero,
 // and [Semaphore.Drain] takes every available permit. Acquiring or releasing
 // 0 permits does nothing; a negative count is an error wrapping
-// [ErrNegative] and changes nothing.
+// [ErrNegativeArgument] and changes nothing.
 //
 // Counts are limited to 2^53 - 1 (9007199254740991) in magnitude, the
 // largest integers the scripts' numbers (Lua doubles) hold exactly, in

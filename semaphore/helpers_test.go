@@ -111,8 +111,8 @@ func zeroAndNegative(t *testing.T, rdb redis.UniversalClient, name string) {
 		"Leased.SetPermits(-1)":    l.SetPermits(ctx, -1),
 		"Leased.TrySetPermits(-1)": leasedTrySetErr,
 	} {
-		if !errors.Is(err, semaphore.ErrNegative) {
-			t.Errorf("%s = %v, want ErrNegative", op, err)
+		if !errors.Is(err, semaphore.ErrNegativeArgument) {
+			t.Errorf("%s = %v, want ErrNegativeArgument", op, err)
 		}
 	}
 	wantAvailable(t, s, 3)

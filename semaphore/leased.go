@@ -35,7 +35,7 @@ type Leased struct {
 
 // NewLeased returns a handle on the leased semaphore called name. It does
 // no I/O. It panics if rdb is nil, name is empty or an option is invalid.
-func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
+func NewLeased(rdb redis.UniversalClient, name string, opts ...LeasedOption) *Leased {
 	if rdb == nil {
 		panic("semaphore: NewLeased with nil redis client")
 	}
@@ -48,7 +48,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...Option) *Leased {
 		name:    name,
 		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
 		sharded: internal.Sharded(rdb),
-		cfg:     newConfig(opts),
+		cfg:     newLeasedConfig(opts),
 		kept:    make(map[string]*hold.Tracker),
 		probe:   internal.NewProbe(rdb, "leased", name),
 	}

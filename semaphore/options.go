@@ -36,6 +36,19 @@ const cleanupTimeout = time.Second
 // Option configures a Semaphore or a Leased.
 type Option func(*config)
 
+// LeasedOption configures a Leased: an Option, or one that only a leased
+// semaphore has (WithWatchdogTimeout, WithOnLost). A counting Semaphore's
+// permits have no lease, so New does not accept those: an option it would
+// ignore is a compile error instead.
+type LeasedOption interface{ applyLeased(*config) }
+
+func (o Option) applyLeased(c *config) { o(c) }
+
+// leasedOption is an option of a Leased only.
+type leasedOption func(*config)
+
+func (o leasedOption) applyLeased(c *config) { o(c) }
+
 type config struct {
 	watchdogTimeout time.Duration
 	pollInterval    time.Duration
@@ -50,16 +63,24 @@ func newConfig(opts []Option) config {
 	return c
 }
 
+func newLeasedConfig(opts []LeasedOption) config {
+	c := newConfig(nil)
+	for _, o := range opts {
+		o.applyLeased(&c)
+	}
+	return c
+}
+
 // WithWatchdogTimeout sets the lease of Leased permits acquired with lease
 // 0: the watchdog renews them every third of it while the process lives,
 // and a crashed process leaks them for at most that long. d must be at
-// least 30ms. It has no effect on a counting Semaphore, whose permits have
-// no lease. The default is DefaultWatchdogTimeout.
-func WithWatchdogTimeout(d time.Duration) Option {
+// least 30ms. A counting Semaphore, whose permits have no lease, does not
+// take it. The default is DefaultWatchdogTimeout.
+func WithWatchdogTimeout(d time.Duration) LeasedOption {
 	if d < 30*time.Millisecond {
 		panic(fmt.Sprintf("semaphore: WithWatchdogTimeout(%v): timeout must be at least 30ms", d))
 	}
-	return func(c *config) { c.watchdogTimeout = d }
+	return leasedOption(func(c *config) { c.watchdogTimeout = d })
 }
 
 // WithPollInterval sets the longest a waiter sleeps before it tries again
@@ -77,9 +98,9 @@ func WithPollInterval(d time.Duration) Option {
 // watchdog keeps alive (acquired with lease 0) is lost rather than
 // released: its lease ran out, someone released it through another
 // handle, or renewals kept failing. The error wraps ErrLost and names the
-// permit id. It runs on the watchdog goroutine and must not block. It has
-// no effect on a counting Semaphore. The default is none; Done(id)
+// permit id. It runs on the watchdog goroutine and must not block. A
+// counting Semaphore does not take it. The default is none; Done(id)
 // reports the loss either way.
-func WithOnLost(f func(err error)) Option {
-	return func(c *config) { c.onLost = f }
+func WithOnLost(f func(err error)) LeasedOption {
+	return leasedOption(func(c *config) { c.onLost = f })
 }

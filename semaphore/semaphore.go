@@ -25,9 +25,14 @@ var ErrLost = internal.ErrLost
 // key of another type or content.
 var ErrWrongType = internal.ErrWrongType
 
-// ErrNegative is matched by errors for a negative permit count or lease.
+// ErrNegativeArgument is matched by errors for a negative permit count or lease.
 // Nothing is changed in Redis.
-var ErrNegative = errors.New("negative argument")
+var ErrNegativeArgument = errors.New("negative argument")
+
+// ErrNegative is ErrNegativeArgument.
+//
+// Deprecated: use ErrNegativeArgument; this name goes in the next release.
+var ErrNegative = ErrNegativeArgument
 
 // ErrOutOfRange is matched by errors for a permit count or amount beyond
 // 2^53 - 1 (9007199254740991) in magnitude, the most a Redis script holds
@@ -216,7 +221,7 @@ func (s *Semaphore) wrap(op string, err error) error {
 
 // negative reports a negative permit count or lease v.
 func negative(what string, v any) error {
-	return fmt.Errorf("%w: %s %v", ErrNegative, what, v)
+	return fmt.Errorf("%w: %s %v", ErrNegativeArgument, what, v)
 }
 
 // checkPermits reports a permit count n that is negative, or beyond what

@@ -268,12 +268,3 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		}
 	})
 }
-
-// joinLine has owner's waiting attempt of mark refused by a held lock,
-// which puts it in line (a plain lock, a place for a minute).
-func joinLine(t *testing.T, rdb *redis.Client, k script.LockKeys, owner string, mark uint64) {
-	t.Helper()
-	if res, err := script.ReentrantAcquireWaiting(t.Context(), rdb, k, owner, 10*time.Second, false, 0, time.Minute, mark, redistest.InTime()).Result(); err != nil || res.OK {
-		t.Fatalf("%s's waiting acquire = %+v, %v", owner, res, err)
-	}
-}
