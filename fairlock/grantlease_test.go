@@ -20,7 +20,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 	k := ghostKeys("short")
 	acquire := func(owner string, patience time.Duration, seq uint64) script.Acquired {
 		t.Helper()
-		res, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, seq, redistest.InTime()).Result()
+		res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: owner, Lease: time.Minute, Fencing: false, Holds: 0, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Seq: seq, Deadline: redistest.InTime()}).Result()
 		if err != nil {
 			t.Fatalf("%s's attempt: %v", owner, err)
 		}
@@ -45,7 +45,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 	grants := []struct{ from, to string }{{"holder", "short"}, {"short", "long"}}
 	for i, want := range []time.Duration{time.Second, hold.GrantLease} {
 		g := grants[i]
-		u, err := script.FairUnlock(ctx, rdb, k, g.from, time.Minute, false, 1, hold.GrantLease, 0).Result()
+		u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: g.from, Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result()
 		if err != nil || u.Grantee != g.to {
 			t.Fatalf("%s's unlock = %+v, %v; want a grant to %s", g.from, u, err, g.to)
 		}

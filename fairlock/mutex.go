@@ -66,7 +66,7 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Aski
 }
 
 func (l *line) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
-	u, err := script.FairUnlock(ctx, l.RDB, l.keys, l.Owner, l.cfg.Lease(), l.Sharded, expect, hold.GrantLease, mark).Result()
+	u, err := script.FairUnlock(ctx, l.RDB, l.keys, script.ReleaseArgs{Owner: l.Owner, Lease: l.cfg.Lease(), Sharded: l.Sharded, Expect: expect, GrantLease: hold.GrantLease, Mark: mark}).Result()
 	return hold.UnlockedGrant(u), err
 }
 

@@ -49,7 +49,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := script.FairAcquire(ctx, rdb, k, "ghost-owner", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0, redistest.InTime()).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost-owner", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -60,7 +60,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = script.FairAcquire(ctx, rdb, k, "ghost-2", time.Minute, false, 0, 5*time.Second, false, hold.GrantLease, 0, redistest.InTime()).Result()
+	res, err = script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost-2", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -69,7 +69,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if u, err := script.FairUnlock(ctx, rdb, k, "ghost-owner", time.Minute, false, 1, hold.GrantLease, 0).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
+	if u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "ghost-owner", Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
 		t.Fatalf("ghost unlock = %+v, %v; want released and granted to ghost-2", u, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
@@ -94,7 +94,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := script.FairAcquire(ctx, rdb, k, owner, time.Minute, false, 0, patience, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil {
+		if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: owner, Lease: time.Minute, Fencing: false, Holds: 0, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := script.FairAcquire(ctx, rdb, k, "ghost", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil {
+	if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")
@@ -342,7 +342,7 @@ func TestDeadWaitersDoNotStackMini(t *testing.T) {
 	holder := fairlock.New(rdb, "stack")
 	mustLock(t, holder)
 	for i, ghost := range []string{"ghost-1", "ghost-2"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, ghost, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: ghost, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", ghost, res, err)
 		}
 		rdb.Del(ctx, k.Places+ghost) // silent for longer than a grant lease
@@ -377,16 +377,16 @@ func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("skip")
-	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil || !res.OK {
+	if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil || !res.OK {
 		t.Fatalf("holder's attempt = %+v, %v", res, err)
 	}
 	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
 	rdb.Del(ctx, k.Places+"ghost", k.Lock) // the ghost went silent; the holder's lease ran out
-	res, err := script.FairAcquire(ctx, rdb, k, "live", time.Minute, false, 0, time.Minute, false, hold.GrantLease, 3, redistest.InTime()).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "live", Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 3, Deadline: redistest.InTime()}).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("live waiter's attempt on the free lock = %+v, %v; want the lock", res, err)
 	}
@@ -402,12 +402,12 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("grant")
-	first, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, true, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result()
+	first, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: true, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
 	if err != nil || !first.OK || first.Token == 0 {
 		t.Fatalf("holder's attempt = %+v, %v", first, err)
 	}
 	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, true, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
@@ -417,7 +417,7 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := script.FairAcquire(ctx, rdb, k, "newcomer", time.Minute, true, 0, time.Minute, false, hold.GrantLease, 7, redistest.InTime()).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "newcomer", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 7, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("newcomer's attempt = %+v, %v; want a place behind the live waiter", res, err)
 	}
@@ -447,16 +447,16 @@ func TestLateUnlockKeepsOwnersPlaceMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("late")
-	if res, err := script.FairAcquire(ctx, rdb, k, "holder", time.Minute, false, 0, 0, false, hold.GrantLease, 0, redistest.InTime()).Result(); err != nil || !res.OK {
+	if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil || !res.OK {
 		t.Fatalf("holder's attempt = %+v, %v", res, err)
 	}
 	for i, w := range []string{"o", "w"} {
-		if res, err := script.FairAcquire(ctx, rdb, k, w, time.Minute, false, 0, time.Minute, false, hold.GrantLease, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
 	rdb.Del(ctx, k.Lock) // the holder's lease ran out
-	u, err := script.FairUnlock(ctx, rdb, k, "o", time.Minute, false, 1, hold.GrantLease, 0).Result()
+	u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result()
 	if err != nil || u.Holds != script.UnlockNotHeld {
 		t.Fatalf("o's late unlock = %+v, %v; want not held", u, err)
 	}

@@ -99,7 +99,7 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 }
 
 func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
-	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, d.Owner, d.cfg.Lease(), d.Sharded, expect, hold.GrantLease, mark).Result()
+	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, script.ReleaseArgs{Owner: d.Owner, Lease: d.cfg.Lease(), Sharded: d.Sharded, Expect: expect, GrantLease: hold.GrantLease, Mark: mark}).Result()
 	return hold.UnlockedGrant(u), err
 }
 

@@ -28,7 +28,7 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	// The ghost writer makes one announcing attempt and is never seen again.
 	keys := rwKeys(name, "ghost")
 	start := time.Now()
-	res, err := script.RWWriteLock(t.Context(), e.client(t), keys, "ghost", time.Minute, false, 0, true, rwlock.WaiterTimeout, 1, redistest.InTime()).Result()
+	res, err := script.RWWriteTake(t.Context(), e.client(t), keys, script.RWWriteArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Writes: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}

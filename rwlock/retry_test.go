@@ -26,32 +26,32 @@ func testRetriedScripts(t *testing.T, e env) {
 	rdb, name := e.client(t), redistest.UniqueName(t)
 	keys := rwKeys(name, "o")
 	for range 2 { // the second run is a retry of the first
-		res, err := script.RWReadLock(ctx, rdb, keys, "o", time.Minute, 0, false, time.Second, 1, redistest.InTime()).Result()
+		res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: time.Minute, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1}).Result()
 		if err != nil || !res.OK || res.Reads != 1 {
 			t.Fatalf("RWLockRLock = %+v, %v; want 1 read hold", res, err)
 		}
 	}
-	res, err := script.RWReadUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2, 0).Result()
+	res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 2, Mark: 0}).Result()
 	if err != nil || !res.Mismatch {
 		t.Fatalf("RWLockRUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
 	}
 	if v := rdb.HGet(ctx, keys.Lock, "r:o").Val(); v != "1" {
 		t.Fatalf("read holds = %q after a mismatched unlock, want 1", v)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1, 0).Result(); err != nil || !res.OK {
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 1, Mark: 0}).Result(); err != nil || !res.OK {
 		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
 	}
 	for range 2 {
-		res, err := script.RWWriteLock(ctx, rdb, keys, "o", time.Minute, false, 0, false, time.Second, 1, redistest.InTime()).Result()
+		res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "o", Lease: time.Minute, Fencing: false, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
 		if err != nil || !res.OK || res.Writes != 1 {
 			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
 		}
 	}
-	res, err = script.RWWriteUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 2, 0).Result()
+	res, err = script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 2, Mark: 0}).Result()
 	if err != nil || !res.Mismatch {
 		t.Fatalf("RWLockUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
 	}
-	if res, err := script.RWWriteUnlock(ctx, rdb, keys, "o", time.Minute, e.sharded, 1, 0).Result(); err != nil || !res.OK {
+	if res, err := script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 1, Mark: 0}).Result(); err != nil || !res.OK {
 		t.Fatalf("RWLockUnlock = %+v, %v", res, err)
 	}
 	e.assertNoKeys(t, name)
@@ -130,9 +130,9 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 				t.Helper()
 				var cmd script.RWHoldsCmd // the wrappers run the script at once
 				if mode == "write" {
-					cmd = script.RWWriteLock(ctx, rdb, keys, "o", lease, false, 0, false, time.Second, 1, redistest.InTime())
+					cmd = script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "o", Lease: lease, Fencing: false, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1})
 				} else {
-					cmd = script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1, redistest.InTime())
+					cmd = script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: lease, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1})
 				}
 				res, err := cmd.Result()
 				if err != nil || !res.OK || (mode == "read" && res.Reads != 1) || (mode == "write" && res.Writes != 1) {
@@ -141,7 +141,7 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 			}
 			acquire()
 			if mode == "write" { // the writer's read lease is re-armed too
-				if res, err := script.RWReadLock(ctx, rdb, keys, "o", lease, 0, false, time.Second, 1, redistest.InTime()).Result(); err != nil || res.Reads != 1 {
+				if res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: lease, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1}).Result(); err != nil || res.Reads != 1 {
 					t.Fatalf("write holder's RLock = %+v, %v", res, err)
 				}
 			}

@@ -63,9 +63,9 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, mark)
+		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, script.ReleaseArgs{Owner: s.Owner, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect, Mark: mark})
 	} else {
-		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, s.Owner, s.cfg.Lease(), s.Sharded, expect, mark)
+		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, script.ReleaseArgs{Owner: s.Owner, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect, Mark: mark})
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err

@@ -298,7 +298,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 
 	// A writer that crashed while waiting: its announcement lapses.
 	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteLock(ctx, rdb, keys, "ghost", time.Minute, false, 0, true, rwlock.WaiterTimeout, 1, redistest.InTime()).Result(); err != nil || res.OK {
+	if res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Writes: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {
@@ -412,7 +412,7 @@ func TestReadersTurnMini(t *testing.T) {
 func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, mark uint64) script.RWKeys {
 	t.Helper()
 	keys := rwKeys(name, owner)
-	res, err := script.RWReadLock(t.Context(), rdb, keys, owner, time.Minute, 0, true, rwlock.WaiterTimeout, mark, redistest.InTime()).Result()
+	res, err := script.RWReadTake(t.Context(), rdb, keys, script.RWReadArgs{Owner: owner, Lease: time.Minute, Reads: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: mark, Deadline: redistest.InTime(), Writes: -1}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("%s's read attempt = %+v, %v; want refused", owner, res, err)
 	}

@@ -25,15 +25,15 @@ type Candidacy struct {
 	Owner string
 	Value string // what the candidate leads with
 	Lease time.Duration
-	// Held is the hold count the caller believes it has (see FairAcquire).
+	// Held is the hold count the caller believes it has (see FairTake).
 	Held int64
 	// Patience is how long a refused candidate keeps its place in line,
 	// and its value, without a further attempt; 0 never joins the line.
 	Patience   time.Duration
 	GrantLease time.Duration
 	Sharded    bool
-	Seq        uint64 // the attempt's mark (see FairAcquire)
-	Deadline   int64  // server time in milliseconds (see FairAcquire)
+	Seq        uint64 // the attempt's mark (see FairTake)
+	Deadline   int64  // server time in milliseconds (see FairTake)
 	// Anew says that the candidate gave its last leadership up as lost
 	// (see FairTakeArgs.Anew): a leadership of its own found in Redis takes a new
 	// term.

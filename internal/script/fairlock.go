@@ -27,31 +27,7 @@ type FairKeys struct {
 
 func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts} }
 
-// FairAcquire runs fairlock_acquire.lua: take or re-enter the lock for owner
-// with the given lease if nobody waits before it, taking a fencing token on
-// a first acquisition when fencing is set (see ReentrantAcquire). When the lock cannot be taken and
-// patience is positive, owner joins the line (or keeps its place) with the
-// deadline patience from now on the server's clock; with patience 0 it
-// never joins. holds is the hold count the caller believes it has: a retry
-// of an attempt that already went through changes nothing, and a grant the
-// caller has not completed is reported as held, with lease set. A free
-// lock with another waiter first in line is granted to that waiter, if
-// its place shows it live, for that waiter's own grant lease: a waiter's
-// place names the shorter of grantLease and its patience, and lives that
-// long from its last attempt (or refresh). When not OK,
-// Wait is how long the holder's lease still runs. seq numbers the attempt
-// among the owner's, increasing, and is the attempt's mark
-// (Acquired.Mark).
-// A copy that runs after deadline (server time in milliseconds) takes
-// nothing, joins no line and is answered with internal.Late's error.
-func FairAcquire(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, sharded bool, grantLease time.Duration, seq uint64, deadline int64) AcquireCmd {
-	return FairTake(ctx, c, k, FairTakeArgs{
-		Owner: owner, Lease: lease, Fencing: fencing, Holds: holds, Patience: patience,
-		Sharded: sharded, GrantLease: grantLease, Seq: seq, Deadline: deadline,
-	})
-}
-
-// FairTakeArgs are the arguments of FairTake (see FairAcquire).
+// FairTakeArgs are the arguments of FairTake.
 type FairTakeArgs struct {
 	Owner    string
 	Lease    time.Duration
@@ -70,8 +46,21 @@ type FairTakeArgs struct {
 	Anew bool
 }
 
-// FairTake is FairAcquire with its arguments by name, for a handle that
-// may have given its last hold up (FairTakeArgs.Anew).
+// FairTake runs fairlock_acquire.lua: take the lock for a.Owner if nobody
+// waits before it, taking a fencing token on a first acquisition when
+// a.Fencing is set. When the lock cannot be taken and a.Patience is
+// positive, the owner joins the line (or keeps its place) with the
+// deadline a.Patience from now on the server's clock; with 0 it never
+// joins. A hold of the owner's found there is a resend of an attempt that
+// went through, a grant the caller has not completed, or a hold the
+// handle gave up (a.Anew): it is reported as held, with the lease set. A
+// free lock with another waiter first in line is granted to that waiter,
+// if its place shows it live, for that waiter's own grant lease. When not
+// OK, Wait is how long the holder's lease still runs. a.Seq numbers the
+// attempt among the owner's, increasing, and is the attempt's mark
+// (Acquired.Mark). A copy that runs after a.Deadline (server time in
+// milliseconds) takes nothing, joins no line and is answered with
+// internal.Late's error.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+a.Owner)
 	// No ARGV[12] (office): a fair lock's, "" when absent. Every argument
@@ -83,16 +72,16 @@ func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) Acqu
 // FairUnlock runs fairlock_unlock.lua: release one level for owner,
 // re-arming lease while holds remain, and grant the lock to the first
 // live waiter in line when it becomes free, for grantLease or the
-// waiter's own grant lease if shorter (see FairAcquire). expect is the
+// waiter's own grant lease if shorter (see FairTake). expect is the
 // hold count the caller believes it has, or 0 for any. The reply's Holds
 // is the remaining hold count, UnlockNotHeld or UnlockMismatch, and names
 // the grantee of a grant. mark is the mark of the owner's latest attempt,
 // or for a give-back of the attempt it undoes (see ReentrantUnlock). go-redis never
 // retries it: after a network error the outcome is unknown, and only the
 // caller knows how to retry safely.
-func FairUnlock(ctx context.Context, c Processor, k FairKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
+func FairUnlock(ctx context.Context, c Processor, k FairKeys, a ReleaseArgs) UnlockCmd {
 	// No ARGV[9] (office): a fair lock's, "" when absent.
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), owner, ms(lease), expect, k.Waiter, flag(sharded), ms(grantLease), k.Places, mark)}
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.Owner, ms(a.Lease), a.Expect, k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Mark)}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

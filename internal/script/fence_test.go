@@ -31,31 +31,31 @@ func fencedKinds(name string) map[string]fencedKind {
 	return map[string]fencedKind{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, fenceLease, true, 0, 1, redistest.InTime()).Result()
+				a, err := script.ReentrantTake(ctx, rdb, lk, script.TakeArgs{Owner: owner, Lease: fenceLease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
 				return a.OK, a.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.ReentrantUnlock(ctx, rdb, lk, owner, fenceLease, false, 1, time.Second, 0).Result()
+				_, err := script.ReentrantUnlock(ctx, rdb, lk, script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 				return err
 			},
 		},
 		"fairlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				a, err := script.FairAcquire(ctx, rdb, fk, owner, fenceLease, true, 0, 0, false, time.Second, 1, redistest.InTime()).Result()
+				a, err := script.FairTake(ctx, rdb, fk, script.FairTakeArgs{Owner: owner, Lease: fenceLease, Fencing: true, Holds: 0, Patience: 0, Sharded: false, GrantLease: time.Second, Seq: 1, Deadline: redistest.InTime()}).Result()
 				return a.OK, a.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.FairUnlock(ctx, rdb, fk, owner, fenceLease, false, 1, time.Second, 0).Result()
+				_, err := script.FairUnlock(ctx, rdb, fk, script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 				return err
 			},
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				h, err := script.RWWriteLock(ctx, rdb, n.RWKeys(owner), owner, fenceLease, true, 0, false, time.Second, 1, redistest.InTime()).Result()
+				h, err := script.RWWriteTake(ctx, rdb, n.RWKeys(owner), script.RWWriteArgs{Owner: owner, Lease: fenceLease, Fencing: true, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
 				return h.OK, h.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(owner), owner, fenceLease, false, 1, 0).Result()
+				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(owner), script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, Mark: 0}).Result()
 				return err
 			},
 		},
@@ -201,18 +201,18 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 	kinds := map[string]granting{
 		"rlock": {
 			wait: func(ctx context.Context, rdb *redis.Client, name string) (script.Acquired, error) {
-				return script.ReentrantAcquireWaiting(ctx, rdb, lockKeys(name), "b", fenceLease, true, 0, time.Minute, 7, redistest.InTime()).Result()
+				return script.ReentrantTake(ctx, rdb, lockKeys(name), script.TakeArgs{Owner: "b", Lease: fenceLease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 7, Deadline: redistest.InTime(), Placed: true}).Result()
 			},
 			release: func(ctx context.Context, rdb *redis.Client, name string) (script.Unlocked, error) {
-				return script.ReentrantUnlock(ctx, rdb, lockKeys(name), "a", fenceLease, false, 1, time.Second, 0).Result()
+				return script.ReentrantUnlock(ctx, rdb, lockKeys(name), script.ReleaseArgs{Owner: "a", Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 			},
 		},
 		"fairlock": {
 			wait: func(ctx context.Context, rdb *redis.Client, name string) (script.Acquired, error) {
-				return script.FairAcquire(ctx, rdb, fairKeys(name), "b", fenceLease, true, 0, time.Minute, false, time.Second, 7, redistest.InTime()).Result()
+				return script.FairTake(ctx, rdb, fairKeys(name), script.FairTakeArgs{Owner: "b", Lease: fenceLease, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: time.Second, Seq: 7, Deadline: redistest.InTime()}).Result()
 			},
 			release: func(ctx context.Context, rdb *redis.Client, name string) (script.Unlocked, error) {
-				return script.FairUnlock(ctx, rdb, fairKeys(name), "a", fenceLease, false, 1, time.Second, 0).Result()
+				return script.FairUnlock(ctx, rdb, fairKeys(name), script.ReleaseArgs{Owner: "a", Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 			},
 		},
 	}

@@ -163,17 +163,17 @@ func TestAcquireDeadlines(t *testing.T) {
 		rows := map[string]func(n internal.Names, deadline int64) error{
 			"rlock_acquire": func(n internal.Names, deadline int64) error {
 				k := script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
-				return errOf(script.ReentrantAcquireWaiting(ctx, rdb, k, "o", time.Minute, true, 0, time.Minute, 1, deadline).Result())
+				return errOf(script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "o", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: deadline, Placed: true}).Result())
 			},
 			"fairlock_acquire": func(n internal.Names, deadline int64) error {
 				k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-				return errOf(script.FairAcquire(ctx, rdb, k, "o", time.Minute, true, 0, time.Minute, false, time.Second, 1, deadline).Result())
+				return errOf(script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "o", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: time.Second, Seq: 1, Deadline: deadline}).Result())
 			},
 			"rwlock_readlock": func(n internal.Names, deadline int64) error {
-				return errOf(script.RWReadLock(ctx, rdb, n.RWKeys("o"), "o", time.Minute, 0, true, time.Minute, 1, deadline).Result())
+				return errOf(script.RWReadTake(ctx, rdb, n.RWKeys("o"), script.RWReadArgs{Owner: "o", Lease: time.Minute, Reads: 0, Announce: true, Patience: time.Minute, Mark: 1, Deadline: deadline, Writes: -1}).Result())
 			},
 			"rwlock_writelock": func(n internal.Names, deadline int64) error {
-				return errOf(script.RWWriteLock(ctx, rdb, n.RWKeys("o"), "o", time.Minute, true, 0, true, time.Minute, 1, deadline).Result())
+				return errOf(script.RWWriteTake(ctx, rdb, n.RWKeys("o"), script.RWWriteArgs{Owner: "o", Lease: time.Minute, Fencing: true, Writes: 0, Announce: true, Patience: time.Minute, Mark: 1, Deadline: deadline, Reads: -1}).Result())
 			},
 			"rwlock_withdraw": func(n internal.Names, deadline int64) error {
 				return errOf(script.RWWithdraw(ctx, rdb, n.RWKeys("o"), "o", false, false, deadline).Result())

@@ -34,41 +34,41 @@ func markedKinds(name string) map[string]marked {
 	return map[string]marked{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				a, err := script.ReentrantAcquire(ctx, rdb, lk, owner, lease, false, held, mark, redistest.InTime()).Result()
+				a, err := script.ReentrantTake(ctx, rdb, lk, script.TakeArgs{Owner: owner, Lease: lease, Fencing: false, Holds: held, Seq: mark, Deadline: redistest.InTime(), Placed: true}).Result()
 				return a.OK, a.Holds, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				u, err := script.ReentrantUnlock(ctx, rdb, lk, owner, lease, false, expect, time.Second, undoes).Result()
+				u, err := script.ReentrantUnlock(ctx, rdb, lk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: undoes}).Result()
 				return u.Holds, err
 			},
 		},
 		"fairlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				a, err := script.FairAcquire(ctx, rdb, fk, owner, lease, false, held, 0, false, time.Second, mark, redistest.InTime()).Result()
+				a, err := script.FairTake(ctx, rdb, fk, script.FairTakeArgs{Owner: owner, Lease: lease, Fencing: false, Holds: held, Patience: 0, Sharded: false, GrantLease: time.Second, Seq: mark, Deadline: redistest.InTime()}).Result()
 				return a.OK, a.Holds, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				u, err := script.FairUnlock(ctx, rdb, fk, owner, lease, false, expect, time.Second, undoes).Result()
+				u, err := script.FairUnlock(ctx, rdb, fk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: undoes}).Result()
 				return u.Holds, err
 			},
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWWriteLock(ctx, rdb, rk, owner, lease, false, held, false, time.Second, mark, redistest.InTime()).Result()
+				h, err := script.RWWriteTake(ctx, rdb, rk, script.RWWriteArgs{Owner: owner, Lease: lease, Fencing: false, Writes: held, Announce: false, Patience: time.Second, Mark: mark, Deadline: redistest.InTime(), Reads: -1}).Result()
 				return rw(h, err, writes)
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				h, err := script.RWWriteUnlock(ctx, rdb, rk, owner, lease, false, expect, undoes).Result()
+				h, err := script.RWWriteUnlock(ctx, rdb, rk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, Mark: undoes}).Result()
 				return mismatch(h, writes), err
 			},
 		},
 		"rwlock read": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWReadLock(ctx, rdb, rk, owner, lease, held, false, time.Second, mark, redistest.InTime()).Result()
+				h, err := script.RWReadTake(ctx, rdb, rk, script.RWReadArgs{Owner: owner, Lease: lease, Reads: held, Announce: false, Patience: time.Second, Mark: mark, Deadline: redistest.InTime(), Writes: -1}).Result()
 				return rw(h, err, reads)
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				h, err := script.RWReadUnlock(ctx, rdb, rk, owner, lease, false, expect, undoes).Result()
+				h, err := script.RWReadUnlock(ctx, rdb, rk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, Mark: undoes}).Result()
 				return mismatch(h, reads), err
 			},
 		},

@@ -22,7 +22,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		acquire func(t *testing.T, rdb *redis.Client, name string) script.Acquired
 	}{
 		{"rlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
-			res, err := script.ReentrantAcquire(t.Context(), rdb, lockKeys(name), "a", lease, false, 0, 1, redistest.InTime()).Result()
+			res, err := script.ReentrantTake(t.Context(), rdb, lockKeys(name), script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +31,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
 			n := internal.NewNames(name)
 			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-			res, err := script.FairAcquire(t.Context(), rdb, k, "a", lease, false, 0, time.Second, false, time.Second, 0, redistest.InTime()).Result()
+			res, err := script.FairTake(t.Context(), rdb, k, script.FairTakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Patience: time.Second, Sharded: false, GrantLease: time.Second, Seq: 0, Deadline: redistest.InTime()}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

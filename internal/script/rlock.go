@@ -40,7 +40,7 @@ type Acquired struct {
 	Mark float64
 }
 
-// AcquireCmd is the reply of ReentrantAcquire.
+// AcquireCmd is the reply of an acquire script (ReentrantTake, FairTake).
 type AcquireCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
@@ -72,37 +72,6 @@ func (c AcquireCmd) Result() (Acquired, error) {
 	return a, nil
 }
 
-// ReentrantAcquire runs rlock_acquire.lua: take or re-enter the lock for owner
-// with the given lease, taking a fencing token on a first acquisition when
-// fencing is set: the larger of the counter + 1 and the server's clock in
-// microseconds, which the hold records (a repeated first acquisition
-// reports it) and which the counter keeps for lease. holds is the hold count the caller believes it has: a
-// retry of an attempt that already went through changes nothing, and a
-// grant the caller has not completed is reported as held, with lease set.
-// mark numbers the attempt among the owner's, increasing (see
-// lua/rlock_acquire.lua): a give-back names it. It never joins the line
-// (TryLock).
-func ReentrantAcquire(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, mark uint64, deadline int64) AcquireCmd {
-	return ReentrantAcquireWaiting(ctx, c, k, owner, lease, fencing, holds, 0, mark, deadline)
-}
-
-// ReentrantAcquireWaiting is ReentrantAcquire for a blocking waiter: when
-// another owner holds the lock, owner joins the line (or keeps its place),
-// its place living patience from now; seq numbers the attempt among the
-// owner's, increasing, and is the attempt's mark (Acquired.Mark). A free
-// lock is taken whoever waits, and owner's place, if any, given up.
-//
-// A copy that runs after deadline (server time in milliseconds) takes
-// nothing, joins no line and is answered with internal.Late's error.
-//
-// It gives up owner's place as if an earlier attempt may have left one
-// (ReentrantTake with Placed set).
-func ReentrantAcquireWaiting(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, fencing bool, holds int64, patience time.Duration, seq uint64, deadline int64) AcquireCmd {
-	return ReentrantTake(ctx, c, k, TakeArgs{
-		Owner: owner, Lease: lease, Fencing: fencing, Holds: holds, Patience: patience, Seq: seq, Deadline: deadline, Placed: true,
-	})
-}
-
 // TakeArgs are the arguments of ReentrantTake.
 type TakeArgs struct {
 	Owner    string
@@ -128,9 +97,20 @@ type TakeArgs struct {
 	Anew bool
 }
 
-// ReentrantTake is ReentrantAcquireWaiting with its arguments by name, and
-// what the caller knows of its place and watchers (TakeArgs.Placed and
-// Watched).
+// ReentrantTake runs rlock_acquire.lua: take the lock for a.Owner with
+// a.Lease, taking a fencing token on a first acquisition when a.Fencing
+// is set: the larger of the counter + 1 and the server's clock in
+// microseconds, which the hold records (a repeated first acquisition
+// reports it) and which the counter keeps for a.Lease. A hold of the
+// owner's found there is a resend of an attempt that went through, a
+// grant the caller has not completed, or a hold the handle gave up: it is
+// reported as held, with the lease set. When another owner holds the lock
+// and a.Patience is positive, the owner joins the line (or keeps its
+// place), its place living a.Patience from now. a.Seq numbers the attempt
+// among the owner's, increasing, and is the attempt's mark
+// (Acquired.Mark): a give-back names it. A copy that runs after
+// a.Deadline (server time in milliseconds) takes nothing, joins no line
+// and is answered with internal.Late's error.
 func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) AcquireCmd {
 	keys := []string{k.Lock, k.Queue, k.Places + a.Owner, k.Fence}
 	knows := ""
@@ -161,10 +141,28 @@ const (
 // hold after the copy was sent, so that a copy run late never releases
 // the owner's next hold. go-redis never retries it: after a network error
 // the outcome is unknown, and only the caller knows how to retry safely.
-func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, owner string, lease time.Duration, sharded bool, expect int64, grantLease time.Duration, mark uint64) UnlockCmd {
+func ReentrantUnlock(ctx context.Context, c Processor, k LockKeys, a ReleaseArgs) UnlockCmd {
 	keys := []string{k.Lock, k.Queue, k.Fence, k.Channel}
-	args := []any{owner, ms(lease), flag(sharded), expect, k.Waiter, ms(grantLease), k.Places, ms(k.Patience), mark}
+	args := []any{a.Owner, ms(a.Lease), flag(a.Sharded), a.Expect, k.Waiter, ms(a.GrantLease), k.Places, ms(k.Patience), a.Mark}
 	return UnlockCmd{rlockUnlock.run(ctx, c, keys, args...)}
+}
+
+// ReleaseArgs are the arguments of a release script (ReentrantUnlock,
+// FairUnlock, RWReadUnlock, RWWriteUnlock).
+type ReleaseArgs struct {
+	Owner   string
+	Lease   time.Duration // the lease the script may set (the fencing counter's, a hold left)
+	Sharded bool          // notify with SPUBLISH (Redis Cluster 7+)
+	// Expect is the level the caller believes it has, or 0 for any: a
+	// mismatch changes nothing.
+	Expect int64
+	// GrantLease bounds the lease of a grant to the waiter first in line
+	// (a mutex's release).
+	GrantLease time.Duration
+	// Mark is, for a release, the mark of the owner's latest attempt when
+	// it was sent; for a give-back, the mark of the attempt it undoes (0:
+	// none). A copy changes nothing once the hold records a later mark.
+	Mark uint64
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if owner still holds the

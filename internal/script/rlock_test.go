@@ -37,7 +37,7 @@ func TestRLockScripts(t *testing.T) {
 		lease := 10 * time.Second
 		acquire := func(owner string, holds int64) script.Acquired {
 			t.Helper()
-			res, err := script.ReentrantAcquire(ctx, rdb, k, owner, lease, true, holds, 1, redistest.InTime()).Result()
+			res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: owner, Lease: lease, Fencing: true, Holds: holds, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		unlock := func(owner string, expect int64) int64 {
 			t.Helper()
-			u, err := script.ReentrantUnlock(ctx, rdb, k, owner, lease, false, expect, time.Second, 0).Result()
+			u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: 0}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestRLockScripts(t *testing.T) {
 		}
 		// A late copy, its receipt gone, aimed at b's hold: b took the
 		// lock again since, with a later mark, and keeps it.
-		if _, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 2, redistest.InTime()).Result(); err != nil {
+		if _, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Seq: 2, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil {
 			t.Fatal(err)
 		}
 		if n := force("late", aimed); n != script.ForceMoved || rdb.HExists(ctx, k.Lock, "b").Val() != true {
@@ -123,8 +123,8 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
-		_, errAcquire := script.ReentrantAcquire(ctx, rdb, k, "a", time.Second, false, 0, 1, redistest.InTime()).Result()
-		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, "a", time.Second, false, 0, time.Second, 0).Result()
+		_, errAcquire := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: time.Second, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
+		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: time.Second, Sharded: false, Expect: 0, GrantLease: time.Second, Mark: 0}).Result()
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false, nil).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
@@ -146,22 +146,22 @@ func TestRLockGrant(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
-		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1, redistest.InTime()).Result()
+		first, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
 		if err != nil || !first.OK || first.Token == 0 {
 			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
 		}
 		// c stands first in line but dies (its place expires): the
 		// grant skips it.
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, true, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK || res.Mark != 1 {
+		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "c", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK || res.Mark != 1 {
 			t.Fatalf("c's waiting acquire = %+v, %v; want a place in line, mark 1", res, err)
 		}
-		res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 7, redistest.InTime()).Result()
+		res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 7, Deadline: redistest.InTime(), Placed: true}).Result()
 		if err != nil || res.OK || res.Mark != 7 {
 			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line, mark 7", res, err)
 		}
 		// A refresh keeps b's place (the line does not grow) and its
 		// new mark.
-		res, err = script.ReentrantAcquireWaiting(ctx, rdb, k, "b", lease, true, 0, time.Minute, 8, redistest.InTime()).Result()
+		res, err = script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 8, Deadline: redistest.InTime(), Placed: true}).Result()
 		if err != nil || res.OK || res.Mark != 8 {
 			t.Fatalf("b's second waiting acquire = %+v, %v; want mark 8", res, err)
 		}
@@ -169,12 +169,12 @@ func TestRLockGrant(t *testing.T) {
 			t.Fatalf("line %v, want [c b]", line)
 		}
 		rdb.Del(ctx, k.Places+"c")
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant, 0).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 0}).Result()
 		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token <= first.Token || u.Mark != 8 {
 			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with a token above %d, mark 8", u, err, first.Token)
 		}
 		granted := u.Token
-		u, err = script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, grant, 0).Result() // a resend
+		u, err = script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 0}).Result() // a resend
 		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
 			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
 		}
@@ -187,7 +187,7 @@ func TestRLockGrant(t *testing.T) {
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"b", k.Places+"c").Val(); n != 0 {
 			t.Fatalf("%d line keys left after the grant", n)
 		}
-		got, err := script.ReentrantAcquire(ctx, rdb, k, "b", lease, true, 0, 9, redistest.InTime()).Result() // b's next attempt after mark 8
+		got, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Seq: 9, Deadline: redistest.InTime(), Placed: true}).Result() // b's next attempt after mark 8
 		if err != nil || !got.OK || got.Holds != 1 || got.Token != granted {
 			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and the grant's token %d", got, err, granted)
 		}
@@ -215,7 +215,7 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		first, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, true, 0, 1, redistest.InTime()).Result()
+		first, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
 		if err != nil || !first.OK || first.Token == 0 {
 			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
 		}
@@ -223,15 +223,15 @@ func TestRLockGrantTokenPerWaiter(t *testing.T) {
 			owner   string
 			fencing bool
 		}{{"plain", false}, {"fenced", true}} {
-			if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, w.owner, lease, w.fencing, 0, time.Minute, uint64(i+1), redistest.InTime()).Result(); err != nil || res.OK {
+			if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: w.owner, Lease: lease, Fencing: w.fencing, Holds: 0, Patience: time.Minute, Seq: uint64(i + 1), Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
 				t.Fatalf("%s's waiting acquire = %+v, %v", w.owner, res, err)
 			}
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second, 0).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 		if err != nil || u.Grantee != "plain" || u.Token != 0 {
 			t.Fatalf("a's unlock = %+v, %v; want a grant to plain without a token", u, err)
 		}
-		u, err = script.ReentrantUnlock(ctx, rdb, k, "plain", lease, false, 1, time.Second, 0).Result()
+		u, err = script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "plain", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 		if err != nil || u.Grantee != "fenced" || u.Token <= first.Token {
 			t.Fatalf("plain's unlock = %+v, %v; want a grant to fenced with a token above %d", u, err, first.Token)
 		}
@@ -246,20 +246,20 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease = 10 * time.Second
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "x", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "x", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || !res.OK {
 			t.Fatalf("x's acquire = %+v, %v", res, err)
 		}
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "a", lease, false, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
 			t.Fatalf("a's waiting acquire = %+v, %v", res, err)
 		}
 		rdb.Del(ctx, k.Lock) // x's lease ran out; a's Lock gave up, its leave lost
-		if res, err := script.ReentrantAcquire(ctx, rdb, k, "a", lease, false, 0, 1, redistest.InTime()).Result(); err != nil || !res.OK {
+		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || !res.OK {
 			t.Fatalf("a's TryLock = %+v, %v", res, err)
 		}
-		if res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, "c", lease, false, 0, time.Minute, 1, redistest.InTime()).Result(); err != nil || res.OK {
+		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "c", Lease: lease, Fencing: false, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
 			t.Fatalf("c's waiting acquire = %+v, %v", res, err)
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "a", lease, false, 1, time.Second, 0).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
 		if err != nil || u.Grantee != "c" {
 			t.Fatalf("a's unlock = %+v, %v; want a grant to c", u, err)
 		}

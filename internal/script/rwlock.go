@@ -73,27 +73,6 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 	return RWHolds{}, errShortReply
 }
 
-// RWReadLock runs rwlock_readlock.lua: take or re-enter a read hold for
-// owner with the given lease. A new reader is refused while another owner
-// holds the write lock or a writer is announced (unless it is the turn of
-// the reader: see rwlock_writeunlock.lua); when refused and announce is
-// set, the owner is announced as a waiting reader for patience. reads is
-// the read hold count the caller believes it has: a retry of an attempt
-// that already went through changes nothing. mark numbers the attempt
-// among the owner's, increasing: a give-back names it (see
-// ReentrantAcquire).
-//
-// A copy that runs after deadline (server time in milliseconds) changes
-// nothing and is answered with internal.Late's error.
-//
-// It admits the owner's write holds, whatever they are (see RWReadTake).
-func RWReadLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, reads int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
-	return RWReadTake(ctx, c, k, RWReadArgs{
-		Owner: owner, Lease: lease, Reads: reads, Announce: announce, Patience: patience,
-		Mark: mark, Deadline: deadline, Writes: -1,
-	})
-}
-
 // RWReadArgs are the arguments of RWReadTake.
 type RWReadArgs struct {
 	Owner string
@@ -107,7 +86,7 @@ type RWReadArgs struct {
 	Mark     uint64 // the attempt's mark
 	Deadline int64  // server time in milliseconds
 	// Writes is the write holds the caller believes it has, or -1 for
-	// not said (RWReadLock): a write level of the owner's then counts as
+	// not said: a write level of the owner's then counts as
 	// the caller's. With 0, a write level of the owner's found in Redis
 	// is one of a hold its handle gave up (lost, or its release failed):
 	// the attempt is refused as if another owner held it, rather than
@@ -116,8 +95,12 @@ type RWReadArgs struct {
 	Writes int64
 }
 
-// RWReadTake is RWReadLock with its arguments by name, and the write
-// holds the caller believes it has (RWReadArgs.Writes).
+// RWReadTake runs rwlock_readlock.lua: take or re-enter a read hold of
+// a.Owner (see the script's header for the writer preference and the
+// turn of readers), announcing a refused blocking attempt as a waiting
+// reader for a.Patience. a.Mark numbers the attempt; a copy that runs
+// after a.Deadline (server time in milliseconds) changes nothing and is
+// answered with internal.Late's error.
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
 	args := []any{a.Owner, ms(a.Lease), a.Reads, a.Mark, flag(a.Announce), ms(a.Patience), a.Deadline}
@@ -127,22 +110,7 @@ func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHold
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, args...)}
 }
 
-// RWWriteLock runs rwlock_writelock.lua: take or re-enter the write lock for
-// owner with the given lease, taking a fencing token on a first write
-// acquisition when fencing is set (see ReentrantAcquire). When refused and
-// announce is set, the owner is announced as a waiting writer for
-// patience. writes is the write hold count the caller believes it has;
-// mark numbers the attempt (see RWReadLock). A read holder is refused with
-// Upgrade.
-// A copy that runs after deadline changes nothing (see RWReadLock).
-func RWWriteLock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, fencing bool, writes int64, announce bool, patience time.Duration, mark uint64, deadline int64) RWHoldsCmd {
-	return RWWriteTake(ctx, c, k, RWWriteArgs{
-		Owner: owner, Lease: lease, Fencing: fencing, Writes: writes, Announce: announce,
-		Patience: patience, Mark: mark, Deadline: deadline, Reads: -1,
-	})
-}
-
-// RWWriteArgs are the arguments of RWWriteTake (see RWWriteLock).
+// RWWriteArgs are the arguments of RWWriteTake.
 type RWWriteArgs struct {
 	Owner   string
 	Lease   time.Duration
@@ -160,7 +128,7 @@ type RWWriteArgs struct {
 	// one it recorded.
 	Anew bool
 	// Reads is the read holds the caller believes it has, or -1 for not
-	// said (RWWriteLock): a read level of the owner's then counts as the
+	// said: a read level of the owner's then counts as the
 	// caller's. With 0, a read level of the owner's found in Redis is
 	// one of a hold its handle gave up (lost, or its release failed). A
 	// write hold it adopts drops that level rather than report it, a
@@ -169,9 +137,12 @@ type RWWriteArgs struct {
 	Reads int64
 }
 
-// RWWriteTake is RWWriteLock with its arguments by name, for a handle
-// that may have given its last hold up (RWWriteArgs.Anew), and the read
-// holds the caller believes it has (RWWriteArgs.Reads).
+// RWWriteTake runs rwlock_writelock.lua: take the write lock for a.Owner,
+// taking a fencing token on a first write acquisition when a.Fencing is
+// set (see ReentrantTake). When refused and a.Announce is set, the owner
+// is announced as a waiting writer for a.Patience. A read holder is
+// refused with Upgrade. A copy that runs after a.Deadline changes
+// nothing (see RWReadTake).
 func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
 	args := []any{a.Owner, ms(a.Lease), a.Writes, flag(a.Announce), ms(a.Patience), a.Mark, fence(a.Fencing, a.Anew), a.Deadline}
@@ -189,9 +160,9 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 // ReentrantUnlock): a late copy never releases a later read level.
 // go-redis never retries it: after a network error the outcome is
 // unknown, and only the caller knows how to retry safely.
-func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, mark uint64) RWHoldsCmd {
+func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, mark), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Sharded), a.Expect, a.Mark), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
@@ -200,9 +171,9 @@ func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, owner string, leas
 // holds stays a reader. expect is the write hold count the caller believes
 // it has, or 0 for any; mark as for RWReadUnlock. Like RWReadUnlock,
 // go-redis never retries it.
-func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, owner string, lease time.Duration, sharded bool, expect int64, mark uint64) RWHoldsCmd {
+func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, owner, ms(lease), flag(sharded), expect, mark), release: true}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Sharded), a.Expect, a.Mark), release: true}
 }
 
 // RWRenew runs rwlock_renew.lua: extend the leases of whatever owner

@@ -50,7 +50,7 @@ func TestRollingUpgradeRLock(t *testing.T) {
 		}
 		take := func(owner string, patience time.Duration, seq uint64) script.Acquired {
 			t.Helper()
-			res, err := script.ReentrantAcquireWaiting(ctx, rdb, k, owner, lease, false, 0, patience, seq, redistest.InTime()).Result()
+			res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: owner, Lease: lease, Fencing: false, Holds: 0, Patience: patience, Seq: seq, Deadline: redistest.InTime(), Placed: true}).Result()
 			if err != nil {
 				t.Fatalf("acquire by %s: %v", owner, err)
 			}
@@ -86,7 +86,7 @@ func TestRollingUpgradeRLock(t *testing.T) {
 		if r := old(0, time.Minute, 3); r[0] != int64(0) {
 			t.Fatalf("previous acquire while the new version holds = %v, want refused", r)
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, "new", lease, false, 1, grant, 1).Result()
+		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "new", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 1}).Result()
 		if err != nil || u.Grantee != "old" {
 			t.Fatalf("new unlock = %+v, %v; want a grant to old", u, err)
 		}
