@@ -50,7 +50,8 @@ func (r *netRun) step(s netStep) {
 }
 
 // inject arms fault f around a call of handle h and returns what ends it.
-// The proxy's faults reach client A only.
+// The proxy's faults reach client A only. A give-up here comes before the
+// call; the one across a call in flight is reenter's.
 func (r *netRun) inject(f netFault, h int) func() {
 	switch {
 	case f == faultGiveUp:

@@ -44,7 +44,8 @@ func (m *netModel) writes() bool { return m.w > 0 || (m.do > 0 && !m.doRead) }
 
 // netRun plays one sequence of steps on one lock name: three handles, 0
 // and 1 on client A (through the fault proxy, with clientFaults), 2 on
-// client B (straight to the server, as is admin, the test's own view).
+// client B (straight to the server), which is also the test's own view
+// of Redis.
 type netRun struct {
 	t       rapid.TB
 	ctx     context.Context
