@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/script"
 )
 
 // tidier runs the clean-ups that callers who gave up leave behind: the
@@ -51,6 +53,7 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 	t.mu.Unlock()
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	done := make(chan struct{})
+	inFlight, _ := ctx.Value(inFlightKey{}).(<-chan struct{})
 	go func() {
 		defer func() {
 			cancel()
@@ -62,9 +65,40 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 			t.mu.Unlock()
 			c.Detach()
 		}()
+		if inFlight != nil {
+			// The command this job undoes first: sent on another
+			// connection, the undo could otherwise run before it.
+			t := time.NewTimer(inFlightWait)
+			select {
+			case <-inFlight:
+			case <-t.C:
+			case <-jctx.Done():
+			}
+			t.Stop()
+		}
 		job(jctx)
 	}()
 	return done
+}
+
+type inFlightKey struct{}
+
+// inFlightWait bounds how long a clean-up waits for the command it undoes
+// (AfterInFlight). A command that takes longer is stuck in a Redis that
+// does not answer, where the undo would wait as long; past it the undo is
+// sent all the same, and a copy of the command that Redis runs later is
+// what the deadline of every acquisition bounds (see RequestWindow).
+const inFlightWait = 500 * time.Millisecond
+
+// AfterInFlight returns ctx, carrying the command still in flight that err
+// reports, if any (script.InFlight): a clean-up run on the result
+// (Client.Tidy, TidyUp) waits for that command first, so that Redis runs
+// the undo after what it undoes.
+func AfterInFlight(ctx context.Context, err error) context.Context {
+	if ch := script.Settled(err); ch != nil {
+		return context.WithValue(ctx, inFlightKey{}, ch)
+	}
+	return ctx
 }
 
 // Tidied returns a channel that is closed once no job of c's tidier is

@@ -17,9 +17,9 @@ func Example() {
 		fmt.Println(first)
 	}
 	// Output:
-	// -- rlock_acquire: take a reentrant lock, re-enter it, or wait in line.
+	// -- rlock_acquire: take a reentrant lock, or wait in line.
 	// -- rlock_forceunlock: delete a reentrant lock whoever holds it, and wake the
 	// -- rlock_leave: take a waiter out of the line of a reentrant lock, for a
 	// -- rlock_renew: extend the lease of a reentrant lock if the owner holds it.
-	// -- rlock_unlock: release one level of a reentrant lock; at the last level,
+	// -- rlock_unlock: release a reentrant lock's hold and grant the lock to the
 }

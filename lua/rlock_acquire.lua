@@ -1,4 +1,4 @@
--- rlock_acquire: take a reentrant lock, re-enter it, or wait in line.
+-- rlock_acquire: take a reentrant lock, or wait in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list: owner ids, oldest first

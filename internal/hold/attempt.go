@@ -52,7 +52,7 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 	switch {
 	case err != nil:
 		if internal.OutcomeUnknown(err) {
-			undo(ctx, nil)
+			undo(internal.AfterInFlight(ctx, err), nil)
 		}
 		return Grant{}, sent, internal.CtxErr(ctx, err)
 	case !g.OK:

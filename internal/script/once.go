@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -106,9 +107,32 @@ func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
 		return inner
 	case <-ctx.Done():
 		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetErr(fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()))
+		cmd.SetErr(&InFlight{err: fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()), done: done})
 		return cmd
 	}
+}
+
+// InFlight is the error of a script call whose ctx ended before its
+// reply, on a client that does not bound commands by ctx (see Process):
+// the command may still run in Redis. Whoever undoes it must let it
+// settle first (Settled), or Redis may run the undo before it.
+type InFlight struct {
+	err  error
+	done <-chan struct{}
+}
+
+func (e *InFlight) Error() string { return e.err.Error() }
+func (e *InFlight) Unwrap() error { return e.err }
+
+// Settled returns a channel that is closed once the command whose call
+// failed with err has its reply or go-redis gave up on it; nil when err
+// is not an InFlight.
+func Settled(err error) <-chan struct{} {
+	var f *InFlight
+	if errors.As(err, &f) {
+		return f.done
+	}
+	return nil
 }
 
 // boundsByCtx reports whether c ends a command when its ctx ends.
