@@ -125,10 +125,12 @@ func (r *netRun) release(s netStep) {
 func (r *netRun) do(s netStep) {
 	r.t.Helper()
 	h, m := s.H, &r.m[s.H]
-	if m.levels() > 0 {
-		return // it would wait for the handle's own hold
-	}
 	ops, read := r.side(h, s.Read)
+	if m.levels() > 0 || r.taken(h, read) {
+		// It would wait for the handle's own hold, or for another's
+		// until its ctx ends (plain Lock steps wait, with a short ctx).
+		return
+	}
 	// Bounded for a Do that waits behind a hold a fault left standing;
 	// the body's steps are bounded by their own ctxs.
 	ctx, cancel := context.WithTimeout(r.ctx, netStand+4*netLease)
@@ -165,6 +167,17 @@ func (r *netRun) do(s netStep) {
 			m.mayLose = true // Do's own release failed
 		}
 	}
+}
+
+// taken reports whether a handle other than h holds, as the model and
+// Done say, a mode that excludes mode read.
+func (r *netRun) taken(h int, read bool) bool {
+	for o := range r.m {
+		if o != h && !isClosed(r.hs[o].Done()) && (r.m[o].writes() || !read && r.m[o].levels() > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // inner plays one step of Do's fn on handle h, whose Do is of mode read.
