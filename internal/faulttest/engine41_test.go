@@ -21,8 +21,10 @@ const lease41 = 1500 * time.Millisecond
 
 // failInnerUnlock runs Do on l's side of h and, inside it, re-enters
 // with Do's ctx and unlocks that inner level through a refusing proxy
-// (the connection refused: the release cannot have run). It returns the
-// token Do's hold had and Do's error.
+// (the connection refused: a release sent then cannot have run). It
+// returns the token Do's hold had and Do's error. Re-entry is counted in
+// the process, so the inner Unlock sends nothing and succeeds; an engine
+// that sent it would see it fail, and either way no level may be left.
 func failInnerUnlock(t *testing.T, l netLevel, h *netHandle, proxy *redistest.Proxy) (uint64, error) {
 	t.Helper()
 	ops := l.ops(h)
@@ -35,8 +37,8 @@ func failInnerUnlock(t *testing.T, l netLevel, h *netHandle, proxy *redistest.Pr
 		proxy.Refuse(true)
 		proxy.Cut()
 		defer proxy.Refuse(false)
-		if err := ops.Unlock(ctx); err == nil {
-			t.Fatal("the inner Unlock through a refusing proxy succeeded: the fault was not injected")
+		if err := ops.Unlock(ctx); err != nil {
+			t.Logf("the inner Unlock through a refusing proxy: %v", err)
 		}
 		return nil
 	})
@@ -47,7 +49,6 @@ func failInnerUnlock(t *testing.T, l netLevel, h *netHandle, proxy *redistest.Pr
 // unlocks, renewed for as long as the process lived (Done open, every
 // other client refused).
 func TestFailedInnerUnlockLeavesNoLevel(t *testing.T) {
-	requireEngine41(t)
 	for _, l := range netAllLevels {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -81,7 +82,6 @@ func TestFailedInnerUnlockLeavesNoLevel(t *testing.T) {
 // Defect 2: after that failed inner Unlock, the handle's next plain Lock
 // is a new hold and takes a new token; it was handed the previous hold's.
 func TestFailedInnerUnlockNextTokenIsNew(t *testing.T) {
-	requireEngine41(t)
 	for _, l := range netMutexLevels {
 		t.Run(l.kind.name, func(t *testing.T) {
 			t.Parallel()
@@ -155,7 +155,6 @@ var givenUpLevels = []netLevel{netMutexLevels[0], netMutexLevels[1], netMutexLev
 // the hold lost brought the given-up hold back, its extra levels renewed
 // for ever.
 func TestGivenUpHoldStaysGivenUp(t *testing.T) {
-	requireEngine41(t)
 	for _, l := range givenUpLevels {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -179,7 +178,6 @@ func TestGivenUpHoldStaysGivenUp(t *testing.T) {
 // Defect 4: after such a revival, a fenced Lock returned nil with
 // Token() == 0.
 func TestLockAfterGivenUpHoldIsFenced(t *testing.T) {
-	requireEngine41(t)
 	for _, l := range givenUpLevels {
 		t.Run(l.name, func(t *testing.T) {
 			t.Parallel()
@@ -206,7 +204,6 @@ func TestLockAfterGivenUpHoldIsFenced(t *testing.T) {
 // write level in Redis, renewed by the read's renewals, until the
 // handle's next call: other readers stayed out while the reader read.
 func TestFailedWriteUnlockUnderReadLetsReadersIn(t *testing.T) {
-	requireEngine41(t)
 	srv := redistest.SharedServer(t)
 	name := redistest.UniqueName(t)
 	proxy := redistest.NewProxy(t, srv.Addr())

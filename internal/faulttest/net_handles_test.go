@@ -3,11 +3,9 @@ package faulttest_test
 import (
 	"context"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,20 +15,6 @@ import (
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
-
-// The net of issue 41 (the property test and its five named regression
-// tests) fails on today's hold engine by design: it is the acceptance
-// test of the engine's rewrite. Until that lands it runs only when asked,
-// so the branch keeps CI green; the rewrite removes this gate.
-const engine41Env = "REDISYNC_ENGINE41"
-
-// requireEngine41 skips t unless REDISYNC_ENGINE41=1.
-func requireEngine41(t testing.TB) {
-	t.Helper()
-	if os.Getenv(engine41Env) != "1" {
-		t.Skipf("issue 41: fails on today's hold engine (the rewrite removes this gate); set %s=1 to run it", engine41Env)
-	}
-}
 
 // netOps is one mode of one primitive seen through the calls the net
 // makes: a netMutex's hold, or an rwlock's write or read side. Giving each

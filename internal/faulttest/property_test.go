@@ -31,9 +31,9 @@ import (
 // the name, and a re-entry keeps its hold's; (d) Done closes when, and
 // only when, the hold was released or Redis lost it.
 //
-// Run it (it is gated while issue 41's engine is not in):
+// It runs in the test command; alone:
 //
-//	REDISYNC_ENGINE41=1 go test -race -run 'TestNet' -timeout 5m ./internal/faulttest/
+//	go test -race -run 'TestNet' -timeout 5m ./internal/faulttest/
 //
 // The bounded run makes netChecks checks per primitive and fault profile
 // (with and without give-ups), each with a new random seed, and replays
@@ -68,7 +68,6 @@ func netRapidFlags() {
 }
 
 func TestNetProperty(t *testing.T) {
-	requireEngine41(t)
 	netRapidFlags()
 	for _, k := range netKinds {
 		for _, giveUp := range []bool{false, true} {
@@ -126,7 +125,6 @@ var netRegressions = []struct {
 }
 
 func TestNetRegressions(t *testing.T) {
-	requireEngine41(t)
 	for _, c := range netRegressions {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // they wait on leases, not on the CPU
