@@ -72,6 +72,10 @@ func (noRetry) NoRetry() bool { return true }
 // or a receipt), never by go-redis.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+	if err := CheckServer(ctx, c); err != nil {
+		cmd.SetErr(err) // a server too old: nothing is sent (see MinVersion)
+		return cmd
+	}
 	_ = c.Process(ctx, noRetry{cmd})
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// Refused unrun: sending the source is the first run.
@@ -87,6 +91,11 @@ func (s *script) run(ctx context.Context, c Processor, keys []string, args ...an
 // count returns expired permits to the pool before it counts, so running
 // either twice is running it once.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	if err := CheckServer(ctx, c); err != nil {
+		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+		cmd.SetErr(err)
+		return cmd
+	}
 	return s.s.Run(ctx, c, keys, args...)
 }
 
