@@ -40,6 +40,7 @@ func TestOldServerRefused(t *testing.T) {
 	version := infoField(t, admin, "redis_version")
 	name := redistest.UniqueName(t)
 	n := internal.NewNames(name)
+	sem := name + "-semaphore"
 
 	calls := []struct {
 		what string
@@ -49,7 +50,7 @@ func TestOldServerRefused(t *testing.T) {
 			return rlock.New(rdb, name).Lock(ctx)
 		}},
 		{"semaphore.Acquire", func(ctx context.Context, rdb *redis.Client) error {
-			return semaphore.New(rdb, name).Acquire(ctx, 1)
+			return semaphore.New(rdb, sem).Acquire(ctx, 1)
 		}},
 		{"election.Campaign", func(ctx context.Context, rdb *redis.Client) error {
 			return election.New(rdb, name).Campaign(ctx, "me")
@@ -58,10 +59,12 @@ func TestOldServerRefused(t *testing.T) {
 	for _, contended := range []bool{false, true} {
 		admin.FlushAll(ctx)
 		if contended {
-			// Another owner's hold (rlock, election: one hash) and a
-			// semaphore with no permit free; each call would wait.
+			// Another owner's hold (rlock and election keep it in
+			// one hash) and a semaphore with no permit free: each
+			// call would wait.
 			admin.HSet(ctx, n.Lock(), "someone-else", 1)
 			admin.PExpire(ctx, n.Lock(), time.Minute)
+			admin.Set(ctx, internal.NewNames(sem).Lock(), 0, time.Minute)
 		}
 		before := keySnapshot(t, admin)
 		admin.ConfigResetStat(ctx)
