@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/script"
 )
 
 // ErrNotReplicated reports that an acquisition was not acknowledged by as
@@ -27,7 +29,13 @@ func CanPin(rdb redis.UniversalClient) bool {
 // *redis.Client (a Sentinel FailoverClient too) gives one of its own; a
 // *redis.ClusterClient one of the client of the key's primary. Close
 // returns it to its pool.
+//
+// It checks the server's version first (script.CheckServer), as a script
+// call on rdb does: a connection is not checked on its own.
 func PrimaryConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	if err := script.CheckServer(ctx, rdb); err != nil {
+		return nil, err
+	}
 	switch c := rdb.(type) {
 	case *redis.Client:
 		return c.Conn(), nil

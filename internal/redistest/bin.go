@@ -47,10 +47,26 @@ func envOr(name, def string) string {
 // Require skips t when the configured server binary (ServerBin) is not
 // found, or fails it when REDISYNC_REQUIRE_REDIS=1. Start and SharedServer
 // call it themselves.
+//
+// With TierEnv set to "cluster" it skips t: that run is the cluster tier.
 func Require(t testing.TB) {
 	t.Helper()
+	if os.Getenv(TierEnv) == "cluster" {
+		t.Skipf("%s=cluster: the cluster tier runs only the tests on a cluster (and the miniredis unit tier)", TierEnv)
+	}
 	require(t, ServerEnv, ServerBin(), DefaultServer, "integration tier")
 }
+
+// TierEnv narrows a run to one real-server tier. Set to "cluster", every
+// test that starts a standalone server (Start, SharedServer, and what is
+// built on them) skips, and what runs is the cluster tier: the tests on a
+// real cluster (StartCluster, SharedCluster: the tests with Cluster in
+// their name and the "cluster" subtests of those that run on both), with
+// the miniredis unit tier, which takes seconds. .ci/servers runs it on
+// every server of the matrix:
+//
+//	REDISYNC_TIER=cluster go test -race ./...
+const TierEnv = "REDISYNC_TIER"
 
 // RequireCluster is Require for the cluster tier: it also needs the
 // configured client binary (CLIBin), and it skips t under -short.

@@ -81,6 +81,7 @@ func TestClusterBinariesFromEnv(t *testing.T) {
 }
 
 func TestRequireNamesEnv(t *testing.T) {
+	t.Setenv(redistest.TierEnv, "")
 	t.Setenv(redistest.RequireEnv, "")
 	t.Setenv(redistest.ServerEnv, "no-such-server")
 	ft := (&fakeTB{TB: t}).run(redistest.Require)

@@ -94,6 +94,7 @@ func (f *fakeTB) run(fn func(testing.TB)) *fakeTB {
 }
 
 func TestRequire(t *testing.T) {
+	t.Setenv(redistest.TierEnv, "")
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv(redistest.RequireEnv, "")
 	t.Setenv(redistest.ServerEnv, "")

@@ -72,6 +72,11 @@ func (noRetry) NoRetry() bool { return true }
 // this way; what a retry means is decided by the caller (the hold engine,
 // or a receipt), never by go-redis.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
+	if err := CheckServer(ctx, c); err != nil {
+		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+		cmd.SetErr(err) // a server too old: nothing is sent (see MinVersion)
+		return cmd
+	}
 	cmd := Process(ctx, c, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// Refused unrun: sending the source is the first run.
@@ -154,6 +159,11 @@ func boundsByCtx(c Processor) bool {
 // count returns expired permits to the pool before it counts, so running
 // either twice is running it once.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	if err := CheckServer(ctx, c); err != nil {
+		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+		cmd.SetErr(err)
+		return cmd
+	}
 	return s.s.Run(ctx, c, keys, args...)
 }
 

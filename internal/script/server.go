@@ -1,0 +1,167 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"weak"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MinVersion is the oldest Redis release redisync's scripts and commands
+// run on: 7.0. Below it, a release script's grant of a parked waiter
+// (SET ... GET and GETDEL need 6.2), the refresh of a parked rwlock
+// waiter's place (PEXPIRE ... GT needs 7.0) and every notification on a
+// cluster (SPUBLISH needs 7.0) fail. Every Valkey release reports a Redis
+// version of 7.2 and passes.
+const MinVersion = "7.0"
+
+// minMajor and minMinor are MinVersion as numbers.
+const minMajor, minMinor = 7, 0
+
+// ErrOldServer reports a server older than MinVersion. Nothing is sent
+// to it after the check that found it.
+var ErrOldServer = errors.New("redis server too old")
+
+// OldServerError is the error of every script call on a server older than
+// MinVersion. It names the server's version and the minimum, matches
+// ErrOldServer, and counts as a reply of the server (redis.Error): a
+// definite refusal, never retried, that changed nothing.
+type OldServerError struct {
+	Version string // the server's redis_version, such as "6.0.16"
+}
+
+func (e *OldServerError) Error() string {
+	return fmt.Sprintf("%v: the server is Redis %s; redisync needs Redis %s or later (or Valkey)", ErrOldServer, e.Version, MinVersion)
+}
+
+// Is makes errors.Is(err, ErrOldServer) true.
+func (e *OldServerError) Is(target error) bool { return target == ErrOldServer }
+
+// RedisError marks the error as the server's answer (go-redis's redis.Error).
+func (*OldServerError) RedisError() {}
+
+// checked holds, per client, the outcome of its version check: a
+// *serverCheck keyed by a weak pointer to the client, removed when the
+// client is collected, so that the check keeps no client reachable.
+var checked sync.Map
+
+// serverCheck is one client's version check: done is closed once err is
+// set (nil: the server is recent enough, or does not say).
+type serverCheck struct {
+	done chan struct{}
+	err  error
+}
+
+// checkKey returns the key of c's check, and false for anything that is
+// not a long-lived client (a single connection, a pipeline, a test's
+// fake): those are not checked (a pinned connection is checked through
+// its client: see CheckServer).
+// The second result arranges for the check to be forgotten once c is
+// collected.
+func checkKey(c any) (any, func(), bool) {
+	switch c := c.(type) {
+	case *redis.Client:
+		k, forget := weakKey(c)
+		return k, forget, true
+	case *redis.ClusterClient:
+		k, forget := weakKey(c)
+		return k, forget, true
+	case *redis.Ring:
+		k, forget := weakKey(c)
+		return k, forget, true
+	}
+	return nil, nil, false
+}
+
+func weakKey[T any](c *T) (any, func()) {
+	k := weak.Make(c)
+	return k, func() { runtime.AddCleanup(c, func(k weak.Pointer[T]) { checked.Delete(k) }, k) }
+}
+
+// CheckServer returns an *OldServerError when the server behind c is older
+// than MinVersion, and nil otherwise. It asks the server (INFO server)
+// once per client, on its first script call, and keeps the answer for as
+// long as the client lives; later calls cost a map lookup. A server that
+// refuses INFO (an ACL rule, a proxy) is taken as recent enough; a check
+// that got no answer (a network error, ctx ended) is made again by the
+// next call.
+func CheckServer(ctx context.Context, c any) error {
+	key, forget, ok := checkKey(c)
+	if !ok {
+		return nil
+	}
+	if v, ok := checked.Load(key); ok {
+		return v.(*serverCheck).wait(ctx)
+	}
+	sc := &serverCheck{done: make(chan struct{})}
+	if v, loaded := checked.LoadOrStore(key, sc); loaded {
+		return v.(*serverCheck).wait(ctx)
+	}
+	version, err := serverVersion(ctx, c.(Processor))
+	var reply redis.Error
+	switch {
+	case err == nil:
+		sc.err = tooOld(version)
+		forget()
+	case errors.As(err, &reply):
+		// The server answered, refusing INFO: keep "recent enough".
+		forget()
+	default:
+		checked.Delete(key) // no answer: the next call asks again
+	}
+	close(sc.done)
+	return sc.err
+}
+
+// wait returns the outcome of a check another call is making, or nil
+// when ctx ends first (the script call then reports ctx's error).
+func (sc *serverCheck) wait(ctx context.Context) error {
+	select {
+	case <-sc.done:
+		return sc.err
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// serverVersion returns the redis_version line of INFO server ("" when
+// there is none: a server that does not say is not refused). The command
+// is sent once: a lost reply makes the next call ask again, not go-redis.
+func serverVersion(ctx context.Context, c Processor) (string, error) {
+	// Bounded by ctx on any client (Process): a caller's deadline holds
+	// while the server does not answer, as for the script itself.
+	info, err := Process(ctx, c, "info", "server").Text()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", nil
+}
+
+// tooOld returns an *OldServerError when version (major.minor.patch) is
+// below MinVersion, and nil when it is not or cannot be read.
+func tooOld(version string) error {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return nil
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	if major < minMajor || major == minMajor && minor < minMinor {
+		return &OldServerError{Version: version}
+	}
+	return nil
+}
