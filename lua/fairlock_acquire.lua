@@ -1,4 +1,4 @@
--- fairlock_acquire: take a fair (FIFO) lock, re-enter it, or wait in line.
+-- fairlock_acquire: take a fair (FIFO) lock, or wait in line.
 --
 -- KEYS[1]  lock hash: field = owner id, value = hold count
 -- KEYS[2]  waiter list, oldest first
@@ -76,7 +76,7 @@
 -- is reported as holding, with its lease re-armed to ARGV[2].
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
--- highest mark of an attempt that took, re-entered or reported the hold
+-- highest mark of an attempt that took or reported the hold
 -- (or of the waiter attempt a grant answered), so that a release (which
 -- names the handle's latest attempt) or a give-back (which names the
 -- attempt it undoes) that Redis runs late, after a later attempt, changes
@@ -91,7 +91,7 @@
 -- Returns 1 for a first acquisition without a token (meaning {1, 1, 0}:
 -- the common case, and an integer costs Redis less than a table), else
 -- {1, holds, token} when the owner holds the lock afterwards (token
--- is 0 on re-entry or without fencing; on a resend of the attempt that
+-- is 0 without fencing; on a resend of the attempt that
 -- took the hold it is the token the hold recorded, or a new one if it
 -- recorded none: a hold taken by an older version; with ARGV[3] "2", a
 -- hold taken by an earlier attempt takes a new token, as in

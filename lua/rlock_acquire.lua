@@ -9,7 +9,7 @@
 -- KEYS[4]  fencing counter: the last token of the name, which expires a
 --          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1" or "2"
 -- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds (re-armed on re-entry), and the fencing
+-- ARGV[2]  lease in milliseconds, and the fencing
 --          counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
 --          have a grant to this waiter take one; "2": as "1", and the
@@ -51,7 +51,7 @@
 --          that its release is published there.
 --
 -- Next to the owner's count, the hash keeps the field '@' .. owner: the
--- highest mark of an attempt that took, re-entered or reported the hold
+-- highest mark of an attempt that took or reported the hold
 -- (or of the waiter attempt a grant answered). A release names the
 -- handle's latest attempt when it was sent, a give-back the attempt it
 -- undoes, and rlock_unlock changes nothing once a later attempt is
@@ -81,7 +81,7 @@
 -- an integer costs Redis less to make and send than a table, and means
 -- {1, 1, 0}), else {1, holds, token} when the owner holds the lock
 -- afterwards (token
--- is 0 on re-entry or without fencing; on a resend of the attempt that
+-- is 0 without fencing; on a resend of the attempt that
 -- took the hold it is the token the hold recorded, or a new one if it
 -- recorded none: a hold taken by an older version, or a grant to an
 -- earlier attempt of the caller's wait; when the caller holds nothing

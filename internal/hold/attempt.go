@@ -87,7 +87,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	held, seq := t.Held(m), t.seq.Add(1)
-	sentFor := t.current() // the hold a downgrade is sent for; nil for a new hold
+	sentFor, _ := ctx.Value(sentForKey{}).(*hold) // the hold a downgrade is sent for; nil for a new hold
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
@@ -305,3 +305,8 @@ var background = func() context.Context {
 	cancel()
 	return ctx
 }()
+
+// sentForKey marks the ctx of an attempt made for a hold the handle has
+// (a downgrade: see Lock.reenter), whose reply is applied to that hold
+// only.
+type sentForKey struct{}

@@ -96,7 +96,7 @@ type Tracker struct {
 	// (finish; a loss held back for a release in flight too, as that
 	// release may leave the hold standing) and when a release of the
 	// hold's last level fails (abandon). It is cleared when a hold
-	// begins (begin: acquired, granted or passed within the process) and
+	// begins (begin: acquired or granted) and
 	// when an exclusive attempt is refused with nothing taken (Attempt):
 	// the owner then holds nothing in Redis. (A read-write lock's read
 	// attempt is refused while a write hold given up stands, so its
@@ -141,7 +141,7 @@ type hold struct {
 	releasing bool
 	lostWhile error
 
-	run run // the process's run of holds this one belongs to; guarded by Tracker.runMu
+	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.runMu
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -259,9 +259,8 @@ func (t *Tracker) gaveUp() bool {
 	return t.anew
 }
 
-// entry is the watchdog's view of hold h. A hold passed within the
-// process is not renewed before the release that passed it has run: the
-// renewal would find it absent.
+// entry is the watchdog's view of hold h. Each renewal first sends, in
+// the background, the releases the handle owes (repayBehind).
 func (t *Tracker) entry(h *hold) watchdog.Entry {
 	renew := t.cfg.Renew
 	if base := renew; base != nil {

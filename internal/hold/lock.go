@@ -290,7 +290,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	case l.k.Place != nil:
 		err = internal.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
 	case l.k.InLine:
-		inLine := func() bool { return l.t.Held(m) == 0 } // a holder re-enters at once
+		inLine := func() bool { return l.t.Held(m) == 0 } // a holder needs no line
 		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
 	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)

@@ -17,8 +17,10 @@ import (
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
 // holds the lock, every other Lock on it waits, whichever goroutine calls
 // it, and only a ctx that carries a hold re-enters it. The handle has one
-// owner id in Redis, whose hold count is the levels of its holds; this
-// file decides, in the process, which calls those levels belong to.
+// owner id in Redis, which holds one level per hold in each mode (a
+// read-write lock's plain read holds are counted there too); re-entry
+// depth is counted here, and this file decides, in the process, which
+// calls the levels belong to.
 //
 // Invariants, guarded by owners.mu:
 //
@@ -46,7 +48,7 @@ import (
 //     forgets the holds (gen tells them apart). A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
-//     took since; a re-entry whose hold ended while its script ran gives
+//     took since; a downgrade whose hold ended while its script ran gives
 //     the level Redis granted back. Plain holds are anonymous, as a
 //     sync.Mutex's are: a plain Unlock after a reset releases whatever
 //     plain hold the handle has by then.
@@ -118,6 +120,7 @@ type record struct {
 	mode  Mode
 	plain bool
 	gen   uint64 // owners.gen when it was taken: reset ends it
+	h     *hold  // the Tracker's hold it is a part of: a downgrade is sent for it
 	depth int64  // levels taken through this record; guarded by owners.mu
 	reads int64  // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
 }
@@ -188,13 +191,14 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		l.gate.Release(n)
 		return nil, ok, err
 	}
+	h := l.t.current() // taken with t.mu, never under the owners' lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m == Shared && plain {
 		l.plainReads++
 		return nil, true, nil
 	}
-	r := &record{mode: m, plain: plain, gen: l.gen, depth: 1}
+	r := &record{mode: m, plain: plain, gen: l.gen, depth: 1, h: h}
 	if m == Exclusive {
 		l.x = r
 	} else {
@@ -248,7 +252,7 @@ func (l *Lock) behindOwn(m Mode, err error) error {
 // A read level through a write hold (a downgrade) is taken in Redis: the
 // read outlives the write level there.
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
-	h := l.t.current() // the hold c is a part of; ends only it
+	h := c.h // the hold c is a part of; ends only it
 	if c.mode == m {
 		try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
 		if blocking {
@@ -266,6 +270,8 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		c.depth++
 		return c, true, nil
 	}
+	// The downgrade's reply is applied to h only (see Tracker.Attempt).
+	ctx = context.WithValue(ctx, sentForKey{}, h)
 	try := func(ctx context.Context) (bool, error) {
 		ok, err := l.redis(ctx, m, false)
 		if err != nil || ok {
@@ -307,18 +313,23 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 
 // inner takes one level off r, a hold of generation gen, in the process
 // only, and reports whether it did: r was re-entered (see reenter), and
-// its last level is the one Redis holds.
-func (l *Lock) inner(r *record, gen uint64) bool {
+// its last level is the one Redis holds. A hold of Do's that reset forgot
+// since (lost, or force-unlocked) is done with: errEnded, and nothing is
+// sent, since a release now would release a later hold of the handle.
+func (l *Lock) inner(r *record, gen uint64) (bool, error) {
 	if r == nil || r == ended {
-		return false
+		return false, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if gen != l.gen || r.depth < 2 {
-		return false
+	switch {
+	case gen != l.gen && !r.plain:
+		return true, errEnded
+	case gen != l.gen || r.depth < 2:
+		return false, nil
 	}
 	r.depth--
-	return true
+	return true, nil
 }
 
 // rearm renews hold h for a re-entry: it reports true when Redis still
@@ -397,8 +408,8 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		}
 		return l.Wrap(l.ops[m][1], err)
 	}
-	if l.inner(r, gen) {
-		return nil // a re-entered level: counted in the process only
+	if done, err := l.inner(r, gen); done {
+		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
 	}
 	if l.handOver(r, m, gen) {
 		l.released(r, m, gen)
@@ -478,7 +489,7 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 		return nil, false, ctx.Err()
 	}
 	l.handed = nil
-	r := &record{mode: Exclusive, plain: plain, gen: l.gen, depth: 1}
+	r := &record{mode: Exclusive, plain: plain, gen: l.gen, depth: 1, h: cur}
 	l.x = r
 	l.mu.Unlock()
 	return r, true, nil

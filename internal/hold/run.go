@@ -2,10 +2,10 @@ package hold
 
 import "time"
 
-// run is a chain of holds of one process, each passed the lock by the
-// one before within the process (a local handoff): how many
-// passes it has seen, and when its first hold began. It bounds how long
-// the processes waiting in Redis wait for it (see maxPasses).
+// run is one hold in Redis handed between goroutines of the handle (local
+// handoffs, see Lock.handOver): how many passes it has seen, and when it
+// began. It bounds how long the waiters in Redis wait for it (see
+// maxPasses).
 type run struct {
 	passes int
 	since  time.Time

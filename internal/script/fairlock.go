@@ -69,13 +69,12 @@ func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) Acqu
 		k.Waiter, flag(a.Sharded), ms(a.GrantLease), a.Seq, k.Places, a.Deadline)}
 }
 
-// FairUnlock runs fairlock_unlock.lua: release one level for owner,
-// re-arming lease while holds remain, and grant the lock to the first
-// live waiter in line when it becomes free, for grantLease or the
-// waiter's own grant lease if shorter (see FairTake). expect is the
-// hold count the caller believes it has, or 0 for any. The reply's Holds
-// is the remaining hold count, UnlockNotHeld or UnlockMismatch, and names
-// the grantee of a grant. mark is the mark of the owner's latest attempt,
+// FairUnlock runs fairlock_unlock.lua: release a.Owner's hold (one level
+// in Redis: re-entry is counted in the process) and grant the lock to the
+// first live waiter in line, for a.GrantLease or the waiter's own grant
+// lease if shorter (see FairTake). a.Expect is the hold count the caller
+// believes it has, or 0 for any. The reply's Holds is 0, UnlockNotHeld or
+// UnlockMismatch, and names the grantee of a grant. a.Mark is the mark of the owner's latest attempt,
 // or for a give-back of the attempt it undoes (see ReentrantUnlock). go-redis never
 // retries it: after a network error the outcome is unknown, and only the
 // caller knows how to retry safely.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -96,7 +97,7 @@ func (s *script) run(ctx context.Context, c Processor, keys []string, args ...an
 // that can end, or on a client that bounds its commands itself, no
 // goroutine is started.
 func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
-	if ctx.Done() == nil || boundsByCtx(c) {
+	if !outlasts(c, ctx) {
 		cmd := redis.NewCmd(ctx, args...)
 		_ = c.Process(ctx, noRetry{cmd})
 		return cmd
@@ -140,17 +141,35 @@ func Settled(err error) <-chan struct{} {
 	return nil
 }
 
-// boundsByCtx reports whether c ends a command when its ctx ends.
-func boundsByCtx(c Processor) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Conn:
+// outlasts reports whether a command of c may outlast ctx's deadline: c
+// does not end a command when its ctx ends (go-redis'
+// ContextTimeoutEnabled off), and the deadline comes before c's own read
+// timeout would end it. A ctx without a deadline (cancelled, if at all,
+// by its caller) is left to c's timeouts, as go-redis leaves it: the
+// common Lock and Unlock start no goroutine.
+func outlasts(c Processor, ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok {
 		return false
 	}
-	return false
+	read := 3 * time.Second // go-redis' default ReadTimeout
+	switch c := c.(type) {
+	case *redis.Client:
+		o := c.Options()
+		if o.ContextTimeoutEnabled {
+			return false
+		}
+		read = o.ReadTimeout
+	case *redis.ClusterClient:
+		o := c.Options()
+		if o.ContextTimeoutEnabled {
+			return false
+		}
+		read = o.ReadTimeout
+	}
+	// A ReadTimeout of -1 (or 0 after go-redis' defaults: none) never ends
+	// a command; past its deadline ctx would wait for ever.
+	return read <= 0 || time.Until(deadline) < read
 }
 
 // queue runs s on c with Script.Run, which go-redis may resend, or queues
@@ -158,7 +177,16 @@ func boundsByCtx(c Processor) bool {
 // it: a renewal sets a lease from now if the owner still holds, and the
 // count returns expired permits to the pool before it counts, so running
 // either twice is running it once.
+//
+// Run on a client rather than queued (a re-entry's renewal, a leased
+// permit's count), it goes through run: bounded by ctx on any client, as
+// every other script call.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	if _, queued := c.(redis.Pipeliner); !queued {
+		if p, ok := c.(Processor); ok {
+			return s.run(ctx, p, keys, args...)
+		}
+	}
 	if err := CheckServer(ctx, c); err != nil {
 		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 		cmd.SetErr(err)

@@ -129,12 +129,12 @@ const (
 	UnlockMismatch = -2 // the hold count was not the expected one
 )
 
-// ReentrantUnlock runs rlock_unlock.lua: release one level for owner,
-// re-arming lease while holds remain, and grant the lock to the first live
-// waiter in line, for grantLease, when it becomes free. expect is the hold
-// count the caller believes it has, or 0 for any. The reply's Holds is the
-// remaining hold count, UnlockNotHeld or UnlockMismatch, and names the
-// grantee of a grant. mark is, for a release, the mark of the owner's
+// ReentrantUnlock runs rlock_unlock.lua: release a.Owner's hold (one
+// level in Redis: re-entry is counted in the process) and grant the lock
+// to the first live waiter in line, for a.GrantLease. a.Expect is the
+// hold count the caller believes it has, or 0 for any. The reply's Holds
+// is 0, UnlockNotHeld or UnlockMismatch, and names the grantee of a
+// grant. a.Mark is, for a release, the mark of the owner's
 // latest attempt when it was sent, for a give-back the mark of the
 // attempt it undoes (0: none): it changes nothing (UnlockMismatch) once
 // the hold records a later attempt's mark, one that took or reported the
