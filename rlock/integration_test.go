@@ -16,6 +16,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -737,6 +738,14 @@ func servesOthers(t *testing.T, other *redis.Client, name string, handles []*rlo
 		})
 	}
 	redistest.WaitFor(t, 2*time.Second, func() bool { return sections.Load() > 10 })
+	// The waiter's client asks the server's version before its first
+	// script (once per client): ask it now, so that the waiter parks
+	// right after its first attempt. The handles above park in the
+	// same line, so the poll below may see one of theirs first; the
+	// longer the waiter takes to park, the more of their sections count.
+	if err := script.CheckServer(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
 	waiter := rlock.New(other, name)
 	got := make(chan error, 1)
 	go func() { got <- waiter.Lock(t.Context()) }()
