@@ -73,15 +73,21 @@ func (noRetry) NoRetry() bool { return true }
 // this way; what a retry means is decided by the caller (the hold engine,
 // or a receipt), never by go-redis.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
+	return s.exec(ctx, c, false, keys, args)
+}
+
+// exec is run; with retry, go-redis may resend the script, as it does a
+// script it runs (queue).
+func (s *script) exec(ctx context.Context, c Processor, retry bool, keys []string, args []any) *redis.Cmd {
 	if err := CheckServer(ctx, c); err != nil {
 		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 		cmd.SetErr(err) // a server too old: nothing is sent (see MinVersion)
 		return cmd
 	}
-	cmd := Process(ctx, c, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+	cmd := process(ctx, c, retry, evalArgs("evalsha", s.s.Hash(), keys, args))
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		// Refused unrun: sending the source is the first run.
-		cmd = Process(ctx, c, evalArgs("eval", s.src, keys, args)...)
+		cmd = process(ctx, c, retry, evalArgs("eval", s.src, keys, args))
 	}
 	return cmd
 }
@@ -97,16 +103,29 @@ func (s *script) run(ctx context.Context, c Processor, keys []string, args ...an
 // that can end, or on a client that bounds its commands itself, no
 // goroutine is started.
 func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
+	return process(ctx, c, false, args)
+}
+
+// process is Process; with retry, go-redis may resend the command after a
+// network error (a command that is safe to run twice).
+func process(ctx context.Context, c Processor, retry bool, args []any) *redis.Cmd {
+	send := func(cmd *redis.Cmd) {
+		if retry {
+			_ = c.Process(ctx, cmd)
+			return
+		}
+		_ = c.Process(ctx, noRetry{cmd})
+	}
 	if !outlasts(c, ctx) {
 		cmd := redis.NewCmd(ctx, args...)
-		_ = c.Process(ctx, noRetry{cmd})
+		send(cmd)
 		return cmd
 	}
 	inner := redis.NewCmd(ctx, args...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = c.Process(ctx, noRetry{inner})
+		send(inner)
 	}()
 	select {
 	case <-done:
@@ -179,12 +198,12 @@ func outlasts(c Processor, ctx context.Context) bool {
 // either twice is running it once.
 //
 // Run on a client rather than queued (a re-entry's renewal, a leased
-// permit's count), it goes through run: bounded by ctx on any client, as
-// every other script call.
+// permit's count), it is bounded by ctx on any client, as every other
+// script call, and go-redis may still resend it.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	if _, queued := c.(redis.Pipeliner); !queued {
 		if p, ok := c.(Processor); ok {
-			return s.run(ctx, p, keys, args...)
+			return s.exec(ctx, p, true, keys, args)
 		}
 	}
 	if err := CheckServer(ctx, c); err != nil {
