@@ -12,12 +12,11 @@
 -- ARGV[2]  receipt lifetime in milliseconds
 -- ARGV[3]  wake-up channel prefix: a waiter's channel is ARGV[3] .. owner id
 --          (built here because the head is only known inside the script)
--- ARGV[4..] the aim: the holds the caller read and means to delete, as the
---          hash's attempt marks ('@' .. owner fields), field and value
---          pairs (none for a free lock)
+-- ARGV[4..] the aim: the holds the caller read and means to delete, as
+--          their hold ids (none for a free lock)
 --
--- A mark only grows for an owner, so a later hold never has the marks of
--- an earlier one. When the hash's marks are not exactly the aimed ones,
+-- A hold id is never reused, so a later hold never has the id of an
+-- earlier one. When the hash's holds are not exactly the aimed ones,
 -- the holds the caller meant are gone and the script changes nothing: a
 -- copy of it that Redis runs late (sent before a stall, run after it)
 -- cannot delete a hold taken since, whatever became of the receipt.
@@ -40,18 +39,18 @@ if seen then
 end
 
 local all = redis.call('hgetall', lock)
-local marks, n = {}, 0
+local holds, n = {}, 0
 for i = 1, #all, 2 do
   if all[i] == 'mode' then
     return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
   end
-  if string.sub(all[i], 1, 1) == '@' then
-    marks[all[i]], n = all[i + 1], n + 1
+  if string.sub(all[i], 1, 1) ~= '@' then
+    holds[all[i]], n = true, n + 1
   end
 end
-local aimed = n * 2 == #ARGV - 3
-for i = 4, #ARGV, 2 do
-  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+local aimed = n == #ARGV - 3
+for i = 4, #ARGV do
+  aimed = aimed and holds[ARGV[i]] ~= nil
 end
 if not aimed then
   return -1

@@ -1,40 +1,33 @@
 -- rlock_leave: take a waiter out of the line of a reentrant lock, for a
 -- Lock that gives up (its ctx ended or Redis failed).
 --
--- KEYS[1]  lock hash: field = owner id, value = hold count
+-- KEYS[1]  lock hash (see rlock_acquire)
 -- KEYS[2]  waiter list: owner ids, oldest first
 -- KEYS[3]  the owner's place in line (see rlock_acquire)
--- ARGV[1]  owner id
--- ARGV[2]  the mark of the wait's last attempt: every attempt of the wait
---          that is leaving has a mark no higher, every attempt of a later
---          wait of the owner a higher one
+-- ARGV[1]  the id of the hold the wait was for
 --
--- A place that holds a mark above ARGV[2] is a later wait's: this copy
--- ran late (sent before a stall, run after it, when the owner waits
--- again), and it changes nothing and returns 0.
+-- A place that names another id is a later wait's of the same handle:
+-- this copy ran late (sent before a stall, run after it), and it changes
+-- nothing. A hold of ARGV[1] is not released here: the caller gives it
+-- back by id, which is safe whenever it runs (ids are never reused).
 --
--- A hold of the owner is not touched, not even one a release granted it
--- as it gave up: this script may run late (sent before a stall, run
--- after it), when a later Lock of the same owner holds the lock. It
--- reports such a grant instead; the caller, having read the reply (so
--- that no later Lock of its can have begun), gives it back.
---
--- Returns 1 when the owner was in line, 2 when it was not and holds one
--- level (a grant, if the caller holds nothing), 0 otherwise. Repeated, it
--- changes nothing.
+-- Returns 1 when the owner was in line for this hold, 2 when it was not
+-- and the id holds the lock (a grant that reached the wait as it gave
+-- up), 0 otherwise. Repeated, it changes nothing.
 
 local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
-local owner, last = ARGV[1], tonumber(ARGV[2])
+local id = ARGV[1]
 
 local at = redis.call('get', place)
-if at and tonumber(string.match(at, '^f?(%d+)')) > last then
+if at and string.match(at, '^f?(.*)$') ~= id then
   return 0
 end
-if redis.call('del', place) == 1 then
-  redis.call('lrem', queue, 1, owner)
+if at then
+  redis.call('del', place)
+  redis.call('lrem', queue, 1, string.match(id, '^(.*):'))
   return 1
 end
-if redis.call('hget', lock, owner) == '1' then
+if redis.call('hexists', lock, id) == 1 then
   return 2
 end
 return 0

@@ -12,17 +12,26 @@ const (
 
 // Aim returns the holds of a lock hash whose fields are fields (an
 // HGETALL; empty for a free lock) as a force-unlock script takes them:
-// the hash's mode and attempt marks ("@" fields), field and value pairs.
-// The script deletes the lock only when it finds exactly these. A hold's
-// mark only grows for its owner, so no later hold has the marks of an
-// earlier one, and a copy of the script that Redis runs late cannot
-// delete a hold taken since.
+// the fields that name a hold id (all but "mode" and the "@" fields). The
+// script deletes the lock only when it finds exactly these. Hold ids are
+// never reused, so no later hold has the fields of an earlier one, and a
+// copy of the script that Redis runs late cannot delete a hold taken
+// since.
 func Aim(fields map[string]string) []any {
 	var aim []any
-	for f, v := range fields {
-		if f == "mode" || strings.HasPrefix(f, "@") {
-			aim = append(aim, f, v)
+	for f := range fields {
+		if f != "mode" && !strings.HasPrefix(f, "@") {
+			aim = append(aim, f)
 		}
 	}
 	return aim
+}
+
+// OwnerOf returns the owner id of hold id: the handle's part, which names
+// its place in line and its channel.
+func OwnerOf(id string) string {
+	if i := strings.LastIndexByte(id, ':'); i >= 0 {
+		return id[:i]
+	}
+	return id
 }

@@ -80,7 +80,7 @@ func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) Acqu
 // caller knows how to retry safely.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, a ReleaseArgs) UnlockCmd {
 	// No ARGV[9] (office): a fair lock's, "" when absent.
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.Owner, ms(a.Lease), a.Expect, k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Mark)}
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.ID, ms(a.Lease), a.Expect, k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, 0)}
 }
 
 // FairRenew runs fairlock_renew.lua: extend the lease if owner still holds

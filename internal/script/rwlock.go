@@ -162,7 +162,7 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 // unknown, and only the caller knows how to retry safely.
 func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Sharded), a.Expect, a.Mark), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect, 1), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
@@ -173,7 +173,7 @@ func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWH
 // go-redis never retries it.
 func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, a.Owner, ms(a.Lease), flag(a.Sharded), a.Expect, a.Mark), release: true}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect, 1), release: true}
 }
 
 // RWRenew runs rwlock_renew.lua: extend the leases of whatever owner

@@ -154,14 +154,13 @@ const (
 
 // Unlocked is the outcome of a mutex release script.
 type Unlocked struct {
-	Holds   int64   // the owner's remaining holds, UnlockNotHeld or UnlockMismatch
-	Grantee string  // when the release granted the lock: the waiter it went to
-	Token   uint64  // the grant's fencing token (0 when none was taken)
-	Mark    float64 // the mark of the grantee's attempt that the grant names (see Acquired.Mark)
+	Holds   int64  // the hold's remaining levels, UnlockNotHeld or UnlockMismatch
+	Grantee string // when the release granted the lock: the hold id it went to
+	Token   uint64 // the grant's fencing token (0 when none was taken)
 }
 
 // UnlockCmd is the reply of a mutex release script: {holds}, or {0,
-// grantee, token, mark} for a release that granted the lock.
+// grantee, token} for a release that granted the lock.
 type UnlockCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
@@ -183,12 +182,10 @@ func (c UnlockCmd) Result() (Unlocked, error) {
 		return Unlocked{}, errShortReply
 	}
 	u := Unlocked{Holds: holds}
-	if len(v) == 4 {
+	if len(v) >= 3 {
 		u.Grantee, _ = v[1].(string)
 		token, _ := v[2].(int64)
 		u.Token = uint64(token)
-		mark, _ := v[3].(string)
-		u.Mark = ParseMark(mark)
 	}
 	return u, nil
 }
@@ -208,17 +205,6 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 	return vals, nil
 }
 
-// ParseMark reads a mark (see Acquired.Mark) as a script sends it: the
-// decimal integer the caller passed as the attempt's number. 0 when it is
-// not one.
-func ParseMark(s string) float64 {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0
-	}
-	return f
-}
-
 // Request is what a script that changes a count once per request is told
 // of the request: the receipt key its first run writes (so that a copy of
 // the request reports that run's outcome), the receipt's lifetime, and the
@@ -232,14 +218,14 @@ type Request struct {
 }
 
 // Grant is what a release script's grant message carries, published on
-// the grantee's own channel as "g", a fencing token, ":" and a mark.
+// the grantee's owner channel as "g", a fencing token, ":" and the hold id
+// the grant makes the holder.
 type Grant struct {
 	// Token is the hold's fencing token; 0 when none was taken.
 	Token uint64
-	// Mark is the mark that the grantee's refused attempt set in line
-	// (see Acquired.Mark), which names the attempt the grant answers: a
-	// waiter takes only a grant that names its last attempt.
-	Mark float64
+	// ID is the hold id granted: the id of the wait whose place the
+	// release took. A waiter takes only a grant that names its own wait.
+	ID string
 }
 
 // ParseGrant decodes a grant message; false for any other payload.
@@ -248,16 +234,16 @@ func ParseGrant(payload string) (Grant, bool) {
 	if !ok {
 		return Grant{}, false
 	}
-	token, mark, _ := strings.Cut(rest, ":")
+	token, id, _ := strings.Cut(rest, ":")
 	t, err := strconv.ParseUint(token, 10, 64)
 	if err != nil {
 		return Grant{}, false
 	}
-	return Grant{Token: t, Mark: ParseMark(mark)}, true
+	return Grant{Token: t, ID: id}, true
 }
 
 // Payload is g as its grant message says it, for a delivery within the
 // process (hub.Hub.Deliver).
 func (g Grant) Payload() string {
-	return "g" + strconv.FormatUint(g.Token, 10) + ":" + strconv.FormatFloat(g.Mark, 'f', -1, 64)
+	return "g" + strconv.FormatUint(g.Token, 10) + ":" + g.ID
 }
