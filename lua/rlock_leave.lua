@@ -19,7 +19,7 @@ local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
 
 local at = redis.call('get', place)
-if at and string.match(at, '^f?(.*)$') ~= id then
+if at and at ~= id and at ~= 'f' .. id then
   return 0
 end
 if at then

@@ -70,7 +70,10 @@ while head do
   if entry and head ~= owner then
     local token, grantee = 0, entry
     redis.call('del', lock)
-    if string.sub(entry, 1, 1) == 'f' then
+    -- The place holds a hold id of head's, which starts with head and ':'
+    -- ("f" first when a grant to it takes a token; a host name may start
+    -- with "f" itself).
+    if string.sub(entry, 1, #head + 1) ~= head .. ':' then
       -- The next fencing token, as rlock_acquire takes it.
       local t = redis.call('time')
       token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))

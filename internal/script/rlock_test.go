@@ -205,43 +205,45 @@ func TestRLockGrant(t *testing.T) {
 
 // A leave names the hold id of the wait that gives up: a copy that runs
 // late, after a later wait of the same handle took the place, leaves that
-// place alone; a grant to the id is reported, not released.
+// place alone; a grant to the id is reported, not released. (The handle's
+// host name starts with "f", as a fenced place's value does.)
 func TestRLockLeave(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		take(t, rdb, k, "x:1", false, 0)
-		take(t, rdb, k, "a:1", false, time.Minute)
-		take(t, rdb, k, "a:2", false, time.Minute)
-		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:1").Result(); err != nil || n != script.LeftNothing || rdb.Exists(ctx, k.Places+"a").Val() != 1 {
-			t.Fatalf("a late leave of a:1 = %d, %v; want nothing changed", n, err)
+		take(t, rdb, k, "fa:1", false, time.Minute)
+		take(t, rdb, k, "fa:2", false, time.Minute)
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "fa:1").Result(); err != nil || n != script.LeftNothing || rdb.Exists(ctx, k.Places+"fa").Val() != 1 {
+			t.Fatalf("a late leave of fa:1 = %d, %v; want nothing changed", n, err)
 		}
-		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:2").Result(); err != nil || n != script.LeftLine || rdb.Exists(ctx, k.Places+"a", k.Queue).Val() != 0 {
-			t.Fatalf("leave of a:2 = %d, %v; want out of line", n, err)
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "fa:2").Result(); err != nil || n != script.LeftLine || rdb.Exists(ctx, k.Places+"fa", k.Queue).Val() != 0 {
+			t.Fatalf("leave of fa:2 = %d, %v; want out of line", n, err)
 		}
-		take(t, rdb, k, "a:3", false, time.Minute)
-		if u := release(t, rdb, k, "x:1", time.Second); u.Grantee != "a:3" {
-			t.Fatalf("x's unlock = %+v, want a grant to a:3", u)
+		take(t, rdb, k, "fa:3", false, time.Minute)
+		if u := release(t, rdb, k, "x:1", time.Second); u.Grantee != "fa:3" {
+			t.Fatalf("x's unlock = %+v, want a grant to fa:3", u)
 		}
-		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:3").Result(); err != nil || n != script.LeftGranted || !rdb.HExists(ctx, k.Lock, "a:3").Val() {
-			t.Fatalf("leave of granted a:3 = %d, %v; want the grant reported and kept", n, err)
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "fa:3").Result(); err != nil || n != script.LeftGranted || !rdb.HExists(ctx, k.Lock, "fa:3").Val() {
+			t.Fatalf("leave of granted fa:3 = %d, %v; want the grant reported and kept", n, err)
 		}
 	})
 }
 
 // A grant takes a fencing token only for a waiter that asked for one,
-// whether or not the name has a fencing counter already.
+// whether or not the name has a fencing counter already, and whatever its
+// host name starts with.
 func TestRLockGrantTokenPerWaiter(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		k := lockKeys(redistest.UniqueName(t))
 		first := take(t, rdb, k, "a:1", true, 0)
-		take(t, rdb, k, "plain:1", false, time.Minute)
+		take(t, rdb, k, "fplain:1", false, time.Minute)
 		take(t, rdb, k, "fenced:1", true, time.Minute)
-		if u := release(t, rdb, k, "a:1", time.Second); u.Grantee != "plain:1" || u.Token != 0 {
-			t.Fatalf("a's unlock = %+v; want a grant to plain:1 without a token", u)
+		if u := release(t, rdb, k, "a:1", time.Second); u.Grantee != "fplain:1" || u.Token != 0 {
+			t.Fatalf("a's unlock = %+v; want a grant to fplain:1 without a token", u)
 		}
-		if u := release(t, rdb, k, "plain:1", time.Second); u.Grantee != "fenced:1" || u.Token <= first.Token {
-			t.Fatalf("plain's unlock = %+v; want a grant to fenced:1 with a token above %d", u, first.Token)
+		if u := release(t, rdb, k, "fplain:1", time.Second); u.Grantee != "fenced:1" || u.Token <= first.Token {
+			t.Fatalf("fplain's unlock = %+v; want a grant to fenced:1 with a token above %d", u, first.Token)
 		}
 	})
 }
