@@ -67,13 +67,16 @@ while head do
     redis.call('pexpire', queue, patience)
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
   end
-  if entry and head ~= owner then
+  -- A place holds a hold id of head's, which starts with head and ':',
+  -- "f" first when a grant to it takes a token (a host name may start
+  -- with "f" itself). A place of a version before hold ids (a mark) is
+  -- passed over like a dead waiter's: that waiter's next attempt joins
+  -- the line again.
+  local fenced = entry and string.sub(entry, 1, #head + 2) == 'f' .. head .. ':'
+  if entry and head ~= owner and (fenced or string.sub(entry, 1, #head + 1) == head .. ':') then
     local token, grantee = 0, entry
     redis.call('del', lock)
-    -- The place holds a hold id of head's, which starts with head and ':'
-    -- ("f" first when a grant to it takes a token; a host name may start
-    -- with "f" itself).
-    if string.sub(entry, 1, #head + 1) ~= head .. ':' then
+    if fenced then
       -- The next fencing token, as rlock_acquire takes it.
       local t = redis.call('time')
       token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
