@@ -24,7 +24,6 @@ func markedKinds(name string) map[string]marked {
 	const owner, lease = "o", 10 * time.Second
 	n := internal.NewNames(name)
 	lk := lockKeys(name)
-	fk := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 	rk := n.RWKeys(owner)
 	rw := func(m script.RWHolds, err error, mode func(script.RWHolds) int64) (bool, int64, error) {
 		return m.OK, mode(m), err
@@ -39,16 +38,6 @@ func markedKinds(name string) map[string]marked {
 			},
 			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
 				u, err := script.ReentrantUnlock(ctx, rdb, lk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: undoes}).Result()
-				return u.Holds, err
-			},
-		},
-		"fairlock": {
-			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				a, err := script.FairTake(ctx, rdb, fk, script.FairTakeArgs{Owner: owner, Lease: lease, Fencing: false, Holds: held, Patience: 0, Sharded: false, GrantLease: time.Second, Seq: mark, Deadline: redistest.InTime()}).Result()
-				return a.OK, a.Holds, err
-			},
-			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				u, err := script.FairUnlock(ctx, rdb, fk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: undoes}).Result()
 				return u.Holds, err
 			},
 		},
@@ -93,7 +82,7 @@ func mismatch(h script.RWHolds, mode func(script.RWHolds) int64) int64 {
 // hold.
 func TestGiveBackNamesItsAttempt(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		for _, kind := range []string{"rlock", "fairlock", "rwlock write", "rwlock read"} {
+		for _, kind := range []string{"rlock", "rwlock write", "rwlock read"} {
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
 				name := redistest.UniqueName(t)
