@@ -48,11 +48,8 @@ local id, lease, fencing, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1',
 local grantLease, places, office, values = tonumber(ARGV[7]), ARGV[8], ARGV[10] or '', ARGV[12]
 local owner, publish = string.match(id, '^(.*):'), ARGV[6] == '1' and 'spublish' or 'publish'
 
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if now > tonumber(ARGV[9]) or tonumber(ARGV[9]) - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local deadline, window = tonumber(ARGV[9]), 10000
+-- part: late
 
 local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
 local wrong = state[2] and 'has a mode: the name is used by a read-write lock'
@@ -146,5 +143,5 @@ local fenced = string.sub(body, 1, #head + 1) ~= head .. ':'
 local granted = fenced and string.sub(body, 2) or body
 own = math.min(grantLease, tonumber(own))
 local token = give(granted, fenced, own, headValue, (values or '') .. head)
-redis.call(publish, ARGV[5] .. head, string.format('g%.0f:%s', token, granted))
+redis.call(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, granted))
 return {0, own}

@@ -27,9 +27,10 @@
 -- lapsed is a dead waiter's, dropped, as is the releasing owner's own,
 -- left by a Lock whose leave failed. It makes the hold id the place names
 -- the holder for the place's grant lease (at most ARGV[5]), takes a token
--- when the place asks for one, and publishes "g" .. token .. ":" .. id on
+-- when the place asks for one, and publishes "h" .. token .. ":" .. id on
 -- the owner's channel: a message read late names a wait that is over, and
--- is never taken for a later one's grant. The head's keys are known only
+-- is never taken for a later one's grant (the previous version's "g"
+-- grants named a mark; a waiter of it only wakes on this one). The head's keys are known only
 -- here and share the lock's hash tag; in a migrating slot one not yet here
 -- fails MGET with nothing of the lock changed: the head goes back, and the
 -- script answers TRYAGAIN for the caller to resend.
@@ -93,7 +94,7 @@ while head do
     end
     redis.call('hset', lock, grantee, 1)
     redis.call('pexpire', lock, math.min(grantLease, tonumber(own)))
-    redis.call(publish, ARGV[3] .. head, string.format('g%.0f:%s', token, grantee))
+    redis.call(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, grantee))
     if office ~= '' then
       redis.call('hset', lock, '@value', got[2] or '')
       redis.call('del', values .. head)

@@ -183,7 +183,7 @@ func TestFairGrantNamesHoldID(t *testing.T) {
 					if u.Grantee != g.id || fencing != (u.Token > token) {
 						t.Fatalf("%s's release = %+v; want a grant to %s, fencing %v above %d", g.releaser, u, g.id, fencing, token)
 					}
-					want := "g" + strconv.FormatUint(u.Token, 10) + ":" + g.id
+					want := "h" + strconv.FormatUint(u.Token, 10) + ":" + g.id
 					if msg, err := sub.ReceiveMessage(t.Context()); err != nil || msg.Payload != want {
 						t.Fatalf("grant message %v, %v; want %s", msg, err, want)
 					}
