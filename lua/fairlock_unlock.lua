@@ -30,10 +30,11 @@
 -- when the place asks for one, and publishes "h" .. token .. ":" .. id on
 -- the owner's channel: a message read late names a wait that is over, and
 -- is never taken for a later one's grant (the previous version's "g"
--- grants named a mark; a waiter of it only wakes on this one). The head's keys are known only
--- here and share the lock's hash tag; in a migrating slot one not yet here
--- fails MGET with nothing of the lock changed: the head goes back, and the
--- script answers TRYAGAIN for the caller to resend.
+-- grants named a mark; a waiter of it only wakes on this one). The head's
+-- keys are known only here and share the lock's hash tag; in a migrating
+-- slot one not yet here fails MGET with nothing of the lock changed: the
+-- head goes back, and the script answers TRYAGAIN for the caller to
+-- resend.
 --
 -- Returns 0 when released with nobody in line (an integer costs Redis
 -- less than a table), {0} when released with nobody live in line, {0,
