@@ -16,9 +16,9 @@
 //
 // An election's leadership is a fair lock (package fairlock) whose hold
 // the leader has, kept by the fair lock's scripts: the hash
-// redisync:{name} (field: the leader's owner id; '@token': its term;
-// '@value': its value; '@said': the number of its last Proclaim; and the
-// attempt mark of package fairlock), the candidates' line
+// redisync:{name} (field: the leadership's hold id, the leader's owner id
+// and a number; '@token': its term; '@value': its value; '@said': the
+// number of its last Proclaim), the candidates' line
 // redisync:{name}:queue with its deadlines redisync:{name}:timeouts, each
 // waiting candidate's place redisync:{name}:place:<owner id> and channel
 // redisync:{name}:chan:<owner id>, and its value redisync:{name}:value:<owner

@@ -104,26 +104,26 @@ func (e *Election) with(ctx context.Context, value string) context.Context {
 
 // acquire runs one attempt of a candidate: it leads, or it joins the line
 // (or keeps its place there) with its value, for WaiterTimeout.
-func (e *Election) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+func (e *Election) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
 	value, _ := ctx.Value(valueKey{e}).(string)
 	var patience time.Duration
 	if a.Blocking {
 		patience = WaiterTimeout
 	}
 	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{
-		Owner: e.b.Owner, Value: value, Lease: e.cfg.Lease(), Held: held, Patience: patience,
-		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Seq: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+		ID: a.ID, Value: value, Lease: e.cfg.Lease(), Patience: patience,
+		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Deadline: a.Deadline,
 	}).Result()
 	return hold.Granted(res), err
 }
 
-func (e *Election) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
-	u, err := script.ElectionResign(ctx, e.b.RDB, e.keys, e.b.Owner, e.cfg.Lease(), e.b.Sharded, expect, hold.GrantLease, mark).Result()
+func (e *Election) release(ctx context.Context, _ hold.Mode, id string, _ int64, _ bool) (hold.Released, error) {
+	u, err := script.ElectionResign(ctx, e.b.RDB, e.keys, script.ReleaseArgs{ID: id, Lease: e.cfg.Lease(), Sharded: e.b.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }
 
-func (e *Election) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return script.FairRenew(ctx, s, e.keys.FairKeys, e.b.Owner, e.cfg.Lease(), e.b.Sharded).Result
+func (e *Election) renew(ctx context.Context, s redis.Scripter, id string) func() (bool, error) {
+	return script.FairRenew(ctx, s, e.keys.FairKeys, id, e.cfg.Lease(), e.b.Sharded).Result
 }
 
 func (e *Election) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
@@ -133,7 +133,7 @@ func (e *Election) forceUnlock(ctx context.Context, receipt string, aim []any) (
 // leave takes the handle out of the line after a failed campaign, and
 // reports whether a resignation made it the leader meanwhile.
 func (e *Election) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool, error) {
-	n, err := script.ElectionLeave(ctx, e.b.RDB, e.keys, e.b.Owner, e.b.Sharded, a.Seq).Result()
+	n, err := script.ElectionLeave(ctx, e.b.RDB, e.keys, a.ID, e.b.Sharded).Result()
 	return n == script.LeftGranted, err
 }
 
@@ -194,11 +194,11 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if err := checkValue(value); err != nil {
 		return e.wrap("proclaim", err)
 	}
-	term := e.l.Token()
+	id, term := e.l.Tracker().Hold()
 	if term == 0 {
 		return e.wrap("proclaim", ErrNotLeader)
 	}
-	n, err := script.ElectionProclaim(ctx, e.b.RDB, e.keys, e.b.Owner, term, e.said.Add(1), value, e.b.Sharded).Result()
+	n, err := script.ElectionProclaim(ctx, e.b.RDB, e.keys, id, term, e.said.Add(1), value, e.b.Sharded).Result()
 	if err == nil && n == script.ProclaimNotLed {
 		err = ErrNotLeader
 	}
@@ -235,7 +235,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	return l, e.wrap("leader", err)
 }
 
-// read reads the leader: the leadership's hash holds the leader's owner
+// read reads the leader: the leadership's hash holds the leader's hold
 // id, its term ('@token') and its value ('@value').
 func (e *Election) read(ctx context.Context) (Leader, error) {
 	f, err := e.b.RDB.HGetAll(ctx, e.keys.Lock).Result()

@@ -115,9 +115,10 @@
 // it), as long as the server's clock has not been set back by more than
 // the time since the last token was taken (after a failover, the promoted
 // replica's clock must not be behind the old primary's by more than that
-// either). A hold that the handle gave up as lost while it still stood in
-// Redis, adopted by its next Lock, takes a new token and counts as one
-// level whatever its count was, as in rlock.
+// either). Each hold (each wait of Lock) has a hold id of its own, never
+// reused: a hold the handle gave up as lost while it still stood in Redis
+// is another holder to its next Lock, which waits for it and then takes a
+// new token, as in rlock.
 //
 // # Leases, the watchdog and loss
 //

@@ -1,6 +1,7 @@
 package fairlock_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 	k := ghostKeys("short")
 	acquire := func(owner string, patience time.Duration, seq uint64) script.Acquired {
 		t.Helper()
-		res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: owner, Lease: time.Minute, Fencing: false, Holds: 0, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Seq: seq, Deadline: redistest.InTime()}).Result()
+		res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: owner + ":" + strconv.FormatUint(seq, 10), Lease: time.Minute, Fencing: false, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 		if err != nil {
 			t.Fatalf("%s's attempt: %v", owner, err)
 		}
@@ -34,7 +35,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 		patience time.Duration
 		seq      uint64
 		place    string
-	}{{"short", time.Second, 2, "2/1000"}, {"long", time.Minute, 3, "3/3000"}} {
+	}{{"short", time.Second, 2, "short:2/1000"}, {"long", time.Minute, 3, "long:3/3000"}} {
 		if acquire(w.owner, w.patience, w.seq).OK {
 			t.Fatalf("%s took the held lock", w.owner)
 		}
@@ -42,10 +43,10 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 			t.Fatalf("%s's place = %q, want %q", w.owner, v, w.place)
 		}
 	}
-	grants := []struct{ from, to string }{{"holder", "short"}, {"short", "long"}}
+	grants := []struct{ from, to string }{{"holder:1", "short:2"}, {"short:2", "long:3"}}
 	for i, want := range []time.Duration{time.Second, hold.GrantLease} {
 		g := grants[i]
-		u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: g.from, Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result()
+		u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{ID: g.from, Lease: time.Minute, Sharded: false, GrantLease: hold.GrantLease}).Result()
 		if err != nil || u.Grantee != g.to {
 			t.Fatalf("%s's unlock = %+v, %v; want a grant to %s", g.from, u, err, g.to)
 		}
@@ -65,7 +66,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 	if res.OK || res.Wait != time.Second {
 		t.Fatalf("newcomer's attempt = %+v; want refused, waiting for short's 1s grant", res)
 	}
-	if h, d := redistest.Holders(ctx, rdb, k.Lock), rdb.PTTL(ctx, k.Lock).Val(); h["short"] != "1" || d != time.Second {
+	if h, d := redistest.Holders(ctx, rdb, k.Lock), rdb.PTTL(ctx, k.Lock).Val(); h["short:5"] != "1" || d != time.Second {
 		t.Fatalf("lock = %v for %v, want granted to short for 1s", h, d)
 	}
 }

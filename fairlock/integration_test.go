@@ -3,6 +3,7 @@ package fairlock_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Integration tier, the line: every test runs on a real redis-server and
@@ -97,9 +99,11 @@ func TestNoBarging(t *testing.T) {
 		if ok, err := other.TryLock(ctx); ok || err != nil {
 			t.Fatalf("TryLock with 3 waiters in line = %v, %v; want false", ok, err)
 		}
-		// The release granted the lock to the first waiter in line.
-		if held, err := admin.HExists(ctx, internal.NewNames(name).Lock(), before[0]).Result(); !held || err != nil {
-			t.Fatalf("first waiter holds = %v, %v: the release should have granted it the lock", held, err)
+		// The release granted the lock to the first waiter in line: its
+		// hold id names it.
+		h := redistest.Holders(ctx, admin, internal.NewNames(name).Lock())
+		if len(h) != 1 || script.OwnerOf(slices.Collect(maps.Keys(h))[0]) != before[0] {
+			t.Fatalf("holders %v: the release should have granted the lock to the first waiter, %s", h, before[0])
 		}
 		if q, _ := line(t, admin, name); !slices.Equal(q, before[1:]) {
 			t.Fatalf("line after the grant and TryLock = %v, want %v", q, before[1:])

@@ -53,35 +53,36 @@ type line struct {
 // or keeps its place there when it does not get the lock, for the waiter
 // timeout. A place it may have taken when its outcome is unknown is left
 // by leave.
-func (l *line) acquire(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+func (l *line) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
 	var patience time.Duration
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout
 	}
 	res, err := script.FairTake(ctx, l.RDB, l.keys, script.FairTakeArgs{
-		Owner: l.Owner, Lease: l.cfg.Lease(), Fencing: l.cfg.fencing, Holds: held, Patience: patience,
-		Sharded: l.Sharded, GrantLease: hold.GrantLease, Seq: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
+		ID: a.ID, Lease: l.cfg.Lease(), Fencing: l.cfg.fencing, Patience: patience,
+		Sharded: l.Sharded, GrantLease: hold.GrantLease, Deadline: a.Deadline,
 	}).Result()
 	return hold.Granted(res), err
 }
 
-func (l *line) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
-	u, err := script.FairUnlock(ctx, l.RDB, l.keys, script.ReleaseArgs{Owner: l.Owner, Lease: l.cfg.Lease(), Sharded: l.Sharded, Expect: expect, GrantLease: hold.GrantLease, Mark: mark}).Result()
+func (l *line) release(ctx context.Context, _ hold.Mode, id string, _ int64, _ bool) (hold.Released, error) {
+	u, err := script.FairUnlock(ctx, l.RDB, l.keys, script.ReleaseArgs{ID: id, Lease: l.cfg.Lease(), Sharded: l.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }
 
-func (l *line) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return hold.Renewal(script.FairRenew(ctx, s, l.keys, l.Owner, l.cfg.Lease(), l.Sharded))
+func (l *line) renew(ctx context.Context, s redis.Scripter, id string) func() (bool, error) {
+	return hold.Renewal(script.FairRenew(ctx, s, l.keys, id, l.cfg.Lease(), l.Sharded))
 }
 
 func (l *line) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
 	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded, aim).Result()
 }
 
-// leave takes the handle out of the line after a failed Lock, and
-// reports whether a release granted it the lock meanwhile.
+// leave takes the handle out of the line after a failed Lock, if its
+// place is still the wait's (a.ID), and reports whether a release granted
+// a.ID the lock meanwhile.
 func (l *line) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool, error) {
-	n, err := script.FairLeave(ctx, l.RDB, l.keys, l.Owner, l.Sharded, a.Seq).Result()
+	n, err := script.FairLeave(ctx, l.RDB, l.keys, a.ID, l.Sharded).Result()
 	return n == script.LeftGranted, err
 }
 

@@ -49,7 +49,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	mr.SetTime(now)
 	k := ghostKeys("ghost")
 	// A waiter that joined the line and then crashed.
-	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost-owner", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "ghost-owner:1", Lease: time.Minute, Fencing: false, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("ghost acquire on a free lock = %+v, %v; want the lock", res, err)
 	}
@@ -60,7 +60,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if q, _ := line(t, rdb, "ghost"); len(q) != 0 {
 		t.Fatalf("TryLock joined the line: %v", q)
 	}
-	res, err = script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost-2", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
+	res, err = script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "ghost-2:1", Lease: time.Minute, Fencing: false, Patience: 5 * time.Second, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("second ghost = %+v, %v; want a place in line", res, err)
 	}
@@ -69,7 +69,7 @@ func TestNoBargingAndDeadWaiterMini(t *testing.T) {
 	if want := float64(now.Add(5 * time.Second).UnixMilli()); err != nil || score != want {
 		t.Fatalf("deadline = %v, %v; want %v", score, err, want)
 	}
-	if u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "ghost-owner", Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result(); u.Holds != 0 || u.Grantee != "ghost-2" || err != nil {
+	if u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{ID: "ghost-owner:1", Lease: time.Minute, Sharded: false, GrantLease: hold.GrantLease}).Result(); u.Holds != 0 || u.Grantee != "ghost-2:1" || err != nil {
 		t.Fatalf("ghost unlock = %+v, %v; want released and granted to ghost-2", u, err)
 	}
 	// Free, but ghost-2 is first in line: no barging.
@@ -94,7 +94,7 @@ func TestLineKeysExpireMini(t *testing.T) {
 	mustLock(t, holder)
 	for i, patience := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 		owner := "ghost-" + strconv.Itoa(i)
-		if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: owner, Lease: time.Minute, Fencing: false, Holds: 0, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil {
+		if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: owner + ":1", Lease: time.Minute, Fencing: false, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	k := ghostKeys("leave")
 	holder := fairlock.New(rdb, "leave")
 	mustLock(t, holder)
-	if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil {
+	if _, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "ghost:1", Lease: time.Minute, Fencing: false, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil {
 		t.Fatal(err)
 	}
 	waiter := fairlock.New(rdb, "leave")
@@ -131,10 +131,10 @@ func TestLeaveKeepsGrantMini(t *testing.T) {
 	go func() { got <- waiter.Lock(ctx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, rdb, "leave") == 2 })
 	mustUnlock(t, holder) // grants the lock to the ghost, which never comes
-	if n, err := script.FairLeave(ctx, rdb, k, "ghost", false, 1<<62).Result(); n != script.LeftGranted || err != nil {
+	if n, err := script.FairLeave(ctx, rdb, k, "ghost:1", false).Result(); n != script.LeftGranted || err != nil {
 		t.Fatalf("ghost leave = %v, %v; want LeftGranted: it was granted the lock, not in line", n, err)
 	}
-	if held := rdb.HGet(ctx, k.Lock, "ghost").Val(); held != "1" {
+	if held := rdb.HGet(ctx, k.Lock, "ghost:1").Val(); held != "1" {
 		t.Fatalf("ghost's grant = %q after its leave, want kept", held)
 	}
 	select {
@@ -341,8 +341,8 @@ func TestDeadWaitersDoNotStackMini(t *testing.T) {
 	k := ghostKeys("stack")
 	holder := fairlock.New(rdb, "stack")
 	mustLock(t, holder)
-	for i, ghost := range []string{"ghost-1", "ghost-2"} {
-		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: ghost, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
+	for _, ghost := range []string{"ghost-1", "ghost-2"} {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: ghost + ":1", Lease: time.Minute, Fencing: false, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", ghost, res, err)
 		}
 		rdb.Del(ctx, k.Places+ghost) // silent for longer than a grant lease
@@ -377,16 +377,16 @@ func TestFreeLockSkipsDeadHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("skip")
-	if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil || !res.OK {
+	if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "holder:1", Lease: time.Minute, Fencing: false, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil || !res.OK {
 		t.Fatalf("holder's attempt = %+v, %v", res, err)
 	}
-	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
+	for _, w := range []string{"ghost", "live"} {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: w + ":1", Lease: time.Minute, Fencing: false, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
 	rdb.Del(ctx, k.Places+"ghost", k.Lock) // the ghost went silent; the holder's lease ran out
-	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "live", Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 3, Deadline: redistest.InTime()}).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "live:1", Lease: time.Minute, Fencing: false, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 	if err != nil || !res.OK {
 		t.Fatalf("live waiter's attempt on the free lock = %+v, %v; want the lock", res, err)
 	}
@@ -402,12 +402,12 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("grant")
-	first, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: true, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result()
+	first, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "holder:1", Lease: time.Minute, Fencing: true, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 	if err != nil || !first.OK || first.Token == 0 {
 		t.Fatalf("holder's attempt = %+v, %v", first, err)
 	}
-	for i, w := range []string{"ghost", "live"} {
-		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
+	for _, w := range []string{"ghost", "live"} {
+		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: w + ":1", Lease: time.Minute, Fencing: true, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
 		}
 	}
@@ -417,11 +417,11 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "newcomer", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: 7, Deadline: redistest.InTime()}).Result()
+	res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "newcomer:1", Lease: time.Minute, Fencing: true, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("newcomer's attempt = %+v, %v; want a place behind the live waiter", res, err)
 	}
-	if h := redistest.Holders(ctx, rdb, k.Lock); len(h) != 1 || h["live"] != "1" {
+	if h := redistest.Holders(ctx, rdb, k.Lock); len(h) != 1 || h["live:1"] != "1" {
 		t.Fatalf("lock = %v, want granted to live", h)
 	}
 	if n := rdb.Exists(ctx, k.Places+"live").Val(); n != 0 {
@@ -431,39 +431,51 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 		t.Fatalf("line = %v, want [newcomer]", q)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
-	token, mark, _ := strings.Cut(strings.TrimPrefix(msg.Payload, "g"), ":")
-	if n, _ := strconv.ParseUint(token, 10, 64); err != nil || n <= first.Token || mark != "2" {
-		t.Fatalf("grant message = %v, %v; want g<token above %d>:2 (live's mark)", msg, err, first.Token)
+	token, id, _ := strings.Cut(strings.TrimPrefix(msg.Payload, "h"), ":")
+	if n, _ := strconv.ParseUint(token, 10, 64); err != nil || n <= first.Token || id != "live:1" {
+		t.Fatalf("grant message = %v, %v; want h<token above %d>:live:1 (live's hold id)", msg, err, first.Token)
 	}
 	if got := rdb.HGet(ctx, k.Lock, "@token").Val(); got != token {
 		t.Fatalf("the grantee's hold records token %q, want the grant's %s", got, token)
 	}
 }
 
-// An unlock that runs late (after its resend released the lock) finds the
-// lock free and its owner first in line again, waiting: it grants the lock
-// to that owner's waiting Lock rather than dropping it from the line.
-func TestLateUnlockKeepsOwnersPlaceMini(t *testing.T) {
+// An unlock that runs late (after its resend released the lock) finds its
+// hold id gone and changes nothing, even with the lock free and its owner
+// first in line again: that owner's wait has an id of its own, and its
+// attempt takes the free lock.
+func TestLateUnlockChangesNothingMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	k := ghostKeys("late")
-	if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "holder", Lease: time.Minute, Fencing: false, Holds: 0, Patience: 0, Sharded: false, GrantLease: hold.GrantLease, Seq: 0, Deadline: redistest.InTime()}).Result(); err != nil || !res.OK {
-		t.Fatalf("holder's attempt = %+v, %v", res, err)
+	take := func(id string, patience time.Duration) script.Acquired {
+		t.Helper()
+		res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: id, Lease: time.Minute, Fencing: false, Patience: patience, Sharded: false, GrantLease: hold.GrantLease, Deadline: redistest.InTime()}).Result()
+		if err != nil {
+			t.Fatalf("%s's attempt: %v", id, err)
+		}
+		return res
 	}
-	for i, w := range []string{"o", "w"} {
-		if res, err := script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: w, Lease: time.Minute, Fencing: false, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: hold.GrantLease, Seq: uint64(i + 1), Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
-			t.Fatalf("%s's attempt = %+v, %v; want a place in line", w, res, err)
+	if !take("holder:1", 0).OK {
+		t.Fatal("the holder did not take the free lock")
+	}
+	for _, id := range []string{"o:2", "w:1"} {
+		if take(id, time.Minute).OK {
+			t.Fatalf("%s took the held lock", id)
 		}
 	}
 	rdb.Del(ctx, k.Lock) // the holder's lease ran out
-	u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: false, Expect: 1, GrantLease: hold.GrantLease, Mark: 0}).Result()
+	u, err := script.FairUnlock(ctx, rdb, k, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: false, GrantLease: hold.GrantLease}).Result()
 	if err != nil || u.Holds != script.UnlockNotHeld {
 		t.Fatalf("o's late unlock = %+v, %v; want not held", u, err)
 	}
-	if h := redistest.Holders(ctx, rdb, k.Lock); len(h) != 1 || h["o"] != "1" {
-		t.Fatalf("lock after the late unlock = %v, want granted to o, first in line", h)
+	if n := rdb.Exists(ctx, k.Lock).Val(); n != 0 {
+		t.Fatalf("lock after the late unlock = %v, want free", redistest.Holders(ctx, rdb, k.Lock))
 	}
-	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 1 || q[0] != "w" {
-		t.Fatalf("line = %v, want [w]", q)
+	if q := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(q) != 2 || q[0] != "o" {
+		t.Fatalf("line = %v, want [o w]", q)
+	}
+	if !take("o:2", time.Minute).OK {
+		t.Fatal("o's waiting attempt did not take the free lock at the head of the line")
 	}
 }

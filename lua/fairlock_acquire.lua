@@ -1,229 +1,105 @@
 -- fairlock_acquire: take a fair (FIFO) lock, or wait in line.
 --
--- KEYS[1]  lock hash: field = owner id, value = hold count
--- KEYS[2]  waiter list, oldest first
--- KEYS[3]  waiter deadlines: zset, member = owner id, score = the server
---          time in milliseconds after which the waiter counts as dead
--- KEYS[4]  fencing counter: the last token of the name, which expires a
---          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1" or "2",
---          or when a grant goes to a waiter that asked for fencing
--- KEYS[5]  the owner's place: a string holding the mark of its last refused
---          attempt (ARGV[9]), prefixed with "f" when a grant to it must
---          take a fencing token, and followed by "/" and the waiter's own
---          grant lease in milliseconds: the shorter of the grant lease and
---          its waiter timeout. The place lives that long from that attempt
---          (or from a later refresh), and a grant to the waiter lasts that
---          long, so that a waiter whose process died costs those behind it
---          no more than the waiter timeout it set.
--- KEYS[6]  with ARGV[12] only: the owner's value key, a string holding the
---          value of a candidate waiting in line (see ARGV[12])
--- ARGV[1]  owner id
--- ARGV[2]  lease in milliseconds, and the fencing
---          counter's lifetime
--- ARGV[3]  "1": take the next fencing token on a first acquisition;
---          "2": as "1", and the handle gave its last hold up (lost, or
---          its release failed): a hold of the owner's found here that an
---          earlier attempt took is adopted with a new token (see
---          rlock_acquire)
--- ARGV[4]  unused ("0"): the caller holds nothing when it attempts, since
---          re-entry is counted in the process (see rlock_acquire)
--- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
---          the owner joins the end of the line (or stays where it is) with
---          the deadline now + ARGV[5]; "0" never joins the line (TryLock)
--- ARGV[6]  wake-up channel prefix: a waiter's channel is ARGV[6] .. owner id
---          (the same name as internal.Names.WaiterChannel, in the same slot;
---          built here because the head is only known inside the script)
--- ARGV[7]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
--- ARGV[8]  grant lease in milliseconds: the longest a grant lasts
--- ARGV[9]  the attempt's mark: a decimal integer higher than every
---          earlier mark of the owner, which a grant to it names
--- ARGV[10] place prefix: a waiter's place is the key ARGV[10] .. owner id
---          (built here for the head, in the slot of the declared keys)
--- ARGV[11] the attempt's deadline, server time in milliseconds: a copy
---          that runs after it (sent before a stall, run after it, when
---          its caller has given the attempt up) takes nothing, joins no
---          line and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow); a deadline more than 10s
---          ahead of the server's clock (twice the window: the
---          client's clock is off) is refused the same way, so that a
---          client learns the server's time
--- ARGV[12] "" for a fair lock. For the leadership of an election (package
---          election), the channel on which every change of leader is
---          published, with "-1" (every observer of every process wakes).
---          The hash then also holds '@value', the leader's value: ARGV[13]
---          when the owner takes the lock, or the grantee's value key's
---          when the lock is granted (the key is deleted). A refused
---          blocking attempt stores ARGV[13] in KEYS[6] for as long as its
---          deadline in line (ARGV[5]), so that a grant to a waiter in line
---          finds its value.
--- ARGV[13] with ARGV[12]: the owner's value
--- ARGV[14] with ARGV[12]: value key prefix: a candidate's value key is
---          ARGV[14] .. owner id (built here for the head, in the slot of
---          the declared keys; read with pcall before anything changes, as
---          the head's place is)
+-- KEYS[1]  lock hash: field = the holder's hold id, value = 1 (re-entry
+--          is counted in the process); '@token' its fencing token; for an
+--          election, '@value' the leader's value
+-- KEYS[2]  waiter list: owner ids (a hold id's handle part), oldest first
+-- KEYS[3]  waiter deadlines: zset of owner ids, scored in server time (ms)
+-- KEYS[4]  fencing counter: the name's last token, kept for a lease
+-- KEYS[5]  the owner's place: ("f": a grant takes a token) .. hold id ..
+--          "/" .. its grant lease (ms, ARGV[7] or ARGV[4] if shorter),
+--          how long it lives after a refused attempt or refresh and a
+--          grant to it lasts: a dead waiter delays those behind that long
+-- KEYS[6]  election only: the owner's value key (its value while in line)
+-- ARGV[1]  hold id: "<owner id>:<n>", new for each wait of a handle and
+--          never used again once the hold or the wait is given up
+-- ARGV[2]  lease in ms, and the fencing counter's lifetime
+-- ARGV[3]  "1": a first acquisition takes a fencing token
+-- ARGV[4]  waiter timeout in ms: a refused attempt joins the end of the
+--          line (or keeps its place) until now + ARGV[4]; "0" never joins
+-- ARGV[5]  wake-up channel prefix; ARGV[8] place prefix (+ owner id)
+-- ARGV[6]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[7]  grant lease in ms: the longest a grant lasts
+-- ARGV[9]  the attempt's deadline, server time in ms: a copy run after it
+--          (its caller gave up) or more than 10s before it (the client's
+--          clock is off) changes nothing and answers 'LATE <server ms>'
+-- ARGV[10..12] election only: the channel told "-1" of every change of
+--          leader; the candidate's value, kept in KEYS[6] for ARGV[4]
+--          while it waits; the value key prefix (+ owner id)
 --
--- First every waiter whose deadline has passed (server clock, the TIME
--- read for ARGV[11]) leaves the line. The lock goes to the owner only when it is free and nobody
--- waits before it: a newcomer never barges past the line. A lock found
--- free with another waiter first in line (its holder's or grantee's lease
--- ran out) is granted to that waiter as fairlock_unlock grants it, but
--- only if its place still exists: a head whose process has been silent
--- for longer than its grant lease (it died) is dropped first, so that dead
--- waiters do not hold the lock one grant lease after another.
+-- A hold of ARGV[1] found here is this wait's own (ids are never reused):
+-- a resend whose reply was lost, or a grant not completed. It is reported
+-- with its token and its lease re-armed (the caller counts it from now).
+-- Else the caller takes the lock only when it is free with nobody live
+-- before it: a newcomer never barges in. Free with a live head (a lease
+-- ran out), it is granted to the head as fairlock_unlock grants; heads
+-- whose place lapsed (dead) are dropped first. The head's keys, known
+-- only here, share the lock's hash tag; in a migrating slot one not yet
+-- here fails MGET: TRYAGAIN, with only dead waiters dropped.
 --
--- An owner that holds the lock although the caller believes it holds
--- ARGV[4] levels (a lost reply, or a grant the caller has not completed)
--- is reported as holding, with its lease re-armed to ARGV[2].
---
--- Next to the owner's count, the hash keeps the field '@' .. owner: the
--- highest mark of an attempt that took or reported the hold
--- (or of the waiter attempt a grant answered), so that a release (which
--- names the handle's latest attempt) or a give-back (which names the
--- attempt it undoes) that Redis runs late, after a later attempt, changes
--- nothing (see fairlock_unlock). An attempt whose mark is below it ran late itself:
--- its caller has given up, so it changes nothing and is refused.
---
--- A fencing token is the larger of the counter + 1 and the server's clock
--- in microseconds, stored back as the counter and recorded in the hash's
--- field '@token' with the hold it belongs to (see rlock_acquire); a
--- repeated first acquisition reports it from there.
---
--- Returns 1 for a first acquisition without a token (meaning {1, 1, 0}:
--- the common case, and an integer costs Redis less than a table), else
--- {1, holds, token} when the owner holds the lock afterwards (token
--- is 0 without fencing; on a resend of the attempt that
--- took the hold it is the token the hold recorded, or a new one if it
--- recorded none: a hold taken by an older version; with ARGV[3] "2", a
--- hold taken by an earlier attempt takes a new token, as in
--- rlock_acquire), or {0, wait}: wait is the
--- holder's remaining lease (the grant lease of a grant this attempt made);
--- -1 when unknown. A blocking attempt's refusal is {0, wait, mark}:
--- ARGV[9], which a grant to it names (see fairlock_unlock).
--- A key of another type, or a read-write lock's hash (it has a 'mode'
--- field) under the same name, raises WRONGTYPE before anything is written;
--- so does an election's hash (it has '@value') under a fair lock's name,
--- and, under an election's name, a hash without '@value' (another lock's).
+-- Returns 1 for a first acquisition without a token (cheaper than a
+-- table), {1, 1, token} when ARGV[1] holds, else {0, wait}: the holder's
+-- remaining lease, -1 unknown. WRONGTYPE, with nothing written, for a
+-- key of another type, a read-write lock's hash ('mode'), an election's
+-- under a fair lock's name, another lock's (no '@value') as an election.
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, lease = ARGV[1], tonumber(ARGV[2])
-local fencing, anew = ARGV[3] == '1' or ARGV[3] == '2', ARGV[3] == '2'
-local patience, prefix, sharded, grantLease = tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1', tonumber(ARGV[8])
-local mark, places = ARGV[9], ARGV[10]
-local office, value, values = ARGV[12] or '', ARGV[13], ARGV[14]
+local id, lease, fencing, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
+local grantLease, places, office, values = tonumber(ARGV[7]), ARGV[8], ARGV[10] or '', ARGV[12]
+local owner, publish = string.match(id, '^(.*):'), ARGV[6] == '1' and 'spublish' or 'publish'
 
-local clock = redis.call('time')
-local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if late > tonumber(ARGV[11]) or tonumber(ARGV[11]) - late > 10000 then
-  return redis.error_reply(string.format('LATE %d', late))
+local deadline, window = tonumber(ARGV[9]), 10000
+-- part: late
+
+local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
+local wrong = state[2] and 'has a mode: the name is used by a read-write lock'
+  or office == '' and state[3] and 'has a value: the name is used by an election'
+  or office ~= '' and not state[3] and redis.call('exists', lock) == 1 and 'has no value: the name is used by another kind of lock'
+if wrong then
+  return redis.error_reply('WRONGTYPE the lock hash ' .. wrong)
+end
+if state[1] then
+  redis.call('pexpire', lock, lease)
+  return {1, 1, tonumber(state[4]) or 0}
 end
 
-
--- takeToken takes the next fencing token (see above), stores it as the
--- counter for a lease, records it in the lock hash and returns it. A
--- token is written with %.0f, never tostring(): it has 16 digits, and Lua
--- prints 14.
-local function takeToken(floor)
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now, floor or 0)
-  local digits = string.format('%.0f', token)
-  redis.call('set', fence, digits, 'px', lease)
-  redis.call('hset', lock, '@token', digits)
+-- give makes hold id who the holder for ttl ms, with the next fencing
+-- token if fenced (as rlock_acquire; %.0f: Lua's tostring prints 14 of
+-- its 16 digits), and for an election the value of valueKey (deleted).
+local function give(who, fenced, ttl, value, valueKey)
+  local token = 0
+  if fenced then
+    local t = redis.call('time')
+    token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
+    redis.call('set', fence, string.format('%.0f', token), 'px', lease)
+    redis.call('hset', lock, '@token', string.format('%.0f', token))
+  end
+  redis.call('hset', lock, who, 1)
+  redis.call('pexpire', lock, ttl)
+  if office ~= '' then
+    redis.call('hset', lock, '@value', value or '')
+    redis.call('del', valueKey)
+    redis.call(publish, office, '-1')
+  end
   return token
 end
 
-local state = redis.call('hmget', lock, owner, 'mode', '@' .. owner, '@value')
-if state[2] then
-  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
-end
-if office == '' and state[4] then
-  return redis.error_reply('WRONGTYPE the lock hash has a value: the name is used by an election')
-end
-if office ~= '' and not state[4] and redis.call('exists', lock) == 1 then
-  return redis.error_reply('WRONGTYPE the lock hash has no value: the name is used by another kind of lock')
-end
-
--- publish tells every observer of an election that its leader changed.
-local function publish()
-  redis.call(sharded and 'spublish' or 'publish', office, '-1')
-end
-local held = state[1]
-local first = redis.call('lindex', queue, 0)
-
--- The script runs at one instant: the clock read for the deadline is
--- the clock. (Reading the deadlines also when the line is empty is what
--- tells a timeouts key of another type, before anything is written.)
-local now = late
+-- Dead waiters leave; read with an empty line too, so that a key of
+-- another type fails here, before anything is written.
 local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
 for _, w in ipairs(dead) do
   redis.call('lrem', queue, 1, w)
-end
-if #dead > 0 then
-  redis.call('zremrangebyscore', timeouts, '-inf', now)
+  redis.call('zrem', timeouts, w)
 end
 
-if held and tonumber(mark) < tonumber(state[3] or 0) then
-  return {0, redis.call('pttl', lock)} -- a late attempt
-end
-if held then
-  -- The owner holds: a resend of the attempt that took the hold, a grant
-  -- the caller has not completed, or a hold the handle gave up. Re-entry
-  -- is counted in the process and never comes here: the script reports
-  -- the hold, adds no level, and re-arms the lease, since the caller
-  -- counts the hold's validity from this call.
-  held = tonumber(held)
-  local token = 0
-  -- An attempt later than the one the hold records is no resend: the
-  -- hold is one the handle gave up (lost, or its release failed). It
-  -- becomes the caller's one level, whatever its count.
-  local adopted = tonumber(mark) > tonumber(state[3] or 0)
-  if anew and adopted then
-    -- A new token, so that steps still under way under the hold given up
-    -- are refused; above the hold's own token too: the counter may have
-    -- expired (a hold lives longer than it) and the clock been set back.
-    token = takeToken((tonumber(redis.call('hget', lock, '@token')) or 0) + 1)
-    if office ~= '' then
-      publish() -- a new term: observers hear of it as of any change
-    end
-  elseif fencing then
-    token = tonumber(redis.call('hget', lock, '@token')) or takeToken()
-  end
-  if adopted then
-    held = 1
-    redis.call('hset', lock, owner, 1, '@' .. owner, mark)
-  else
-    redis.call('hset', lock, '@' .. owner, mark)
-  end
-  redis.call('pexpire', lock, lease)
-  return {1, held, token}
-end
-
--- PTTL tells a free lock (-2) and is the reply to a refused waiter; the
--- head is the first waiter unless the sweep above removed it.
 local ttl = redis.call('pttl', lock)
-local free = ttl == -2
-local head = first
-if #dead > 0 then
-  head = redis.call('lindex', queue, 0)
-end
--- A free lock passes to the head only if it is live: heads whose place
--- has lapsed leave the line. The live head's place is read and deleted
--- here, once: the lock is granted to that head below. (pcall: see
--- fairlock_unlock on places in a migrating slot; nothing but dead waiters
--- has changed yet. An election's candidate's value is read first, the same
--- way.)
-local entry, headValue
+local free, head, entry, headValue = ttl == -2, redis.call('lindex', queue, 0), nil, nil
 while free and head and head ~= owner do
-  if office ~= '' then
-    headValue = redis.pcall('get', values .. head)
-    if type(headValue) == 'table' then
-      return redis.error_reply('TRYAGAIN the value of the candidate at the head of the line is not on this node: ' .. headValue.err)
-    end
+  local got = redis.pcall('mget', places .. head, (values or places) .. head)
+  if got.err then
+    return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. got.err)
   end
-  entry = redis.pcall('getdel', places .. head)
-  if type(entry) == 'table' then
-    return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. entry.err)
-  end
+  entry, headValue = got[1], got[2]
   if entry then
     break
   end
@@ -231,75 +107,41 @@ while free and head and head ~= owner do
   redis.call('zrem', timeouts, head)
   head = redis.call('lindex', queue, 0)
 end
-
-if free and (not head or head == owner) then
-  local token = 0
-  if fencing then
-    token = takeToken()
-  end
-  redis.call('hset', lock, owner, 1, '@' .. owner, mark)
-  redis.call('pexpire', lock, lease)
-  if head then
-    redis.call('lpop', queue)
-    redis.call('zrem', timeouts, owner)
-    redis.call('del', place)
-  end
-  if office ~= '' then
-    redis.call('hset', lock, '@value', value)
-    redis.call('del', KEYS[6])
-    publish()
-  end
-  if token == 0 then
-    return 1
-  end
-  return {1, 1, token}
-end
-
-if patience > 0 then
+local taking = free and (not head or head == owner)
+if patience > 0 and not taking then
   -- ZADD counts a waiter new to the line: only then does it join the end.
   if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)
   end
-  local own, ownLease = mark, math.min(patience, grantLease)
-  if fencing then
-    own = 'f' .. mark
-  end
-  redis.call('set', place, own .. '/' .. ownLease, 'px', ownLease)
+  local own = math.min(patience, grantLease)
+  redis.call('set', place, (fencing and 'f' or '') .. id .. '/' .. own, 'px', own)
   if office ~= '' then
-    redis.call('set', KEYS[6], value, 'px', patience)
+    redis.call('set', KEYS[6], ARGV[11], 'px', patience)
   end
-  -- The line lives as long as its longest-lived waiter, so waiters that
-  -- crash with nobody left to drop them leave no keys behind.
-  local last = redis.call('zrange', timeouts, -1, -1, 'withscores')
-  local expiry = math.ceil(tonumber(last[2]))
-  redis.call('pexpireat', queue, expiry)
-  redis.call('pexpireat', timeouts, expiry)
-end
-
-if patience == 0 then
-  mark = 0
+  -- The line lives as long as its longest-lived waiter.
+  local last = math.ceil(tonumber(redis.call('zrange', timeouts, -1, -1, 'withscores')[2]))
+  redis.call('pexpireat', queue, last)
+  redis.call('pexpireat', timeouts, last)
 end
 if not free then
-  return {0, ttl, mark}
+  return {0, ttl}
 end
--- Free, with another live waiter first in line: grant it to that waiter,
--- for its own grant lease (see KEYS[5]; at most ARGV[8]).
-redis.call('lpop', queue)
-redis.call('zrem', timeouts, head)
-local granted, headLease = string.match(entry, '^f?([^/]*)/?(.*)$')
-headLease = math.min(grantLease, tonumber(headLease) or grantLease)
-local token = 0
-if string.sub(entry, 1, 1) == 'f' then
-  token = takeToken()
+-- Free: the lock goes to the caller, or to the live head in line.
+if head then
+  redis.call('lpop', queue)
+  redis.call('zrem', timeouts, head)
+  redis.call('del', places .. head)
 end
-redis.call('hset', lock, head, 1, '@' .. head, granted)
-if office ~= '' then
-  redis.call('hset', lock, '@value', headValue or '')
-  redis.call('del', values .. head)
+if taking then
+  local token = give(id, fencing, lease, ARGV[11], KEYS[6])
+  return token == 0 and 1 or {1, 1, token}
 end
-redis.call('pexpire', lock, headLease)
-redis.call(sharded and 'spublish' or 'publish', prefix .. head, string.format('g%.0f:%s', token, granted))
-if office ~= '' then
-  publish()
-end
-return {0, headLease, mark}
+-- The hold id in the place begins with the owner id: a leading "f" asks
+-- for a token only when it is not the id's (a host name may begin with f).
+local body, own = string.match(entry, '^(.*)/(%d+)$')
+local fenced = string.sub(body, 1, #head + 1) ~= head .. ':'
+local granted = fenced and string.sub(body, 2) or body
+own = math.min(grantLease, tonumber(own))
+local token = give(granted, fenced, own, headValue, (values or '') .. head)
+redis.call(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, granted))
+return {0, own}

@@ -2,8 +2,8 @@
 -- waiter first in line.
 --
 -- KEYS[1]  lock hash
--- KEYS[2]  waiter list, oldest first
--- KEYS[3]  waiter deadlines (zset, server time in milliseconds)
+-- KEYS[2]  waiter list: owner ids, oldest first
+-- KEYS[3]  waiter deadlines (zset of owner ids, server time in ms)
 -- KEYS[4]  receipt of this call, a string that expires: the reply of its
 --          first run, so that a repeated run (a retry after a lost reply)
 --          reports what the first did instead of what it finds
@@ -11,22 +11,21 @@
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
 -- ARGV[4]  "" for a fair lock; for an election's leadership, the channel
---          on which every change of leader is published (see
---          fairlock_acquire's ARGV[12]): a deletion publishes "-1" there
--- ARGV[5..] the aim: the holds the caller read and means to delete, as the
---          hash's '@' fields (attempt marks, and the token and value they
---          came with), field and value pairs (none for a free lock)
+--          on which every change of leader is published: a deletion
+--          publishes "-1" there
+-- ARGV[5..] the aim: the holds the caller read and means to delete, as
+--          their hold ids (none for a free lock)
 --
--- A mark only grows for an owner, so a later hold never has the marks of
--- an earlier one. When the hash's marks are not exactly the aimed ones,
--- the holds the caller meant are gone and the script changes nothing: a
--- copy of it that Redis runs late (sent before a stall, run after it)
--- cannot delete a hold taken since, whatever became of the receipt.
+-- A hold id is never reused, so a later hold never has the id of an
+-- earlier one. When the hash's holds are not exactly the aimed ones, the
+-- holds the caller meant are gone and the script changes nothing: a copy
+-- of it that Redis runs late (sent before a stall, run after it) cannot
+-- delete a hold taken since, whatever became of the receipt.
 --
--- First every waiter whose deadline has passed (server clock, TIME) leaves
--- the line. The line itself is kept: waiters keep their order. The head is
--- woken whenever the lock is free afterwards, so a force unlock also
--- restarts a line whose wake-up was lost.
+-- Waiters whose deadline has passed leave the line; the line itself is
+-- kept: waiters keep their order. The head is woken whenever the lock is
+-- free afterwards, so a force unlock also restarts a line whose wake-up
+-- was lost.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none, -1 when the
 -- holds are not the ones aimed at (nothing changed).
@@ -34,7 +33,7 @@
 -- field) under the same name, raises WRONGTYPE and is left untouched.
 
 local lock, queue, timeouts, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local prefix, sharded, ttl, office = ARGV[1], ARGV[2] == '1', ARGV[3], ARGV[4]
+local publish, ttl, office = ARGV[2] == '1' and 'spublish' or 'publish', ARGV[3], ARGV[4]
 
 local seen = redis.call('get', receipt)
 if seen then
@@ -43,51 +42,41 @@ end
 
 local all = redis.call('hgetall', lock)
 redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
-local marks, n = {}, 0
+local holds, n = {}, 0
 for i = 1, #all, 2 do
   if all[i] == 'mode' then
     return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
   end
-  if string.sub(all[i], 1, 1) == '@' then
-    marks[all[i]], n = all[i + 1], n + 1
+  if string.sub(all[i], 1, 1) ~= '@' then
+    holds[all[i]], n = true, n + 1
   end
 end
-local aimed = n * 2 == #ARGV - 4
-for i = 5, #ARGV, 2 do
-  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+local aimed = n == #ARGV - 4
+for i = 5, #ARGV do
+  aimed = aimed and holds[ARGV[i]] ~= nil
 end
 if not aimed then
   return -1
 end
-local holders = #all
 
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
+local dead = redis.call('zrangebyscore', timeouts, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 for _, w in ipairs(dead) do
   redis.call('lrem', queue, 1, w)
-end
-if #dead > 0 then
-  redis.call('zremrangebyscore', timeouts, '-inf', now)
+  redis.call('zrem', timeouts, w)
 end
 
-if holders > 0 then
+local deleted = 0
+if #all > 0 then
+  deleted = 1
   redis.call('del', lock)
   if office ~= '' then
-    redis.call(sharded and 'spublish' or 'publish', office, '-1')
+    redis.call(publish, office, '-1')
   end
 end
 local head = redis.call('lindex', queue, 0)
 if head then
-  if sharded then
-    redis.call('spublish', prefix .. head, '1')
-  else
-    redis.call('publish', prefix .. head, '1')
-  end
-end
-local deleted = 0
-if holders > 0 then
-  deleted = 1
+  redis.call(publish, ARGV[1] .. head, '1')
 end
 redis.call('set', receipt, deleted, 'px', ttl)
 return deleted

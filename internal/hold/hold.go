@@ -178,6 +178,18 @@ func (t *Tracker) Token() uint64 {
 	return t.cur.token
 }
 
+// Hold returns the id and the fencing token of the current hold, as
+// Token does: "" and 0 when none, or when it has no exclusive level. An
+// election proclaims under the id (see lua/election_proclaim.lua).
+func (t *Tracker) Hold() (id string, token uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
+		return "", 0
+	}
+	return t.cur.id, t.cur.token
+}
+
 // Drop ends the current hold, if any, as released: after a ForceUnlock,
 // whoever deleted the lock, the handle's hold is over.
 func (t *Tracker) Drop() {

@@ -29,65 +29,56 @@ func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts}
 
 // FairTakeArgs are the arguments of FairTake.
 type FairTakeArgs struct {
-	Owner    string
+	ID       string // the hold id: "<owner id>:<n>", one per wait, never reused
 	Lease    time.Duration
-	Fencing  bool          // take a fencing token on a first acquisition
-	Holds    int64         // the hold count the caller believes it has
+	Fencing  bool          // take a fencing token on a first acquisition, and on a grant to the wait
 	Patience time.Duration // how long a refused attempt keeps its place in line; 0 never joins
 	Sharded  bool          // notify with SPUBLISH (Redis Cluster 7+)
 	// GrantLease bounds the lease of a grant to the waiter first in line.
 	GrantLease time.Duration
-	Seq        uint64 // the attempt's mark
-	Deadline   int64  // server time in milliseconds
-	// Anew says that the handle gave its last hold up (hold.Asking.Anew):
-	// with Fencing, a hold of the owner's that an earlier attempt took,
-	// found in Redis, takes a new token instead of reporting the one it
-	// recorded.
-	Anew bool
+	Deadline   int64 // server time in milliseconds
 }
 
-// FairTake runs fairlock_acquire.lua: take the lock for a.Owner if nobody
-// waits before it, taking a fencing token on a first acquisition when
-// a.Fencing is set. When the lock cannot be taken and a.Patience is
-// positive, the owner joins the line (or keeps its place) with the
-// deadline a.Patience from now on the server's clock; with 0 it never
-// joins. A hold of the owner's found there is a resend of an attempt that
-// went through, a grant the caller has not completed, or a hold the
-// handle gave up (a.Anew): it is reported as held, with the lease set. A
-// free lock with another waiter first in line is granted to that waiter,
-// if its place shows it live, for that waiter's own grant lease. When not
-// OK, Wait is how long the holder's lease still runs. a.Seq numbers the
-// attempt among the owner's, increasing, and is the attempt's mark
-// (Acquired.Mark). A copy that runs after a.Deadline (server time in
-// milliseconds) takes nothing, joins no line and is answered with
+// FairTake runs fairlock_acquire.lua: take the lock for hold a.ID if
+// nobody live waits before its owner, taking a fencing token on a first
+// acquisition when a.Fencing is set. When the lock cannot be taken and
+// a.Patience is positive, the owner joins the line (or keeps its place,
+// now naming a.ID) with the deadline a.Patience from now on the server's
+// clock; with 0 it never joins. A hold of a.ID found there is this wait's
+// (a resend of an attempt that went through, or a grant the caller has
+// not completed): it is reported as held with its token, the lease set. A
+// free lock with another live waiter first in line is granted to that
+// waiter, for that waiter's own grant lease. When not OK, Wait is how long
+// the holder's lease still runs. A copy that runs after a.Deadline (server
+// time in milliseconds) takes nothing, joins no line and is answered with
 // internal.Late's error.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
-	keys := append(k.line(), k.Fence, k.Places+a.Owner)
-	// No ARGV[12] (office): a fair lock's, "" when absent. Every argument
+	keys := append(k.line(), k.Fence, k.Places+OwnerOf(a.ID))
+	// No ARGV[10] (office): a fair lock's, "" when absent. Every argument
 	// costs Redis a string to make.
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.Owner, ms(a.Lease), fence(a.Fencing, a.Anew), a.Holds, patienceMs(a.Patience),
-		k.Waiter, flag(a.Sharded), ms(a.GrantLease), a.Seq, k.Places, a.Deadline)}
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience),
+		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline)}
 }
 
-// FairUnlock runs fairlock_unlock.lua: release a.Owner's hold (one level
-// in Redis: re-entry is counted in the process) and grant the lock to the
-// first live waiter in line, for a.GrantLease or the waiter's own grant
-// lease if shorter (see FairTake). a.Expect is the hold count the caller
-// believes it has, or 0 for any. The reply's Holds is 0, UnlockNotHeld or
-// UnlockMismatch, and names the grantee of a grant. a.Mark is the mark of the owner's latest attempt,
-// or for a give-back of the attempt it undoes (see ReentrantUnlock). go-redis never
-// retries it: after a network error the outcome is unknown, and only the
-// caller knows how to retry safely.
+// FairUnlock runs fairlock_unlock.lua: release hold a.ID and grant the
+// lock to the first live waiter in line, for a.GrantLease or the waiter's
+// own grant lease if shorter (see FairTake). The reply's Holds is 0 or
+// UnlockNotHeld (the id holds nothing: released already, granted on or
+// expired; nothing changed), and names the grantee of a grant. An id is
+// never reused, so a copy that runs late changes nothing. a.Expect is
+// not used: Redis holds one level per hold id. go-redis never retries
+// it: after a network error the outcome is unknown, and only the caller
+// knows how to read a retry.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, a ReleaseArgs) UnlockCmd {
-	// No ARGV[9] (office): a fair lock's, "" when absent.
-	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.ID, ms(a.Lease), a.Expect, k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, 0)}
+	// No ARGV[7] (office): a fair lock's, "" when absent.
+	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.ID, ms(a.Lease), k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places)}
 }
 
-// FairRenew runs fairlock_renew.lua: extend the lease if owner still holds
-// the lock. The reply is false when it does not, and names who holds it
-// instead, if anyone does.
-func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, owner string, lease time.Duration, sharded bool) RenewCmd {
-	return RenewCmd{cmd: fairRenew.queue(ctx, c, k.line(), owner, ms(lease), k.Waiter, flag(sharded))}
+// FairRenew runs fairlock_renew.lua: extend the lease if hold id still
+// holds the lock. The reply is false when it does not, and names who
+// holds it instead, if anyone does.
+func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, id string, lease time.Duration, sharded bool) RenewCmd {
+	return RenewCmd{cmd: fairRenew.queue(ctx, c, k.line(), id, ms(lease), k.Waiter, flag(sharded))}
 }
 
 // FairForceUnlock runs fairlock_forceunlock.lua: delete the lock, if its
@@ -100,12 +91,12 @@ func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt strin
 	return IntCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), args...)}
 }
 
-// FairLeave runs fairlock_leave.lua: take owner out of the line, waking the
-// next waiter if owner was first and the lock is free. The reply is
-// LeftLine, LeftGranted (owner was not in line and holds one level) or
-// LeftNothing; a hold is never released. last is the mark of the wait's
-// last attempt: a copy that finds the place of a later wait (a higher
-// mark) changes nothing.
-func FairLeave(ctx context.Context, c Processor, k FairKeys, owner string, sharded bool, last uint64) IntCmd {
-	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+owner), owner, k.Waiter, flag(sharded), last)}
+// FairLeave runs fairlock_leave.lua: take the owner of hold id out of the
+// line, if its place there is still for id, waking the next waiter if the
+// owner was first and the lock is free. The reply is LeftLine, LeftGranted
+// (not in line, and id holds the lock: a grant) or LeftNothing; a hold is
+// never released (the caller gives it back by id). A copy that finds the
+// place of a later wait changes nothing.
+func FairLeave(ctx context.Context, c Processor, k FairKeys, id string, sharded bool) IntCmd {
+	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+OwnerOf(id)), id, k.Waiter, flag(sharded))}
 }

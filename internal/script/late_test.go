@@ -167,7 +167,7 @@ func TestAcquireDeadlines(t *testing.T) {
 			},
 			"fairlock_acquire": func(n internal.Names, deadline int64) error {
 				k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-				return errOf(script.FairTake(ctx, rdb, k, script.FairTakeArgs{Owner: "o", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Sharded: false, GrantLease: time.Second, Seq: 1, Deadline: deadline}).Result())
+				return errOf(script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "o:1", Lease: time.Minute, Fencing: true, Patience: time.Minute, Sharded: false, GrantLease: time.Second, Deadline: deadline}).Result())
 			},
 			"rwlock_readlock": func(n internal.Names, deadline int64) error {
 				return errOf(script.RWReadTake(ctx, rdb, n.RWKeys("o"), script.RWReadArgs{Owner: "o", Lease: time.Minute, Reads: 0, Announce: true, Patience: time.Minute, Mark: 1, Deadline: deadline, Writes: -1}).Result())

@@ -31,7 +31,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
 			n := internal.NewNames(name)
 			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-			res, err := script.FairTake(t.Context(), rdb, k, script.FairTakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Patience: time.Second, Sharded: false, GrantLease: time.Second, Seq: 0, Deadline: redistest.InTime()}).Result()
+			res, err := script.FairTake(t.Context(), rdb, k, script.FairTakeArgs{ID: "a:1", Lease: lease, Fencing: false, Patience: time.Second, Sharded: false, GrantLease: time.Second, Deadline: redistest.InTime()}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
