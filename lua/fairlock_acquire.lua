@@ -100,7 +100,10 @@ while free and head and head ~= owner do
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. got.err)
   end
   entry, headValue = got[1], got[2]
-  if entry then
+  -- A place names a hold id of head's ("f" first for a token); one of a
+  -- version before hold ids (a mark) is passed over like a dead one.
+  local e = entry or ''
+  if string.find(e, head .. ':', 1, true) == 1 or string.find(e, 'f' .. head .. ':', 1, true) == 1 then
     break
   end
   redis.call('lpop', queue)
@@ -137,9 +140,9 @@ if taking then
   return token == 0 and 1 or {1, 1, token}
 end
 -- The hold id in the place begins with the owner id: a leading "f" asks
--- for a token only when it is not the id's (a host name may begin with f).
+-- for a token (a host name may begin with f itself).
 local body, own = string.match(entry, '^(.*)/(%d+)$')
-local fenced = string.sub(body, 1, #head + 1) ~= head .. ':'
+local fenced = string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
 local granted = fenced and string.sub(body, 2) or body
 own = math.min(grantLease, tonumber(own))
 local token = give(granted, fenced, own, headValue, (values or '') .. head)

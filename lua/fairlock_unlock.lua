@@ -79,11 +79,13 @@ while head do
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. got.err)
   end
   redis.call('zrem', timeouts, head)
-  if got[1] and head ~= owner then
-    -- The hold id begins with the owner id: a leading "f" asks for a
-    -- token only when it is not the id's (a host name may begin with f).
-    local body, own = string.match(got[1], '^(.*)/(%d+)$')
-    local fenced = string.sub(body, 1, #head + 1) ~= head .. ':'
+  -- The hold id begins with the owner id: a leading "f" asks for a token
+  -- (a host name may begin with f itself). A place of a version before
+  -- hold ids (a mark) is passed over like a dead waiter's: that waiter's
+  -- next attempt joins the line again.
+  local body, own = string.match(got[1] or '', '^(.*)/(%d+)$')
+  local fenced = body and string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
+  if body and head ~= owner and (fenced or string.sub(body, 1, #head + 1) == head .. ':') then
     local grantee, token = fenced and string.sub(body, 2) or body, 0
     redis.call('del', lock, places .. head)
     if fenced then
