@@ -51,11 +51,11 @@ func fencedKinds(name string) map[string]fencedKind {
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				h, err := script.RWWriteTake(ctx, rdb, n.RWKeys(owner), script.RWWriteArgs{Owner: owner, Lease: fenceLease, Fencing: true, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
+				h, err := script.RWWriteTake(ctx, rdb, n.RWKeys(), script.RWWriteArgs{ID: owner + ":1", Lease: fenceLease, Fencing: true, Announce: false, Patience: time.Second, Deadline: redistest.InTime()}).Result()
 				return h.OK, h.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(owner), script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, Mark: 0}).Result()
+				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(), script.ReleaseArgs{ID: owner + ":1", Lease: fenceLease, Sharded: false, Expect: 1}).Result()
 				return err
 			},
 		},
@@ -138,13 +138,6 @@ var anewKinds = map[string]taking{
 		}).Result()
 		return a.OK, a.Holds, a.Token, err
 	},
-	"rwlock write": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
-		h, err := script.RWWriteTake(ctx, rdb, internal.NewNames(name).RWKeys("a"), script.RWWriteArgs{
-			Owner: "a", Lease: fenceLease, Fencing: true, Writes: holds, Patience: time.Second,
-			Mark: mark, Deadline: redistest.InTime(), Anew: anew,
-		}).Result()
-		return h.OK, h.Writes, h.Token, err
-	},
 }
 
 // A handle that gave its hold up (fencing "2") and finds it standing,
@@ -154,7 +147,7 @@ var anewKinds = map[string]taking{
 // (a resend after a lost reply).
 func TestFencedAnewAdoption(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		for _, kind := range []string{"rlock", "fairlock", "rwlock write"} {
+		for _, kind := range []string{"rlock", "fairlock"} {
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
 				take := anewKinds[kind]

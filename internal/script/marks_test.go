@@ -25,12 +25,6 @@ func markedKinds(name string) map[string]marked {
 	n := internal.NewNames(name)
 	lk := lockKeys(name)
 	fk := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
-	rk := n.RWKeys(owner)
-	rw := func(m script.RWHolds, err error, mode func(script.RWHolds) int64) (bool, int64, error) {
-		return m.OK, mode(m), err
-	}
-	reads := func(m script.RWHolds) int64 { return m.Reads }
-	writes := func(m script.RWHolds) int64 { return m.Writes }
 	return map[string]marked{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
@@ -52,38 +46,7 @@ func markedKinds(name string) map[string]marked {
 				return u.Holds, err
 			},
 		},
-		"rwlock write": {
-			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWWriteTake(ctx, rdb, rk, script.RWWriteArgs{Owner: owner, Lease: lease, Fencing: false, Writes: held, Announce: false, Patience: time.Second, Mark: mark, Deadline: redistest.InTime(), Reads: -1}).Result()
-				return rw(h, err, writes)
-			},
-			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				h, err := script.RWWriteUnlock(ctx, rdb, rk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, Mark: undoes}).Result()
-				return mismatch(h, writes), err
-			},
-		},
-		"rwlock read": {
-			acquire: func(ctx context.Context, rdb *redis.Client, held int64, mark uint64) (bool, int64, error) {
-				h, err := script.RWReadTake(ctx, rdb, rk, script.RWReadArgs{Owner: owner, Lease: lease, Reads: held, Announce: false, Patience: time.Second, Mark: mark, Deadline: redistest.InTime(), Writes: -1}).Result()
-				return rw(h, err, reads)
-			},
-			release: func(ctx context.Context, rdb *redis.Client, expect int64, undoes uint64) (int64, error) {
-				h, err := script.RWReadUnlock(ctx, rdb, rk, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, Mark: undoes}).Result()
-				return mismatch(h, reads), err
-			},
-		},
 	}
-}
-
-// mismatch converts a read-write release's reply to the mutexes' holds.
-func mismatch(h script.RWHolds, mode func(script.RWHolds) int64) int64 {
-	switch {
-	case h.Mismatch:
-		return script.UnlockMismatch
-	case h.NotHeld:
-		return script.UnlockNotHeld
-	}
-	return mode(h)
 }
 
 // TestGiveBackNamesItsAttempt: a give-back undoes the attempt it names
@@ -93,7 +56,7 @@ func mismatch(h script.RWHolds, mode func(script.RWHolds) int64) int64 {
 // hold.
 func TestGiveBackNamesItsAttempt(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		for _, kind := range []string{"rlock", "fairlock", "rwlock write", "rwlock read"} {
+		for _, kind := range []string{"rlock", "fairlock"} {
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
 				name := redistest.UniqueName(t)
@@ -129,42 +92,6 @@ func TestGiveBackNamesItsAttempt(t *testing.T) {
 					t.Fatalf("the lock hash is left after the last level's give-back: %v", rdb.HGetAll(ctx, internal.NewNames(name).Lock()).Val())
 				}
 			})
-		}
-	})
-}
-
-// TestLateAttemptAcrossModes: a read-write lock's owner numbers the
-// attempts of both modes in one sequence, so an attempt of either mode
-// that runs after a later attempt of the other is refused as late: a read
-// attempt after the owner's write attempt would add a read level nobody
-// holds, which the write unlock turns into a read hold, and a write
-// re-entry after a later read attempt a write level nobody holds.
-func TestLateAttemptAcrossModes(t *testing.T) {
-	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := t.Context()
-		kinds := markedKinds(redistest.UniqueName(t))
-		w, r := kinds["rwlock write"], kinds["rwlock read"]
-		step := func(what string, k marked, held int64, mark uint64, wantOK bool, want int64) {
-			t.Helper()
-			ok, holds, err := k.acquire(ctx, rdb, held, mark)
-			if err != nil || ok != wantOK || ok && holds != want {
-				t.Fatalf("%s = %v, %d, %v; want %v, %d", what, ok, holds, err, wantOK, want)
-			}
-		}
-		step("write attempt 2", w, 0, 2, true, 1)
-		step("read attempt 1, run late", r, 0, 1, false, 0)
-		step("read attempt 3 (a downgrade)", r, 0, 3, true, 1)
-		step("write re-entry 2, run late", w, 1, 2, false, 0)
-		step("write re-entry 4", w, 1, 4, true, 2)
-		step("read re-entry 5", r, 1, 5, true, 2)
-		for _, rel := range []struct {
-			k      marked
-			expect int64
-			want   int64
-		}{{w, 2, 1}, {w, 1, 0}, {r, 2, 1}, {r, 1, 0}} {
-			if holds, err := rel.k.release(ctx, rdb, rel.expect, 0); err != nil || holds != rel.want {
-				t.Fatalf("release at %d = %d, %v; want %d", rel.expect, holds, err, rel.want)
-			}
 		}
 	})
 }
