@@ -36,7 +36,7 @@
 -- as is the releasing owner's own place, left by a Lock whose leave
 -- failed). It makes the hold id the place names the holder with the grant
 -- lease, takes the next fencing token when the place asks for one (its
--- value starts with "f"), and publishes "g" .. token .. ":" .. id on the
+-- value starts with "f"), and publishes "h" .. token .. ":" .. id on the
 -- owner's channel: a message read late names a wait that is over, and is
 -- never taken for a later one's grant.
 --
@@ -83,7 +83,7 @@ while head do
       redis.call('hset', lock, '@watched', watched)
     end
     redis.call('pexpire', lock, grantLease)
-    redis.call(publish, prefix .. head, string.format('g%.0f:%s', token, grantee))
+    redis.call(publish, prefix .. head, string.format('h%.0f:%s', token, grantee))
     return {0, grantee, token}
   end
   head = redis.call('lpop', queue)

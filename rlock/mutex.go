@@ -91,27 +91,27 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 		res, err = d.acquireAcked(ctx, t, held, patience, a)
 	} else {
 		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
-			Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: held, Patience: patience,
-			Seq: a.Seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Anew: a.Anew,
+			ID: a.ID, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Patience: patience,
+			Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
 		}).Result()
 	}
 	return hold.Granted(res), err
 }
 
-func (d *described) release(ctx context.Context, _ hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
-	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, script.ReleaseArgs{Owner: d.Owner, Lease: d.cfg.Lease(), Sharded: d.Sharded, Expect: expect, GrantLease: hold.GrantLease, Mark: mark}).Result()
+func (d *described) release(ctx context.Context, _ hold.Mode, id string, _ int64, _ bool) (hold.Released, error) {
+	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, script.ReleaseArgs{ID: id, Lease: d.cfg.Lease(), Sharded: d.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }
 
 // leave takes the handle out of the line after a failed Lock, and
 // reports whether a release granted it the lock meanwhile.
 func (d *described) leave(ctx context.Context, _ hold.Mode, a hold.Asking) (bool, error) {
-	n, err := script.ReentrantLeave(ctx, d.RDB, d.keys, d.Owner, a.Seq).Result()
+	n, err := script.ReentrantLeave(ctx, d.RDB, d.keys, a.ID).Result()
 	return n == script.LeftGranted, err
 }
 
-func (d *described) renew(ctx context.Context, s redis.Scripter) func() (bool, error) {
-	return hold.Renewal(script.ReentrantRenew(ctx, s, d.keys.Lock, d.Owner, d.cfg.Lease()))
+func (d *described) renew(ctx context.Context, s redis.Scripter, id string) func() (bool, error) {
+	return hold.Renewal(script.ReentrantRenew(ctx, s, d.keys.Lock, id, d.cfg.Lease()))
 }
 
 func (d *described) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {

@@ -43,15 +43,14 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
 func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64, patience time.Duration, a hold.Asking) (script.Acquired, error) {
-	seq := a.Seq
 	conn, err := internal.PrimaryConn(ctx, d.RDB, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err
 	}
 	defer conn.Close()
 	res, err := script.ReentrantTake(ctx, conn, d.keys, script.TakeArgs{
-		Owner: d.Owner, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Holds: holds, Patience: patience,
-		Seq: seq, Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Anew: a.Anew,
+		ID: a.ID, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Patience: patience,
+		Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
 	}).Result()
 	if err != nil || !res.OK {
 		return res, err
@@ -61,7 +60,7 @@ func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int
 		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, d.cfg.ackReplicas, d.cfg.ackTimeout)
 	}
 	if err != nil {
-		t.Undo(ctx, hold.Exclusive, holds+1, seq)
+		t.Undo(ctx, hold.Exclusive, holds+1, a.ID)
 		return script.Acquired{}, err
 	}
 	return res, nil

@@ -215,7 +215,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
-	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64, _ uint64) (hold.Grant, error) { return try(ctx) })
+	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64, _ string) (hold.Grant, error) { return try(ctx) })
 	if ok {
 		l.mu.Lock()
 		l.kept[id] = t
@@ -249,11 +249,11 @@ func (l *Leased) giveBack(ctx context.Context, id string, late *atomic.Bool) (bo
 }
 
 func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
-	// A give-back names no attempt: a give-back that Redis runs late
-	// releases whatever permit id then holds. Acquire asks under a new id
-	// after a give-back whose outcome is unknown, so that it finds that
-	// attempt's permit or nothing.
-	release := func(ctx context.Context, _ hold.Mode, _ int64, _ uint64, giveBack bool) (hold.Released, error) {
+	// A permit id is the hold id (the Tracker's own, one per permit, is
+	// not used): Acquire asks under a new id after a give-back whose
+	// outcome is unknown, so that a give-back that Redis runs late finds
+	// that attempt's permit or nothing, as a lock's hold id does.
+	release := func(ctx context.Context, _ hold.Mode, _ string, _ int64, giveBack bool) (hold.Released, error) {
 		var ok bool
 		var err error
 		if giveBack {
@@ -263,7 +263,7 @@ func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
 		}
 		return hold.Released{NotHeld: !ok}, err
 	}
-	renew := func(ctx context.Context, s redis.Scripter) func() (bool, error) {
+	renew := func(ctx context.Context, s redis.Scripter, _ string) func() (bool, error) {
 		return script.LeasedRenew(ctx, s, l.keys, id, l.cfg.watchdogTimeout, l.sharded).Result
 	}
 	k := hold.Keeping{WatchdogTimeout: l.cfg.watchdogTimeout, OnLost: l.cfg.onLost}

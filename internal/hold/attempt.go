@@ -14,9 +14,8 @@ import (
 type Grant struct {
 	OK     bool          // the handle holds the lock now
 	Levels Levels        // when OK: the handle's levels in Redis
-	Token  uint64        // when OK: the fencing token of a first acquisition, else 0
+	Token  uint64        // when OK: the hold's fencing token, else 0
 	Wait   time.Duration // when not OK: the holder's remaining lease; 0 if unknown
-	Mark   float64       // when not OK: the mark a blocking attempt set in line (see script.Grant)
 	// Refused, when not OK, is a definite refusal that ends the attempt
 	// with this error; nothing was taken (a read-write lock's upgrade).
 	Refused error
@@ -24,7 +23,7 @@ type Grant struct {
 
 // Granted converts the reply of a one-mode acquire script.
 func Granted(a script.Acquired) Grant {
-	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait, Mark: a.Mark}
+	return Grant{OK: a.OK, Levels: Levels{Exclusive: a.Holds}, Token: a.Token, Wait: a.Wait}
 }
 
 // Take makes one acquisition attempt with try, under the rules every
@@ -67,12 +66,12 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 	return g, sent, nil
 }
 
-// Try runs an acquire script once, for a handle that holds held levels of
-// the mode it asks for. seq is the attempt's mark, higher than every
-// earlier attempt's of the handle: the script records it with the hold it
-// takes or reports, so that a give-back of an earlier attempt, run late,
-// leaves the hold alone (see Config.Release).
-type Try func(ctx context.Context, held int64, seq uint64) (Grant, error)
+// Try runs an acquire script once for hold id, for a handle that holds
+// held levels of the mode it asks for. id is the current hold's (a
+// read-write lock's further level), or that of the handle's wait for a
+// new hold (see Tracker.waitID): every attempt of one wait names the same
+// id, until something is given back under it.
+type Try func(ctx context.Context, held int64, id string) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
 // with the handle's other scripts, under the rules of Take, and records
@@ -86,36 +85,24 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	if err := t.repay(ctx); err != nil {
 		return false, 0, err
 	}
-	held, seq := t.Held(m), t.seq.Add(1)
+	held := t.Held(m)
 	sentFor, _ := ctx.Value(sentForKey{}).(*hold) // the hold a downgrade is sent for; nil for a new hold
+	id := t.waitID(sentFor)
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
 			expect = g.Levels[m]
 		}
-		t.undo(ctx, owed{m, expect, seq})
+		t.undo(ctx, owed{m, expect, id})
 	}
-	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, seq) }, undo)
+	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, id) }, undo)
 	if err != nil || !g.OK {
-		if err == nil && g.Refused == nil && m == Exclusive {
-			// Refused, or granted too late and given back (Take): the
-			// owner holds nothing in Redis, or will not once the
-			// give-back has run (the next attempt repays it first), so
-			// no hold given up is left to adopt. A grant that answers
-			// this wait is a hold the caller never had, and keeps its
-			// token. (A read-write lock's read attempt is refused while
-			// a write hold the handle gave up stands, which a later
-			// write attempt must still adopt anew.)
-			t.mu.Lock()
-			t.anew = false
-			t.mu.Unlock()
-		}
 		if err == nil {
 			err = g.Refused
 		}
 		return false, g.Wait, err
 	}
-	if !t.acquired(g.Levels, g.Token, sent, sentFor) {
+	if !t.acquired(id, g.Levels, g.Token, sent, sentFor) {
 		// The hold ended while the script ran: the level it took is
 		// given back like any other the caller will not have.
 		undo(ctx, &g)
@@ -130,9 +117,11 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", internal.ErrLost)
 
 // Undo gives back the level of mode m that an acquisition with an unknown
-// outcome may have taken, the attempt of mark seq (or a grant answering
-// it): the release script changes nothing unless the handle holds exactly
-// expect levels and no later attempt took or reported them. It runs
+// outcome may have taken under hold id (or a grant to id): the release
+// script changes nothing unless id holds exactly expect levels. An id the
+// handle was waiting with is retired (see Tracker.wait): its next attempt
+// takes a new one, so a copy of the give-back that Redis runs late never
+// meets a hold taken since. It runs
 // without ctx's cancellation, for at most CleanupTimeout, and leaves the
 // local view untouched: that was not updated for the acquisition. A Try
 // that finds its acquisition must be taken back (say, not acknowledged by
@@ -143,12 +132,13 @@ var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", int
 // has ended returns at once, and the give-back finishes in the
 // background (internal.TidyUp). The handle's next attempt or release
 // waits for it first (see repay).
-func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, seq uint64) {
-	t.undo(ctx, owed{m, expect, seq})
+func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, id string) {
+	t.undo(ctx, owed{m, expect, id})
 }
 
 // undo runs the give-back o as Undo says.
 func (t *Tracker) undo(ctx context.Context, o owed) {
+	t.retire(o.id)
 	t.later(ctx, CleanupTimeout, func(ctx context.Context) { t.giveBack(ctx, o) })
 }
 
@@ -196,7 +186,7 @@ func (t *Tracker) settled(ctx context.Context) error {
 type owed struct {
 	m      Mode
 	expect int64
-	seq    uint64
+	id     string
 }
 
 // giveBack runs the give-back o, and owes it when it fails. A level that
@@ -220,7 +210,7 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 // (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
-	out, err := t.cfg.Release(ctx, o.m, o.expect, o.seq, true)
+	out, err := t.cfg.Release(ctx, o.m, o.id, o.expect, true)
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}

@@ -46,9 +46,9 @@ func (c *Config) grantLease() time.Duration {
 // grant whose message never reached a waiter that gave up is not given
 // back: Kind.Leave must not release holds. It lapses with its grant
 // lease.)
-func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, seq uint64) (bool, error) {
+func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		t.Undo(ctx, m, 1, seq)
+		t.Undo(ctx, m, 1, id)
 		return false, err
 	}
 	// The hold's first validity is the shorter of the grant lease and its
@@ -67,6 +67,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	t.begin(levels, token, base, lease)
+	t.begin(id, levels, token, base, lease)
 	return true, nil
 }

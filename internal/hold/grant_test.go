@@ -17,7 +17,7 @@ import (
 // to an attempt; with the default grant lease it completes it.
 func TestClaimWithShortGrantLease(t *testing.T) {
 	_, rdb := redistest.Mini(t)
-	renew := func(context.Context, redis.Scripter) func() (bool, error) {
+	renew := func(context.Context, redis.Scripter, string) func() (bool, error) {
 		return func() (bool, error) { return true, nil }
 	}
 	base := time.Now().Add(-800 * time.Millisecond)
@@ -26,7 +26,7 @@ func TestClaimWithShortGrantLease(t *testing.T) {
 		claimed    bool
 	}{{time.Second, false}, {0, true}} {
 		tk := New(Config{RDB: rdb, Lease: time.Minute, Renew: renew, GrantLease: c.grantLease})
-		ok, err := tk.Claim(t.Context(), Exclusive, 0, base, 1)
+		ok, err := tk.Claim(t.Context(), Exclusive, 0, base, "o:1")
 		if err != nil || ok != c.claimed {
 			t.Errorf("grant lease %v: Claim 800ms after its base = %v, %v; want %v", c.grantLease, ok, err, c.claimed)
 		}
@@ -36,23 +36,23 @@ func TestClaimWithShortGrantLease(t *testing.T) {
 	}
 }
 
-// A waiter's place holds its mark, "f" first when a grant to it takes a
+// A waiter's place holds its hold id, "f" first when a grant to it takes a
 // fencing token, and its own grant lease in milliseconds last, if it has
 // one: what the acquire scripts write, for the keeper to recognise.
 func TestPlaceValue(t *testing.T) {
 	for _, c := range []struct {
-		mark    float64
+		id      string
 		fencing bool
 		lease   time.Duration
 		want    string
 	}{
-		{12, false, 0, "12"},
-		{12, true, 0, "f12"},
-		{12, false, time.Second, "12/1000"},
-		{12, true, 1500*time.Millisecond + 700*time.Microsecond, "f12/1500"},
+		{"h:1:u:12", false, 0, "h:1:u:12"},
+		{"h:1:u:12", true, 0, "fh:1:u:12"},
+		{"h:1:u:12", false, time.Second, "h:1:u:12/1000"},
+		{"h:1:u:12", true, 1500*time.Millisecond + 700*time.Microsecond, "fh:1:u:12/1500"},
 	} {
-		if got := placeValue(c.mark, c.fencing, c.lease); got != c.want {
-			t.Errorf("placeValue(%v, %v, %v) = %q, want %q", c.mark, c.fencing, c.lease, got, c.want)
+		if got := placeValue(c.id, c.fencing, c.lease); got != c.want {
+			t.Errorf("placeValue(%v, %v, %v) = %q, want %q", c.id, c.fencing, c.lease, got, c.want)
 		}
 	}
 }

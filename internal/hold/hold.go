@@ -3,6 +3,7 @@ package hold
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,22 +42,22 @@ type Config struct {
 	RDB redis.UniversalClient
 	// Lease is the lease every acquisition and renewal sets.
 	Lease time.Duration
-	// Renew runs or queues a renewal of the whole hold on s (see
+	// Owner is the handle's owner id: every hold id of the handle is
+	// Owner + ":" + a number of its own (see Tracker.waitID).
+	Owner string
+	// Renew runs or queues a renewal of the whole hold id on s (see
 	// watchdog.Entry). Nil for a fixed lease: the hold then ends when the
 	// lease runs out.
-	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
 	// Release runs the primitive's release script once for one level of
-	// mode m, changing nothing unless the handle holds exactly expect
-	// levels of m (expect 0: any). It names a mark, and changes nothing
-	// if Redis records a later attempt of the handle (a higher mark) as
-	// having taken or reported the hold: the copy was sent before that
-	// attempt, for an earlier hold or level, and runs late. A give-back
-	// (giveBack, see Undo) names the attempt it undoes; a release names
-	// the handle's latest attempt when it was sent (see Tracker.Release),
-	// so that a late copy never releases the handle's next hold. It must
-	// not be retried by go-redis (see package script): the Tracker
+	// mode m of hold id, changing nothing unless the hold has exactly
+	// expect levels of m (expect 0: any; a mutex has one). A hold id is
+	// never reused, so a copy that Redis runs late, after the handle's
+	// next hold began, finds its id gone and changes nothing. giveBack
+	// says it gives back a level the caller never had (see Undo). It
+	// must not be retried by go-redis (see package script): the Tracker
 	// retries it knowing what a retry means.
-	Release func(ctx context.Context, m Mode, expect int64, mark uint64, giveBack bool) (Released, error)
+	Release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
 	// released, with an error wrapping internal.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
@@ -82,28 +83,18 @@ type Tracker struct {
 	// trip, never across a wait.
 	op *semaphore.Weighted
 
-	// seq numbers the handle's acquisition attempts: an attempt's number
-	// is its mark in Redis (see Try), which a give-back names.
-	seq atomic.Uint64
+	// ids numbers the handle's hold ids (see waitID).
+	ids atomic.Uint64
 
-	mu  sync.Mutex // protects cur, anew, and the levels and ends of every hold
+	mu  sync.Mutex // protects cur, wait, and the levels and ends of every hold
 	cur *hold      // the current hold; nil when none
-	// anew says that the handle gave its last hold up while Redis may
-	// still have it: steps taken under that hold may still be under way,
-	// so an attempt that finds it standing adopts it with a new fencing
-	// token (Asking.Anew), and every hold the caller is given carries a
-	// token of its own. It is set when the current hold ends lost
-	// (finish; a loss held back for a release in flight too, as that
-	// release may leave the hold standing) and when a release of the
-	// hold's last level fails (abandon). It is cleared when a hold
-	// begins (begin: acquired or granted) and
-	// when an exclusive attempt is refused with nothing taken (Attempt):
-	// the owner then holds nothing in Redis. (A read-write lock's read
-	// attempt is refused while a write hold given up stands, so its
-	// refusal leaves the mark.) An end by release or by Drop (the
-	// lock was deleted) leaves it as it was, and so does an attempt that
-	// failed or whose outcome is unknown.
-	anew bool
+	// wait is the hold id the attempts for the handle's next hold use
+	// ("" until one needs it). It passes to the hold they begin, and is
+	// retired as soon as anything is given back or left under it: an id
+	// is never used again once a release, a give-back or a leave names
+	// it, so any copy of those that Redis runs late finds nothing of a
+	// later hold under its id.
+	wait string
 
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
 	// owners.reset), under mu.
@@ -125,6 +116,7 @@ type Tracker struct {
 
 // hold is one continuous hold of the lock by the handle.
 type hold struct {
+	id     string // the hold id Redis records it under
 	levels Levels
 	token  uint64
 	done   chan struct{}
@@ -211,14 +203,14 @@ func (t *Tracker) current() *hold {
 // was sent for: when sentFor ended while the script ran (lost, or
 // force-unlocked), acquired changes nothing and reports false; the levels
 // Redis reported belong to a hold the handle gave up.
-func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time, sentFor *hold) bool {
+func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold) bool {
 	t.mu.Lock()
 	h := t.cur
 	if sentFor != nil && h != sentFor {
 		t.mu.Unlock()
 		return false
 	}
-	if h != nil && levels.Total() > 1 {
+	if h != nil && h.id == id && levels.Total() > 1 {
 		h.levels = levels
 		h.wd.Touch(sent)
 		t.mu.Unlock()
@@ -230,43 +222,66 @@ func (t *Tracker) acquired(levels Levels, token uint64, sent time.Time, sentFor 
 		// lost before the watchdog noticed.
 		t.end(h, internal.ErrLost)
 	}
-	t.begin(levels, token, sent, t.cfg.Lease)
+	t.begin(id, levels, token, sent, t.cfg.Lease)
 	return true
 }
 
-// begin makes a new hold of levels current, whose lease, until its first
-// renewal, is lease from sent, and returns it.
-func (t *Tracker) begin(levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
+// begin makes a new hold of levels under id current, whose lease, until
+// its first renewal, is lease from sent, and returns it. The id is the
+// hold's from now on: the next wait of the handle takes a new one.
+func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
+	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
 	// Done would never close.
 	t.mu.Lock()
-	t.cur, t.anew = h, false
+	t.cur = h
+	if t.wait == id {
+		t.wait = ""
+	}
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 	return h
 }
 
-// gaveUp reports whether the handle gave its last hold up, lost or after
-// a failed release of its last level, and has neither begun a hold nor
-// been refused an exclusive attempt since (see Tracker.anew).
-func (t *Tracker) gaveUp() bool {
+// waitID returns the hold id an attempt uses: that of hold sentFor, or of
+// the current hold (a read-write lock's read level taken while the handle
+// holds), or else the id of the handle's wait for its next hold, made
+// when first needed.
+func (t *Tracker) waitID(sentFor *hold) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.anew
+	switch {
+	case sentFor != nil:
+		return sentFor.id
+	case t.cur != nil:
+		return t.cur.id
+	case t.wait == "":
+		t.wait = t.cfg.Owner + ":" + strconv.FormatUint(t.ids.Add(1), 10)
+	}
+	return t.wait
+}
+
+// retire makes sure that no attempt of the handle uses id again: a
+// release, a give-back or a leave names it now.
+func (t *Tracker) retire(id string) {
+	t.mu.Lock()
+	if t.wait == id {
+		t.wait = ""
+	}
+	t.mu.Unlock()
 }
 
 // entry is the watchdog's view of hold h. Each renewal first sends, in
 // the background, the releases the handle owes (repayBehind).
 func (t *Tracker) entry(h *hold) watchdog.Entry {
-	renew := t.cfg.Renew
-	if base := renew; base != nil {
+	var renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	if base := t.cfg.Renew; base != nil {
 		renew = func(ctx context.Context, s redis.Scripter) func() (bool, error) {
 			t.repayBehind()
-			return base(ctx, s)
+			return base(ctx, s, h.id)
 		}
 	}
 	return watchdog.Entry{
@@ -308,11 +323,6 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	if forget && t.onLoss != nil {
 		t.onLoss() // takes the owners' lock, never held while taking t.mu
 	}
-	// Before a loss during a release is held back for the release's
-	// outcome: a release that left levels (or mismatched) leaves the hold
-	// standing, to be adopted with a new token; one that freed it leaves
-	// nothing to adopt.
-	t.anew = t.anew || lost != nil
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
 	}
@@ -365,5 +375,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 		return
 	}
 	t.mu.Unlock()
-	t.acquired(Levels{Exclusive: 1}, 0, sent, nil)
+	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil)
 }

@@ -65,7 +65,7 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64, _ bool) (hold.Released, error) {
+func (f *fake) release(ctx context.Context, m hold.Mode, _ string, expect int64, _ bool) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, expect)
@@ -104,7 +104,7 @@ func (f *fake) release(ctx context.Context, m hold.Mode, expect int64, _ uint64,
 
 // acquire takes one level of m, with the outcome given by fail.
 func (f *fake) acquire(ctx context.Context, m hold.Mode, fail fakeFail) (bool, error) {
-	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64, uint64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64, string) (hold.Grant, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if fail.err != nil && !fail.run {
@@ -259,7 +259,7 @@ func TestAttemptUndo(t *testing.T) {
 func TestAttemptRefused(t *testing.T) {
 	f := newFake(t)
 	refusal := errors.New("refused")
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
 		return hold.Grant{Refused: refusal}, nil
 	})
 	if ok || !errors.Is(err, refusal) || len(f.calls) != 0 {
@@ -294,7 +294,7 @@ func TestLateGrantIsGivenBack(t *testing.T) {
 	f := &fake{}
 	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 100 * time.Millisecond, Release: f.release})
 	t.Cleanup(f.tracker.Drop)
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++
 		levels := f.levels
@@ -430,17 +430,17 @@ func TestGiveBackHandsOver(t *testing.T) {
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
-		Release: func(_ context.Context, _ hold.Mode, _ int64, undoes uint64, _ bool) (hold.Released, error) {
-			return hold.Released{Grantee: "next", Grant: script.Grant{Mark: float64(undoes) + 1}}, nil
+		Release: func(_ context.Context, _ hold.Mode, undoes string, _ int64, _ bool) (hold.Released, error) {
+			return hold.Released{Grantee: "next:1", Grant: script.Grant{ID: "next:1", Token: uint64(len(undoes))}}, nil
 		},
 		Granted: func(grantee string, g script.Grant, _ time.Time) { got <- handed{grantee, g} },
 	})
 	t.Cleanup(tr.Drop)
-	tr.Undo(t.Context(), hold.Exclusive, 1, 7)
+	tr.Undo(t.Context(), hold.Exclusive, 1, "o:7")
 	select {
 	case h := <-got:
-		if h.grantee != "next" || h.g.Mark != 8 {
-			t.Fatalf("handed %+v, want the grant to next of mark 8", h)
+		if h.grantee != "next:1" || h.g.ID != "next:1" || h.g.Token != 3 {
+			t.Fatalf("handed %+v, want the grant to next:1 with token 3", h)
 		}
 	default:
 		t.Fatal("the give-back's grant was not handed over")
@@ -457,7 +457,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	f.failNext(fakeFail{block: slow}) // the give-back
 	ctx, cancel := context.WithCancel(t.Context())
 	start := time.Now()
-	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++ // it ran, and ctx ended before its reply
 		f.mu.Unlock()
@@ -470,7 +470,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	next := make(chan error, 1)
 	ran := make(chan struct{})
 	go func() {
-		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, uint64) (hold.Grant, error) {
+		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
 			close(ran)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -496,45 +496,49 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	}
 }
 
-// TestReleaseNamesLatestAttempt: a release names the handle's latest
-// attempt, refused or not, and a give-back the attempt it undoes, so that
-// a copy of either that Redis runs late finds a later attempt recorded
-// with the handle's next hold (or a level taken since) and leaves it
-// alone (see TestLateUnlockSameHandle in internal/faulttest).
-func TestReleaseNamesLatestAttempt(t *testing.T) {
+// TestHoldIDs: every attempt for a new hold names the handle's wait id,
+// "<owner>:<n>"; the hold takes it, and once the hold ends, or anything is
+// given back under an id, the next attempt names a new one, so that a
+// release or give-back that Redis runs late never meets a later hold
+// (see TestLateUnlockSameHandle in internal/faulttest). A clean refusal
+// keeps the id: nothing was left under it.
+func TestHoldIDs(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	type named struct {
-		mark     uint64
+		id       string
 		giveBack bool
 	}
 	var got []named
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
-		Release: func(_ context.Context, _ hold.Mode, _ int64, mark uint64, giveBack bool) (hold.Released, error) {
-			got = append(got, named{mark, giveBack})
+		Owner: "o",
+		Release: func(_ context.Context, _ hold.Mode, id string, _ int64, giveBack bool) (hold.Released, error) {
+			got = append(got, named{id, giveBack})
 			return hold.Released{}, nil
 		},
 	})
 	t.Cleanup(tr.Drop)
-	attempt := func(ok bool) {
+	var ids []string
+	attempt := func(ok bool, err error) {
 		t.Helper()
-		_, _, err := tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, held int64, _ uint64) (hold.Grant, error) {
-			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: held + 1}}, nil
+		_, _, _ = tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, held int64, id string) (hold.Grant, error) {
+			ids = append(ids, id)
+			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: held + 1}}, err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
-	attempt(true)  // mark 1 takes the hold
-	attempt(true)  // mark 2 re-enters it
-	attempt(false) // mark 3 is refused: still below any later hold's
+	attempt(false, nil) // o:1 refused: kept
+	attempt(true, nil)  // o:1 takes the hold
 	if err := tr.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatal(err)
 	}
-	tr.Undo(t.Context(), hold.Exclusive, 1, 2)
-	want := []named{{3, false}, {2, true}}
-	if !slices.Equal(got, want) {
+	attempt(false, errLostReply) // o:2, outcome unknown: given back, retired
+	attempt(true, nil)           // o:3
+	tr.Drop()
+	if want := []string{"o:1", "o:1", "o:2", "o:3"}; !slices.Equal(ids, want) {
+		t.Fatalf("the attempts named %v; want %v", ids, want)
+	}
+	if want := []named{{"o:1", false}, {"o:2", true}}; !slices.Equal(got, want) {
 		t.Fatalf("the release scripts named %v; want %v", got, want)
 	}
 }

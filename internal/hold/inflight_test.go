@@ -22,11 +22,11 @@ func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fa
 	f.tracker = hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: lease,
-		Renew: func(context.Context, redis.Scripter) func() (bool, error) {
+		Renew: func(context.Context, redis.Scripter, string) func() (bool, error) {
 			return func() (bool, error) { return f.held(hold.Exclusive) > 0, nil }
 		},
-		Release: func(ctx context.Context, m hold.Mode, expect int64, mark uint64, giveBack bool) (hold.Released, error) {
-			out, err := f.release(ctx, m, expect, mark, giveBack)
+		Release: func(ctx context.Context, m hold.Mode, id string, expect int64, giveBack bool) (hold.Released, error) {
+			out, err := f.release(ctx, m, id, expect, giveBack)
 			if during != nil {
 				during(f)
 			}

@@ -65,8 +65,8 @@ func (k Keeping) Lease() time.Duration {
 // (package, operation, name) before the OnLost hook sees it.
 func (k Keeping) Config(
 	rdb redis.UniversalClient,
-	release func(ctx context.Context, m Mode, expect int64, mark uint64, giveBack bool) (Released, error),
-	renew func(ctx context.Context, s redis.Scripter) func() (bool, error),
+	release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error),
+	renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error),
 	wrap func(error) error,
 ) Config {
 	c := Config{RDB: rdb, Lease: k.Lease(), Release: release}

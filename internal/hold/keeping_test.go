@@ -14,10 +14,10 @@ import (
 )
 
 func TestKeepingConfig(t *testing.T) {
-	release := func(context.Context, hold.Mode, int64, uint64, bool) (hold.Released, error) {
+	release := func(context.Context, hold.Mode, string, int64, bool) (hold.Released, error) {
 		return hold.Released{}, nil
 	}
-	renew := func(context.Context, redis.Scripter) func() (bool, error) { return nil }
+	renew := func(context.Context, redis.Scripter, string) func() (bool, error) { return nil }
 	var got error
 	wrap := func(err error) error { return fmt.Errorf("pkg: %w", err) }
 

@@ -21,13 +21,15 @@ type Kind struct {
 	Base
 	Keeping Keeping
 
-	// Acquire runs the acquire script once for mode m, for a handle that
-	// holds held levels of m; a says what kind of attempt it is.
+	// Acquire runs the acquire script once for mode m under hold id a.ID,
+	// for a handle that holds held levels of m; a says what kind of
+	// attempt it is.
 	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
-	Release func(ctx context.Context, m Mode, expect int64, mark uint64, giveBack bool) (Released, error)
-	// Renew queues a renewal of everything the handle holds (see Config).
-	Renew func(ctx context.Context, s redis.Scripter) func() (bool, error)
+	Release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error)
+	// Renew queues a renewal of hold id, everything the handle holds (see
+	// Config).
+	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
 	// ForceUnlock runs the force-unlock script once under receipt, a key
 	// that makes a repeated run report what the first did, aimed at the
 	// holds aim names (script.Aim); it returns a script.Force outcome.
@@ -49,16 +51,14 @@ type Kind struct {
 	Verbs [2]string
 	// Leave, if set, undoes what a blocking wait for mode m left in Redis
 	// when it fails (a place in line, an announcement), and reports
-	// whether the handle holds one level of m in Redis that it was not in
-	// line for: a grant that reached it as it gave up, which the engine
-	// then gives back. It must be idempotent: it runs without ctx's
-	// cancellation, and again when its reply is lost. It must not release
-	// a hold itself: it may run late (sent before a stall, run after it),
-	// when a later wait of the handle holds the lock. It runs only when no
-	// other wait of the handle for m is under way (see waits).
-	// a names the wait that leaves: Seq is the mark of its last attempt
-	// and Deadline the latest server time a copy of the script may run
-	// at (a later wait of the handle may have begun by then).
+	// whether the wait's hold id holds one level of m in Redis: a grant
+	// that reached it as it gave up, which the engine then gives back by
+	// id. It must be idempotent: it runs without ctx's cancellation, and
+	// again when its reply is lost. It runs only when no other wait of
+	// the handle for m is under way (see waits). a names the wait that
+	// leaves: ID is its hold id, retired by then, and Deadline the latest
+	// server time a copy of the script may run at (a later wait of the
+	// handle may have begun by then, and left a place of its own).
 	Leave func(ctx context.Context, m Mode, a Asking) (granted bool, err error)
 	// Place, if set, is the waiter's place for mode m (in line, or an
 	// announcement that lapses), which the client's keeper then keeps
@@ -101,10 +101,12 @@ type Asking struct {
 	// refused without error: an attempt may then skip the checks that one
 	// made.
 	Refused bool
-	// Seq is the attempt's mark: it numbers the handle's attempts, every
-	// one higher than the last (see Try), and names the attempt to a give-back
-	// and, for a lock that grants, to a grant (see script.Acquired.Mark).
-	Seq uint64
+	// ID is the hold id the attempt is for: the current hold's, or the
+	// handle's wait's for a new hold (see Tracker.waitID). Ids are never
+	// reused, so a hold of ID that the script finds in Redis is this
+	// wait's own: a resend whose reply was lost, or a grant the waiter has
+	// not completed.
+	ID string
 	// Deadline is the latest time, on the server's clock in milliseconds,
 	// at which a copy of the script may still run (see
 	// internal.RequestWindow); a script that reads the clock refuses a
@@ -120,22 +122,6 @@ type Asking struct {
 	// (Watcher.Watch): a refused attempt asks the holder's release to
 	// announce itself (see Handle).
 	Watched bool
-	// Anew is set when the handle's last hold ended lost, or the release
-	// of its last level failed, and the handle has neither begun a hold
-	// nor been refused an exclusive attempt since (see Tracker.anew): with
-	// fencing, an attempt that finds that hold still standing in Redis
-	// adopts it with a new token, above the one steps under the hold
-	// given up may still carry. Without it, a hold found in Redis
-	// reports the token it recorded (a resend after a lost reply, a
-	// grant to an earlier attempt of the wait).
-	Anew bool
-	// Levels are the handle's levels of both modes when the attempt is
-	// made. A level of the owner's found in Redis that the handle does
-	// not count is one of a hold it gave up, not its own: a read-write
-	// lock's read attempt is let in under the owner's write hold only
-	// when the handle has one, and a write attempt that adopts a write
-	// hold given up does not take its read levels on.
-	Levels Levels
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
@@ -204,7 +190,7 @@ func NewLock(k Kind) *Lock {
 		l.ops[Exclusive] = k.Verbs
 	}
 	cfg := k.Keeping.Config(k.RDB, k.Release, k.Renew, func(err error) error { return l.Wrap("hold", err) })
-	cfg.Probes = l.probes
+	cfg.Probes, cfg.Owner = l.probes, k.Owner
 	if k.Grants {
 		cfg.Granted, cfg.GrantLease = l.deliver, k.GrantLease
 	}
@@ -233,23 +219,21 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		return err
 	}
 	a := Asking{Blocking: true}
-	// mark names the waiter's last attempt, refused, in its lock's line:
-	// a grant is claimed only when it names that attempt (see
-	// script.Acquired.Mark). A mark is the attempt's number (Asking.Seq),
-	// which only grows for the handle, so no earlier grant (a message read
-	// late, or once more after the in-process handoff) names a later
-	// attempt. try and claim run on the waiting goroutine, one after the
-	// other.
-	var mark float64
+	// id is the hold id of the waiter's last attempt refused without
+	// error, which its place in line names: a grant is claimed only when
+	// it names that id (ids are never reused, so no grant to an earlier
+	// wait, read late, names it). try and claim run on the waiting
+	// goroutine, one after the other.
+	var id string
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		mark = 0
-		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
-			a.Seq = seq
+		id = ""
+		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, wid string) (Grant, error) {
+			a.ID = wid
 			g, err := l.acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			a.Placed = a.Placed || err != nil || !g.OK
 			if a.Refused && l.k.Grants {
-				mark = g.Mark
+				id = wid
 			}
 			return g, err
 		})
@@ -262,10 +246,15 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	switch {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
-			if mark == 0 || g.Mark != mark {
-				// Not a grant to the last attempt: one read late, after
-				// the grant lapsed or went elsewhere and a later attempt
-				// was refused. An attempt finds a grant still in Redis.
+			if id == "" || g.ID != id {
+				// Not a grant to the last attempt's id: one read late,
+				// to a wait or an id the handle has given up. If it is
+				// still in Redis, it is given back by its id (never
+				// reused, so nothing else can be under it); an attempt
+				// finds a grant to the current id.
+				if g.ID != "" && g.ID != id && script.OwnerOf(g.ID) == l.k.Owner {
+					l.t.Undo(ctx, m, 1, g.ID)
+				}
 				return false, nil
 			}
 			if l.k.ClaimByAttempt && ctx.Err() == nil {
@@ -274,7 +263,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			if !l.k.Fencing {
 				g.Token = 0
 			}
-			return l.t.Claim(ctx, m, g.Token, base, uint64(mark))
+			return l.t.Claim(ctx, m, g.Token, base, id)
 		}
 		// A waiter refreshes its place in line by its attempts, at least
 		// every third of the grant lease, unless the client's keeper
@@ -283,10 +272,11 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		var place *internal.Place
 		if l.k.Place != nil {
 			place = l.k.Place(m)
-			place.Value = func() string { return placeValue(mark, l.k.Fencing, l.k.GrantLease) }
+			place.Value = func() string { return placeValue(id, l.k.Fencing, l.k.GrantLease) }
 			sleep = maxSleep
 		}
-		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, l.recheck, try)
+		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, a.ID) }
+		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
 	case l.k.Place != nil:
 		err = internal.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
 	case l.k.InLine:
@@ -295,22 +285,25 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	default:
 		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
-	// The leave names the wait's last attempt, read here, while the wait
-	// still holds the handle's local line: once wait returns, another
-	// goroutine's TryLock may attempt while the leave runs in the
-	// background, and that attempt is not the wait's.
-	last := l.t.seq.Load()
-	l.waits.end(m, err != nil && l.k.Leave != nil, func(done func()) { l.leave(ctx, m, last, done) })
+	// A failed wait retires its id here, while it still holds the
+	// handle's local line: once wait returns, another goroutine's TryLock
+	// may attempt while the leave runs in the background, and it must do
+	// so under an id of its own, which the leave cannot touch.
+	last := a.ID
+	if err != nil && last != "" {
+		l.t.retire(last)
+	}
+	l.waits.end(m, err != nil && l.k.Leave != nil && last != "", func(done func()) { l.leave(ctx, m, last, done) })
 	return err
 }
 
-// placeValue is what an acquire script that refused the attempt of mark
-// left in the waiter's place: the mark, prefixed with "f" when a grant to
-// it must take a fencing token (see lua/rlock_acquire.lua), and followed
-// by "/" and the lease of a grant to it in milliseconds when it has one of
-// its own (Kind.GrantLease, see lua/fairlock_acquire.lua).
-func placeValue(mark float64, fencing bool, lease time.Duration) string {
-	v := strconv.FormatFloat(mark, 'f', -1, 64)
+// placeValue is what an acquire script that refused an attempt under
+// hold id left in the waiter's place: the id, prefixed with "f" when a
+// grant to it must take a fencing token (see lua/rlock_acquire.lua), and
+// followed by "/" and the lease of a grant to it in milliseconds when it
+// has one of its own (Kind.GrantLease, see lua/fairlock_acquire.lua).
+func placeValue(id string, fencing bool, lease time.Duration) string {
+	v := id
 	if fencing {
 		v = "f" + v
 	}
@@ -320,15 +313,15 @@ func placeValue(mark float64, fencing bool, lease time.Duration) string {
 	return v
 }
 
-// recheck reports whether a waiter in line, just subscribed after a
-// refused attempt, must attempt again: the lock is its own (a release
-// granted it meanwhile) or free (released another way, ForceUnlock or an
-// expired lease, with a wake-up published before the subscription). One
-// command: a mutex's hash has few fields, its holder's owner id, that
-// holder's attempt mark and, with fencing, the hold's token.
-func (l *Lock) recheck(ctx context.Context) (bool, error) {
+// recheck reports whether a waiter in line under hold id, just
+// subscribed after a refused attempt, must attempt again: id holds the
+// lock (a release granted it meanwhile) or it is free (released another
+// way, ForceUnlock or an expired lease, with a wake-up published before
+// the subscription). One command: a mutex's hash has few fields, its
+// holder's id and, with fencing, the hold's token.
+func (l *Lock) recheck(ctx context.Context, id string) (bool, error) {
 	f, err := l.k.RDB.HKeys(ctx, l.k.Keys.Lock()).Result()
-	return err == nil && (len(f) == 0 || slices.Contains(f, l.k.Owner)), err
+	return err == nil && (len(f) == 0 || slices.Contains(f, id)), err
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
@@ -338,38 +331,30 @@ func (l *Lock) recheck(ctx context.Context) (bool, error) {
 // wait of the grantee.
 func (l *Lock) deliver(grantee string, g script.Grant, sent time.Time) {
 	c := internal.Attach(l.k.RDB)
-	c.Hub.Deliver(l.k.Keys.WaiterChannel(grantee), g.Payload(), sent)
+	c.Hub.Deliver(l.k.Keys.WaiterChannel(script.OwnerOf(grantee)), g.Payload(), sent)
 	c.Detach()
 }
 
-// leave runs Kind.Leave after a failed wait whose last attempt had the
-// mark last, once more if the first failed, all within CleanupTimeout,
-// and gives back a grant it reports; then it calls done. It waits for
+// leave runs Kind.Leave after a failed wait under hold id (retired by
+// now), once more if the first failed, all within CleanupTimeout, and
+// gives back a grant to id it reports; then it calls done. It waits for
 // that only until ctx is done (the wait's ctx, which has usually ended):
-// the rest runs in the background
-// (internal.TidyUp). If both runs fail (Redis unreachable), what the wait
-// left expires by itself on the server (a waiter's deadline, a writer's
-// announcement).
-func (l *Lock) leave(ctx context.Context, m Mode, last uint64, done func()) {
+// the rest runs in the background (internal.TidyUp). If both runs fail
+// (Redis unreachable), what the wait left expires by itself on the server
+// (a waiter's place, a writer's announcement).
+func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 	internal.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
 		defer done()
 		for range 2 {
 			var granted bool
 			err := internal.InTime(&l.clock, func(deadline int64) (err error) {
-				granted, err = l.k.Leave(ctx, m, Asking{Seq: last, Deadline: deadline})
+				granted, err = l.k.Leave(ctx, m, Asking{ID: id, Deadline: deadline})
 				return err
 			})
-			if granted && l.t.Held(m) == 0 {
-				// Its reply read, the script has run: no later wait of
-				// the handle has begun, so the level is this wait's
-				// grant. It answered one of this wait's attempts, none
-				// later than last, which the give-back names: a later
-				// hold records a later attempt, so this give-back, run
-				// late, leaves it alone; so does it a TryLock of the
-				// handle that ran meanwhile (the wait has returned) and
-				// took the granted level as its own, though Held may
-				// not count it yet.
-				l.t.Undo(ctx, m, 1, last)
+			if granted {
+				// A grant to the wait that gave up: given back by its
+				// id, which nothing of the handle uses any more.
+				l.t.Undo(ctx, m, 1, id)
 			}
 			if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
 				return
@@ -380,8 +365,8 @@ func (l *Lock) leave(ctx context.Context, m Mode, last uint64, done func()) {
 
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
-	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, seq uint64) (Grant, error) {
-		return l.acquire(ctx, m, held, Asking{Seq: seq})
+	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, id string) (Grant, error) {
+		return l.acquire(ctx, m, held, Asking{ID: id})
 	})
 	internal.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
@@ -394,8 +379,6 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
-	a.Anew = l.t.gaveUp()
-	a.Levels = l.t.levels()
 	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)
@@ -539,10 +522,14 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	return n == 1, l.Wrap("is locked", err)
 }
 
-// IsHeld reports whether the handle holds the lock, for a lock hash whose
-// fields are owner ids.
+// IsHeld reports whether Redis has the handle's current hold, for a lock
+// hash whose fields are hold ids: false when the handle holds nothing.
 func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	ok, err := l.k.RDB.HExists(ctx, l.k.Keys.Lock(), l.k.Owner).Result()
+	h := l.t.current()
+	if h == nil {
+		return false, nil
+	}
+	ok, err := l.k.RDB.HExists(ctx, l.k.Keys.Lock(), h.id).Result()
 	return ok, l.Wrap("is held", err)
 }
 

@@ -339,7 +339,7 @@ func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 		return false, errReentryRefused
 	}
 	sent := time.Now()
-	held, err := l.k.Renew(ctx, l.k.RDB)()
+	held, err := l.k.Renew(ctx, l.k.RDB, h.id)()
 	if errors.Is(err, watchdog.ErrGone) {
 		held, err = false, nil // gone, and taken over
 	}
@@ -360,7 +360,7 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
 		return false, nil
 	}
-	held, err := l.t.cfg.Renew(ctx, l.k.RDB)()
+	held, err := l.t.cfg.Renew(ctx, l.k.RDB, h.id)()
 	if errors.Is(err, watchdog.ErrGone) {
 		return false, nil // gone, and taken over
 	}

@@ -21,7 +21,7 @@ type Released struct {
 // grant the lock (see Unlocked).
 func UnlockedGrant(u script.Unlocked) Released {
 	r := Unlocked(u.Holds)
-	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, Mark: u.Mark}
+	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, ID: u.Grantee}
 	return r
 }
 
@@ -84,19 +84,12 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	_ = t.repay(ctx)
 	h := t.current()
 	levels := t.releasing(h)
-	// The release names the handle's latest attempt. Attempts take their
-	// marks under op, as this does, so the hold in Redis records this
-	// mark or an earlier one (the attempt that took, re-entered or
-	// reported it, or the refused attempt a grant answered), while every
-	// hold or level the handle takes after this release records a later
-	// one: a copy of this release that Redis runs late, after a resend
-	// went through and the handle took the lock again, finds that later
-	// mark and changes nothing. The expected level alone cannot tell
-	// them apart: the next hold has the same owner id and, often, the
-	// same level.
-	mark := t.seq.Load()
+	// The release names the hold's id: a copy of it that Redis runs
+	// late, after a resend went through and the handle took the lock
+	// again, finds that later hold under an id of its own and changes
+	// nothing.
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m], mark)
+	out, err := t.release(ctx, h, m, levels[m])
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -108,9 +101,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	switch {
 	case out.Mismatch:
 		// A retry of a release that went through before its reply was
-		// lost: that release is this one. (The mark refuses only a copy
-		// sent before a later attempt, and this one names the latest:
-		// a refused late copy's reply is read by nobody.)
+		// lost: that release is this one.
 		levels[m]--
 	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
 		// The same: a release of the last level of m went through, but
@@ -169,17 +160,21 @@ func (t *Tracker) released(h *hold) error {
 }
 
 // release runs the release script for hold h (nil when the handle holds
-// nothing) expected at level expect of mode m, naming mark (see
-// Config.Release): every resend names the same. When the reply is lost it
-// retries, remembering in h that a release of that level may have gone
-// through, so that the retry's answer is read right: at the last level the
-// script is not idempotent by itself, since a successful first run leaves
-// nothing to compare the retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64, mark uint64) (Released, error) {
+// nothing: the script finds nothing under an empty id) expected at level
+// expect of mode m. When the reply is lost it retries, remembering in h
+// that a release of that level may have gone through, so that the retry's
+// answer is read right: at the last level the script is not idempotent by
+// itself, since a successful first run leaves nothing to compare the
+// retry with.
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (Released, error) {
 	var refused time.Time
 	var backoff time.Duration
+	var id string
+	if h != nil {
+		id = h.id
+	}
 	for try := 0; ; {
-		out, err := t.cfg.Release(ctx, m, expect, mark, false)
+		out, err := t.cfg.Release(ctx, m, id, expect, false)
 		unknown := internal.OutcomeUnknown(err)
 		if err != nil && !unknown && internal.Transient(err) {
 			if refused.IsZero() {
@@ -228,10 +223,9 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 
 // abandon ends hold h after a failed release of its last level: the
 // holder wants the lock released, so the watchdog must stop renewing it.
-// The hold may still stand in Redis, and the handle's next attempt find
-// it: that hold is a new one for the caller, and takes a new token
-// (Tracker.anew), so that every hold the caller is given carries a token
-// of its own.
+// The hold may still stand in Redis until its lease runs out (a later
+// Release still releases it if it can); the handle's next hold has an id
+// of its own, and waits behind it like any other owner's.
 //
 // The last level of m while the other mode still has levels (a
 // read-write lock's write level with read levels under it) does not end
@@ -254,9 +248,8 @@ func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
 	if apart {
 		h.levels[m] = 0
 		h.unsure[m] = 0
-		t.owed = append(t.owed, owed{m, 1, t.seq.Load()})
+		t.owed = append(t.owed, owed{m, 1, h.id})
 	}
-	t.anew = t.anew || last || apart
 	t.mu.Unlock()
 	if last {
 		t.end(h, nil)

@@ -35,7 +35,7 @@ func (f *memLock) kind(rdb redis.UniversalClient, lease time.Duration) hold.Kind
 			return g, nil
 		},
 		Release: f.release,
-		Renew: func(context.Context, redis.Scripter) func() (bool, error) {
+		Renew: func(context.Context, redis.Scripter, string) func() (bool, error) {
 			return func() (bool, error) { return f.held(hold.Exclusive) > 0, nil }
 		},
 	}

@@ -25,10 +25,10 @@ func Example() {
 	ctx := context.Background()
 
 	keys := script.LockKeys{Lock: "redisync:{job}", Fence: "redisync:{job}:fence", Queue: "redisync:{job}:queue", Places: "redisync:{job}:place:", Channel: "redisync:{job}:chan"}
-	got, err := script.ReentrantTake(ctx, rdb, keys, script.TakeArgs{Owner: "owner-a", Lease: 10 * time.Second, Fencing: false, Holds: 0, Seq: 1, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
+	got, err := script.ReentrantTake(ctx, rdb, keys, script.TakeArgs{ID: "owner-a:1", Lease: 10 * time.Second, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
 	fmt.Println(got.OK, got.Holds, err)
 
-	other, _ := script.ReentrantTake(ctx, rdb, keys, script.TakeArgs{Owner: "owner-b", Lease: 10 * time.Second, Fencing: false, Holds: 0, Seq: 1, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
+	other, _ := script.ReentrantTake(ctx, rdb, keys, script.TakeArgs{ID: "owner-b:1", Lease: 10 * time.Second, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
 	fmt.Println(other.OK, other.Wait > 0)
 
 	fmt.Println(script.ReentrantRenew(ctx, rdb, keys.Lock, "owner-a", 10*time.Second).Result())

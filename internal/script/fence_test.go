@@ -31,11 +31,11 @@ func fencedKinds(name string) map[string]fencedKind {
 	return map[string]fencedKind{
 		"rlock": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				a, err := script.ReentrantTake(ctx, rdb, lk, script.TakeArgs{Owner: owner, Lease: fenceLease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
+				a, err := script.ReentrantTake(ctx, rdb, lk, script.TakeArgs{ID: owner + ":1", Lease: fenceLease, Fencing: true, Deadline: redistest.InTime(), Placed: true}).Result()
 				return a.OK, a.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.ReentrantUnlock(ctx, rdb, lk, script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
+				_, err := script.ReentrantUnlock(ctx, rdb, lk, script.ReleaseArgs{ID: owner + ":1", Lease: fenceLease, GrantLease: time.Second}).Result()
 				return err
 			},
 		},
@@ -117,74 +117,9 @@ func TestFencingTokenRule(t *testing.T) {
 	})
 }
 
-// taking is an attempt by owner "a" of a fenced kind, believing it holds
-// holds levels, with attempt mark mark, fencing "2" when anew is set and
-// "1" otherwise; it reports whether "a" holds the lock, its levels and
-// the token.
-type taking func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error)
-
-var anewKinds = map[string]taking{
-	"rlock": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
-		a, err := script.ReentrantTake(ctx, rdb, lockKeys(name), script.TakeArgs{
-			Owner: "a", Lease: fenceLease, Fencing: true, Holds: holds,
-			Seq: mark, Deadline: redistest.InTime(), Anew: anew,
-		}).Result()
-		return a.OK, a.Holds, a.Token, err
-	},
-	"fairlock": func(ctx context.Context, rdb *redis.Client, name string, holds int64, mark uint64, anew bool) (bool, int64, uint64, error) {
-		a, err := script.FairTake(ctx, rdb, fairKeys(name), script.FairTakeArgs{
-			Owner: "a", Lease: fenceLease, Fencing: true, Holds: holds, GrantLease: time.Second,
-			Seq: mark, Deadline: redistest.InTime(), Anew: anew,
-		}).Result()
-		return a.OK, a.Holds, a.Token, err
-	},
-}
-
-// A handle that gave its hold up (fencing "2") and finds it standing,
-// taken by an earlier attempt, adopts it with a new token above the one
-// it recorded, whatever its count; a resend of that attempt reports the
-// new token. Without "2", the hold found reports the token it recorded
-// (a resend after a lost reply).
-func TestFencedAnewAdoption(t *testing.T) {
-	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		for _, kind := range []string{"rlock", "fairlock"} {
-			t.Run(kind, func(t *testing.T) {
-				ctx := t.Context()
-				take := anewKinds[kind]
-				// first takes a hold with attempt 1, and returns its name
-				// and token. (A hold has one level in Redis: re-entry is
-				// counted in the process.)
-				first := func() (string, uint64) {
-					name := redistest.UniqueName(t)
-					ok, holds, token, err := take(ctx, rdb, name, 0, 1, false)
-					if err != nil || !ok || holds != 1 || token == 0 {
-						t.Fatalf("first acquisition = %v, %d, %d, %v; want one level and a token", ok, holds, token, err)
-					}
-					return name, token
-				}
-
-				name, recorded := first()
-				ok, holds, adopted, err := take(ctx, rdb, name, 0, 2, true)
-				if err != nil || !ok || holds != 1 || adopted <= recorded {
-					t.Fatalf("adoption anew = %v, %d, %d, %v; want one level and a token above %d", ok, holds, adopted, err, recorded)
-				}
-				if ok, holds, again, err := take(ctx, rdb, name, 0, 2, true); err != nil || !ok || holds != 1 || again != adopted {
-					t.Fatalf("resent adoption = %v, %d, %d, %v; want one level and the same token %d", ok, holds, again, err, adopted)
-				}
-
-				name, recorded = first()
-				if ok, holds, token, err := take(ctx, rdb, name, 0, 2, false); err != nil || !ok || holds != 1 || token != recorded {
-					t.Fatalf("adoption without anew = %v, %d, %d, %v; want one level and the recorded token %d", ok, holds, token, err, recorded)
-				}
-
-			})
-		}
-	})
-}
-
 // A release that grants the lock to a waiter with fencing takes a token
 // above the releaser's, records it with the grantee's hold and publishes
-// it whole ("g" .. digits .. ":" .. mark), where Lua's tostring would
+// it whole ("h" .. digits .. ":" .. hold id), where Lua's tostring would
 // round a 16-digit number to 14 and print it with an exponent.
 func TestGrantPublishesWholeToken(t *testing.T) {
 	type granting struct {
@@ -194,10 +129,10 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 	kinds := map[string]granting{
 		"rlock": {
 			wait: func(ctx context.Context, rdb *redis.Client, name string) (script.Acquired, error) {
-				return script.ReentrantTake(ctx, rdb, lockKeys(name), script.TakeArgs{Owner: "b", Lease: fenceLease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 7, Deadline: redistest.InTime(), Placed: true}).Result()
+				return script.ReentrantTake(ctx, rdb, lockKeys(name), script.TakeArgs{ID: "b:7", Lease: fenceLease, Fencing: true, Patience: time.Minute, Deadline: redistest.InTime(), Placed: true}).Result()
 			},
 			release: func(ctx context.Context, rdb *redis.Client, name string) (script.Unlocked, error) {
-				return script.ReentrantUnlock(ctx, rdb, lockKeys(name), script.ReleaseArgs{Owner: "a", Lease: fenceLease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
+				return script.ReentrantUnlock(ctx, rdb, lockKeys(name), script.ReleaseArgs{ID: "a:1", Lease: fenceLease, GrantLease: time.Second}).Result()
 			},
 		},
 		"fairlock": {
@@ -228,13 +163,13 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 					t.Fatal(err)
 				}
 				u, err := g.release(ctx, rdb, n.Name)
-				if err != nil || u.Grantee != "b" || u.Token <= first {
-					t.Fatalf("a's release = %+v, %v; want a grant to b with a token above %d", u, err, first)
+				if err != nil || u.Grantee != "b:7" || u.Token <= first {
+					t.Fatalf("a's release = %+v, %v; want a grant to b:7 with a token above %d", u, err, first)
 				}
 				digits := strconv.FormatUint(u.Token, 10)
 				msg, err := sub.ReceiveMessage(ctx)
-				if err != nil || msg.Payload != "g"+digits+":7" {
-					t.Fatalf("grant message %v, %v; want g%s:7", msg, err, digits)
+				if err != nil || msg.Payload != "h"+digits+":b:7" {
+					t.Fatalf("grant message %v, %v; want h%s:b:7", msg, err, digits)
 				}
 				if got := rdb.HGet(ctx, n.Lock(), "@token").Val(); got != digits {
 					t.Fatalf("the grantee's hold records token %q, want %s", got, digits)

@@ -8,18 +8,22 @@ import (
 
 // A grant message reads back as the release script publishes it, and its
 // Payload (a delivery within the process) is the same message; anything
-// else is no grant.
+// else is no grant, a grant message of the versions before hold ids ("g")
+// included: it names no hold id.
 func TestParseGrant(t *testing.T) {
-	g, ok := script.ParseGrant("g1732451234567890:42")
-	if !ok || g != (script.Grant{Token: 1732451234567890, Mark: 42}) {
+	g, ok := script.ParseGrant("h1732451234567890:host:12:u-u:42")
+	if !ok || g != (script.Grant{Token: 1732451234567890, ID: "host:12:u-u:42"}) {
 		t.Fatalf("ParseGrant = %+v, %v", g, ok)
 	}
 	if back, ok := script.ParseGrant(g.Payload()); !ok || back != g {
 		t.Fatalf("ParseGrant(%q) = %+v, %v; want %+v", g.Payload(), back, ok, g)
 	}
-	for _, p := range []string{"1", "-1", "", "g", "gx:1", "x1:2"} {
+	for _, p := range []string{"1", "-1", "", "h", "hx:1", "x1:2", "g17:42"} {
 		if _, ok := script.ParseGrant(p); ok {
 			t.Errorf("ParseGrant(%q) reads a grant", p)
 		}
+	}
+	if got := script.OwnerOf("host:12:u-u:42"); got != "host:12:u-u" {
+		t.Errorf("OwnerOf = %q", got)
 	}
 }

@@ -163,7 +163,7 @@ func TestAcquireDeadlines(t *testing.T) {
 		rows := map[string]func(n internal.Names, deadline int64) error{
 			"rlock_acquire": func(n internal.Names, deadline int64) error {
 				k := script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel()}
-				return errOf(script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "o", Lease: time.Minute, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: deadline, Placed: true}).Result())
+				return errOf(script.ReentrantTake(ctx, rdb, k, script.TakeArgs{ID: "o:1", Lease: time.Minute, Fencing: true, Patience: time.Minute, Deadline: deadline, Placed: true}).Result())
 			},
 			"fairlock_acquire": func(n internal.Names, deadline int64) error {
 				k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}

@@ -114,7 +114,7 @@ func TestServerCheckedOnce(t *testing.T) {
 	k := lockKeys(redistest.UniqueName(t))
 	admin.ConfigResetStat(ctx)
 	for _, owner := range []string{"a", "b", "c"} {
-		if _, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: owner, Lease: time.Minute, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil {
+		if _, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{ID: owner + ":1", Lease: time.Minute, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil {
 			t.Fatal(err)
 		}
 	}

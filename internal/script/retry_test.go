@@ -22,7 +22,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		acquire func(t *testing.T, rdb *redis.Client, name string) script.Acquired
 	}{
 		{"rlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
-			res, err := script.ReentrantTake(t.Context(), rdb, lockKeys(name), script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
+			res, err := script.ReentrantTake(t.Context(), rdb, lockKeys(name), script.TakeArgs{ID: "a:1", Lease: lease, Deadline: redistest.InTime(), Placed: true}).Result()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,59 +30,66 @@ func lockKeys(name string) script.LockKeys {
 	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: time.Minute}
 }
 
+// take and release run rlock's acquire and release scripts for hold id,
+// fenced, waiting in line when patience is positive.
+func take(t *testing.T, rdb *redis.Client, k script.LockKeys, id string, fencing bool, patience time.Duration) script.Acquired {
+	t.Helper()
+	res, err := script.ReentrantTake(t.Context(), rdb, k, script.TakeArgs{ID: id, Lease: 10 * time.Second, Fencing: fencing, Patience: patience, Deadline: redistest.InTime(), Placed: true}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func release(t *testing.T, rdb *redis.Client, k script.LockKeys, id string, grant time.Duration) script.Unlocked {
+	t.Helper()
+	u, err := script.ReentrantUnlock(t.Context(), rdb, k, script.ReleaseArgs{ID: id, Lease: 10 * time.Second, GrantLease: grant}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func TestRLockScripts(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		lease := 10 * time.Second
-		acquire := func(owner string, holds int64) script.Acquired {
-			t.Helper()
-			res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: owner, Lease: lease, Fencing: true, Holds: holds, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return res
-		}
-		unlock := func(owner string, expect int64) int64 {
-			t.Helper()
-			u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: owner, Lease: lease, Sharded: false, Expect: expect, GrantLease: time.Second, Mark: 0}).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return u.Holds
-		}
-
-		first := acquire("a", 0)
+		first := take(t, rdb, k, "a:1", true, 0)
 		if !first.OK || first.Holds != 1 || first.Token == 0 {
 			t.Fatalf("first acquire = %+v", first)
 		}
-		if again := acquire("a", 0); !again.OK || again.Holds != 1 || again.Token != first.Token {
-			t.Fatalf("retried first acquire = %+v, want no new hold and the same token", again)
+		if again := take(t, rdb, k, "a:1", true, 0); !again.OK || again.Holds != 1 || again.Token != first.Token {
+			t.Fatalf("resent first acquire = %+v, want the same hold and token", again)
 		}
-		if other := acquire("b", 0); other.OK || other.Wait <= 0 || other.Wait > lease {
-			t.Fatalf("other owner = %+v, want refused with the holder's remaining lease", other)
+		// The handle's next hold id is another holder to the hold it gave
+		// up: it waits.
+		if other := take(t, rdb, k, "a:2", true, 0); other.OK || other.Wait <= 0 || other.Wait > lease {
+			t.Fatalf("another hold id = %+v, want refused with the holder's remaining lease", other)
 		}
-		if n := unlock("b", 0); n != script.UnlockNotHeld {
-			t.Fatalf("unlock by non-holder = %d", n)
+		if u := release(t, rdb, k, "a:2", time.Second); u.Holds != script.UnlockNotHeld {
+			t.Fatalf("unlock by a non-holder = %+v", u)
 		}
-		if n := unlock("a", 2); n != script.UnlockMismatch {
-			t.Fatalf("unlock expecting the wrong count = %d", n)
-		}
-		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "a", lease).Result(); !ok {
+		if ok, _ := script.ReentrantRenew(ctx, rdb, k.Lock, "a:1", lease).Result(); !ok {
 			t.Fatal("renew by the holder failed")
 		}
-		if c := script.ReentrantRenew(ctx, rdb, k.Lock, "b", lease); c.Val() || c.Holder() != (script.Holder{Owner: "a"}) {
-			t.Fatalf("renew by a non-holder = %v, found %+v holding; want false, found a", c.Val(), c.Holder())
+		if c := script.ReentrantRenew(ctx, rdb, k.Lock, "b:1", lease); c.Val() || c.Holder() != (script.Holder{Owner: "a:1"}) {
+			t.Fatalf("renew by a non-holder = %v, found %+v holding; want false, found a:1", c.Val(), c.Holder())
 		}
-		if n := unlock("a", 1); n != 0 {
-			t.Fatalf("last unlock = %d, want 0", n)
+		if u := release(t, rdb, k, "a:1", time.Second); u.Holds != 0 {
+			t.Fatalf("last unlock = %+v, want 0", u)
 		}
 		if rdb.Exists(ctx, k.Lock).Val() != 0 {
 			t.Fatal("lock key left after the last unlock")
 		}
-		second := acquire("b", 0)
+		second := take(t, rdb, k, "a:2", true, 0)
 		if second.Token <= first.Token {
 			t.Fatalf("token %d after %d: not increasing", second.Token, first.Token)
+		}
+		// A copy of a:1's release that Redis runs late, after a:2 took
+		// the lock, finds no a:1 and leaves a:2's hold alone.
+		if u := release(t, rdb, k, "a:1", time.Second); u.Holds != script.UnlockNotHeld || !rdb.HExists(ctx, k.Lock, "a:2").Val() {
+			t.Fatalf("a late release of an earlier hold = %+v; the later hold kept: %v", u, rdb.HExists(ctx, k.Lock, "a:2").Val())
 		}
 		force := func(receipt string, aim []any) int64 {
 			t.Helper()
@@ -105,14 +112,12 @@ func TestRLockScripts(t *testing.T) {
 		if n := force("other", nil); n != script.ForceNone {
 			t.Fatalf("force unlock of a free lock = %d, want ForceNone", n)
 		}
-		// A late copy, its receipt gone, aimed at b's hold: b took the
-		// lock again since, with a later mark, and keeps it.
-		if _, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Seq: 2, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil {
-			t.Fatal(err)
-		}
-		if n := force("late", aimed); n != script.ForceMoved || rdb.HExists(ctx, k.Lock, "b").Val() != true {
+		// A late copy, its receipt gone, aimed at a:2's hold: the handle
+		// took the lock again since, as a:3, and keeps it.
+		take(t, rdb, k, "a:3", true, 0)
+		if n := force("late", aimed); n != script.ForceMoved || !rdb.HExists(ctx, k.Lock, "a:3").Val() {
 			t.Fatalf("a late force unlock aimed at an earlier hold = %d; the later hold kept: %v",
-				n, rdb.HExists(ctx, k.Lock, "b").Val())
+				n, rdb.HExists(ctx, k.Lock, "a:3").Val())
 		}
 		force("end", script.Aim(rdb.HGetAll(ctx, k.Lock).Val()))
 	})
@@ -123,9 +128,9 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		rdb.Set(ctx, k.Lock, "mine", 0)
-		_, errAcquire := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: time.Second, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
-		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: time.Second, Sharded: false, Expect: 0, GrantLease: time.Second, Mark: 0}).Result()
-		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a", time.Second).Result()
+		_, errAcquire := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{ID: "a:1", Lease: time.Second, Deadline: redistest.InTime(), Placed: true}).Result()
+		_, errUnlock := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{ID: "a:1", Lease: time.Second, GrantLease: time.Second}).Result()
+		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a:1", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false, nil).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
 			if !internal.IsWrongType(err) {
@@ -138,7 +143,8 @@ func TestRLockScriptsWrongType(t *testing.T) {
 	})
 }
 
-// A release grants the lock to the waiter in line, for the grant lease; a
+// A release grants the lock to the hold id the first live place in line
+// names, for the grant lease, and says so on the waiter's channel; a
 // resend of that release changes nothing, and the grantee's acquire
 // reports the grant as its hold and sets the full lease.
 func TestRLockGrant(t *testing.T) {
@@ -146,40 +152,41 @@ func TestRLockGrant(t *testing.T) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
 		const lease, grant = 10 * time.Second, 2 * time.Second
-		first, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
-		if err != nil || !first.OK || first.Token == 0 {
-			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
-		}
+		first := take(t, rdb, k, "a:1", true, 0)
 		// c stands first in line but dies (its place expires): the
 		// grant skips it.
-		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "c", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK || res.Mark != 1 {
-			t.Fatalf("c's waiting acquire = %+v, %v; want a place in line, mark 1", res, err)
+		if res := take(t, rdb, k, "c:1", true, time.Minute); res.OK {
+			t.Fatalf("c's waiting acquire = %+v; want a place in line", res)
 		}
-		res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 7, Deadline: redistest.InTime(), Placed: true}).Result()
-		if err != nil || res.OK || res.Mark != 7 {
-			t.Fatalf("b's waiting acquire = %+v, %v; want a place in line, mark 7", res, err)
-		}
-		// A refresh keeps b's place (the line does not grow) and its
-		// new mark.
-		res, err = script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Patience: time.Minute, Seq: 8, Deadline: redistest.InTime(), Placed: true}).Result()
-		if err != nil || res.OK || res.Mark != 8 {
-			t.Fatalf("b's second waiting acquire = %+v, %v; want mark 8", res, err)
-		}
+		take(t, rdb, k, "b:1", true, time.Minute)
+		// A later wait of b's handle keeps b's place (the line does not
+		// grow), which now names the new id.
+		take(t, rdb, k, "b:2", true, time.Minute)
 		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 2 || line[0] != "c" || line[1] != "b" {
 			t.Fatalf("line %v, want [c b]", line)
 		}
+		if v := rdb.Get(ctx, k.Places+"b").Val(); v != "fb:2" {
+			t.Fatalf("b's place %q, want fb:2", v)
+		}
 		rdb.Del(ctx, k.Places+"c")
-		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 0}).Result()
-		if err != nil || u.Holds != 0 || u.Grantee != "b" || u.Token <= first.Token || u.Mark != 8 {
-			t.Fatalf("a's unlock = %+v, %v; want released and granted to b with a token above %d, mark 8", u, err, first.Token)
+		sub := rdb.Subscribe(ctx, k.Waiter+"b")
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
 		}
-		granted := u.Token
-		u, err = script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 0}).Result() // a resend
-		if err != nil || u.Holds != script.UnlockNotHeld || u.Grantee != "" {
-			t.Fatalf("resent unlock = %+v, %v; want not held, no grant", u, err)
+		u := release(t, rdb, k, "a:1", grant)
+		if u.Holds != 0 || u.Grantee != "b:2" || u.Token <= first.Token {
+			t.Fatalf("a's unlock = %+v; want released and granted to b:2 with a token above %d", u, first.Token)
 		}
-		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b"] != "1" {
-			t.Fatalf("lock hash after the grant and its resend = %v, want b alone with one level", v)
+		msg, err := sub.ReceiveMessage(ctx)
+		if g, ok := script.ParseGrant(msg.Payload); err != nil || !ok || g != (script.Grant{Token: u.Token, ID: "b:2"}) {
+			t.Fatalf("grant message %q, %v; want the grant to b:2 with token %d", msg.Payload, err, u.Token)
+		}
+		if u := release(t, rdb, k, "a:1", grant); u.Holds != script.UnlockNotHeld || u.Grantee != "" {
+			t.Fatalf("resent unlock = %+v; want not held, no grant", u)
+		}
+		if v := redistest.Holders(ctx, rdb, k.Lock); len(v) != 1 || v["b:2"] != "1" {
+			t.Fatalf("lock hash after the grant and its resend = %v, want b:2 alone", v)
 		}
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
 			t.Fatalf("grant lease %v, want at most %v", pttl, grant)
@@ -187,23 +194,37 @@ func TestRLockGrant(t *testing.T) {
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"b", k.Places+"c").Val(); n != 0 {
 			t.Fatalf("%d line keys left after the grant", n)
 		}
-		got, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Holds: 0, Seq: 9, Deadline: redistest.InTime(), Placed: true}).Result() // b's next attempt after mark 8
-		if err != nil || !got.OK || got.Holds != 1 || got.Token != granted {
-			t.Fatalf("b's acquire after the grant = %+v, %v; want its one level and the grant's token %d", got, err, granted)
-		}
-		// Had b used that hold and given it up as lost (Anew), its next
-		// attempt adopts it with a new token; a resend of that attempt
-		// reports the same one.
-		adopt := script.TakeArgs{Owner: "b", Lease: lease, Fencing: true, Seq: 10, Deadline: redistest.InTime(), Anew: true}
-		adopted, err := script.ReentrantTake(ctx, rdb, k, adopt).Result()
-		if err != nil || !adopted.OK || adopted.Holds != 1 || adopted.Token <= granted {
-			t.Fatalf("b's acquire after giving its hold up = %+v, %v; want its one level and a token above %d", adopted, err, granted)
-		}
-		if resent, err := script.ReentrantTake(ctx, rdb, k, adopt).Result(); err != nil || !resent.OK || resent.Token != adopted.Token {
-			t.Fatalf("a resend of that acquire = %+v, %v; want the same hold and token %d", resent, err, adopted.Token)
+		if got := take(t, rdb, k, "b:2", true, 0); !got.OK || got.Holds != 1 || got.Token != u.Token {
+			t.Fatalf("b's acquire after the grant = %+v; want its hold and the grant's token %d", got, u.Token)
 		}
 		if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= grant {
 			t.Fatalf("lease after b's acquire %v, want the full lease", pttl)
+		}
+	})
+}
+
+// A leave names the hold id of the wait that gives up: a copy that runs
+// late, after a later wait of the same handle took the place, leaves that
+// place alone; a grant to the id is reported, not released.
+func TestRLockLeave(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		take(t, rdb, k, "x:1", false, 0)
+		take(t, rdb, k, "a:1", false, time.Minute)
+		take(t, rdb, k, "a:2", false, time.Minute)
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:1").Result(); err != nil || n != script.LeftNothing || rdb.Exists(ctx, k.Places+"a").Val() != 1 {
+			t.Fatalf("a late leave of a:1 = %d, %v; want nothing changed", n, err)
+		}
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:2").Result(); err != nil || n != script.LeftLine || rdb.Exists(ctx, k.Places+"a", k.Queue).Val() != 0 {
+			t.Fatalf("leave of a:2 = %d, %v; want out of line", n, err)
+		}
+		take(t, rdb, k, "a:3", false, time.Minute)
+		if u := release(t, rdb, k, "x:1", time.Second); u.Grantee != "a:3" {
+			t.Fatalf("x's unlock = %+v, want a grant to a:3", u)
+		}
+		if n, err := script.ReentrantLeave(ctx, rdb, k, "a:3").Result(); err != nil || n != script.LeftGranted || !rdb.HExists(ctx, k.Lock, "a:3").Val() {
+			t.Fatalf("leave of granted a:3 = %d, %v; want the grant reported and kept", n, err)
 		}
 	})
 }
@@ -212,56 +233,35 @@ func TestRLockGrant(t *testing.T) {
 // whether or not the name has a fencing counter already.
 func TestRLockGrantTokenPerWaiter(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
-		const lease = 10 * time.Second
-		first, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: true, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result()
-		if err != nil || !first.OK || first.Token == 0 {
-			t.Fatalf("a's acquire = %+v, %v; want a token", first, err)
+		first := take(t, rdb, k, "a:1", true, 0)
+		take(t, rdb, k, "plain:1", false, time.Minute)
+		take(t, rdb, k, "fenced:1", true, time.Minute)
+		if u := release(t, rdb, k, "a:1", time.Second); u.Grantee != "plain:1" || u.Token != 0 {
+			t.Fatalf("a's unlock = %+v; want a grant to plain:1 without a token", u)
 		}
-		for i, w := range []struct {
-			owner   string
-			fencing bool
-		}{{"plain", false}, {"fenced", true}} {
-			if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: w.owner, Lease: lease, Fencing: w.fencing, Holds: 0, Patience: time.Minute, Seq: uint64(i + 1), Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
-				t.Fatalf("%s's waiting acquire = %+v, %v", w.owner, res, err)
-			}
-		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
-		if err != nil || u.Grantee != "plain" || u.Token != 0 {
-			t.Fatalf("a's unlock = %+v, %v; want a grant to plain without a token", u, err)
-		}
-		u, err = script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "plain", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
-		if err != nil || u.Grantee != "fenced" || u.Token <= first.Token {
-			t.Fatalf("plain's unlock = %+v, %v; want a grant to fenced with a token above %d", u, err, first.Token)
+		if u := release(t, rdb, k, "plain:1", time.Second); u.Grantee != "fenced:1" || u.Token <= first.Token {
+			t.Fatalf("plain's unlock = %+v; want a grant to fenced:1 with a token above %d", u, first.Token)
 		}
 	})
 }
 
-// A release never grants the lock to its own owner: a place of the owner
-// left in line (a Lock whose leave failed, then a TryLock that took the
-// lock) is dropped, and the next waiter is granted the lock.
+// A release never grants the lock to its own handle: a place of the
+// handle left in line (a Lock whose leave failed, then a TryLock that took
+// the lock) is dropped, and the next waiter is granted the lock.
 func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
 		k := lockKeys(redistest.UniqueName(t))
-		const lease = 10 * time.Second
-		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "x", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || !res.OK {
-			t.Fatalf("x's acquire = %+v, %v", res, err)
-		}
-		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
-			t.Fatalf("a's waiting acquire = %+v, %v", res, err)
-		}
+		take(t, rdb, k, "x:1", false, 0)
+		take(t, rdb, k, "a:1", false, time.Minute)
 		rdb.Del(ctx, k.Lock) // x's lease ran out; a's Lock gave up, its leave lost
-		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "a", Lease: lease, Fencing: false, Holds: 0, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || !res.OK {
-			t.Fatalf("a's TryLock = %+v, %v", res, err)
+		if res := take(t, rdb, k, "a:2", false, 0); !res.OK {
+			t.Fatalf("a's TryLock = %+v", res)
 		}
-		if res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: "c", Lease: lease, Fencing: false, Holds: 0, Patience: time.Minute, Seq: 1, Deadline: redistest.InTime(), Placed: true}).Result(); err != nil || res.OK {
-			t.Fatalf("c's waiting acquire = %+v, %v", res, err)
-		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "a", Lease: lease, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
-		if err != nil || u.Grantee != "c" {
-			t.Fatalf("a's unlock = %+v, %v; want a grant to c", u, err)
+		take(t, rdb, k, "c:1", false, time.Minute)
+		if u := release(t, rdb, k, "a:2", time.Second); u.Grantee != "c:1" {
+			t.Fatalf("a's unlock = %+v; want a grant to c:1", u)
 		}
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"a").Val(); n != 0 {
 			t.Fatalf("%d of a's line keys left", n)

@@ -218,8 +218,10 @@ type Request struct {
 }
 
 // Grant is what a release script's grant message carries, published on
-// the grantee's owner channel as "g", a fencing token, ":" and the hold id
-// the grant makes the holder.
+// the grantee's owner channel as "h", a fencing token, ":" and the hold id
+// the grant makes the holder. (Releases of the versions before hold ids
+// published "g" messages, which name no hold id: one that reaches a
+// waiter of this version only wakes it; see docs/operations.md.)
 type Grant struct {
 	// Token is the hold's fencing token; 0 when none was taken.
 	Token uint64
@@ -230,7 +232,7 @@ type Grant struct {
 
 // ParseGrant decodes a grant message; false for any other payload.
 func ParseGrant(payload string) (Grant, bool) {
-	rest, ok := strings.CutPrefix(payload, "g")
+	rest, ok := strings.CutPrefix(payload, "h")
 	if !ok {
 		return Grant{}, false
 	}
@@ -245,5 +247,5 @@ func ParseGrant(payload string) (Grant, bool) {
 // Payload is g as its grant message says it, for a delivery within the
 // process (hub.Hub.Deliver).
 func (g Grant) Payload() string {
-	return "g" + strconv.FormatUint(g.Token, 10) + ":" + g.ID
+	return "h" + strconv.FormatUint(g.Token, 10) + ":" + g.ID
 }

@@ -9,16 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/redistest"
-	"github.com/redisync/redisync/internal/script"
 )
 
 // A rolling upgrade runs the previous version's scripts (testdata/previous,
-// as they were before re-entry moved into the process and the transfer
-// between handles went) next to this version's on the same lock. The two
-// must still exclude each other both ways, and the grant in a release of
-// either must reach a waiter of the other: the layout (owner field, '@'
-// mark, the line and the places) is the same, and only the counting of
-// re-entries moved, which each version does for its own holds.
+// as they were before hold ids: the handle's owner id as the field, '@'
+// marks) next to this version's on the same lock. The two must still
+// exclude each other both ways. A grant from one version to the other's
+// waiter is not completed (each names the hold its own way): it stands
+// for the grant lease, during which nobody else takes the lock, and then
+// lapses, and the waiter takes the free lock at its next attempt.
 func TestRollingUpgradeRLock(t *testing.T) {
 	acquireOld, unlockOld := previous(t, "rlock_acquire"), previous(t, "rlock_unlock")
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
@@ -48,50 +47,52 @@ func TestRollingUpgradeRLock(t *testing.T) {
 			}
 			return res
 		}
-		take := func(owner string, patience time.Duration, seq uint64) script.Acquired {
+		lapse := func() {
 			t.Helper()
-			res, err := script.ReentrantTake(ctx, rdb, k, script.TakeArgs{Owner: owner, Lease: lease, Fencing: false, Holds: 0, Patience: patience, Seq: seq, Deadline: redistest.InTime(), Placed: true}).Result()
-			if err != nil {
-				t.Fatalf("acquire by %s: %v", owner, err)
+			if pttl := rdb.PTTL(ctx, k.Lock).Val(); pttl <= 0 || pttl > grant {
+				t.Fatalf("the cross-version grant lives %v, want at most the grant lease %v", pttl, grant)
 			}
-			return res
+			rdb.Del(ctx, k.Lock) // its grant lease runs out
 		}
 
-		// The previous version holds, re-entered in Redis: the new one is
-		// refused, and joins the line.
+		// The previous version holds: the new one is refused, and joins
+		// the line.
 		if r := old(0, 0, 1); fmt.Sprint(r) != "[1]" {
 			t.Fatalf("previous acquire = %v, want 1", r)
 		}
-		if r := old(1, 0, 2); fmt.Sprint(r[:2]) != "[1 2]" {
-			t.Fatalf("previous re-entry = %v, want two levels", r)
-		}
-		if a := take("new", time.Minute, 1); a.OK {
+		if a := take(t, rdb, k, "new:1", false, time.Minute); a.OK {
 			t.Fatal("the new version took a lock the previous one holds")
 		}
-		// The previous release of its last level grants the lock to the
-		// new version's waiter, which holds it in the new way: one level.
-		if r := oldUnlock(2, 2); fmt.Sprint(r) != "[1]" {
-			t.Fatalf("previous unlock of the inner level = %v, want 1 left", r)
+		// The previous release grants the lock to the new handle's owner
+		// id, which no hold of the new version is: still refused.
+		if r, ok := oldUnlock(1, 1).([]any); !ok || len(r) < 2 || r[1] != "new" {
+			t.Fatalf("previous unlock = %v, want a grant to new", r)
 		}
-		r := oldUnlock(1, 2)
-		if got, ok := r.([]any); !ok || len(got) < 2 || got[1] != "new" {
-			t.Fatalf("previous last unlock = %v, want a grant to new", r)
+		if a := take(t, rdb, k, "new:1", false, time.Minute); a.OK {
+			t.Fatal("the new version completed a grant of the previous one")
 		}
-		if v := rdb.HGet(ctx, k.Lock, "new").Val(); v != "1" {
-			t.Fatalf("the new waiter holds %q levels after the grant, want 1", v)
+		lapse()
+		if a := take(t, rdb, k, "new:1", false, time.Minute); !a.OK {
+			t.Fatal("the new version could not take the lock once the grant lapsed")
 		}
 
 		// The new version holds: the previous one is refused, joins the
-		// line, and the new release grants it the lock.
+		// line, and the new release's grant names no owner of it.
 		if r := old(0, time.Minute, 3); r[0] != int64(0) {
 			t.Fatalf("previous acquire while the new version holds = %v, want refused", r)
 		}
-		u, err := script.ReentrantUnlock(ctx, rdb, k, script.ReleaseArgs{Owner: "new", Lease: lease, Sharded: false, Expect: 1, GrantLease: grant, Mark: 1}).Result()
-		if err != nil || u.Grantee != "old" {
-			t.Fatalf("new unlock = %+v, %v; want a grant to old", u, err)
+		if u := release(t, rdb, k, "new:1", grant); u.Grantee == "" || u.Grantee == "old" {
+			t.Fatalf("new unlock = %+v; want a grant to the previous waiter's place value", u)
 		}
-		if r := oldUnlock(1, 3); fmt.Sprint(r) != "0" && fmt.Sprint(r) != "[0]" {
-			t.Fatalf("previous unlock of its grant = %v, want released", r)
+		if r := old(0, time.Minute, 4); r[0] != int64(0) {
+			t.Fatalf("previous acquire during the cross-version grant = %v, want refused", r)
+		}
+		lapse()
+		if r := old(0, time.Minute, 5); r[0] != int64(1) {
+			t.Fatalf("previous acquire once the grant lapsed = %v, want taken", r)
+		}
+		if r := oldUnlock(1, 5); fmt.Sprint(r) != "0" && fmt.Sprint(r) != "[0]" {
+			t.Fatalf("previous unlock = %v, want released", r)
 		}
 		if n := rdb.Exists(ctx, k.Lock, k.Queue).Val(); n != 0 {
 			t.Fatalf("%d keys left after both versions released", n)
