@@ -29,7 +29,7 @@ type Place struct {
 	// to TTL too (rlock: it lives as long as its waiters' places).
 	Queue string
 	// Value, if set, returns what the place holds after the waiter's last
-	// refused attempt (its mark); called on the waiter's goroutine after
+	// refused attempt (the hold id it waits with); called on the waiter's goroutine after
 	// each. Not for a Member.
 	Value func() string
 }

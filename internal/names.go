@@ -40,7 +40,7 @@ func (n Names) WaiterChannel(owner string) string { return n.tag + ":chan:" + ow
 // Queue is a mutex's waiter list.
 func (n Names) Queue() string { return n.tag + ":queue" }
 
-// Place is a mutex waiter's place in line: a string holding the mark of
+// Place is a mutex waiter's place in line: a string holding the hold id of
 // its last refused attempt, which expires when the waiter stops renewing
 // it. Place("") is the prefix of all of them.
 func (n Names) Place(owner string) string { return n.tag + ":place:" + owner }

@@ -70,7 +70,8 @@ type Owner struct {
 	PID  int
 }
 
-// ParseOwner reads the process out of owner id id. It reports false for
+// ParseOwner reads the process out of owner id id, or out of a hold id,
+// an owner id followed by ":<n>" (see package hold). It reports false for
 // an id that names none: one of an older version (a bare uuid), or a
 // leased permit id its caller made up.
 func ParseOwner(id string) (Owner, bool) {
@@ -79,7 +80,8 @@ func ParseOwner(id string) (Owner, bool) {
 		return Owner{}, false
 	}
 	pid, random, ok := strings.Cut(rest, ":")
-	if !ok || random == "" || strings.Contains(random, ":") {
+	random, count, held := strings.Cut(random, ":")
+	if !ok || random == "" || held && (count == "" || strings.Trim(count, "0123456789") != "") {
 		return Owner{}, false
 	}
 	n, err := strconv.Atoi(pid)
@@ -89,12 +91,11 @@ func ParseOwner(id string) (Owner, bool) {
 	return Owner{Host: host, PID: n}, true
 }
 
-// DescribeOwner describes owner id id for a person: "pid 4121 on web-3
-// (owner id web-3:4121:…)", or "owner id …" for an id that names no
-// process.
+// DescribeOwner describes owner or hold id id for a person: "pid 4121
+// on web-3 (id web-3:4121:…)", or "id …" for an id that names no process.
 func DescribeOwner(id string) string {
 	if o, ok := ParseOwner(id); ok {
-		return fmt.Sprintf("pid %d on %s (owner id %s)", o.PID, o.Host, id)
+		return fmt.Sprintf("pid %d on %s (id %s)", o.PID, o.Host, id)
 	}
-	return "owner id " + id
+	return "id " + id
 }

@@ -60,16 +60,20 @@ func TestParseOwnerOfIDsThatNameNoProcess(t *testing.T) {
 		"web-3:12:",
 		":12:0f8f",
 		"web-3:12:a:b",
+		"web-3:12:a:",
+		"web-3:12:a:1:2",
 	} {
 		if o, ok := internal.ParseOwner(id); ok {
 			t.Errorf("ParseOwner(%q) = %+v, want none", id, o)
 		}
-		if got := internal.DescribeOwner(id); got != "owner id "+id {
+		if got := internal.DescribeOwner(id); got != "id "+id {
 			t.Errorf("DescribeOwner(%q) = %q", id, got)
 		}
 	}
-	id := "web-3:4121:0f8fad5b-d9cb-469f-a165-70867728950e"
-	if got, want := internal.DescribeOwner(id), "pid 4121 on web-3 (owner id "+id+")"; got != want {
-		t.Errorf("DescribeOwner(%q) = %q, want %q", id, got, want)
+	// An owner id, and a hold id (the owner id and a number).
+	for _, id := range []string{"web-3:4121:0f8fad5b-d9cb-469f-a165-70867728950e", "web-3:4121:0f8fad5b-d9cb-469f-a165-70867728950e:17"} {
+		if got, want := internal.DescribeOwner(id), "pid 4121 on web-3 (id "+id+")"; got != want {
+			t.Errorf("DescribeOwner(%q) = %q, want %q", id, got, want)
+		}
 	}
 }

@@ -105,7 +105,7 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Claim completes a hold that a release granted to the waiter (a grant
-// message reached its subscription, carrying a fencing token and the mark
+// message reached its subscription, carrying a fencing token and the hold id
 // of the attempt it answers), the last attempt having been refused
 // without error and sent at base. It reports whether it did; when not
 // (the grant names an earlier attempt, say), the waiter makes an attempt

@@ -36,11 +36,8 @@ if seen then
   return tonumber(seen)
 end
 local ttl, deadline = ARGV[2], tonumber(ARGV[3])
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 if not raw then
   redis.call('set', receipt, 0, 'px', deadline - now + ttl)
   return 0
@@ -48,11 +45,7 @@ end
 local left = redis.call('decr', count)
 if left == 0 then
   redis.call('del', count)
-  if ARGV[1] == '1' then
-    redis.call('spublish', channel, '-1')
-  else
-    redis.call('publish', channel, '-1')
-  end
+  redis.call(ARGV[1] == '1' and 'spublish' or 'publish', channel, '-1')
 end
 redis.call('set', receipt, left, 'px', deadline - now + ttl)
 return left

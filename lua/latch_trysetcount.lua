@@ -35,11 +35,8 @@ if seen then
   return tonumber(seen)
 end
 local ttl, deadline = ARGV[2], tonumber(ARGV[3])
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 if raw then
   redis.call('set', receipt, '0', 'px', deadline - now + ttl)
   return 0

@@ -30,19 +30,9 @@
 local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
 local id, lease, sharded, deadline = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 
-local raw = redis.call('get', permits)
-local total = 0
-if raw then
-  if not string.match(raw, '^%-?%d+$') then
-    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
-  end
-  total = tonumber(raw)
-end
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if now > deadline or deadline - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+-- part: permits
+local window = 10000
+-- part: late
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local available = total - redis.call('zcard', leases)
 
@@ -64,10 +54,6 @@ end
 redis.call('zadd', leases, now + lease, id)
 available = available - 1
 if reclaimed > 0 and available > 0 then
-  if sharded then
-    redis.call('spublish', channel, math.min(available, 1000000))
-  else
-    redis.call('publish', channel, math.min(available, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return {1, 0}

@@ -59,10 +59,6 @@ end
 local available = total - redis.call('zcard', leases)
 
 if ((added and delta > 0) or reclaimed > 0) and available > 0 then
-  if sharded then
-    redis.call('spublish', channel, math.min(available, 1000000))
-  else
-    redis.call('publish', channel, math.min(available, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return available

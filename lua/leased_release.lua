@@ -18,14 +18,7 @@
 local leases, permits, channel = KEYS[1], KEYS[2], KEYS[3]
 local id, sharded = ARGV[1], ARGV[2] == '1'
 
-local raw = redis.call('get', permits)
-local total = 0
-if raw then
-  if not string.match(raw, '^%-?%d+$') then
-    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
-  end
-  total = tonumber(raw)
-end
+-- part: permits
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
@@ -33,10 +26,6 @@ local released = redis.call('zrem', leases, id)
 local available = total - redis.call('zcard', leases)
 
 if (released > 0 or reclaimed > 0) and available > 0 then
-  if sharded then
-    redis.call('spublish', channel, math.min(available, 1000000))
-  else
-    redis.call('publish', channel, math.min(available, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return released

@@ -35,14 +35,7 @@
 local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local onlyNew, sharded, ttl, deadline = ARGV[2] == '1', ARGV[3] == '1', ARGV[4], tonumber(ARGV[5])
 
-local raw = redis.call('get', permits)
-local total = 0
-if raw then
-  if not string.match(raw, '^%-?%d+$') then
-    return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
-  end
-  total = tonumber(raw)
-end
+-- part: permits
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local seen = redis.call('get', receipt)
@@ -66,10 +59,6 @@ end
 
 local available = total - acquired
 if available > 0 and (available > before or reclaimed > 0) then
-  if sharded then
-    redis.call('spublish', channel, math.min(available, 1000000))
-  else
-    redis.call('publish', channel, math.min(available, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return set

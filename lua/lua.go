@@ -9,20 +9,56 @@
 // keys, derived inside its scripts from a prefix in KEYS, are the one
 // exception; their headers say so).
 //
+// A fragment that several scripts share (the late check, reading a
+// semaphore's permits) is written once, in part/<name>.lua, and a script
+// names it on a line of its own, "-- part: <name>". [Source] returns the
+// script with each such line replaced by the part's text: exactly the
+// text Redis runs, which is what a reader audits. Parts say which locals
+// they need and define; they are pasted, not called, so a script reads
+// top to bottom.
+//
 // The library runs them itself; nothing here needs to be called to use it.
 // [Source] returns one script's text, and [Scripts] holds them all.
 package lua
 
-import "embed"
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
 
-// Scripts holds every script, as .lua files at its root.
+// Scripts holds every script, as .lua files at its root, as written (see
+// Source for the text Redis runs).
 //
 //go:embed *.lua
 var Scripts embed.FS
 
-// Source returns the text of the script in file name, such as
-// "rlock_acquire.lua".
+//go:embed part/*.lua
+var parts embed.FS
+
+// partLine starts a line that names a part.
+const partLine = "-- part: "
+
+// Source returns the text Redis runs for the script in file name, such as
+// "rlock_acquire.lua": the file with each "-- part: <name>" line replaced
+// by part/<name>.lua.
 func Source(name string) (string, error) {
 	b, err := Scripts.ReadFile(name)
-	return string(b), err
+	if err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	for line := range strings.Lines(string(b)) {
+		part, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), partLine)
+		if !ok {
+			out.WriteString(line)
+			continue
+		}
+		p, err := parts.ReadFile("part/" + part + ".lua")
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+		out.Write(p)
+	}
+	return out.String(), nil
 }

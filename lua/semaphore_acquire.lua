@@ -57,11 +57,8 @@ if seen then
   end
   return {1, available}
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 
 if available < n then
   if raw then

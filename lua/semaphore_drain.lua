@@ -48,11 +48,8 @@ if seen then
   return tonumber(seen)
 end
 local ttl, deadline = ARGV[1], tonumber(ARGV[2])
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 available = math.max(available, 0)
 if available > 0 then
   redis.call('set', permits, 0)

@@ -49,11 +49,8 @@ local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 local old = 0
 if raw then
   if onlyNew then
@@ -66,10 +63,6 @@ end
 redis.call('set', permits, ARGV[1])
 redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 if n > 0 and n > old then
-  if sharded then
-    redis.call('spublish', channel, math.min(n, 1000000))
-  else
-    redis.call('publish', channel, math.min(n, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(n, 1000000))
 end
 return 1

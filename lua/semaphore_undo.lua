@@ -36,11 +36,8 @@ if #KEYS >= 4 then
   redis.call('del', unpack(KEYS, 4))
 end
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > tonumber(ttl) then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = tonumber(ttl)
+-- part: late
 local seen = redis.call('get', receipt)
 redis.call('set', receipt, 'x', 'px', math.max(deadline - now + ttl, redis.call('pttl', receipt)))
 if not seen or seen == 'x' then
@@ -49,10 +46,6 @@ end
 
 local available = redis.call('incrby', permits, seen)
 if available > 0 then
-  if sharded then
-    redis.call('spublish', channel, math.min(available, 1000000))
-  else
-    redis.call('publish', channel, math.min(available, 1000000))
-  end
+  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return tonumber(seen)

@@ -17,8 +17,8 @@ import (
 
 const inspectAbout = `
 Shows what each named lock, semaphore, latch or election is in Redis: its
-kind, holders and hold counts (each owner id names the host and pid of
-its process, shown after it), TTL, the fair lock's queue with deadlines,
+kind, holders and hold counts (each hold id, an owner id and a number
+of its own, names the host and pid of its process, shown after it), TTL, the fair lock's queue with deadlines,
 the read-write lock's mode and readers, the semaphore's permits, the
 latch's count, the election's leader, value, term and candidates, the
 current hold's fencing token and the fencing counter, and how
@@ -421,9 +421,9 @@ func parseInt(v any) (int64, bool) {
 // its (write) hold.
 const tokenField = "@token"
 
-// holdersOf reads a lock hash (owner id -> hold count, "@" owner id ->
-// attempt mark, and "@token"), skipping the given fields; values that are
-// no integer are returned as count 0.
+// holdersOf reads a lock hash (hold id -> hold count, and "@token"; a
+// version before hold ids kept "@" owner id -> attempt mark), skipping the
+// given fields; values that are no integer are returned as count 0.
 func holdersOf(h map[string]string, skip ...string) []holder {
 	var hs []holder
 	for id, v := range h {

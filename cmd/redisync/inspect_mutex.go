@@ -6,7 +6,7 @@ import (
 	"github.com/redisync/redisync/internal"
 )
 
-// decodeMutex recognises a reentrant mutex (rlock): one hash, owner id ->
+// decodeMutex recognises a reentrant mutex (rlock): one hash, hold id ->
 // hold count, with a PEXPIRE lease. A fair lock with nobody queued has the
 // same layout.
 func decodeMutex(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {

@@ -15,23 +15,29 @@
 //   - Take is one acquisition attempt under the rules every primitive
 //     shares: an unknown outcome is undone, a grant read after ctx ended
 //     is given back (the caller moved on), a grant older than its
-//     validity is given back and retried. Every attempt of a handle has
-//     a number, higher than the last (Try's seq), which the acquire
-//     script records next to the hold it takes or reports; a give-back
-//     names its attempt, and changes nothing once a later attempt is
-//     recorded. So a give-back that a stalled Redis runs late, after the
-//     handle's next acquisition came in by another connection, leaves
-//     that hold alone, and an attempt run late after a later one is
-//     refused. A give-back that fails is owed, and sent again before
-//     the handle's next attempt or release (Tracker.Undo).
+//     validity is given back and retried. A give-back that fails is
+//     owed, and sent again before the handle's next attempt or release
+//     (Tracker.Undo).
 //   - Release and ReleaseUntracked resend a release whose reply was lost,
 //     reading a retry's "not held" right: at the last level, a run that
-//     went through unseen leaves nothing to compare with. A release names
-//     the handle's latest attempt number, as a give-back names its own:
-//     a copy of it that Redis runs late, after a resend went through and
-//     the handle took the lock (or a level) again, finds that later
-//     attempt recorded and changes nothing. The owner id and the
-//     expected level alone would not tell the holds apart.
+//     went through unseen leaves nothing to compare with.
+//
+// Hold ids. Redis records each hold under an id of its own, "<owner
+// id>:<n>" (the handle's owner id, which names the holding host and pid,
+// and a number of the handle's), made for the wait that takes it and
+// never used again once anything names it in a release, a give-back or a
+// leave (Tracker.waitID, retire). So an acquire that finds its id in
+// Redis is a resend of that very wait's attempt, or a grant to it; a
+// release, give-back or leave that Redis runs late (sent before a stall,
+// run after it) finds its id gone, or a hold that is still its own, and
+// never touches a later hold of the handle; and a hold the handle gave
+// up (lost, a failed release, a wait that ended) is never taken back:
+// its release is owed by id, and the handle's next hold waits behind it
+// like any other owner's. Re-entry depth and a read-write lock's levels
+// per caller live in the process (owners); Redis counts one level per
+// hold and mode. A read-write lock's further levels while the handle
+// holds (a downgrade, another goroutine's read) are taken under the
+// current hold's id.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what
@@ -56,8 +62,8 @@
 //     own that expires when the waiter's process stops refreshing it
 //     (the grant lease, so that the waiters that died with a grantee
 //     have lapsed when its grant does; fairlock's is shorter when the
-//     waiter's timeout is) and names
-//     its last attempt (script.Acquired.Mark); a fairlock waiter also has
+//     waiter's timeout is) and names the hold id it waits with; a
+//     fairlock waiter also has
 //     its waiter timeout as a score in a zset (server time), which decides
 //     membership. The acquire script of a refused blocking attempt joins
 //     the line, or refreshes the waiter's place if it is there already.
@@ -67,9 +73,9 @@
 //     a PTTL for each lock they wait on, and for rlock the line's
 //     PEXPIRE), and wakes a waiter to attempt
 //     when its place is gone or its lock free; its last refresh that
-//     found the place holding the last refused attempt's mark stands for
+//     found the place holding the last refused attempt's id stands for
 //     that attempt when a grant is completed (see Claim): a grant takes
-//     the place, and nothing writes that mark again (acquire scripts are
+//     the place, and nothing writes that id again (acquire scripts are
 //     never resent, and a script of an earlier attempt run late writes
 //     its own). 10000 parked waiters cost about 13000 Redis
 //     commands and 11 round trips a second that way, against 39000 and
@@ -92,7 +98,7 @@
 //     fairlock waiter's timeout if shorter, which its place names:
 //     Kind.GrantLease), takes
 //     the next fencing token if the waiter uses fencing, and publishes
-//     "g<token>:<mark>" on that waiter's own channel. Every other path
+//     "h<token>:<hold id>" on that waiter's own channel. Every other path
 //     that finds the lock free with a waiter in line (an attempt after a
 //     holder's lease ran out, a waiter leaving, a renewal, ForceUnlock)
 //     grants the same way (fairlock), or lets the attempt take it
@@ -102,7 +108,7 @@
 //     first live waiter in line does (fairlock: an attempt of anyone
 //     else grants it to that waiter); each client's keeper, having seen
 //     the grant's lease about to run out, wakes its waiters just after.
-//   - Completing. The hub marks a subscription granted when a "g" message
+//   - Completing. The hub marks a subscription granted when an "h" message
 //     reaches it on a confirmed subscription (a message read before the
 //     confirmation belongs to an earlier subscription of the channel, a
 //     wait that has ended: it only wakes). The woken waiter hands the
@@ -128,17 +134,16 @@
 //     ctx or after (Claim, as Take gives back a grant read after ctx
 //     ended), and one its Leave finds in Redis. The release script
 //     releases the level, which grants the lock to the next waiter. Leave
-//     itself only reports the grant and never releases a hold: it may run
-//     late (sent into a stalled connection, run after it resumes), when a
-//     later Lock of the same handle holds the lock, and releasing then
-//     would break mutual exclusion (the fault suite's chaos soak found
-//     exactly that). Once Leave's reply is read, no later Lock has begun,
-//     so the level it reports is this wait's grant. A grant nobody gives
-//     back (the waiter's process died) lapses with its grant lease.
-//   - Exactly once. A release names its owner: a resend of a release that
-//     granted finds the owner's field gone (NotHeld, read by Release as
-//     its own success), and neither touches the grantee's field nor
-//     grants again, since the lock is held.
+//     itself only reports the grant; the engine gives it back by the
+//     wait's id, which the wait retired as it ended: nothing of a later
+//     Lock of the handle is under it, however late either runs. A grant
+//     nobody gives back (the waiter's process died) lapses with its
+//     grant lease; a grant message to an id the handle gave up, read
+//     late, is given back the same way.
+//   - Exactly once. A release names its hold id: a resend of a release
+//     that granted finds the id gone (NotHeld, read by Release as its
+//     own success), and neither touches the grantee's field nor grants
+//     again, since the lock is held.
 //
 // Fairness. fairlock is strict: a newcomer never takes a free lock while
 // a live waiter is in line (TryLock reports false), and the lock is never

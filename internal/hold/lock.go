@@ -76,7 +76,7 @@ type Kind struct {
 	Fencing bool
 	// GrantLease, if set, is how long a grant to the handle's waiters
 	// lasts, at most GrantLease (fairlock: the shorter of that and the
-	// waiter timeout). Their places name it after the mark (see
+	// waiter timeout). Their places name it after the hold id (see
 	// placeValue) for the release that grants, and Claim counts a
 	// grant's validity with it. Unset, grants last GrantLease.
 	GrantLease time.Duration

@@ -10,7 +10,7 @@
 // Messages carry how many units are free: "1" wakes one local waiter (a
 // mutex was released), "n" wakes waiters in line whose needs fit in n
 // (permits are available), "-1" wakes all (a write lock was released to
-// readers). "g<token>:<mark>", on a waiter's own channel, is a grant:
+// readers). "h<token>:<hold id>", on a waiter's own channel, is a grant:
 // the publisher made that waiter the holder (see Subscription.Granted).
 // A waiter needs one unit unless it subscribed with
 // SubscribeNeeding or JoinNeeding: a semaphore waiter for 4 permits is
