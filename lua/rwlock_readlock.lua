@@ -21,9 +21,9 @@
 -- ARGV[4]  how long an announcement lasts, in milliseconds; each attempt
 --          renews it, and the waiter's client while it is parked
 -- ARGV[5]  the attempt's deadline, server time in milliseconds: a copy
---          that runs later, or with a deadline more than 10s ahead of the
---          server's clock, changes nothing and answers the error 'LATE
---          <server time in ms>' (see rwlock_writelock)
+--          that runs after it, or with a deadline more than 10s ahead of
+--          the server's clock, takes nothing, announces nobody and
+--          answers 'LATE <server time in ms>' (see part/late.lua)
 --
 -- Goroutines of one handle that read together share its hold, so Redis
 -- counts a level per plain read hold (re-entry through a hold's ctx is
@@ -54,11 +54,8 @@ local lock, writers, timeout, readers, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, announce, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local owner, rfield, wfield = string.match(id, '^(.*):'), 'r:' .. id, 'w:' .. id
 
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if now > tonumber(ARGV[5]) or tonumber(ARGV[5]) - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local deadline, window = tonumber(ARGV[5]), 10000
+-- part: late
 
 local state = redis.call('hmget', lock, 'mode', rfield, wfield)
 local mode, writes = state[1], tonumber(state[3] or 0)

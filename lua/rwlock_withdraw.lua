@@ -12,12 +12,10 @@
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  "w" to withdraw a waiting writer, "r" a waiting reader
 -- ARGV[4]  the withdrawal's deadline, server time in milliseconds: a copy
---          that runs after it (sent before a stall, run after it, when
---          the owner may be waiting again) changes nothing and answers
---          the error 'LATE <server time in ms>' (see
---          internal.RequestWindow); a deadline more than 10s ahead of the
---          server's clock (the client's clock is off) is refused the same
---          way, so that a client learns the server's time
+--          that runs after it (the owner may be waiting again), or with a
+--          deadline more than 10s ahead of the server's clock, changes
+--          nothing and answers 'LATE <server time in ms>' (see
+--          part/late.lua)
 --
 -- When a writer leaves and no live writer's announcement is left, every
 -- waiting reader is woken: the readers this writer was holding back may
@@ -32,11 +30,8 @@ local writers, rchannel, readers, turn, wchannel = KEYS[1], KEYS[2], KEYS[3], KE
 local owner, writer, deadline = ARGV[1], ARGV[3] == 'w', tonumber(ARGV[4])
 local publish = ARGV[2] == '1' and 'spublish' or 'publish'
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = 10000
+-- part: late
 
 if not writer then
   local waited = redis.call('zrem', readers, owner)

@@ -22,12 +22,10 @@
 --          renews it, and the waiter's client while it is parked
 -- ARGV[5]  "1": take a fencing token when the write lock is taken
 -- ARGV[6]  the attempt's deadline, server time in milliseconds: a copy
---          that runs after it (sent before a stall, run after it, when
---          its caller has given the attempt up) takes nothing, announces
---          nobody and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow); a deadline more than 10s ahead of the
---          server's clock (the client's clock is off) is refused the same
---          way, so that a client learns the server's time
+--          that runs after it (its caller has given the attempt up), or
+--          with a deadline more than 10s ahead of the server's clock,
+--          takes nothing, announces nobody and answers 'LATE <server
+--          time in ms>' (see part/late.lua)
 --
 -- A hold takes the write level once at most: re-entry is counted in the
 -- process, and a write attempt under the hold's own read levels is an
@@ -59,11 +57,8 @@ local lock, writers, timeout, turn, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local id, lease, announce, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local owner, rfield, wfield = string.match(id, '^(.*):'), 'r:' .. id, 'w:' .. id
 
-local clock = redis.call('time')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if now > tonumber(ARGV[6]) or tonumber(ARGV[6]) - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local deadline, window = tonumber(ARGV[6]), 10000
+-- part: late
 
 local state = redis.call('hmget', lock, 'mode', wfield, rfield, '@token')
 local mode = state[1]
