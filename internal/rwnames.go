@@ -6,13 +6,14 @@ import "github.com/redisync/redisync/internal/script"
 // besides Lock (the lock hash) and Channel (which wakes its readers).
 
 // ReaderPrefix starts the timeout key of every reader of a read-write lock:
-// ReaderPrefix() + owner id. The rwlock scripts derive the timeout keys of
+// ReaderPrefix() + hold id. The rwlock scripts derive the timeout keys of
 // other readers from it; they stay in the lock's hash slot because the
 // prefix already contains the hash tag.
 func (n Names) ReaderPrefix() string { return n.tag + ":reader:" }
 
-// ReaderTimeout is the key whose expiry is the read lease of owner.
-func (n Names) ReaderTimeout(owner string) string { return n.ReaderPrefix() + owner }
+// ReaderTimeout is the key whose expiry is the read lease of hold id
+// (see script.RWKeys.ReaderKey).
+func (n Names) ReaderTimeout(id string) string { return n.ReaderPrefix() + id }
 
 // Writers is the zset of the writers waiting for a read-write lock, scored
 // by the deadline of their announcement.
@@ -30,16 +31,14 @@ func (n Names) Turn() string { return n.tag + ":turn" }
 // read-write lock.
 func (n Names) WriterChannel() string { return n.tag + ":wchan" }
 
-// RWKeys returns the keys and channels of the read-write lock, as seen by
-// owner.
-func (n Names) RWKeys(owner string) script.RWKeys {
+// RWKeys returns the keys and channels of the read-write lock.
+func (n Names) RWKeys() script.RWKeys {
 	return script.RWKeys{
 		Lock:          n.Lock(),
 		Writers:       n.Writers(),
 		Readers:       n.Readers(),
 		Turn:          n.Turn(),
 		ReaderPrefix:  n.ReaderPrefix(),
-		Reader:        n.ReaderTimeout(owner),
 		ReadChannel:   n.Channel(),
 		WriterChannel: n.WriterChannel(),
 		Fence:         n.Fence(),

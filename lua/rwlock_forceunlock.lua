@@ -1,9 +1,8 @@
 -- rwlock_forceunlock: delete a read-write lock whoever holds it, and wake
 -- every waiter that may now proceed.
 --
--- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'r:<owner>' = read holds
---          and 'w:<owner>' = write holds of each holder
--- KEYS[2]  the prefix of every reader's timeout key (prefix .. owner id)
+-- KEYS[1]  lock hash (see rwlock_writelock)
+-- KEYS[2]  the prefix of every reader's timeout key (prefix .. hold id)
 -- KEYS[3]  zset of announced waiting writers
 -- KEYS[4]  the readers' wake-up channel
 -- KEYS[5]  the writers' wake-up channel
@@ -14,13 +13,13 @@
 -- KEYS[8]  zset of the readers whose turn it is
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[2]  receipt lifetime in milliseconds
--- ARGV[3..] the aim: the holds the caller read and means to delete, as the
---          hash's mode and attempt marks ('@' .. field), field and value
---          pairs (none for a free lock)
+-- ARGV[3..] the aim: the holds the caller read and means to delete, as
+--          the hash's hold fields ('w:' or 'r:' and the hold id; none for
+--          a free lock)
 --
--- A mark only grows for an owner, so a later hold never has the marks of
--- an earlier one. When the hash's mode and marks are not exactly the
--- aimed ones, the holds the caller meant are gone and the script changes
+-- A hold id is never reused, so a later hold never has the fields of an
+-- earlier one. When the hash's hold fields are not exactly the aimed
+-- ones, the holds the caller meant are gone and the script changes
 -- nothing: a copy of it that Redis runs late (sent before a stall, run
 -- after it) cannot delete a hold taken since, whatever became of the
 -- receipt. A late copy aimed at a free lock that finds it free clears the
@@ -28,14 +27,13 @@
 -- it wakes announce themselves again with their next attempt.
 --
 -- Keys derived in the script: the readers' timeout keys are KEYS[2] ..
--- owner id, the one exception to "every key through KEYS": the script only
+-- hold id, the one exception to "every key through KEYS": the script only
 -- learns the readers from the hash. They share the hash tag of KEYS[2], so
 -- they are in the same cluster slot.
 --
 -- Deletes the hash, every reader's timeout key, the writers' and readers'
--- announcements and the readers' turn (waiters announce themselves again
--- with their next attempt); wakes every waiting reader and one waiting
--- writer per subscribed process.
+-- announcements and the readers' turn; wakes every waiting reader and one
+-- waiting writer per subscribed process.
 --
 -- Returns 1 when a lock was deleted, 0 when there was none (its waiters'
 -- announcements and the readers' turn are deleted all the same), -1 when
@@ -45,33 +43,35 @@
 
 local lock, prefix, writers, rchannel, wchannel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local readers, turn = KEYS[7], KEYS[8]
-local sharded, ttl = ARGV[1] == '1', ARGV[2]
+local ttl = ARGV[2]
 
 local seen = redis.call('get', receipt)
 if seen then
   return tonumber(seen)
 end
 
-local all = redis.call('hgetall', lock)
-local marks, n = {}, 0
-for i = 1, #all, 2 do
-  if all[i] == 'mode' or string.sub(all[i], 1, 1) == '@' then
-    marks[all[i]], n = all[i + 1], n + 1
+local fields = redis.call('hkeys', lock)
+local holds, n, moded = {}, 0, false
+for _, field in ipairs(fields) do
+  if field == 'mode' then
+    moded = true
+  elseif string.sub(field, 1, 1) ~= '@' then
+    holds[field], n = true, n + 1
   end
 end
-if #all > 0 and not marks['mode'] then
+if #fields > 0 and not moded then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
 end
-local aimed = n * 2 == #ARGV - 2
-for i = 3, #ARGV, 2 do
-  aimed = aimed and marks[ARGV[i]] == ARGV[i + 1]
+local aimed = n == #ARGV - 2
+for i = 3, #ARGV do
+  aimed = aimed and holds[ARGV[i]] ~= nil
 end
 if not aimed then
   return -1
 end
 
-local publish = sharded and 'spublish' or 'publish'
-if #all == 0 then
+local publish = ARGV[1] == '1' and 'spublish' or 'publish'
+if #fields == 0 then
   -- A free lock may still hold waiters back: readers whose turn it is
   -- (a crashed one's for up to its patience) or announcements.
   if redis.call('del', writers, readers, turn) > 0 then
@@ -81,9 +81,9 @@ if #all == 0 then
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
 end
-for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 2) == 'r:' then
-    redis.call('del', prefix .. string.sub(all[i], 3))
+for _, field in ipairs(fields) do
+  if string.sub(field, 1, 2) == 'r:' then
+    redis.call('del', prefix .. string.sub(field, 3))
   end
 end
 redis.call('del', lock, writers, readers, turn)

@@ -7,35 +7,31 @@
 -- KEYS[3]  zset of announced waiting readers, same members and scores
 -- KEYS[4]  zset of the readers whose turn it is, same members and scores
 -- KEYS[5]  the writers' wake-up channel
--- ARGV[1]  owner id
+-- ARGV[1]  owner id: a handle waits for one hold at a time, so its
+--          announcements name the handle, not the hold
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  "w" to withdraw a waiting writer, "r" a waiting reader
 -- ARGV[4]  the withdrawal's deadline, server time in milliseconds: a copy
---          that runs after it (sent before a stall, run after it, when
---          the owner may be waiting again) changes nothing and answers
---          the error 'LATE <server time in ms>' (see
---          internal.RequestWindow); a deadline more than 10s
---          ahead of the server's clock (twice the window: the
---          client's clock is off) is refused the same way, so that a
---          client learns the server's time
+--          that runs after it (the owner may be waiting again), or with a
+--          deadline more than 10s ahead of the server's clock, changes
+--          nothing and answers 'LATE <server time in ms>' (see
+--          part/late.lua)
 --
 -- When a writer leaves and no live writer's announcement is left, every
 -- waiting reader is woken: the readers this writer was holding back may
 -- proceed. When a reader leaves the readers' turn and ends it, waiting
--- writers are woken: the turn was holding them back.
+-- writers are woken: the turn was holding them back. A hold is never
+-- released here: the caller gives it back by id.
 --
 -- Returns 1 when the owner was announced, 0 when it was not (nothing
 -- changed).
 
 local writers, rchannel, readers, turn, wchannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local owner, sharded, writer, deadline = ARGV[1], ARGV[2] == '1', ARGV[3] == 'w', tonumber(ARGV[4])
-local publish = sharded and 'spublish' or 'publish'
+local owner, writer, deadline = ARGV[1], ARGV[3] == 'w', tonumber(ARGV[4])
+local publish = ARGV[2] == '1' and 'spublish' or 'publish'
 
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now > deadline or deadline - now > 10000 then
-  return redis.error_reply(string.format('LATE %d', now))
-end
+local window = 10000
+-- part: late
 
 if not writer then
   local waited = redis.call('zrem', readers, owner)

@@ -10,15 +10,17 @@
 // # Data layout
 //
 // A lock called name is one Redis hash, redisync:{name}, with a field mode
-// ("read" or "write") and one field per holder and mode: r:<owner> counts
-// the read holds of a handle, w:<owner> the write holds of the writer.
-// Next to each count, @r:<owner> or @w:<owner> holds the number of the
-// handle's latest attempt that took or re-entered those holds, so that a
-// give-back of an earlier attempt, run late by a stalled Redis, leaves
-// them alone. With [WithFencing], a write hold's fencing token is the
+// ("read" or "write") and one field per hold and mode: r:<hold id> counts
+// the read levels of a hold, w:<hold id> is the writer's one write level.
+// A hold id is the handle's owner id, ":" and a number of the handle's:
+// each hold of a handle has its own, from its first level in either mode
+// to the end of its last, and an id is never used again once its hold (or
+// the wait for it) is given up, so that a release or give-back run late
+// by a stalled Redis finds nothing of its id and leaves a later hold
+// alone. With [WithFencing], a write hold's fencing token is the
 // field @token, and the string redisync:{name}:fence keeps the name's last
 // token for one lease after it was taken (see Fencing tokens). Every
-// reading handle also has a timeout key, redisync:{name}:reader:<owner>,
+// reading hold also has a timeout key, redisync:{name}:reader:<hold id>,
 // whose expiry is its read lease. The hash expires with the longest lease
 // of its holders: each acquisition or renewal pushes its expiry out to at
 // least the new lease, and whenever a reader leaves the expiry is
@@ -153,15 +155,10 @@
 // primary's by more than that either). Read holds take no token: readers
 // share the lock, so a token per reader would not tell a stale reader
 // from a live one. A writer that downgrades keeps its read holds, not
-// its token. A write hold that the handle gave up as lost while it still
-// stood in Redis, adopted by its next Lock, takes a new token, as in
-// rlock, as one write level whatever its count was (the caller will
-// unlock one). A level of a hold given up is no longer the handle's in
-// either mode: the handle's next RLock waits until the write hold lapses,
-// as behind another writer (a Lock of the handle after a TryRLock, or
-// after an RLock that failed, adopts it instead); a Lock that adopts the
-// write hold drops a read level taken under it; a Lock after a read hold
-// given up waits for it to lapse, as behind another reader.
+// its token. A hold that the handle gave up (lost, or its release
+// failed) while it still stands in Redis is never taken on again: the
+// handle's next hold has an id of its own, takes its own token, and waits
+// for the hold given up to lapse as behind any other holder.
 //
 // # Leases, the watchdog and loss
 //

@@ -55,9 +55,9 @@ func miniEnv(t testing.TB) env {
 
 func lockKey(name string) string { return internal.NewNames(name).Lock() }
 
-// rwKeys are the keys of the lock called name as seen by owner.
-func rwKeys(name, owner string) script.RWKeys {
-	return internal.NewNames(name).RWKeys(owner)
+// rwKeys are the keys of the lock called name.
+func rwKeys(name string) script.RWKeys {
+	return internal.NewNames(name).RWKeys()
 }
 
 // subscribers returns how many connections listen on the channel of the

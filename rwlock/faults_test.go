@@ -26,9 +26,9 @@ func testCrashedWaitingWriter(t *testing.T, e env) {
 	reader := rwlock.New(e.client(t), name)
 	mustRLock(t, reader)
 	// The ghost writer makes one announcing attempt and is never seen again.
-	keys := rwKeys(name, "ghost")
+	keys := rwKeys(name)
 	start := time.Now()
-	res, err := script.RWWriteTake(t.Context(), e.client(t), keys, script.RWWriteArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Writes: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
+	res, err := script.RWWriteTake(t.Context(), e.client(t), keys, script.RWWriteArgs{ID: "ghost:1", Lease: time.Minute, Fencing: false, Announce: true, Patience: rwlock.WaiterTimeout, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}

@@ -13,9 +13,10 @@ import (
 
 // Unit tier, continued: replies lost in flight, on miniredis.
 
-// TestRetriedScriptsChangeNothing: an acquire or release script run a
-// second time with the same expected hold count, as after a lost reply,
-// changes no hold count.
+// TestRetriedScriptsChangeNothing: a release or a first write
+// acquisition run a second time, as after a lost reply, changes no level:
+// a read release names the levels it expects, a write release and a
+// write acquisition name the hold's one write level by its id.
 func TestRetriedScriptsChangeNothing(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { testRetriedScripts(t, miniEnv(t)) })
 	onBoth(t, testRetriedScripts)
@@ -24,35 +25,36 @@ func TestRetriedScriptsChangeNothing(t *testing.T) {
 func testRetriedScripts(t *testing.T, e env) {
 	ctx := t.Context()
 	rdb, name := e.client(t), redistest.UniqueName(t)
-	keys := rwKeys(name, "o")
-	for range 2 { // the second run is a retry of the first
-		res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: time.Minute, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1}).Result()
-		if err != nil || !res.OK || res.Reads != 1 {
-			t.Fatalf("RWLockRLock = %+v, %v; want 1 read hold", res, err)
+	keys := rwKeys(name)
+	for want := int64(1); want <= 2; want++ { // a second plain read level of the hold
+		res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{ID: "o:1", Lease: time.Minute, Patience: time.Second, Deadline: redistest.InTime()}).Result()
+		if err != nil || !res.OK || res.Reads != want {
+			t.Fatalf("RWReadTake = %+v, %v; want %d read levels", res, err, want)
 		}
 	}
-	res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 2, Mark: 0}).Result()
-	if err != nil || !res.Mismatch {
-		t.Fatalf("RWLockRUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
+	for range 2 { // the second run is a retry of the first
+		res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Expect: 2}).Result()
+		if err != nil || !(res.OK && res.Reads == 1 || res.Mismatch) {
+			t.Fatalf("RWReadUnlock expecting 2 levels = %+v, %v; want one left, or a mismatch", res, err)
+		}
 	}
-	if v := rdb.HGet(ctx, keys.Lock, "r:o").Val(); v != "1" {
-		t.Fatalf("read holds = %q after a mismatched unlock, want 1", v)
+	if v := rdb.HGet(ctx, keys.Lock, "r:o:1").Val(); v != "1" {
+		t.Fatalf("read levels = %q after a retried release, want 1", v)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 1, Mark: 0}).Result(); err != nil || !res.OK {
-		t.Fatalf("RWLockRUnlock = %+v, %v", res, err)
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Expect: 1}).Result(); err != nil || !res.OK {
+		t.Fatalf("RWReadUnlock = %+v, %v", res, err)
 	}
 	for range 2 {
-		res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "o", Lease: time.Minute, Fencing: false, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
+		res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{ID: "o:2", Lease: time.Minute, Patience: time.Second, Deadline: redistest.InTime()}).Result()
 		if err != nil || !res.OK || res.Writes != 1 {
-			t.Fatalf("RWLockLock = %+v, %v; want 1 write hold", res, err)
+			t.Fatalf("RWWriteTake = %+v, %v; want the write level", res, err)
 		}
 	}
-	res, err = script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 2, Mark: 0}).Result()
-	if err != nil || !res.Mismatch {
-		t.Fatalf("RWLockUnlock expecting 2 holds = %+v, %v; want a mismatch", res, err)
+	if res, err := script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:2", Sharded: e.sharded}).Result(); err != nil || !res.OK {
+		t.Fatalf("RWWriteUnlock = %+v, %v", res, err)
 	}
-	if res, err := script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{Owner: "o", Lease: time.Minute, Sharded: e.sharded, Expect: 1, Mark: 0}).Result(); err != nil || !res.OK {
-		t.Fatalf("RWLockUnlock = %+v, %v", res, err)
+	if res, err := script.RWWriteUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:2", Sharded: e.sharded}).Result(); err != nil || !res.NotHeld {
+		t.Fatalf("retried RWWriteUnlock = %+v, %v; want not held", res, err)
 	}
 	e.assertNoKeys(t, name)
 }
@@ -111,9 +113,11 @@ func TestIsLockedAndTTLMini(t *testing.T) {
 	}
 }
 
-// TestRetriedAcquireRearmsLease: a retried acquire (the first reply lost)
-// adds no hold but re-arms the leases, since the caller counts the hold's
-// validity from the retry.
+// TestRetriedAcquireRearmsLease: a write acquisition run again by its
+// hold id, as after a lost reply, takes nothing more but re-arms the
+// leases (the write level's, and its downgrade's read lease), since the
+// caller counts the hold's validity from the retry; a further read level
+// of a hold re-arms its read lease.
 func TestRetriedAcquireRearmsLease(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) { testRetriedAcquireRearms(t, miniEnv(t)) })
 	onBoth(t, testRetriedAcquireRearms)
@@ -125,31 +129,34 @@ func testRetriedAcquireRearms(t *testing.T, e env) {
 	for _, mode := range []string{"read", "write"} {
 		t.Run(mode, func(t *testing.T) {
 			rdb, name := e.client(t), redistest.UniqueName(t)
-			keys := rwKeys(name, "o")
-			acquire := func() {
+			keys := rwKeys(name)
+			read := func(want int64) {
 				t.Helper()
-				var cmd script.RWHoldsCmd // the wrappers run the script at once
-				if mode == "write" {
-					cmd = script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "o", Lease: lease, Fencing: false, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1})
-				} else {
-					cmd = script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: lease, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1})
-				}
-				res, err := cmd.Result()
-				if err != nil || !res.OK || (mode == "read" && res.Reads != 1) || (mode == "write" && res.Writes != 1) {
-					t.Fatalf("acquire = %+v, %v; want one hold", res, err)
+				res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{ID: "o:1", Lease: lease, Patience: time.Second, Deadline: redistest.InTime()}).Result()
+				if err != nil || !res.OK || res.Reads != want {
+					t.Fatalf("read = %+v, %v; want %d read levels", res, err, want)
 				}
 			}
-			acquire()
-			if mode == "write" { // the writer's read lease is re-armed too
-				if res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{Owner: "o", Lease: lease, Reads: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Writes: -1}).Result(); err != nil || res.Reads != 1 {
-					t.Fatalf("write holder's RLock = %+v, %v", res, err)
+			write := func(reads int64) {
+				t.Helper()
+				res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{ID: "o:1", Lease: lease, Patience: time.Second, Deadline: redistest.InTime()}).Result()
+				if err != nil || !res.OK || res.Writes != 1 || res.Reads != reads {
+					t.Fatalf("write = %+v, %v; want the write level and %d read levels", res, err, reads)
 				}
 			}
-			for _, k := range []string{keys.Lock, keys.Reader} {
+			if mode == "write" {
+				write(0)
+			}
+			read(1) // for the writer, a downgrade: its read lease is re-armed too
+			for _, k := range []string{keys.Lock, keys.ReaderKey("o:1")} {
 				rdb.PExpire(ctx, k, time.Second) // the lost run was long ago
 			}
-			acquire()
-			for _, k := range []string{keys.Lock, keys.Reader} {
+			if mode == "write" {
+				write(1)
+			} else {
+				read(2)
+			}
+			for _, k := range []string{keys.Lock, keys.ReaderKey("o:1")} {
 				if d := rdb.PTTL(ctx, k).Val(); d < lease-time.Second {
 					t.Fatalf("%s expires in %v after the retried acquire, want re-armed to %v", k, d, lease)
 				}

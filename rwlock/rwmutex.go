@@ -14,7 +14,7 @@ import (
 // It panics if rdb is nil, name is empty or an option is invalid.
 func New(rdb redis.UniversalClient, name string, opts ...Option) *RWMutex {
 	b := hold.NewBase("rwlock", rdb, name)
-	s := &sides{Base: b, cfg: newConfig(opts), keys: b.Keys.RWKeys(b.Owner)}
+	s := &sides{Base: b, cfg: newConfig(opts), keys: b.Keys.RWKeys()}
 	rw := &RWMutex{s: s, l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: s.cfg.Keeping, Modes: 2, Channel: s.channel, Place: s.announcement,
 		Acquire: s.acquire, Release: s.release, Renew: s.renew, ForceUnlock: s.forceUnlock, Leave: s.withdraw,
@@ -32,23 +32,23 @@ type sides struct {
 	cfg  config
 }
 
-// acquire runs the acquire script of mode m once; a blocking waiter that
-// is refused announces itself: a writer so that new readers wait behind
-// it, a reader so that the next write release gives it its turn. An
-// announcement it may have made when its outcome is unknown is withdrawn
-// by withdraw.
-func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
+// acquire runs the acquire script of mode m once for hold a.ID: a new
+// hold's, or the handle's current one's (a downgrade, or a further plain
+// read level), so Redis needs no count of the caller's. A blocking waiter
+// that is refused announces itself: a writer so that new readers wait
+// behind it, a reader so that the next write release gives it its turn.
+// An announcement it may have made when its outcome is unknown is
+// withdrawn by withdraw.
+func (s *sides) acquire(ctx context.Context, m hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
-			Owner: s.Owner, Lease: s.cfg.Lease(), Reads: held, Announce: a.Blocking, Patience: WaiterTimeout,
-			Mark: a.Seq, Deadline: a.Deadline, Writes: a.Levels[hold.Exclusive],
+			ID: a.ID, Lease: s.cfg.Lease(), Announce: a.Blocking, Patience: WaiterTimeout, Deadline: a.Deadline,
 		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{
-			Owner: s.Owner, Lease: s.cfg.Lease(), Fencing: s.cfg.fencing, Writes: held, Announce: a.Blocking,
-			Patience: WaiterTimeout, Mark: a.Seq, Deadline: a.Deadline, Anew: a.Anew,
-			Reads: a.Levels[hold.Shared],
+			ID: a.ID, Lease: s.cfg.Lease(), Fencing: s.cfg.fencing, Announce: a.Blocking,
+			Patience: WaiterTimeout, Deadline: a.Deadline,
 		})
 	}
 	res, err := cmd.Result()
@@ -59,20 +59,23 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, held int64, a hold.Ask
 	return g, err
 }
 
-// release runs the release script of mode m once (see hold.Config).
-func (s *sides) release(ctx context.Context, m hold.Mode, expect int64, mark uint64, _ bool) (hold.Released, error) {
+// release runs the release script of mode m once for hold id (see
+// hold.Config). A read release changes nothing unless the hold has expect
+// read levels (0: any); a hold has one write level, which its id names.
+func (s *sides) release(ctx context.Context, m hold.Mode, id string, expect int64, _ bool) (hold.Released, error) {
+	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect}
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
-		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, script.ReleaseArgs{Owner: s.Owner, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect, Mark: mark})
+		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, args)
 	} else {
-		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, script.ReleaseArgs{Owner: s.Owner, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect, Mark: mark})
+		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, args)
 	}
 	res, err := cmd.Result()
 	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
 }
 
-func (s *sides) renew(ctx context.Context, sc redis.Scripter) func() (bool, error) {
-	return hold.Renewal(script.RWRenew(ctx, sc, s.keys, s.Owner, s.cfg.Lease()))
+func (s *sides) renew(ctx context.Context, sc redis.Scripter, id string) func() (bool, error) {
+	return hold.Renewal(script.RWRenew(ctx, sc, s.keys, id, s.cfg.Lease()))
 }
 
 func (s *sides) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
@@ -103,7 +106,9 @@ func (s *sides) announcement(m hold.Mode) *internal.Place {
 }
 
 // withdraw removes the handle's announcement as a waiter of mode m, if
-// any, after a failed Lock or RLock, waking the waiters it held back.
+// any, after a failed Lock or RLock, waking the waiters it held back. An
+// announcement names the handle, which waits for one hold at a time; a
+// level the wait may have taken is given back by its id, not here.
 func (s *sides) withdraw(ctx context.Context, m hold.Mode, a hold.Asking) (bool, error) {
 	_, err := script.RWWithdraw(ctx, s.RDB, s.keys, s.Owner, m == hold.Shared, s.Sharded, a.Deadline).Result()
 	return false, err

@@ -3,6 +3,7 @@ package rwlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -297,8 +298,8 @@ func TestWriterPreferenceMini(t *testing.T) {
 	mustRUnlock(t, newcomer)
 
 	// A writer that crashed while waiting: its announcement lapses.
-	keys := rwKeys("pref", "ghost")
-	if res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{Owner: "ghost", Lease: time.Minute, Fencing: false, Writes: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result(); err != nil || res.OK {
+	keys := rwKeys("pref")
+	if res, err := script.RWWriteTake(ctx, rdb, keys, script.RWWriteArgs{ID: "ghost:1", Lease: time.Minute, Fencing: false, Announce: true, Patience: rwlock.WaiterTimeout, Deadline: redistest.InTime()}).Result(); err != nil || res.OK {
 		t.Fatalf("ghost writer's attempt = %+v, %v; want refused", res, err)
 	}
 	if ok, _ := newcomer.TryRLock(ctx); ok {
@@ -405,14 +406,14 @@ func TestReadersTurnMini(t *testing.T) {
 	assertNoKeysMini(t, rdb, "turn")
 }
 
-// refusedReader runs the blocking read attempt of mark for owner on the
+// refusedReader runs a blocking read attempt of owner's hold n on the
 // lock called name, as a reader that then never comes back would: it must
 // be refused, which announces owner as a waiting reader. It returns the
-// keys owner sees.
-func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, mark uint64) script.RWKeys {
+// lock's keys.
+func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, n uint64) script.RWKeys {
 	t.Helper()
-	keys := rwKeys(name, owner)
-	res, err := script.RWReadTake(t.Context(), rdb, keys, script.RWReadArgs{Owner: owner, Lease: time.Minute, Reads: 0, Announce: true, Patience: rwlock.WaiterTimeout, Mark: mark, Deadline: redistest.InTime(), Writes: -1}).Result()
+	keys := rwKeys(name)
+	res, err := script.RWReadTake(t.Context(), rdb, keys, script.RWReadArgs{ID: owner + ":" + strconv.FormatUint(n, 10), Lease: time.Minute, Announce: true, Patience: rwlock.WaiterTimeout, Deadline: redistest.InTime()}).Result()
 	if err != nil || res.OK {
 		t.Fatalf("%s's read attempt = %+v, %v; want refused", owner, res, err)
 	}

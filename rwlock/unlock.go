@@ -53,9 +53,14 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 func (rw *RWMutex) ForceUnlock(ctx context.Context) (bool, error) { return rw.l.ForceUnlock(ctx) }
 
 // IsHeld reports whether this handle holds the lock, in either mode, as
-// Redis says.
+// Redis says: whether Redis has the handle's current hold (false when it
+// holds nothing; a hold it gave up, still standing, is not its own).
 func (rw *RWMutex) IsHeld(ctx context.Context) (bool, error) {
-	f := script.RWFields(rw.s.Owner)
+	id := rw.l.HoldID()
+	if id == "" {
+		return false, nil
+	}
+	f := script.RWFields(id)
 	held, err := rw.s.RDB.HMGet(ctx, rw.s.keys.Lock, f.Read, f.Write).Result()
 	if err != nil {
 		return false, rw.l.Wrap("is held", err)

@@ -51,11 +51,11 @@ func fencedKinds(name string) map[string]fencedKind {
 		},
 		"rwlock write": {
 			acquire: func(ctx context.Context, rdb *redis.Client, owner string) (bool, uint64, error) {
-				h, err := script.RWWriteTake(ctx, rdb, n.RWKeys(owner), script.RWWriteArgs{Owner: owner, Lease: fenceLease, Fencing: true, Writes: 0, Announce: false, Patience: time.Second, Mark: 1, Deadline: redistest.InTime(), Reads: -1}).Result()
+				h, err := script.RWWriteTake(ctx, rdb, n.RWKeys(), script.RWWriteArgs{ID: owner + ":1", Lease: fenceLease, Fencing: true, Announce: false, Patience: time.Second, Deadline: redistest.InTime()}).Result()
 				return h.OK, h.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(owner), script.ReleaseArgs{Owner: owner, Lease: fenceLease, Sharded: false, Expect: 1, Mark: 0}).Result()
+				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(), script.ReleaseArgs{ID: owner + ":1", Lease: fenceLease, Sharded: false, Expect: 1}).Result()
 				return err
 			},
 		},

@@ -170,13 +170,13 @@ func TestAcquireDeadlines(t *testing.T) {
 				return errOf(script.FairTake(ctx, rdb, k, script.FairTakeArgs{ID: "o:1", Lease: time.Minute, Fencing: true, Patience: time.Minute, Sharded: false, GrantLease: time.Second, Deadline: deadline}).Result())
 			},
 			"rwlock_readlock": func(n internal.Names, deadline int64) error {
-				return errOf(script.RWReadTake(ctx, rdb, n.RWKeys("o"), script.RWReadArgs{Owner: "o", Lease: time.Minute, Reads: 0, Announce: true, Patience: time.Minute, Mark: 1, Deadline: deadline, Writes: -1}).Result())
+				return errOf(script.RWReadTake(ctx, rdb, n.RWKeys(), script.RWReadArgs{ID: "o:1", Lease: time.Minute, Announce: true, Patience: time.Minute, Deadline: deadline}).Result())
 			},
 			"rwlock_writelock": func(n internal.Names, deadline int64) error {
-				return errOf(script.RWWriteTake(ctx, rdb, n.RWKeys("o"), script.RWWriteArgs{Owner: "o", Lease: time.Minute, Fencing: true, Writes: 0, Announce: true, Patience: time.Minute, Mark: 1, Deadline: deadline, Reads: -1}).Result())
+				return errOf(script.RWWriteTake(ctx, rdb, n.RWKeys(), script.RWWriteArgs{ID: "o:1", Lease: time.Minute, Fencing: true, Announce: true, Patience: time.Minute, Deadline: deadline}).Result())
 			},
 			"rwlock_withdraw": func(n internal.Names, deadline int64) error {
-				return errOf(script.RWWithdraw(ctx, rdb, n.RWKeys("o"), "o", false, false, deadline).Result())
+				return errOf(script.RWWithdraw(ctx, rdb, n.RWKeys(), "o", false, false, deadline).Result())
 			},
 			"leased_acquire": func(n internal.Names, deadline int64) error {
 				return errOf(script.LeasedAcquire(ctx, rdb, leasedKeys(n), "o", time.Minute, false, deadline).Result())

@@ -17,29 +17,34 @@ var (
 	rwlockWithdraw    = load("rwlock_withdraw.lua")
 )
 
-// RWKeys names the keys and channels of one read-write lock, as seen by one
-// owner.
+// RWKeys names the keys and channels of one read-write lock. A hold's
+// read timeout key is ReaderPrefix + its hold id (see ReaderKey).
 type RWKeys struct {
-	Lock          string // the lock hash: mode and one field per holder and mode
+	Lock          string // the lock hash: mode and one field per hold and mode
 	Writers       string // the zset of announced waiting writers
 	Readers       string // the zset of announced waiting readers
 	Turn          string // the zset of the readers whose turn it is
 	ReaderPrefix  string // the prefix of every reader's timeout key
-	Reader        string // this owner's read timeout key: ReaderPrefix + owner
 	ReadChannel   string // wakes waiting readers
 	WriterChannel string // wakes waiting writers
 	Fence         string // the fencing counter of write holds
 }
 
+// ReaderKey is the read timeout key of hold id: its read lease. It is
+// the hold's, not the handle's, so that the read levels of a hold the
+// handle gave up lapse with their own lease, whatever its next hold
+// renews.
+func (k RWKeys) ReaderKey(id string) string { return k.ReaderPrefix + id }
+
 // RWHolds is the outcome of a read-write lock acquire attempt or release.
 type RWHolds struct {
 	OK       bool          // acquired, or released
-	NotHeld  bool          // release: the owner did not hold the lock in that mode
-	Mismatch bool          // release: the hold count differed from the expected one; nothing changed
-	Upgrade  bool          // write acquire: refused, the owner holds a read lock
-	Reads    int64         // the owner's read holds afterwards, when OK
-	Writes   int64         // the owner's write holds afterwards, when OK
-	Token    uint64        // write acquire, when OK: the fencing token of a first write acquisition, else 0
+	NotHeld  bool          // release: the hold had no level of that mode; nothing changed
+	Mismatch bool          // read release: the read levels differed from the expected ones; nothing changed
+	Upgrade  bool          // write acquire: refused, the hold has read levels
+	Reads    int64         // the hold's read levels afterwards, when OK
+	Writes   int64         // the hold's write level afterwards (0 or 1), when OK
+	Token    uint64        // write acquire, when OK: the write level's fencing token, else 0
 	Wait     time.Duration // acquire refused: how long the blocker's lease runs; 0 if unknown
 }
 
@@ -75,112 +80,87 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 
 // RWReadArgs are the arguments of RWReadTake.
 type RWReadArgs struct {
-	Owner string
-	Lease time.Duration // the read lease, re-armed by a re-entry
-	Reads int64         // the read holds the caller believes it has
+	ID    string        // the hold id: "<owner id>:<n>", one per hold of the handle, never reused
+	Lease time.Duration // the read lease, re-armed by every level
 	// Announce says that a refused attempt announces the owner as a
 	// waiting reader, for Patience, so that the next write release gives
 	// it its turn.
 	Announce bool
 	Patience time.Duration
-	Mark     uint64 // the attempt's mark
-	Deadline int64  // server time in milliseconds
-	// Writes is the write holds the caller believes it has, or -1 for
-	// not said: a write level of the owner's then counts as
-	// the caller's. With 0, a write level of the owner's found in Redis
-	// is one of a hold its handle gave up (lost, or its release failed):
-	// the attempt is refused as if another owner held it, rather than
-	// reporting it to the caller as a level of its own that nobody would
-	// unlock.
-	Writes int64
+	Deadline int64 // server time in milliseconds
 }
 
-// RWReadTake runs rwlock_readlock.lua: take or re-enter a read hold of
-// a.Owner (see the script's header for the writer preference and the
-// turn of readers), announcing a refused blocking attempt as a waiting
-// reader for a.Patience. a.Mark numbers the attempt; a copy that runs
-// after a.Deadline (server time in milliseconds) changes nothing and is
-// answered with internal.Late's error.
+// RWReadTake runs rwlock_readlock.lua: add a read level to hold a.ID (see
+// the script's header for the writer preference and the turn of
+// readers), announcing a refused blocking attempt as a waiting reader for
+// a.Patience. A read level of a.ID found in Redis is the hold's: the
+// attempt adds one to it. A level under the hold's own write level is a
+// downgrade, let in at once. A copy that runs after a.Deadline (server
+// time in milliseconds) changes nothing and is answered with
+// internal.Late's error.
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Writers, k.Reader, k.Readers, k.Turn}
-	args := []any{a.Owner, ms(a.Lease), a.Reads, a.Mark, flag(a.Announce), ms(a.Patience), a.Deadline}
-	if a.Writes >= 0 {
-		args = append(args, a.Writes)
-	}
+	keys := []string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Readers, k.Turn}
+	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), a.Deadline}
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, args...)}
 }
 
 // RWWriteArgs are the arguments of RWWriteTake.
 type RWWriteArgs struct {
-	Owner   string
+	ID      string // the hold id, as for RWReadArgs
 	Lease   time.Duration
-	Fencing bool  // take a fencing token on a first write acquisition
-	Writes  int64 // the write hold count the caller believes it has
+	Fencing bool // take a fencing token when the write lock is taken
 	// Announce says that a refused attempt announces the owner as a
 	// waiting writer, for Patience.
 	Announce bool
 	Patience time.Duration
-	Mark     uint64 // the attempt's mark
-	Deadline int64  // server time in milliseconds
-	// Anew says that the handle gave its last hold up (hold.Asking.Anew):
-	// with Fencing, a write hold of the owner's that an earlier attempt
-	// took, found in Redis, takes a new token instead of reporting the
-	// one it recorded.
-	Anew bool
-	// Reads is the read holds the caller believes it has, or -1 for not
-	// said: a read level of the owner's then counts as the
-	// caller's. With 0, a read level of the owner's found in Redis is
-	// one of a hold its handle gave up (lost, or its release failed). A
-	// write hold it adopts drops that level rather than report it, a
-	// level no caller would release; a read hold of other owners' with it
-	// is waited for as another reader's, not refused as an upgrade.
-	Reads int64
+	Deadline int64 // server time in milliseconds
 }
 
-// RWWriteTake runs rwlock_writelock.lua: take the write lock for a.Owner,
-// taking a fencing token on a first write acquisition when a.Fencing is
-// set (see ReentrantTake). When refused and a.Announce is set, the owner
-// is announced as a waiting writer for a.Patience. A read holder is
-// refused with Upgrade. A copy that runs after a.Deadline changes
-// nothing (see RWReadTake).
+// RWWriteTake runs rwlock_writelock.lua: take the write lock for hold
+// a.ID, taking a fencing token when a.Fencing is set (see ReentrantTake).
+// A write level of a.ID found in Redis was taken by this very attempt (a
+// hold takes it once at most): it is reported with its token, and the
+// leases set. When refused and a.Announce is set, the owner is announced
+// as a waiting writer for a.Patience. A hold with read levels is refused
+// with Upgrade. A copy that runs after a.Deadline changes nothing (see
+// RWReadTake).
 func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Writers, k.Reader, k.Turn, k.Fence}
-	args := []any{a.Owner, ms(a.Lease), a.Writes, flag(a.Announce), ms(a.Patience), a.Mark, fence(a.Fencing, a.Anew), a.Deadline}
-	if a.Reads >= 0 {
-		args = append(args, a.Reads)
-	}
+	keys := []string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Turn, k.Fence}
+	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), flag(a.Fencing), a.Deadline}
 	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, args...)}
 }
 
-// RWReadUnlock runs rwlock_readunlock.lua: release one read level of owner,
-// re-arming lease while read holds remain; when the lock becomes free, one
-// waiting writer per process is woken. expect is the read hold count the
-// caller believes it has, or 0 for any; mark is the mark of the owner's
-// latest attempt, or for a give-back of the attempt it undoes (see
-// ReentrantUnlock): a late copy never releases a later read level.
-// go-redis never retries it: after a network error the outcome is
-// unknown, and only the caller knows how to retry safely.
+// RWReadUnlock runs rwlock_readunlock.lua: release one read level of hold
+// a.ID, re-arming a.Lease while read levels remain; when the lock becomes
+// free, one waiting writer per process is woken. a.Expect is the read
+// levels the caller believes the hold has, or 0 for any: a hold may have
+// several, and a mismatch (a retry whose first copy went through, a
+// give-back of a level never taken) changes nothing. An id is never
+// reused, so a copy that runs late never touches a later hold. go-redis
+// never retries it: after a network error the outcome is unknown, and
+// only the caller knows how to read a retry.
 func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Reader, k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect, 1), release: true}
+	keys := []string{k.Lock, k.ReaderKey(a.ID), k.ReaderPrefix, k.WriterChannel}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect), release: true}
 }
 
-// RWWriteUnlock runs rwlock_writeunlock.lua: release one write level of owner,
-// re-arming lease while write holds remain. The last level wakes every
-// waiting reader and one waiting writer per process; an owner with read
-// holds stays a reader. expect is the write hold count the caller believes
-// it has, or 0 for any; mark as for RWReadUnlock. Like RWReadUnlock,
-// go-redis never retries it.
+// RWWriteUnlock runs rwlock_writeunlock.lua: release the write level of
+// hold a.ID. It wakes every waiting reader and one waiting writer per
+// process; a hold with read levels stays a reader. A hold takes its write
+// level once at most and an id is never reused, so the id names the level
+// exactly: a.Expect and a.Lease are not needed, and a copy that runs
+// late, or a retry whose first copy went through, changes nothing. Like
+// RWReadUnlock, go-redis never retries it.
 func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Reader, k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
-	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect, 1), release: true}
+	keys := []string{k.Lock, k.ReaderKey(a.ID), k.Writers, k.ReadChannel, k.WriterChannel, k.Readers, k.Turn}
+	return RWHoldsCmd{cmd: rwWriteUnlock.run(ctx, c, keys, a.ID, flag(a.Sharded)), release: true}
 }
 
-// RWRenew runs rwlock_renew.lua: extend the leases of whatever owner
-// holds. The reply is false when it holds nothing (nothing changed), and
-// names another holder, the writer first, if anyone holds the lock.
-func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, owner string, lease time.Duration) RenewCmd {
-	return RenewCmd{cmd: rwlockRenew.queue(ctx, c, []string{k.Lock, k.Reader}, owner, ms(lease)), rw: true}
+// RWRenew runs rwlock_renew.lua: extend the leases of hold id in every
+// mode it has. The reply is false when it has nothing (nothing changed),
+// and names another holder, the writer first, if anyone holds the lock.
+func RWRenew(ctx context.Context, c redis.Scripter, k RWKeys, id string, lease time.Duration) RenewCmd {
+	return RenewCmd{cmd: rwlockRenew.queue(ctx, c, []string{k.Lock, k.ReaderKey(id)}, id, ms(lease)), rw: true}
 }
 
 // RWForceUnlock runs rwlock_forceunlock.lua: delete the lock, if its
@@ -194,7 +174,8 @@ func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, t
 }
 
 // RWWithdraw runs rwlock_withdraw.lua: remove owner's announcement as a
-// waiting writer (or, if reader is set, as a waiting reader), waking the
+// waiting writer (an announcement names the handle, which waits for one
+// hold at a time) (or, if reader is set, as a waiting reader), waking the
 // readers when no writer's announcement is left (the writers when the
 // readers' turn ends). The reply is false when owner was not announced.
 // A copy that runs after deadline (server time in milliseconds) changes
@@ -208,11 +189,11 @@ func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader
 	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side, deadline)}
 }
 
-// RWFieldNames are the lock hash's fields of one owner's holds.
+// RWFieldNames are the lock hash's fields of one hold.
 type RWFieldNames struct{ Read, Write string }
 
-// RWFields returns owner's fields in a read-write lock's hash, as the
-// rwlock scripts name them ('r:' .. owner, 'w:' .. owner).
-func RWFields(owner string) RWFieldNames {
-	return RWFieldNames{Read: "r:" + owner, Write: "w:" + owner}
+// RWFields returns the fields of hold id in a read-write lock's hash, as
+// the rwlock scripts name them ('r:' .. id, 'w:' .. id).
+func RWFields(id string) RWFieldNames {
+	return RWFieldNames{Read: "r:" + id, Write: "w:" + id}
 }
