@@ -34,8 +34,9 @@ type contender struct {
 	name string
 	// newLocker returns a new handle on the lock called key, on rdb.
 	newLocker func(rdb *redis.Client, key string) locker
-	// waits is false for the baselines, which cannot wait for a lock:
-	// they run in the uncontended scenario only.
+	// waits is false for the baselines, which cannot wait for a lock, and
+	// for the variants measured only for what they add to an uncontended
+	// pair: they run in the uncontended scenarios only.
 	waits bool
 	// bare marks the baseline the uncontended times are compared with.
 	bare bool
@@ -92,10 +93,20 @@ var contenders = []contender{
 	// reference for redisync fairlock (see bareFIFO).
 	{name: bareFIFO, newLocker: newBareFIFO, waits: true, parked: fifoParked, close: closeBareFIFO},
 	{name: scriptsAlone, newLocker: newScriptsOnly},
+	// rlock with fencing tokens, for what a token adds to the uncontended
+	// pair (issue 41); its waits are rlock's, measured without it.
+	{name: usFenced, newLocker: newRedisyncFenced},
+	// Not a library: the Redisson algorithm's two scripts, a reference for
+	// rlock's server time (see redissonAlg). It cannot wait.
+	{name: redissonAlg, newLocker: newRedissonAlg},
 	{name: bareLk, newLocker: newBare, bare: true},
 }
 
 func newRedisync(rdb *redis.Client, key string) locker { return rlock.New(rdb, key) }
+
+func newRedisyncFenced(rdb *redis.Client, key string) locker {
+	return rlock.New(rdb, key, rlock.WithFencing())
+}
 
 // perClient keeps one V per key (a go-redis client, or a client and a
 // lock), made on first use, for what the handles made on one client

@@ -153,6 +153,20 @@ client of the scenario.
   uncontended scenario, next to **rlock scripts alone**: redisync's two
   scripts called directly from go-redis, which shows how much of redisync's
   cost is Redis running its scripts and how much is the library's Go code.
+- **redisync rlock fenced**: rlock with ` + "`WithFencing`" + `, every first
+  acquisition taking a fencing token; uncontended scenarios only, for what
+  a token adds to the pair.
+- **Redisson algorithm**: not a library but a reference, written for
+  this page from the published algorithm of Redisson's reentrant lock
+  (not from its code), in two scripts: the lock is a hash whose field, a
+  random owner id per handle, counts that owner's holds. The acquire, when
+  the hash is absent or holds the caller's field, adds one to the field
+  and sets a 30 s lease (PEXPIRE), else returns the lease left (PTTL); the
+  release returns nil when the caller's field is absent, else takes one
+  from it and renews the lease while it is above 0, or deletes the hash
+  and publishes on a channel named after the key. It has no waiting
+  protocol, so it runs only in the uncontended scenarios, as the
+  reference for rlock's server time.
 - **bare FIFO lock**: not a library but a reference, written for this
   page: a minimal strictly fair lock through Redis. A script takes the
   free key or puts the caller at the end of a list; the release makes
@@ -246,8 +260,15 @@ func summary(e *env) *table {
 	}
 	asUsec := func(v float64) string { return usecs(v) + " µs" }
 	if u, ok := e.get("uncontended", us, "usec"); ok {
-		if p, ok := e.get("uncontended", bareLk, "usec"); ok && p > 0 {
-			tb.add("uncontended Lock+Unlock, server time per op", asUsec(u), bareLk, asUsec(p), fmt.Sprintf("%.2fx its time", u/p))
+		for _, peer := range []string{bareLk, redissonAlg} {
+			if p, ok := e.get("uncontended", peer, "usec"); ok && p > 0 {
+				tb.add("uncontended Lock+Unlock, server time per op", asUsec(u), peer, asUsec(p), fmt.Sprintf("%.2fx its time", u/p))
+			}
+		}
+		// What fencing costs: the fenced rlock in the redisync column,
+		// rlock without it as the peer.
+		if f, ok := e.get("uncontended", usFenced, "usec"); ok && u > 0 {
+			tb.add("uncontended Lock+Unlock with fencing, server time per op", asUsec(f), us+" without", asUsec(u), fmt.Sprintf("%.2fx its time", f/u))
 		}
 	}
 	if u, ok := e.get("many-locks", us, "ops/s"); ok {

@@ -17,6 +17,8 @@ const (
 	usFair       = "redisync fairlock"
 	// usShared is rlock with one handle per client, shared by its workers.
 	usShared = "redisync rlock, shared handle"
+	// usFenced is rlock taking a fencing token on every first acquisition.
+	usFenced = "redisync rlock fenced"
 	rueidi   = "rueidislock"
 	// bareGrant is the handoff floor the handoff scenario measures.
 	bareGrant = "bare grant"
@@ -46,6 +48,20 @@ var goals = []target{
 		v, _ := e.get("uncontended", us, "usec")
 		b, _ := e.get("uncontended", bareLk, "usec")
 		return fmt.Sprintf("%.2fx (%.1f µs, bare %.1f µs)", r, v, b), r <= 2.5, ok
+	}},
+	// Issue 41: rlock's scripts against the algorithm a reentrant lock is
+	// commonly judged by, and what a fencing token adds to them.
+	{"uncontended Lock+Unlock: server time at most 0.8x the Redisson algorithm's", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "uncontended", "usec", us, redissonAlg)
+		v, _ := e.get("uncontended", us, "usec")
+		b, _ := e.get("uncontended", redissonAlg, "usec")
+		return fmt.Sprintf("%.2fx (%.1f µs, Redisson algorithm %.1f µs)", r, v, b), r <= 0.8, ok
+	}},
+	{"uncontended Lock+Unlock: server time with fencing at most 1.15x rlock's without", func(e *env) (string, bool, bool) {
+		r, ok := ratioOf(e, "uncontended", "usec", usFenced, us)
+		v, _ := e.get("uncontended", usFenced, "usec")
+		b, _ := e.get("uncontended", us, "usec")
+		return fmt.Sprintf("%.2fx (%.1f µs, without %.1f µs)", r, v, b), r <= 1.15, ok
 	}},
 	{"uncontended Lock+Unlock (fairlock) within 1.2x of rlock", func(e *env) (string, bool, bool) {
 		r, ok := ratioOf(e, "uncontended", "ns", usFair, us)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -65,11 +66,14 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	}
 
 	tb := newTable("1. Uncontended Lock+Unlock",
-		"library", "ns/op", "vs bare", "round trips/op", "Redis commands/op", "server µs/op", "server vs bare")
-	var bare, bareUsec float64
+		"library", "ns/op", "vs bare", "round trips/op", "Redis commands/op", "server µs/op", "server vs bare", "server vs Redisson alg.")
+	var bare, bareUsec, redissonUsec float64
 	for i, c := range contenders {
 		if c.bare {
 			bare, bareUsec = totals[i].ns(), totals[i].usec()
+		}
+		if c.name == redissonAlg {
+			redissonUsec = totals[i].usec()
 		}
 	}
 	for i, c := range contenders {
@@ -80,12 +84,25 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 		if c.ownClient {
 			trips = "-"
 		}
-		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), trips, num(t.cmds), usecs(t.usec()), ratio(t.usec(), bareUsec))
+		tb.add(c.name, num(t.ns()), ratio(t.ns(), bare), trips, num(t.cmds), usecs(t.usec()), ratio(t.usec(), bareUsec), ratio(t.usec(), redissonUsec))
 	}
 	tb.note("About %v per library, in turns of %d Lock+Unlock; ns/op is the median of the turns. Redis commands from INFO commandstats, counting those run inside scripts. "+
 		"Server µs/op is the time Redis spent running the commands (commandstats usec), each once (a script's time includes the commands it calls), the median of bursts read every %d turns. "+
-		"\"rlock scripts alone\" runs rlock's two scripts straight from go-redis: the difference to redisync rlock is what the library costs in Go.",
+		"\"rlock scripts alone\" runs rlock's two scripts straight from go-redis: the difference to redisync rlock is what the library costs in Go. "+
+		"\"Redisson algorithm\" is Redisson's reentrant lock as it is published (a hash of hold counts by owner), in two scripts written for this page.",
 		e.cfg.uncontended, burst, serverEvery)
+	// Issue 41's two ratios, with their targets: no column compares the
+	// fenced row with rlock's, and a ratio reads better beside its goal.
+	var issue41 []string
+	if r, ok := ratioOf(e, "uncontended", "usec", us, redissonAlg); ok {
+		issue41 = append(issue41, fmt.Sprintf("redisync rlock's is %.2fx the Redisson algorithm's (target: at most 0.8x)", r))
+	}
+	if r, ok := ratioOf(e, "uncontended", "usec", usFenced, us); ok {
+		issue41 = append(issue41, fmt.Sprintf("redisync rlock's with fencing is %.2fx its own without (target: at most 1.15x)", r))
+	}
+	if len(issue41) > 0 {
+		tb.note("Server µs per Lock+Unlock: %s.", strings.Join(issue41, "; "))
+	}
 	return tb, nil
 }
 
