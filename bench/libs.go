@@ -351,7 +351,7 @@ func newScriptsOnly(rdb *redis.Client, key string) locker {
 }
 
 func (l *scriptsOnly) Lock(ctx context.Context) error {
-	res, err := script.ReentrantTake(ctx, l.rdb, l.keys, script.TakeArgs{Owner: l.owner, Lease: rlock.DefaultWatchdogTimeout, Fencing: false, Holds: 0, Seq: 1, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
+	res, err := script.ReentrantTake(ctx, l.rdb, l.keys, script.TakeArgs{ID: l.owner + ":1", Lease: rlock.DefaultWatchdogTimeout, Deadline: time.Now().Add(5 * time.Second).UnixMilli()}).Result()
 	if err == nil && !res.OK {
 		err = errBusy
 	}
@@ -359,7 +359,7 @@ func (l *scriptsOnly) Lock(ctx context.Context) error {
 }
 
 func (l *scriptsOnly) Unlock(ctx context.Context) error {
-	u, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, script.ReleaseArgs{Owner: l.owner, Lease: rlock.DefaultWatchdogTimeout, Sharded: false, Expect: 1, GrantLease: time.Second, Mark: 0}).Result()
+	u, err := script.ReentrantUnlock(ctx, l.rdb, l.keys, script.ReleaseArgs{ID: l.owner + ":1", Lease: rlock.DefaultWatchdogTimeout, GrantLease: time.Second}).Result()
 	if err == nil && u.Holds != 0 {
 		err = fmt.Errorf("scripts: unlock %q: %d", l.keys.Lock, u.Holds)
 	}
