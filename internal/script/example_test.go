@@ -31,7 +31,7 @@ func Example() {
 	other, _ := script.ReentrantTake(ctx, rdb, keys, script.TakeArgs{ID: "owner-b:1", Lease: 10 * time.Second, Deadline: time.Now().Add(5 * time.Second).UnixMilli(), Placed: true}).Result()
 	fmt.Println(other.OK, other.Wait > 0)
 
-	fmt.Println(script.ReentrantRenew(ctx, rdb, keys.Lock, "owner-a", 10*time.Second).Result())
+	fmt.Println(script.ReentrantRenew(ctx, rdb, keys.Lock, "owner-a:1", 10*time.Second).Result())
 	// Output:
 	// true 1 <nil>
 	// false true
