@@ -35,39 +35,20 @@
 local lock, queue, timeouts, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publish, ttl, office = ARGV[2] == '1' and 'spublish' or 'publish', ARGV[3], ARGV[4]
 
-local seen = redis.call('get', receipt)
-if seen then
-  return tonumber(seen)
-end
-
-local all = redis.call('hgetall', lock)
+local aim = 5
+-- part: aim
 redis.call('llen', queue) -- a WRONGTYPE here comes before anything is written
-local holds, n = {}, 0
-for i = 1, #all, 2 do
-  if all[i] == 'mode' then
-    return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
-  end
-  if string.sub(all[i], 1, 1) ~= '@' then
-    holds[all[i]], n = true, n + 1
-  end
-end
-local aimed = n == #ARGV - 4
-for i = 5, #ARGV do
-  aimed = aimed and holds[ARGV[i]] ~= nil
+if moded then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 if not aimed then
   return -1
 end
 
-local t = redis.call('time')
-local dead = redis.call('zrangebyscore', timeouts, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-for _, w in ipairs(dead) do
-  redis.call('lrem', queue, 1, w)
-  redis.call('zrem', timeouts, w)
-end
+-- part: prune
 
 local deleted = 0
-if #all > 0 then
+if #fields > 0 then
   deleted = 1
   redis.call('del', lock)
   if office ~= '' then

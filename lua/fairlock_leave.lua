@@ -44,12 +44,7 @@ else
 end
 
 local first = redis.call('lindex', queue, 0)
-local t = redis.call('time')
-local dead = redis.call('zrangebyscore', timeouts, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-for _, w in ipairs(dead) do
-  redis.call('lrem', queue, 1, w)
-  redis.call('zrem', timeouts, w)
-end
+-- part: prune
 redis.call('lrem', queue, 1, owner)
 redis.call('zrem', timeouts, owner)
 redis.call('del', place)

@@ -22,12 +22,7 @@ local id, lease = ARGV[1], tonumber(ARGV[2])
 
 local held = redis.call('hexists', lock, id) == 1
 local first = redis.call('lindex', queue, 0)
-local t = redis.call('time')
-local dead = redis.call('zrangebyscore', timeouts, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-for _, w in ipairs(dead) do
-  redis.call('lrem', queue, 1, w)
-  redis.call('zrem', timeouts, w)
-end
+-- part: prune
 
 if held then
   redis.call('pexpire', lock, lease)

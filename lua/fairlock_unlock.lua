@@ -58,12 +58,7 @@ if not redis.call('lindex', queue, 0) then
   return 0
 end
 
-local t = redis.call('time')
-local dead = redis.call('zrangebyscore', timeouts, '-inf', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-for _, w in ipairs(dead) do
-  redis.call('lrem', queue, 1, w)
-  redis.call('zrem', timeouts, w)
-end
+-- part: prune
 
 local head = redis.call('lpop', queue)
 while head do

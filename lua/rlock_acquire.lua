@@ -16,26 +16,19 @@
 -- ARGV[2]  lease in milliseconds, and the fencing counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
 --          have a grant to this waiter take one
--- ARGV[4]  waiter timeout in milliseconds: when the lock is held by
---          another hold, the owner joins the end of the line (or keeps its
---          place) and its place lives ARGV[4] from now; "0" never joins
---          (TryLock). Every rlock waiter has the same timeout, so the
---          list lives as long as the newest place.
--- ARGV[5]  the attempt's deadline, server time in milliseconds: a copy
---          that runs after it (sent before a stall, run after it, when
---          its caller has given the attempt up) takes nothing, joins no
---          line and answers the error 'LATE <server time in ms>' (see
---          internal.RequestWindow); a deadline more than 10s ahead of the
---          server's clock (the client's clock is off) is refused the same
---          way, so that a client learns the server's time
--- ARGV[6]  what else the caller knows, as letters: "p": the owner may
---          have a place in line (an earlier attempt of its wait was
---          refused, or its outcome is unknown), which an acquisition gives
---          up; without it the script does not look for one, and the
---          common uncontended Lock runs no DEL. "w": a group of locks
---          (package multilock) listens on the lock's release channel: a
---          refused attempt marks the holder's hold '@watched', so that its
---          release is published there.
+-- ARGV[4]  waiter timeout in milliseconds: when another hold has the
+--          lock, the owner joins the end of the line (or keeps its place)
+--          and its place lives ARGV[4] from now; "0" never joins (TryLock).
+--          Every rlock waiter has the same timeout, so the list lives as
+--          long as the newest place.
+-- ARGV[5]  the attempt's deadline, server time in milliseconds (see
+--          part late): a copy that runs later takes nothing
+-- ARGV[6]  letters: "p": the owner may have a place in line (an earlier
+--          attempt of its wait was refused, or its outcome is unknown),
+--          which an acquisition gives up; without it the uncontended Lock
+--          runs no DEL. "w": a group of locks (package multilock) listens
+--          on the release channel: a refused attempt marks the holder's
+--          hold '@watched', so that its release is published there.
 --
 -- Hold ids are never reused, so a hold of ARGV[1] found here is this
 -- wait's own: a resend of an attempt whose reply was lost, or a grant
@@ -45,11 +38,10 @@
 -- id of its own and is another owner's to this attempt: it is waited for.
 --
 -- A fencing token is the larger of the counter + 1 and the server's clock
--- (TIME) in microseconds, and is stored back as the counter: tokens keep
--- increasing while the counter lives, and, once it has expired or was
--- lost with Redis's data, as long as the server's clock has not been set
--- back by more than the time since the last token. The hold records it in
--- '@token', so that it lives exactly as long as the hold.
+-- in microseconds, stored back as the counter: tokens keep increasing
+-- while the counter lives and, once it expired or was lost with Redis's
+-- data, as long as the server's clock was not set back by more than the
+-- time since the last token. '@token' keeps it as long as the hold lives.
 --
 -- A free lock goes to the caller, whoever waits: a release never leaves it
 -- free while a live waiter is in line (it grants it to the first).
@@ -65,12 +57,8 @@
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 local patience, knows = tonumber(ARGV[4]), ARGV[6] or 'p'
-
-local clock = redis.call('time')
-local late = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-if late > tonumber(ARGV[5]) or tonumber(ARGV[5]) - late > 10000 then
-  return redis.error_reply(string.format('LATE %d', late))
-end
+local deadline, window = tonumber(ARGV[5]), 10000
+-- part: late
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then

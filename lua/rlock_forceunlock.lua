@@ -33,29 +33,15 @@
 local lock, queue, receipt, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sharded, ttl, prefix = ARGV[1] == '1', ARGV[2], ARGV[3]
 
-local seen = redis.call('get', receipt)
-if seen then
-  return tonumber(seen)
-end
-
-local all = redis.call('hgetall', lock)
-local holds, n = {}, 0
-for i = 1, #all, 2 do
-  if all[i] == 'mode' then
-    return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
-  end
-  if string.sub(all[i], 1, 1) ~= '@' then
-    holds[all[i]], n = true, n + 1
-  end
-end
-local aimed = n == #ARGV - 3
-for i = 4, #ARGV do
-  aimed = aimed and holds[ARGV[i]] ~= nil
+local aim = 4
+-- part: aim
+if moded then
+  return redis.error_reply('WRONGTYPE the lock hash has a mode: the name is used by a read-write lock')
 end
 if not aimed then
   return -1
 end
-if #all == 0 then
+if #fields == 0 then
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
 end

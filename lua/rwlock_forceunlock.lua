@@ -45,26 +45,10 @@ local lock, prefix, writers, rchannel, wchannel, receipt = KEYS[1], KEYS[2], KEY
 local readers, turn = KEYS[7], KEYS[8]
 local ttl = ARGV[2]
 
-local seen = redis.call('get', receipt)
-if seen then
-  return tonumber(seen)
-end
-
-local fields = redis.call('hkeys', lock)
-local holds, n, moded = {}, 0, false
-for _, field in ipairs(fields) do
-  if field == 'mode' then
-    moded = true
-  elseif string.sub(field, 1, 1) ~= '@' then
-    holds[field], n = true, n + 1
-  end
-end
+local aim = 3
+-- part: aim
 if #fields > 0 and not moded then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
-end
-local aimed = n == #ARGV - 2
-for i = 3, #ARGV do
-  aimed = aimed and holds[ARGV[i]] ~= nil
 end
 if not aimed then
   return -1

@@ -276,7 +276,7 @@ func TestClusterReleaseWithWaiterPlaceMovedAhead(t *testing.T) {
 		t.Fatal("the waiter did not hold within 5s of the release")
 	}
 	got := redistest.Holders(ctx, dst.NewClient(t), n.Lock())
-	if len(got) != 1 || got[line[0]] != "1" {
+	if len(got) != 1 || redistest.HeldBy(ctx, dst.NewClient(t), n.Lock(), line[0]) != "1" {
 		t.Fatalf("lock hash after the release = %v, want the waiter %s alone", got, line[0])
 	}
 	if err := waiter.Unlock(ctx); err != nil {

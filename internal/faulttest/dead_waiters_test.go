@@ -97,7 +97,7 @@ func deadWaitersAtHead(t *testing.T, p primitive, lapsed bool) {
 	// to the first dead waiter, which lapses at the latest a grant lease
 	// after the release's reply.
 	ended := released
-	if admin.HGet(t.Context(), n.Lock(), line[0]).Val() == "1" {
+	if redistest.HeldBy(t.Context(), admin, n.Lock(), line[0]) == "1" {
 		ended = time.Now().Add(hold.GrantLease)
 		t.Logf("the release granted the lock to the first dead waiter")
 	}
@@ -153,7 +153,7 @@ func TestDeadHeadWithShortWaiterTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	grant := admin.PTTL(t.Context(), mainKey(name)).Val()
-	if admin.HGet(t.Context(), mainKey(name), line[0]).Val() == "1" {
+	if redistest.HeldBy(t.Context(), admin, mainKey(name), line[0]) == "1" {
 		t.Logf("the release granted the dead head the lock for %v", grant)
 	}
 	took := heldAt(t, got, 20*time.Second, "the waiter behind the dead head").Sub(released)

@@ -213,7 +213,7 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		var granted string
 		whilePubSubDown(t, admin, proxy, waiterName, func() {
 			err = holder.Unlock(t.Context())
-			granted = admin.HGet(t.Context(), mainKey(name), line[0]).Val()
+			granted = redistest.HeldBy(t.Context(), admin, mainKey(name), line[0])
 			cancel()
 		})
 		if err != nil {
@@ -231,7 +231,7 @@ func TestGrantInFlightWhenCtxEnds(t *testing.T) {
 		if d > time.Second {
 			t.Errorf("the next waiter held %v after the grant was given back, want within 1s", d)
 		}
-		if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 || v[line[0]] != "" {
+		if v := redistest.Holders(t.Context(), admin, mainKey(name)); len(v) != 1 || redistest.HeldBy(t.Context(), admin, mainKey(name), line[0]) != "" {
 			t.Fatalf("lock hash = %v, want the next waiter alone", v)
 		}
 		if err := next.Unlock(t.Context()); err != nil {

@@ -103,3 +103,15 @@ func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
 // because package internal cannot be imported: internal/hub's own tests
 // import this package.
 func InTime() int64 { return time.Now().Add(5 * time.Second).UnixMilli() }
+
+// HeldBy returns the level that a hold of owner id owner has in the lock
+// hash at key: the value of the field named by one of its hold ids
+// ("<owner>:<n>"), "" when owner holds nothing there.
+func HeldBy(ctx context.Context, rdb redis.Cmdable, key, owner string) string {
+	for f, v := range Holders(ctx, rdb, key) {
+		if strings.HasPrefix(f, owner+":") && !strings.Contains(f[len(owner)+1:], ":") {
+			return v
+		}
+	}
+	return ""
+}
