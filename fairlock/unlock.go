@@ -18,7 +18,8 @@ import (
 // first may have gone through: the retry releases nothing more and reports
 // success. If Unlock of the last level fails nonetheless, the handle stops
 // renewing the lease and Done closes: Redis frees the lock when the lease
-// runs out, if not before. A later Unlock still releases it if it can.
+// runs out, if not before; the handle sends the release again before its next
+// Lock.
 //
 // Unlock runs even when ctx is done or its deadline has passed: it uses ctx's
 // values without its cancellation, bounded by a timeout of its own (5s),

@@ -335,8 +335,12 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	if forget && t.onLoss != nil {
 		t.onLoss() // takes the owners' lock, never held while taking t.mu
 	}
+	owes := lost != nil && !h.releasing
 	if lost != nil && h.releasing {
 		h.lostWhile, lost = lost, nil
+	}
+	if owes {
+		t.owe(h)
 	}
 	t.mu.Unlock()
 	h.wd.Remove()
@@ -348,6 +352,20 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	h.report.End()
 	t.report(h, lost)
 	return true
+}
+
+// owe records the release of every level of hold h, given up as lost: Redis
+// may still have it (a slow server clock, a renewal that went through
+// unseen). By its id, which nothing else uses, the release is exact
+// whenever it runs; the handle's next attempt sends it first (repay), so
+// that the handle's next hold does not wait for the lease of the one it
+// gave up. The caller holds mu.
+func (t *Tracker) owe(h *hold) {
+	for m, n := range h.levels {
+		for range n {
+			t.owed = append(t.owed, owed{Mode(m), 0, h.id})
+		}
+	}
 }
 
 // report runs the Lost hook for a loss of hold h, if any.

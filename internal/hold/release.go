@@ -63,8 +63,9 @@ const refusalTime = 2 * time.Second
 // nonetheless, the hold ends all the same: renewals stop and Done closes,
 // so Redis frees the lock when its lease runs out, if not before, instead
 // of the watchdog keeping alive a lock its holder wanted released (and
-// whose error it may well ignore, as in defer m.Unlock(ctx)). A later
-// Release still releases it if it can.
+// whose error it may well ignore, as in defer m.Unlock(ctx)). Its release
+// is owed, by the hold's id, and sent before the handle's next script
+// (repay) or in the background with a renewal (repayBehind).
 //
 // The give-backs the handle owes (see Undo) are sent again first.
 //
@@ -245,10 +246,12 @@ func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
 	apart := sent && h.levels[m] == 1 && h.levels.Total() > 1
+	if apart || last && sent {
+		t.owed = append(t.owed, owed{m, 1, h.id})
+	}
 	if apart {
 		h.levels[m] = 0
 		h.unsure[m] = 0
-		t.owed = append(t.owed, owed{m, 1, h.id})
 	}
 	t.mu.Unlock()
 	if last {
