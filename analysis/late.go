@@ -36,7 +36,7 @@ import (
 // arrive late.
 
 // lateHold is how long a stall holds a client's commands: past the
-// request window of the library's scripts (internal.RequestWindow, 5s:
+// request window of the library's scripts (exactly.RequestWindow, 5s:
 // a copy that runs after its deadline changes nothing and answers LATE)
 // by half a second, so that what the client sent in a stall's first half
 // second arrives past its deadline and what it sent later arrives within

@@ -11,7 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -27,19 +31,19 @@ var ErrNotLeader error = notLeader{}
 type notLeader struct{}
 
 func (notLeader) Error() string { return "not the leader" }
-func (notLeader) Unwrap() error { return internal.ErrNotHeld }
+func (notLeader) Unwrap() error { return errs.ErrNotHeld }
 
 // ErrNotHeld is wrapped by ErrNotLeader. It is the same value in every
 // redisync package.
-var ErrNotHeld = internal.ErrNotHeld
+var ErrNotHeld = errs.ErrNotHeld
 
 // ErrLost is the reason a leadership was lost, passed to the [WithOnLost]
 // hook.
-var ErrLost = internal.ErrLost
+var ErrLost = errs.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for
 // another primitive (or a key of another type).
-var ErrWrongType = internal.ErrWrongType
+var ErrWrongType = errs.ErrWrongType
 
 // Leader is who leads an election, as the other candidates and observers
 // see it.
@@ -87,8 +91,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Election {
 		Grants: true, Fencing: true, GrantLease: grantLease(),
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
 		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
-		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: grantLease(), Lock: n.Lock()}
+		Place: func(hold.Mode) *perclient.Place {
+			return &perclient.Place{Key: n.Place(b.Owner), TTL: grantLease(), Lock: n.Lock()}
 		},
 	})
 	return e
@@ -127,7 +131,7 @@ func (e *Election) renew(ctx context.Context, s redis.Scripter, id string) func(
 }
 
 func (e *Election) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
-	return script.ElectionForceUnlock(ctx, e.b.RDB, e.keys, receipt, internal.ReceiptTTL, e.b.Sharded, aim).Result()
+	return script.ElectionForceUnlock(ctx, e.b.RDB, e.keys, receipt, exactly.ReceiptTTL, e.b.Sharded, aim).Result()
 }
 
 // leave takes the handle out of the line after a failed campaign, and
@@ -178,7 +182,7 @@ func (e *Election) leads() bool { return e.l.Tracker().Held(hold.Exclusive) > 0 
 // Redis ends it when its lease runs out.
 func (e *Election) Resign(ctx context.Context) error {
 	err := e.l.Unlock(ctx, hold.Exclusive)
-	if errors.Is(err, internal.ErrNotHeld) {
+	if errors.Is(err, errs.ErrNotHeld) {
 		return nil
 	}
 	return err
@@ -247,7 +251,7 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 	}
 	value, ok := f["@value"]
 	if _, rw := f["mode"]; rw || !ok {
-		return Leader{}, internal.NewWrongType(e.keys.Lock, "the lock hash has no value: the name is used by another kind of lock")
+		return Leader{}, errs.NewWrongType(e.keys.Lock, "the lock hash has no value: the name is used by another kind of lock")
 	}
 	term, err := strconv.ParseUint(f["@token"], 10, 64)
 	if err != nil {
@@ -257,7 +261,7 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 }
 
 func (e *Election) wrap(op string, err error) error {
-	return internal.Wrap("election", op, e.b.Name, err)
+	return errs.Wrap("election", op, e.b.Name, err)
 }
 
 // checkValue refuses a value longer than MaxValueSize.

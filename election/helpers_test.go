@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -15,14 +15,14 @@ import (
 // of a cluster.
 func keysOf(t testing.TB, rdb redis.UniversalClient, name string) []string {
 	t.Helper()
-	return redistest.Keys(t, rdb, internal.NewNames(name).Lock()+"*")
+	return redistest.Keys(t, rdb, keyspace.NewNames(name).Lock()+"*")
 }
 
 // assertNoKeys fails t if any key of the election but its fencing counter
 // is left in Redis, or the counter has no expiry.
 func assertNoKeys(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	for _, k := range keysOf(t, rdb, name) {
 		if k != n.Fence() {
 			t.Fatalf("key %q left behind", k)

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/election"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -111,10 +111,10 @@ func testRounds(t *testing.T, rounds int64, newClient func() redis.UniversalClie
 					stop()
 					losers.Wait()
 					// A candidate that gave up leaves the line in the
-					// background (internal.TidyUp): wait for that, or
+					// background (perclient.TidyUp): wait for that, or
 					// the resignation may grant it the leadership it
 					// then gives back.
-					internal.AwaitTidied(t.Context())
+					perclient.AwaitTidied(t.Context())
 				}
 				if err := e.Resign(t.Context()); err != nil {
 					t.Errorf("Resign: %v", err)
@@ -381,7 +381,7 @@ func TestObserversPubSubKilledIntegration(t *testing.T) {
 	if err := a.Campaign(cctx, "a3"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Campaign behind a leader = %v, want a deadline error", err)
 	}
-	internal.AwaitTidied(t.Context()) // the candidate leaves the line in the background
+	perclient.AwaitTidied(t.Context()) // the candidate leaves the line in the background
 	mustOK(t, b.Resign(t.Context()))
 	stop()
 	for o, seen := range observed() {

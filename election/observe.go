@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/perclient"
 )
 
 // Observe returns a channel on which the election's leader is sent: the
@@ -34,7 +34,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 
 func (e *Election) observe(ctx context.Context, ch chan<- Leader) {
 	defer close(ch)
-	c := internal.Attach(e.b.RDB)
+	c := perclient.Attach(e.b.RDB)
 	defer c.Detach()
 	var sub *hub.Subscription
 	defer func() {

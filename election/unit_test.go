@@ -11,7 +11,8 @@ import (
 
 	"github.com/redisync/redisync/election"
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -76,7 +77,7 @@ func TestProclaimMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	a, b := election.New(rdb, "p"), election.New(rdb, "p")
-	if err := a.Proclaim(ctx, "x"); !errors.Is(err, election.ErrNotLeader) || !errors.Is(err, internal.ErrNotHeld) {
+	if err := a.Proclaim(ctx, "x"); !errors.Is(err, election.ErrNotLeader) || !errors.Is(err, errs.ErrNotHeld) {
 		t.Fatalf("Proclaim before leading = %v, want ErrNotLeader (and ErrNotHeld)", err)
 	}
 	mustCampaign(t, a, "host-7:8080")
@@ -167,7 +168,7 @@ func TestWrongTypeMini(t *testing.T) {
 		},
 		"semaphore": func(name string) func() {
 			mustOK(t, semaphore.New(rdb, name).SetPermits(ctx, 3))
-			return func() { rdb.Del(ctx, internal.NewNames(name).Lock()) }
+			return func() { rdb.Del(ctx, keyspace.NewNames(name).Lock()) }
 		},
 	}
 	for kind, take := range others {
@@ -199,7 +200,7 @@ func TestWrongTypeMini(t *testing.T) {
 		"rlock":    rlock.New(rdb, "elected").TryLock,
 		"rwlock":   rwlock.New(rdb, "elected").TryLock,
 	} {
-		if ok, err := try(ctx); ok || !errors.Is(err, internal.ErrWrongType) {
+		if ok, err := try(ctx); ok || !errors.Is(err, errs.ErrWrongType) {
 			t.Errorf("%s TryLock on an election = %v, %v; want ErrWrongType", kind, ok, err)
 		}
 	}
@@ -238,6 +239,6 @@ func mustLeader(t testing.TB, e *election.Election) election.Leader {
 // called name.
 func waitLine(t testing.TB, rdb redis.UniversalClient, name string, n int64) {
 	t.Helper()
-	queue := internal.NewNames(name).Queue()
+	queue := keyspace.NewNames(name).Queue()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return rdb.LLen(context.Background(), queue).Val() == n })
 }

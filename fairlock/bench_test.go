@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -39,7 +39,7 @@ func BenchmarkHandoff(b *testing.B) {
 	b.Run("cluster", func(b *testing.B) {
 		c := redistest.SharedCluster(b)
 		name := redistest.UniqueName(b)
-		node := c.MasterFor(internal.NewNames(name).Lock()).NewClient(b)
+		node := c.MasterFor(keyspace.NewNames(name).Lock()).NewClient(b)
 		benchHandoffNamed(b, name, func() redis.UniversalClient { return c.NewClient(b) }, node)
 	})
 }
@@ -101,7 +101,7 @@ func benchHandoffNamed(b *testing.B, name string, newClient func() redis.Univers
 			<-exited
 		}
 	}()
-	queue := internal.NewNames(name).Queue()
+	queue := keyspace.NewNames(name).Queue()
 	full := func() {
 		for node.LLen(ctx, queue).Val() != waiters {
 			time.Sleep(100 * time.Microsecond)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -65,7 +65,7 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 	if !redistest.Closed(m.Done()) {
 		t.Fatal("Done open after the last Unlock failed")
 	}
-	c := internal.Attach(rdb)
+	c := perclient.Attach(rdb)
 	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog still renews %d holds", n)

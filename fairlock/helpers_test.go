@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -47,7 +47,7 @@ func mustUnlock(t testing.TB, m *fairlock.Mutex) {
 // members of the deadline zset.
 func line(t testing.TB, rdb redis.UniversalClient, name string) (queue, deadlines []string) {
 	t.Helper()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	ctx := context.Background()
 	queue, err := rdb.LRange(ctx, n.Queue(), 0, -1).Result()
 	if err != nil {
@@ -71,7 +71,7 @@ func queueLen(t testing.TB, rdb redis.UniversalClient, name string) int {
 func assertNoKeys(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := context.Background()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	keys := redistest.Keys(t, rdb, n.Lock()+"*")
 	for _, k := range keys {
 		if k != n.Fence() {

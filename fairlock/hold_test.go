@@ -12,7 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -96,7 +97,7 @@ func TestWakesOnlyTheHead(t *testing.T) {
 			redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, admin, name) == i+1 })
 		}
 		q, _ := line(t, admin, name)
-		n := internal.NewNames(name)
+		n := keyspace.NewNames(name)
 		channels := make([]string, len(q))
 		for i, owner := range q {
 			channels[i] = n.WaiterChannel(owner)
@@ -229,7 +230,7 @@ func TestLockDeadlineLeavesNothing(t *testing.T) {
 	go func() { lockErr <- fairlock.New(waiterClient, name).Lock(ctx) }()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return queueLen(t, admin, name) == 1 })
 	q, _ := line(t, admin, name)
-	ch := internal.NewNames(name).WaiterChannel(q[0])
+	ch := keyspace.NewNames(name).WaiterChannel(q[0])
 	err := <-lockErr
 	if d := time.Since(start); d < 300*time.Millisecond || d > 1500*time.Millisecond {
 		t.Fatalf("Lock returned after %v, want about 300ms", d)
@@ -237,7 +238,7 @@ func TestLockDeadlineLeavesNothing(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
 	}
-	internal.AwaitTidied(t.Context()) // the place in line is left in the background
+	perclient.AwaitTidied(t.Context()) // the place in line is left in the background
 	if q, z := line(t, admin, name); len(q)+len(z) != 0 {
 		t.Fatalf("line %v, deadlines %v left behind", q, z)
 	}
@@ -256,7 +257,7 @@ func TestWaiterSurvivesPubSubKill(t *testing.T) {
 	waiters := handles(2, func() redis.UniversalClient { return srv.NewClient(t) }, name)
 	got := queueUp(t, admin, name, waiters)
 	q, _ := line(t, admin, name)
-	ch := internal.NewNames(name).WaiterChannel(q[0])
+	ch := keyspace.NewNames(name).WaiterChannel(q[0])
 	redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.NumSub(t, admin, ch) == 1 })
 	if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

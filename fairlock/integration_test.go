@@ -12,8 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -101,7 +102,7 @@ func TestNoBarging(t *testing.T) {
 		}
 		// The release granted the lock to the first waiter in line: its
 		// hold id names it.
-		h := redistest.Holders(ctx, admin, internal.NewNames(name).Lock())
+		h := redistest.Holders(ctx, admin, keyspace.NewNames(name).Lock())
 		if len(h) != 1 || script.OwnerOf(slices.Collect(maps.Keys(h))[0]) != before[0] {
 			t.Fatalf("holders %v: the release should have granted the lock to the first waiter, %s", h, before[0])
 		}
@@ -155,7 +156,7 @@ func TestCancelledWaiter(t *testing.T) {
 		if d := time.Since(start); d < 200*time.Millisecond || d > 1500*time.Millisecond {
 			t.Fatalf("Lock returned after %v, want about 200ms", d)
 		}
-		internal.AwaitTidied(t.Context()) // the place in line is left in the background
+		perclient.AwaitTidied(t.Context()) // the place in line is left in the background
 		q, z := line(t, admin, name)
 		if len(q) != 1 || len(z) != 1 || q[0] == firstOwner || z[0] != q[0] {
 			t.Fatalf("after the cancelled Lock: line %v, deadlines %v; want only the second waiter (not %s)", q, z, firstOwner)
@@ -253,7 +254,7 @@ func TestLongHold(t *testing.T) {
 		want, _ := line(t, admin, name)
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
-		timeouts := internal.NewNames(name).Timeouts()
+		timeouts := keyspace.NewNames(name).Timeouts()
 		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); <-tick.C {
 			if q, z := line(t, admin, name); !slices.Equal(q, want) || len(z) != 3 {
 				t.Fatalf("line changed to %v (deadlines %v) while the holder held, want %v", q, z, want)

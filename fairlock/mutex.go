@@ -6,7 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -32,8 +34,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// only to a waiter whose place is there) once a second; their
 		// deadlines in line, server time, are kept by their attempts, at
 		// least every third of the waiter timeout.
-		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: n.Place(b.Owner), TTL: cfg.grantLease(), Lock: n.Lock()}
+		Place: func(hold.Mode) *perclient.Place {
+			return &perclient.Place{Key: n.Place(b.Owner), TTL: cfg.grantLease(), Lock: n.Lock()}
 		},
 	})}
 	// Not announced: a group of locks cannot sleep on the head's channel.
@@ -75,7 +77,7 @@ func (l *line) renew(ctx context.Context, s redis.Scripter, id string) func() (b
 }
 
 func (l *line) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
-	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, internal.ReceiptTTL, l.Sharded, aim).Result()
+	return script.FairForceUnlock(ctx, l.RDB, l.keys, receipt, exactly.ReceiptTTL, l.Sharded, aim).Result()
 }
 
 // leave takes the handle out of the line after a failed Lock, if its

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -34,7 +34,7 @@ func TestReplyLostMidScriptMini(t *testing.T) {
 		if faults.Pending() != 0 {
 			t.Fatal("Lock ran no script: no reply was lost")
 		}
-		internal.AwaitTidied(t.Context()) // the give-back runs in the background
+		perclient.AwaitTidied(t.Context()) // the give-back runs in the background
 	}
 
 	// Load the scripts first, so that the script whose reply is lost is

@@ -11,8 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -23,7 +24,7 @@ import (
 // ghostKeys are the script keys of the lock called name, for tests that
 // put a waiter in line without a live Lock behind it (a crashed process).
 func ghostKeys(name string) script.FairKeys {
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 }
 
@@ -170,7 +171,7 @@ func TestCancelledWaiterMini(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
 	}
-	internal.AwaitTidied(t.Context()) // the place in line is left in the background
+	perclient.AwaitTidied(t.Context()) // the place in line is left in the background
 	if q, z := line(t, rdb, "cancel"); len(q)+len(z) != 0 {
 		t.Fatalf("cancelled waiter left %v in line and %v in the deadlines", q, z)
 	}
@@ -254,7 +255,7 @@ func mustLockCtx(t testing.TB, ctx context.Context, m *fairlock.Mutex) {
 func redisLevels(t testing.TB, rdb redis.UniversalClient, name string) int64 {
 	t.Helper()
 	var n int64
-	for _, v := range redistest.Holders(t.Context(), rdb, internal.NewNames(name).Lock()) {
+	for _, v := range redistest.Holders(t.Context(), rdb, keyspace.NewNames(name).Lock()) {
 		c, _ := strconv.ParseInt(v, 10, 64)
 		n += c
 	}
@@ -262,7 +263,7 @@ func redisLevels(t testing.TB, rdb redis.UniversalClient, name string) int64 {
 }
 
 func TestWrongTypeMini(t *testing.T) {
-	n := internal.NewNames("taken")
+	n := keyspace.NewNames("taken")
 	for _, key := range []string{n.Lock(), n.Queue(), n.Timeouts()} {
 		t.Run(key, func(t *testing.T) {
 			mr, rdb := redistest.Mini(t)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/latch"
 )
 
@@ -100,7 +100,7 @@ func badInput(t *testing.T, rdb redis.UniversalClient, name string) {
 		t.Fatal(err)
 	}
 
-	key := internal.NewNames(name).Latch()
+	key := keyspace.NewNames(name).Latch()
 	for _, put := range []struct {
 		what string
 		set  func() error
@@ -170,7 +170,7 @@ func wantCount(t *testing.T, l *latch.Latch, want int64) {
 // does not exist in Redis. (Receipts may remain; they expire.)
 func wantNoCount(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	if n, err := rdb.Exists(t.Context(), internal.NewNames(name).Latch()).Result(); n != 0 || err != nil {
+	if n, err := rdb.Exists(t.Context(), keyspace.NewNames(name).Latch()).Result(); n != 0 || err != nil {
 		t.Fatalf("the count key exists at zero (%d, %v)", n, err)
 	}
 }

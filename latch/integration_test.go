@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 )
@@ -52,7 +52,7 @@ func eachDeployment(t *testing.T, f func(t *testing.T, d deployment)) {
 	})
 }
 
-func latchChannel(name string) string { return internal.NewNames(name).LatchChannel() }
+func latchChannel(name string) string { return keyspace.NewNames(name).LatchChannel() }
 
 func TestSemantics(t *testing.T) {
 	eachDeployment(t, func(t *testing.T, d deployment) {
@@ -125,7 +125,7 @@ func TestWakeUp(t *testing.T) {
 		}
 		wantNoCount(t, d.admin, name)
 		redistest.WaitFor(t, 5*time.Second, func() bool { return d.subscribers(t, name) == 0 })
-		if n, err := d.admin.Exists(ctx, internal.NewNames(name).Latch()).Result(); n != 0 || err != nil {
+		if n, err := d.admin.Exists(ctx, keyspace.NewNames(name).Latch()).Result(); n != 0 || err != nil {
 			t.Fatalf("count key left: %d, %v", n, err)
 		}
 	})

@@ -9,15 +9,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
+
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // ErrWrongType is matched by errors for a latch key that Redis already
 // uses for something other than a latch's count: a key of another type,
 // or a string that is not a positive integer. Nothing is changed. It is
 // the same value in every redisync package.
-var ErrWrongType = internal.ErrWrongType
+var ErrWrongType = errs.ErrWrongType
 
 // ErrNonPositiveCount is matched by the error of TrySetCount for a count that is
 // not above zero. Nothing is changed in Redis.
@@ -32,12 +40,12 @@ var ErrBadCount = ErrNonPositiveCount
 // 2^53 - 1 (9007199254740991), the most a Redis script holds exactly.
 // Nothing is changed in Redis. It is the same value in every redisync
 // package.
-var ErrOutOfRange = internal.ErrOutOfRange
+var ErrOutOfRange = errs.ErrOutOfRange
 
 // receiptTTL is how long a latch remembers that a request changed it, so
 // that a resent request changes nothing: it lives that long past the
 // request's deadline, after which no copy of it changes anything.
-const receiptTTL = internal.ReceiptTTL
+const receiptTTL = exactly.ReceiptTTL
 
 // Latch is a distributed count-down latch: Wait returns once CountDown has
 // been called as many times as the count TrySetCount gave it, by any
@@ -45,12 +53,12 @@ const receiptTTL = internal.ReceiptTTL
 type Latch struct {
 	rdb     redis.UniversalClient
 	name    string
-	names   internal.Names
+	names   keyspace.Names
 	keys    script.LatchKeys
 	sharded bool
 	cfg     config
-	clock   internal.ServerClock // the server's clock, for the deadlines of requests
-	probe   internal.Probe       // what Wait reports to the client's Observer
+	clock   exactly.ServerClock // the server's clock, for the deadlines of requests
+	probe   wait.Probe          // what Wait reports to the client's Observer
 }
 
 // New returns a handle on the count-down latch called name. It does no
@@ -62,15 +70,15 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Latch {
 	if name == "" {
 		panic("latch: New with empty latch name")
 	}
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return &Latch{
 		rdb:     rdb,
 		name:    name,
 		names:   n,
 		keys:    script.LatchKeys{Count: n.Latch(), Channel: n.LatchChannel()},
-		sharded: internal.Sharded(rdb),
+		sharded: perclient.Sharded(rdb),
 		cfg:     newConfig(opts),
-		probe:   internal.NewProbe(rdb, "latch", name),
+		probe:   wait.NewProbe(rdb, "latch", name),
 	}
 }
 
@@ -90,11 +98,11 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, l.wrap("try set count", fmt.Errorf("%w: %d", ErrNonPositiveCount, n))
 	}
-	if err := internal.CheckCount("count", n); err != nil {
+	if err := errs.CheckCount("count", n); err != nil {
 		return false, l.wrap("try set count", err)
 	}
 	var ok bool
-	err := l.once(ctx, internal.ReceiptSetCount, func(r script.Request) (err error) {
+	err := l.once(ctx, keyspace.ReceiptSetCount, func(r script.Request) (err error) {
 		ok, err = script.LatchTrySetCount(ctx, l.rdb, l.keys, r, n).Result()
 		return err
 	})
@@ -112,7 +120,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // nothing more. An error from a network fault leaves unknown whether it
 // counted down.
 func (l *Latch) CountDown(ctx context.Context) error {
-	err := l.once(ctx, internal.ReceiptCountDown, func(r script.Request) error {
+	err := l.once(ctx, keyspace.ReceiptCountDown, func(r script.Request) error {
 		_, err := script.LatchCountDown(ctx, l.rdb, l.keys, r, l.sharded).Result()
 		return err
 	})
@@ -138,12 +146,12 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // without a message (deleted by hand, lost in a Redis restart) releases
 // them within that interval.
 func (l *Latch) Wait(ctx context.Context) error {
-	c := internal.Attach(l.rdb)
+	c := perclient.Attach(l.rdb)
 	defer c.Detach()
 	// A wait reports as a blocking acquire of the latch (instrumentation):
 	// how long it waited, its wake-ups, and whether it ended at zero.
 	rctx, r := l.probe.Begin(ctx, true)
-	err := internal.Wait(rctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	err := wait.Wait(rctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			n, err := l.count(ctx)
 			return err == nil && n == 0, 0, err // no lease bounds the wait: the poll interval does
@@ -158,7 +166,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 // what its first run did.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	var deleted bool
-	err := l.once(ctx, internal.ReceiptDelete, func(r script.Request) (err error) {
+	err := l.once(ctx, keyspace.ReceiptDelete, func(r script.Request) (err error) {
 		deleted, err = script.LatchDelete(ctx, l.rdb, l.keys, r, l.sharded).Result()
 		return err
 	})
@@ -168,7 +176,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 // count reads the count: 0 when the key is missing.
 func (l *Latch) count(ctx context.Context) (int64, error) {
 	raw, err := l.rdb.Get(ctx, l.keys.Count).Result()
-	if internal.IsNil(err) {
+	if errs.IsNil(err) {
 		return 0, nil
 	}
 	if err != nil {
@@ -183,14 +191,14 @@ func (l *Latch) count(ctx context.Context) (int64, error) {
 }
 
 // once runs request under a new receipt of the given kind (see
-// internal.Once).
+// exactly.Once).
 func (l *Latch) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	return internal.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, internal.NewRequestID()) },
+	return exactly.Once(ctx, &l.clock, func() string { return l.names.Receipt(kind, keyspace.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})
 }
 
 func (l *Latch) wrap(op string, err error) error {
-	return internal.Wrap("latch", op, l.name, internal.WrongTypeAt(l.keys.Count, err))
+	return errs.Wrap("latch", op, l.name, errs.WrongTypeAt(l.keys.Count, err))
 }

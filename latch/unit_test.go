@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 )
@@ -58,7 +58,7 @@ func TestUnitWaitWoken(t *testing.T) {
 	mustSet(t, l, 2)
 	waited := startWaiters(ctx, []redis.UniversalClient{rdb, other}, name, 6, time.Minute)
 	redistest.WaitFor(t, 5*time.Second, func() bool {
-		return mr.PubSubNumSub(internal.NewNames(name).LatchChannel())[internal.NewNames(name).LatchChannel()] == 2
+		return mr.PubSubNumSub(keyspace.NewNames(name).LatchChannel())[keyspace.NewNames(name).LatchChannel()] == 2
 	})
 	mustCountDown(t, l)
 	select {
@@ -79,9 +79,9 @@ func TestUnitWaitPolls(t *testing.T) {
 	mustSet(t, latch.New(rdb, name), 5)
 	const poll = 50 * time.Millisecond
 	waited := startWaiters(t.Context(), []redis.UniversalClient{rdb}, name, 3, poll)
-	ch := internal.NewNames(name).LatchChannel()
+	ch := keyspace.NewNames(name).LatchChannel()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.PubSubNumSub(ch)[ch] == 1 })
-	mr.Del(internal.NewNames(name).Latch())
+	mr.Del(keyspace.NewNames(name).Latch())
 	deleted := time.Now()
 	for range 3 {
 		if err := <-waited; err != nil {
@@ -106,7 +106,7 @@ func TestUnitWaitCtx(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `latch: wait "`+name+`"`) {
 		t.Fatalf("Wait = %v, want a wrapped DeadlineExceeded", err)
 	}
-	ch := internal.NewNames(name).LatchChannel()
+	ch := keyspace.NewNames(name).LatchChannel()
 	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.PubSubNumSub(ch)[ch] == 0 })
 	wantCount(t, l, 1)
 }
@@ -140,7 +140,7 @@ func TestUnitLostReplies(t *testing.T) {
 	// (LoseCancelling's function runs between the script and the report
 	// of its lost reply, so before the resend.)
 	faults.LoseReplies(1, redistest.LoseCancelling(func() {
-		if err := rdb.Set(ctx, internal.NewNames(name).Latch(), "7", 0).Err(); err != nil {
+		if err := rdb.Set(ctx, keyspace.NewNames(name).Latch(), "7", 0).Err(); err != nil {
 			t.Error(err)
 		}
 	}))

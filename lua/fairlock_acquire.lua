@@ -11,8 +11,7 @@
 --          how long it lives after a refused attempt or refresh and a
 --          grant to it lasts: a dead waiter delays those behind that long
 -- KEYS[6]  election only: the owner's value key (its value while in line)
--- ARGV[1]  hold id: "<owner id>:<n>", new for each wait of a handle and
---          never used again once the hold or the wait is given up
+-- ARGV[1]  hold id: "<owner id>:<n>", new for each wait, never reused
 -- ARGV[2]  lease in ms, and the fencing counter's lifetime
 -- ARGV[3]  "1": a first acquisition takes a fencing token
 -- ARGV[4]  waiter timeout in ms: a refused attempt joins the end of the
@@ -111,7 +110,8 @@ while free and head and head ~= owner do
   head = redis.call('lindex', queue, 0)
 end
 local taking = free and (not head or head == owner)
-if patience > 0 and not taking then
+-- part: later
+if patience > 0 and not taking and not later() then
   -- ZADD counts a waiter new to the line: only then does it join the end.
   if redis.call('zadd', timeouts, now + patience, owner) == 1 then
     redis.call('rpush', queue, owner)

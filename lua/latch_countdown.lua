@@ -15,7 +15,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- Returns the count left after the request: 0 when it reached zero, and
 -- also when the latch was at zero already (then nothing changed; the

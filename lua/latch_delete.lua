@@ -15,7 +15,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- Returns 1 when the request deleted the count (now or in an earlier
 -- run), 0 when the latch was at zero (nothing changed; the receipt

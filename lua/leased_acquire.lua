@@ -11,7 +11,7 @@
 --          that runs after it (sent before a stall, run after it, when
 --          its caller has given the id up and may have released it)
 --          takes nothing and answers the error 'LATE <server time in ms>'
---          (see internal.RequestWindow); a deadline more than 10s
+--          (see exactly.RequestWindow); a deadline more than 10s
 --          ahead of the server's clock (twice the window: the
 --          client's clock is off) is refused the same way, so that a
 --          client learns the server's time

@@ -17,7 +17,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- Expired permits are returned to the pool first.
 -- Returns the available count afterwards (total minus acquired; may be

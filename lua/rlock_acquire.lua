@@ -56,6 +56,7 @@
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local owner = string.match(id, '^(.*):')
 local patience, knows = tonumber(ARGV[4]), ARGV[6] or 'p'
 local deadline, window = tonumber(ARGV[5]), 10000
 -- part: late
@@ -74,7 +75,7 @@ if ttl == -2 then
   end
   redis.call('pexpire', lock, lease)
   if patience > 0 and string.find(knows, 'p', 1, true) and redis.call('del', place) == 1 then
-    redis.call('lrem', queue, 1, string.match(id, '^(.*):'))
+    redis.call('lrem', queue, 1, owner)
   end
   if token == 0 then
     return 1
@@ -99,12 +100,13 @@ end
 if string.find(knows, 'w', 1, true) then
   redis.call('hset', lock, '@watched', 1)
 end
-if patience > 0 then
+-- part: later
+if patience > 0 and not later() then
   local entry = fencing and 'f' .. id or id
   -- SET ... GET finds no earlier place only for an owner new to the line:
   -- only then does it join the end.
   if not redis.call('set', place, entry, 'px', patience, 'get') then
-    redis.call('rpush', queue, string.match(id, '^(.*):'))
+    redis.call('rpush', queue, owner)
   end
   redis.call('pexpire', queue, patience)
 end

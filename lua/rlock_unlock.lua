@@ -13,7 +13,7 @@
 -- ARGV[2]  lease in milliseconds: the fencing counter's lifetime
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[4]  wake-up channel prefix: a waiter's channel is ARGV[4] .. owner
---          id (internal.Names.WaiterChannel)
+--          id (keyspace.Names.WaiterChannel)
 -- ARGV[5]  grant lease in milliseconds
 -- ARGV[6]  place prefix: a waiter's place in line is the key ARGV[6] ..
 --          owner id (see rlock_acquire)

@@ -66,8 +66,9 @@ end
 -- refuse announces a blocking reader, so that the write release it waits
 -- for gives it its turn, and reports how long the lease of key, whatever
 -- holds the reader back, runs.
+-- part: later
 local function refuse(key)
-  if announce then
+  if announce and not later() then
     redis.call('zadd', readers, now + patience, owner)
     if redis.call('pttl', readers) < patience then
       redis.call('pexpire', readers, patience)

@@ -106,7 +106,8 @@ if not mode then
   end
 end
 
-if announce then
+-- part: later
+if announce and not later() then
   redis.call('zadd', writers, now + patience, owner)
   if redis.call('pttl', writers) < patience then
     redis.call('pexpire', writers, patience)

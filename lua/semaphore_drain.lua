@@ -16,7 +16,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- Returns how many permits the request took; 0, changing nothing, when
 -- none was available (the count is missing, zero or negative). Every

@@ -22,7 +22,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- Returns 1 when the request set the count (now or in an earlier run), 0
 -- when ARGV[2] is "1" and a count already existed (nothing changed; the

@@ -17,7 +17,7 @@
 --          answers the error 'LATE <server time in ms>'; a receipt
 --          written lives a receipt lifetime past it, so that every
 --          copy that runs in time finds it. However late a copy comes,
---          it cannot act twice (see internal.RequestWindow).
+--          it cannot act twice (see exactly.RequestWindow).
 --
 -- The receipt is marked cancelled ("x") either way, so that the request,
 -- should it still arrive or be retried, takes nothing.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -124,7 +124,7 @@ func TestQuorumCancelledLockLeavesNothingMini(t *testing.T) {
 	}
 	// The give-back of the free server's member may finish in the
 	// background once the Lock's ctx has ended: it is bounded.
-	if !internal.AwaitTidied(ctx) {
+	if !perclient.AwaitTidied(ctx) {
 		t.Fatal("the clean-ups of the cancelled Lock did not finish")
 	}
 	if keys := mrs[2].Keys(); len(keys) != 0 {

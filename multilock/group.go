@@ -10,13 +10,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // ErrNotHeld is returned by Unlock when the group is not held. It is the
 // same value in every redisync package.
-var ErrNotHeld = internal.ErrNotHeld
+var ErrNotHeld = errs.ErrNotHeld
 
 // Locker is what a Group is made of. *rlock.Mutex, *fairlock.Mutex and
 // *rwlock.RWMutex (its write side) are Lockers.
@@ -47,10 +49,10 @@ type Group struct {
 	watch   []*hold.Watcher // quorum, per member: its engine, if it is a redisync lock
 	need    int             // members a hold needs: all, or a majority
 	quorum  bool
-	label   string         // the members' names, for errors: ["a" "b"]
-	probe   internal.Probe // what Lock and TryLock report (see labelled)
-	budget  time.Duration  // quorum: the time a round may take to a majority (see validity.go)
-	fixed   time.Duration  // quorum: the shortest fixed lease of a member; 0: none
+	label   string        // the members' names, for errors: ["a" "b"]
+	probe   wait.Probe    // what Lock and TryLock report (see labelled)
+	budget  time.Duration // quorum: the time a round may take to a majority (see validity.go)
+	fixed   time.Duration // quorum: the shortest fixed lease of a member; 0: none
 
 	mu     sync.Mutex // protects levels and cur
 	levels [][]int    // per level held, the members it took; innermost last
@@ -142,7 +144,7 @@ func (g *Group) labelled() *Group {
 	// it several times. Its members report as themselves besides.
 	for _, l := range g.members {
 		if w := hold.WatcherOf(l); w != nil {
-			g.probe = internal.NewProbe(w.Client(), "multilock", g.label)
+			g.probe = wait.NewProbe(w.Client(), "multilock", g.label)
 			break
 		}
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -88,7 +90,7 @@ func TestCrossedGroupsNeverDeadlock(t *testing.T) {
 // assertNoKeys fails if any key whose name contains name is left.
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	internal.AwaitTidied(t.Context())
+	perclient.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), "*"+name+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestTryLockAndCancelLeaveNothing(t *testing.T) {
 
 func TestClusterMembersInDifferentSlots(t *testing.T) {
 	c := redistest.SharedCluster(t)
-	names := c.NamesOnEveryMaster(t, func(n string) string { return internal.NewNames(n).Lock() })
+	names := c.NamesOnEveryMaster(t, func(n string) string { return keyspace.NewNames(n).Lock() })
 	var clients []redis.UniversalClient
 	for range 2 {
 		clients = append(clients, c.NewClient(t))

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 )
 
@@ -147,12 +147,12 @@ func (g *Group) tally(ctx context.Context, got []answer) round {
 			granted = append(granted, a.at)
 		case a.err == nil:
 			r.refused = append(r.refused, a.i)
-		case internal.CtxDone(ctx) == nil && errors.Is(a.err, context.DeadlineExceeded):
+		case errs.CtxDone(ctx) == nil && errors.Is(a.err, context.DeadlineExceeded):
 			// The round's budget ran out, not the caller's ctx.
 			r.errs = append(r.errs, fmt.Errorf("no answer within %v: %w", g.budget, a.err))
 		default:
 			r.errs = append(r.errs, a.err)
-			if internal.CtxDone(ctx) == nil && !internal.Transient(a.err) {
+			if errs.CtxDone(ctx) == nil && !errs.Transient(a.err) {
 				r.permanent++
 			}
 		}
@@ -187,12 +187,12 @@ func (g *Group) tryQuorum(ctx context.Context) (bool, error) {
 	if g.settle(ctx, r) {
 		return true, nil
 	}
-	errs := errors.Join(r.errs...)
+	failed := errors.Join(r.errs...)
 	switch {
-	case internal.CtxDone(ctx) != nil:
-		return false, internal.CtxErr(ctx, errs)
-	case errs != nil && len(r.taken)+len(r.errs) >= g.need:
-		return false, errs // the failed members would have made a majority
+	case errs.CtxDone(ctx) != nil:
+		return false, errs.CtxErr(ctx, failed)
+	case failed != nil && len(r.taken)+len(r.errs) >= g.need:
+		return false, failed // the failed members would have made a majority
 	case len(r.taken) >= g.need:
 		return false, fmt.Errorf("a majority took %v (the round %v), more than a hold may spend acquiring", r.majority.Round(time.Millisecond), r.total.Round(time.Millisecond))
 	}
@@ -209,28 +209,28 @@ func (g *Group) tryQuorum(ctx context.Context) (bool, error) {
 func (g *Group) lockQuorum(ctx context.Context) error {
 	var w *waking
 	defer func() { w.close() }()
-	var errs error // of the last round that ctx did not cut short, if any
+	var failed error // of the last round that ctx did not cut short, if any
 	for {
 		r := g.round(ctx)
 		if g.settle(ctx, r) {
 			return nil
 		}
-		if err := internal.CtxDone(ctx); err != nil {
-			if errs == nil {
-				errs = errors.Join(r.errs...) // the first round: what it saw
+		if err := errs.CtxDone(ctx); err != nil {
+			if failed == nil {
+				failed = errors.Join(r.errs...) // the first round: what it saw
 			}
-			return lastAttempt(err, errs)
+			return lastAttempt(err, failed)
 		}
-		errs = errors.Join(r.errs...)
+		failed = errors.Join(r.errs...)
 		if r.permanent > len(g.members)-g.need {
-			return errs
+			return failed
 		}
 		if w == nil {
 			w = g.subscribe(ctx)
 			continue
 		}
 		if err := w.sleep(ctx, r.refused); err != nil {
-			return lastAttempt(err, errs)
+			return lastAttempt(err, failed)
 		}
 	}
 }

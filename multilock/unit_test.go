@@ -11,7 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
@@ -106,7 +107,7 @@ func TestAllCancelledLockLeavesNothingMini(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), `multilock: lock ["x" "y"]: `) {
 		t.Fatalf("Lock = %v, want a deadline error naming the group", err)
 	}
-	internal.AwaitTidied(t.Context()) // what the cancelled attempts took goes back in the background
+	perclient.AwaitTidied(t.Context()) // what the cancelled attempts took goes back in the background
 	assertFree(t, rdb, "x")
 	mustUnlock(t, other)
 	// The fair lock's line is empty too: no key of either lock is left.
@@ -250,7 +251,7 @@ func TestQuorumMini(t *testing.T) {
 	if ok, err := g.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock against a majority held elsewhere = %v, %v; want false, nil", ok, err)
 	}
-	internal.AwaitTidied(ctx) // an attempt cut short gives back in the background
+	perclient.AwaitTidied(ctx) // an attempt cut short gives back in the background
 	if keys := mrs[2].Keys(); len(keys) != 0 {
 		t.Fatalf("the free server keeps %v after a missed TryLock", keys)
 	}
@@ -418,7 +419,7 @@ func TestQuorumWaitDoesNotSpinMini(t *testing.T) {
 func TestQuorumWatchMarksHoldsMini(t *testing.T) {
 	_, rdbs := minis(t, 3)
 	ctx := t.Context()
-	names := internal.NewNames("ann")
+	names := keyspace.NewNames("ann")
 	subs := make([]*redis.PubSub, len(rdbs))
 	for i, rdb := range rdbs {
 		subs[i] = rdb.Subscribe(ctx, names.Channel())

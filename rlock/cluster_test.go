@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -18,7 +18,7 @@ import (
 // Cluster tier: a real 3-master Redis Cluster.
 
 // lockKey is the main key of the lock called name, whose slot is the lock's.
-func lockKey(name string) string { return internal.NewNames(name).Lock() }
+func lockKey(name string) string { return keyspace.NewNames(name).Lock() }
 
 func TestClusterMutualExclusion(t *testing.T) {
 	c := redistest.SharedCluster(t)
@@ -37,7 +37,7 @@ func TestClusterWaiterOnShardChannel(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	for _, name := range c.NamesOnEveryMaster(t, lockKey) {
 		t.Run(name, func(t *testing.T) {
-			n := internal.NewNames(name)
+			n := keyspace.NewNames(name)
 			master := c.MasterFor(n.Lock()).NewClient(t)
 			holder := rlock.New(c.NewClient(t), name)
 			mustLock(t, holder)
@@ -118,7 +118,7 @@ func TestClusterManyLocksOneConnectionPerPrimary(t *testing.T) {
 	}
 	// Parked: every lock's channel is subscribed on its master.
 	redistest.WaitFor(t, 15*time.Second, func() bool {
-		return len(c.ShardChannelsWithPrefix(t, internal.Prefix+"{"+base+"-")) == n
+		return len(c.ShardChannelsWithPrefix(t, keyspace.Prefix+"{"+base+"-")) == n
 	})
 	for _, s := range c.Nodes() {
 		if k := redistest.PubSubClientsNamed(t, s, clientName); k != 1 {

@@ -1,20 +1,20 @@
 package rlock
 
 import (
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 )
 
 // ErrNotHeld is returned by Unlock when the handle does not hold the lock.
 // It is the same value in every redisync package.
-var ErrNotHeld = internal.ErrNotHeld
+var ErrNotHeld = errs.ErrNotHeld
 
 // ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
-var ErrLost = internal.ErrLost
+var ErrLost = errs.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
 // key of another type, or for a read-write lock's name (see package rwlock).
-var ErrWrongType = internal.ErrWrongType
+var ErrWrongType = errs.ErrWrongType
 
 // Mutex is a reentrant distributed mutex. A Mutex is shared by goroutines
 // the way a sync.Mutex is; re-entry goes through the ctx Do hands to fn

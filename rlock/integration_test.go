@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
@@ -195,7 +195,7 @@ func TestWatchdog(t *testing.T) {
 	default:
 	}
 	mustUnlock(t, m)
-	if n := rdb.Exists(ctx, internal.NewNames(name).Lock()).Val(); n != 0 {
+	if n := rdb.Exists(ctx, keyspace.NewNames(name).Lock()).Val(); n != 0 {
 		t.Fatal("lock key still exists after Unlock")
 	}
 	// Nothing renews after Unlock: no goroutine, no script calls.
@@ -246,7 +246,7 @@ func TestLossClosesDone(t *testing.T) {
 					t.Fatalf("ForceUnlock = %v, %v", ok, err)
 				}
 			} else {
-				other.Del(ctx, internal.NewNames(name).Lock())
+				other.Del(ctx, keyspace.NewNames(name).Lock())
 			}
 			select {
 			case <-holder.Done():
@@ -456,7 +456,7 @@ func TestWrongType(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	key := internal.NewNames(name).Lock()
+	key := keyspace.NewNames(name).Lock()
 	rdb.Set(ctx, key, "precious", 0)
 	err := rlock.New(rdb, name).Lock(ctx)
 	if !errors.Is(err, rlock.ErrWrongType) {
@@ -477,7 +477,7 @@ func waitSubscribed(t *testing.T, admin redis.UniversalClient, name string, n in
 // line whose own channel is subscribed.
 func numSub(t testing.TB, admin redis.UniversalClient, name string) int64 {
 	t.Helper()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	var parked int64
 	for _, owner := range admin.LRange(t.Context(), n.Queue(), 0, -1).Val() {
 		parked += redistest.NumSub(t, admin, n.WaiterChannel(owner))
@@ -505,7 +505,7 @@ func evalCalls(t *testing.T, rdb *redis.Client) int64 {
 
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	keys, err := rdb.Keys(t.Context(), n.Lock()+"*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +563,7 @@ func TestGrantTakesFencingToken(t *testing.T) {
 	if tok <= first {
 		t.Fatalf("grantee's token %d, want above the releaser's %d", tok, first)
 	}
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	if got := srv.NewClient(t).HGet(t.Context(), n.Lock(), "@token").Val(); got != strconv.FormatUint(tok, 10) {
 		t.Fatalf("the hold records token %q, want the grantee's %d", got, tok)
 	}
@@ -584,7 +584,7 @@ func TestStaleGrantMessageIsNotClaimed(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { got <- waiter.Lock(t.Context()) }()
 	waitSubscribed(t, admin, name, 1)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	owners := admin.LRange(t.Context(), n.Queue(), 0, -1).Val()
 	if len(owners) != 1 {
 		t.Fatalf("line %v, want the waiter alone", owners)
@@ -633,7 +633,7 @@ func TestReentryIntoLostHold(t *testing.T) {
 		if ok, err := h.TryLock(ctx); ok || err == nil {
 			t.Errorf("TryLock re-entry after the loss = %v, %v; want an error", ok, err)
 		}
-		if n := admin.LLen(t.Context(), internal.NewNames(name).Queue()).Val(); n != 0 {
+		if n := admin.LLen(t.Context(), keyspace.NewNames(name).Queue()).Val(); n != 0 {
 			t.Errorf("%d waiters in line after the re-entry, want none", n)
 		}
 		return nil
@@ -750,7 +750,7 @@ func servesOthers(t *testing.T, other *redis.Client, name string, handles []*rlo
 	got := make(chan error, 1)
 	go func() { got <- waiter.Lock(t.Context()) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool {
-		return other.LLen(t.Context(), internal.NewNames(name).Queue()).Val() > 0
+		return other.LLen(t.Context(), keyspace.NewNames(name).Queue()).Val() > 0
 	})
 	parked := sections.Load()
 	if err := <-got; err != nil {

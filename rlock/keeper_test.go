@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -20,7 +20,7 @@ func TestParkedLineOutlivesWaiterTimeout(t *testing.T) {
 	admin := srv.NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	holder := rlock.New(srv.NewClient(t), name)
 	mustLock(t, holder)
 	held := make(chan struct{}, 3)
@@ -66,7 +66,7 @@ func TestWaiterWithoutSubscriptionFindsGrant(t *testing.T) {
 	admin := srv.NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	holder := rlock.New(srv.NewClient(t), name)
 	mustLock(t, holder)
 	p := redistest.NewProxy(t, srv.Addr())

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -136,7 +136,7 @@ func TestLeaveGiveBackSparesConcurrentTryLock(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leave never ran, or the TryLock never returned")
 	}
-	if !internal.AwaitTidied(t.Context()) {
+	if !perclient.AwaitTidied(t.Context()) {
 		t.Fatal("clean-ups still running")
 	}
 	if held, err := a.IsHeld(t.Context()); !held || err != nil {

@@ -7,7 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -17,7 +19,7 @@ import (
 func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	b := hold.NewBase("rlock", rdb, name)
 	cfg := newConfig(opts)
-	if cfg.ackReplicas > 0 && !internal.CanPin(rdb) {
+	if cfg.ackReplicas > 0 && !perclient.CanPin(rdb) {
 		panic(fmt.Sprintf("rlock: WithReplicaAck needs a *redis.Client or *redis.ClusterClient, not %T", rdb))
 	}
 	n := b.Keys
@@ -47,8 +49,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		Channel:      func(hold.Mode) string { return channel },
 		// Parked waiters' places are kept by their client's keeper, in
 		// one pipeline a second for all of them.
-		Place: func(hold.Mode) *internal.Place {
-			return &internal.Place{Key: place, TTL: WaiterTimeout, Lock: d.keys.Lock, Queue: queue}
+		Place: func(hold.Mode) *perclient.Place {
+			return &perclient.Place{Key: place, TTL: WaiterTimeout, Lock: d.keys.Lock, Queue: queue}
 		},
 	})
 	// A release that frees the lock with nobody in line is announced on
@@ -115,7 +117,7 @@ func (d *described) renew(ctx context.Context, s redis.Scripter, id string) func
 }
 
 func (d *described) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
-	return script.ReentrantForceUnlock(ctx, d.RDB, d.keys, receipt, internal.ReceiptTTL, d.Sharded, aim).Result()
+	return script.ReentrantForceUnlock(ctx, d.RDB, d.keys, receipt, exactly.ReceiptTTL, d.Sharded, aim).Result()
 }
 
 // Name returns the name of the lock.

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -14,7 +16,7 @@ import (
 // acquisition was not acknowledged by the replicas WithReplicaAck asks
 // for; the acquisition was undone. It is the same value in every redisync
 // package.
-var ErrNotReplicated = internal.ErrNotReplicated
+var ErrNotReplicated = errs.ErrNotReplicated
 
 // WithReplicaAck makes every acquisition wait until at least replicas
 // replicas have acknowledged it, for up to timeout: the acquire script and
@@ -43,7 +45,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
 func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64, patience time.Duration, a hold.Asking) (script.Acquired, error) {
-	conn, err := internal.PrimaryConn(ctx, d.RDB, d.keys.Lock)
+	conn, err := perclient.PrimaryConn(ctx, d.RDB, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err
 	}

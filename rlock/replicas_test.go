@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -66,7 +66,7 @@ func TestReplicaAckCluster(t *testing.T) {
 	if err := m.Lock(t.Context()); !errors.Is(err, rlock.ErrNotReplicated) {
 		t.Fatalf("Lock on a cluster without replicas = %v, want ErrNotReplicated", err)
 	}
-	if n := rdb.Exists(t.Context(), internal.NewNames(name).Lock()).Val(); n != 0 {
+	if n := rdb.Exists(t.Context(), keyspace.NewNames(name).Lock()).Val(); n != 0 {
 		t.Fatal("the unacknowledged acquisition was left behind")
 	}
 }

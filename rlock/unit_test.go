@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -90,7 +90,7 @@ func TestWrongTypeMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
 	m := rlock.New(rdb, "taken")
-	key := internal.NewNames("taken").Lock()
+	key := keyspace.NewNames("taken").Lock()
 	if err := mr.Set(key, "user data"); err != nil {
 		t.Fatal(err)
 	}

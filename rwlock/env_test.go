@@ -6,7 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -53,19 +55,19 @@ func miniEnv(t testing.TB) env {
 	}
 }
 
-func lockKey(name string) string { return internal.NewNames(name).Lock() }
+func lockKey(name string) string { return keyspace.NewNames(name).Lock() }
 
 // rwKeys are the keys of the lock called name.
 func rwKeys(name string) script.RWKeys {
-	return internal.NewNames(name).RWKeys()
+	return keyspace.NewNames(name).RWKeys()
 }
 
 // subscribers returns how many connections listen on the channel of the
-// lock called name that channel picks: internal.Names.Channel wakes the
-// readers, internal.Names.WriterChannel the writers.
-func (e env) subscribers(t testing.TB, name string, channel func(internal.Names) string) int64 {
+// lock called name that channel picks: keyspace.Names.Channel wakes the
+// readers, keyspace.Names.WriterChannel the writers.
+func (e env) subscribers(t testing.TB, name string, channel func(keyspace.Names) string) int64 {
 	t.Helper()
-	ch := channel(internal.NewNames(name))
+	ch := channel(keyspace.NewNames(name))
 	node := e.node(t, name)
 	if e.sharded {
 		return redistest.ShardNumSub(t, node, ch)
@@ -76,7 +78,7 @@ func (e env) subscribers(t testing.TB, name string, channel func(internal.Names)
 // assertNoKeys fails when any key of the lock called name is left.
 func (e env) assertNoKeys(t testing.TB, name string) {
 	t.Helper()
-	internal.AwaitTidied(t.Context())
+	perclient.AwaitTidied(t.Context())
 	keys, err := e.node(t, name).Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rwlock"
@@ -103,7 +103,7 @@ func testPubSubKill(t *testing.T, e env) {
 	for _, r := range readers {
 		waits = append(waits, lockAsync(ctx, r.RLock))
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 1 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, keyspace.Names.Channel) == 1 })
 	if err := e.node(t, name).Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}

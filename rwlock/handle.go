@@ -1,26 +1,26 @@
 package rwlock
 
 import (
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 )
 
 // ErrNotHeld is returned by RUnlock and Unlock when the handle does not
 // hold the lock in that mode. It is the same value in every redisync
 // package.
-var ErrNotHeld = internal.ErrNotHeld
+var ErrNotHeld = errs.ErrNotHeld
 
 // ErrUpgradeNotSupported is returned by Lock and TryLock with a ctx that
 // carries a read hold of the lock (see [RWMutex.RDo]): waiting for the write
 // lock would wait for itself.
-var ErrUpgradeNotSupported = internal.ErrUpgradeNotSupported
+var ErrUpgradeNotSupported = errs.ErrUpgradeNotSupported
 
 // ErrLost is the reason a hold was lost, passed to the [WithOnLost] hook.
-var ErrLost = internal.ErrLost
+var ErrLost = errs.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
 // key of another type, or for a lock of another kind.
-var ErrWrongType = internal.ErrWrongType
+var ErrWrongType = errs.ErrWrongType
 
 // RWMutex is a distributed reader/writer mutual exclusion lock: many
 // readers or one writer. An RWMutex is shared by goroutines the way a

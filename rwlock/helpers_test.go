@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/rwlock"
 )
 
@@ -98,7 +98,7 @@ func dumpKeys(t testing.TB, rdb redis.UniversalClient, pattern string) string {
 
 func assertNoKeysMini(t testing.TB, rdb redis.UniversalClient, name string) {
 	t.Helper()
-	internal.AwaitTidied(t.Context())
+	perclient.AwaitTidied(t.Context())
 	keys, err := rdb.Keys(t.Context(), lockKey(name)+"*").Result()
 	if err != nil {
 		t.Fatal(err)

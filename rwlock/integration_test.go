@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -366,7 +366,7 @@ func testParkedWaitersKept(t *testing.T, e env) {
 	if n := parks.Attempts() - attempts; n != 0 {
 		t.Errorf("the parked waiters made %d attempts during the write hold, want none", n)
 	}
-	node, names := e.node(t, name), internal.NewNames(name)
+	node, names := e.node(t, name), keyspace.NewNames(name)
 	now := float64(node.Time(ctx).Val().UnixMilli())
 	for _, set := range []string{names.Readers(), names.Writers()} {
 		live := node.ZCount(ctx, set, strconv.FormatFloat(now, 'f', 0, 64), "+inf").Val()

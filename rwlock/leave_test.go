@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -19,7 +19,7 @@ func TestRLockDeadlineDuringSiblingLeaveMini(t *testing.T) {
 	type slowLeaveKey struct{}
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	n := internal.NewNames("slow")
+	n := keyspace.NewNames("slow")
 	w, r := rwlock.New(rdb, "slow"), rwlock.New(rdb, "slow")
 	mustLock(t, w)
 

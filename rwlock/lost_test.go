@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -88,7 +88,7 @@ func TestFailedUnlockStopsRenewalMini(t *testing.T) {
 			if !redistest.Closed(rw.Done()) {
 				t.Fatal("Done open after the last unlock failed")
 			}
-			c := internal.Attach(rdb)
+			c := perclient.Attach(rdb)
 			defer c.Detach()
 			if n := c.Watchdog.Len(); n != 0 {
 				t.Fatalf("the watchdog still renews %d holds", n)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -43,7 +43,7 @@ func testDowngrade(t *testing.T, e env) {
 	wctx, wend := writeHold(t, w)
 	waiting := rwlock.New(e.client(t), name)
 	got := lockAsync(ctx, waiting.RLock)
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 1 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, keyspace.Names.Channel) == 1 })
 	if err := w.RLock(wctx); err != nil { // a downgrade
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func testForceUnlock(t *testing.T, e env) {
 	mustRLock(t, r2)
 	w := rwlock.New(e.client(t), name)
 	wrote := lockAsync(ctx, w.Lock)
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.WriterChannel) == 1 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, keyspace.Names.WriterChannel) == 1 })
 	start := time.Now()
 	if ok, err := rwlock.New(e.client(t), name).ForceUnlock(ctx); !ok || err != nil {
 		t.Fatalf("ForceUnlock of a read lock = %v, %v", ok, err)
@@ -182,7 +182,7 @@ func testForceUnlock(t *testing.T, e env) {
 	for _, r := range readers {
 		reads = append(reads, lockAsync(ctx, r.RLock))
 	}
-	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, internal.Names.Channel) == 2 })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return e.subscribers(t, name, keyspace.Names.Channel) == 2 })
 	if ok, err := r1.ForceUnlock(ctx); !ok || err != nil {
 		t.Fatalf("ForceUnlock of a write lock = %v, %v", ok, err)
 	}
@@ -217,7 +217,7 @@ func testWriterGivesUp(t *testing.T, e env) {
 	defer cancel()
 	wrote := lockAsync(wctx, rwlock.New(e.client(t), name).Lock)
 	redistest.WaitFor(t, 5*time.Second, func() bool {
-		n, _ := e.node(t, name).Exists(t.Context(), internal.NewNames(name).Writers()).Result()
+		n, _ := e.node(t, name).Exists(t.Context(), keyspace.NewNames(name).Writers()).Result()
 		return n == 1
 	})
 	newcomer := rwlock.New(e.client(t), name)
@@ -235,7 +235,7 @@ func testWriterGivesUp(t *testing.T, e env) {
 	// the writer's Lock returns; a reader in while the writer still
 	// waited would be far earlier than that.
 	within(t, "the held-back reader got in", r.at.Sub(w.at), -50*time.Millisecond, 300*time.Millisecond)
-	redistest.WaitFor(t, 2*time.Second, func() bool { return e.subscribers(t, name, internal.Names.WriterChannel) == 0 })
+	redistest.WaitFor(t, 2*time.Second, func() bool { return e.subscribers(t, name, keyspace.Names.WriterChannel) == 0 })
 	mustRUnlock(t, newcomer)
 	mustRUnlock(t, reader)
 	e.assertNoKeys(t, name)

@@ -5,7 +5,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -79,7 +81,7 @@ func (s *sides) renew(ctx context.Context, sc redis.Scripter, id string) func() 
 }
 
 func (s *sides) forceUnlock(ctx context.Context, receipt string, aim []any) (int64, error) {
-	return script.RWForceUnlock(ctx, s.RDB, s.keys, receipt, internal.ReceiptTTL, s.Sharded, aim).Result()
+	return script.RWForceUnlock(ctx, s.RDB, s.keys, receipt, exactly.ReceiptTTL, s.Sharded, aim).Result()
 }
 
 // channel is where waiters of mode m sleep: a write release wakes every
@@ -97,12 +99,12 @@ func (s *sides) channel(m hold.Mode) string {
 // the waiter need not attempt to renew it: it sleeps until a release wakes
 // it, the lease of whatever holds it back runs out, or the keeper tells it
 // to attempt (its announcement is gone, or the lock is free).
-func (s *sides) announcement(m hold.Mode) *internal.Place {
+func (s *sides) announcement(m hold.Mode) *perclient.Place {
 	set := s.keys.Writers
 	if m == hold.Shared {
 		set = s.keys.Readers
 	}
-	return &internal.Place{Key: set, Member: s.Owner, TTL: WaiterTimeout, Lock: s.keys.Lock}
+	return &perclient.Place{Key: set, Member: s.Owner, TTL: WaiterTimeout, Lock: s.keys.Lock}
 }
 
 // withdraw removes the handle's announcement as a waiter of mode m, if

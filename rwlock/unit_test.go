@@ -9,7 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
@@ -132,7 +136,7 @@ func TestUpgradeRefusedMini(t *testing.T) {
 		if ok, err := r.TryLock(ctx); ok || !errors.Is(err, rwlock.ErrUpgradeNotSupported) {
 			t.Fatalf("TryLock with a read hold's ctx = %v, %v, want ErrUpgradeNotSupported", ok, err)
 		}
-		if n, _ := rdb.Exists(ctx, internal.NewNames("up").Writers()).Result(); n != 0 {
+		if n, _ := rdb.Exists(ctx, keyspace.NewNames("up").Writers()).Result(); n != 0 {
 			t.Fatal("the refused upgrade left an announcement")
 		}
 		if got := field(t, rdb, "up", "r:"); got != "1" {
@@ -275,7 +279,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	locked := make(chan error, 1)
 	go func() { locked <- rwlock.New(rdb, "pref").Lock(wctx) }()
-	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(internal.NewNames("pref").Writers()) })
+	redistest.WaitFor(t, 5*time.Second, func() bool { return mr.Exists(keyspace.NewNames("pref").Writers()) })
 
 	newcomer := rwlock.New(rdb, "pref")
 	if ok, err := newcomer.TryRLock(ctx); ok || err != nil {
@@ -288,8 +292,8 @@ func TestWriterPreferenceMini(t *testing.T) {
 	if err := <-locked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Lock = %v, want context.Canceled", err)
 	}
-	internal.AwaitTidied(t.Context()) // the announcement is taken away in the background
-	if mr.Exists(internal.NewNames("pref").Writers()) {
+	perclient.AwaitTidied(t.Context()) // the announcement is taken away in the background
+	if mr.Exists(keyspace.NewNames("pref").Writers()) {
 		t.Fatal("the writer that gave up left its announcement")
 	}
 	if ok, err := newcomer.TryRLock(ctx); !ok || err != nil {
@@ -321,7 +325,7 @@ func TestWriterPreferenceMini(t *testing.T) {
 func TestReadersTurnMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	n := internal.NewNames("turn")
+	n := keyspace.NewNames("turn")
 	w1, w2 := rwlock.New(rdb, "turn"), rwlock.New(rdb, "turn")
 	mustLock(t, w1)
 	r := rwlock.New(rdb, "turn")
@@ -374,7 +378,7 @@ func TestReadersTurnMini(t *testing.T) {
 	if err := <-rlocked; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled RLock = %v, want context.Canceled", err)
 	}
-	internal.AwaitTidied(t.Context()) // the announcement is taken away in the background
+	perclient.AwaitTidied(t.Context()) // the announcement is taken away in the background
 	if mr.Exists(n.Readers()) {
 		t.Fatal("the reader that gave up left its announcement")
 	}
@@ -388,7 +392,7 @@ func TestReadersTurnMini(t *testing.T) {
 	if _, err := woken.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := script.RWWithdraw(ctx, rdb, keys, "quitter", true, false, time.Now().Add(internal.RequestWindow).UnixMilli()).Result(); err != nil || !ok {
+	if ok, err := script.RWWithdraw(ctx, rdb, keys, "quitter", true, false, time.Now().Add(exactly.RequestWindow).UnixMilli()).Result(); err != nil || !ok {
 		t.Fatalf("quitter's withdrawal = %v, %v", ok, err)
 	}
 	select {
@@ -427,7 +431,7 @@ func refusedReader(t testing.TB, rdb redis.UniversalClient, name, owner string, 
 func TestSiblingGivesUpMini(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	n := internal.NewNames("sib")
+	n := keyspace.NewNames("sib")
 	w1, w2, r := rwlock.New(rdb, "sib"), rwlock.New(rdb, "sib"), rwlock.New(rdb, "sib")
 	mustLock(t, w1)
 	aDone := make(chan error, 1)

@@ -6,8 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
+
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // Acquire takes n permits, waiting until n are available at once or ctx is
@@ -26,13 +34,13 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 		return nil
 	}
 	r := &request{n: n, receipt: s.receipt()}
-	c := internal.Attach(s.rdb)
+	c := perclient.Attach(s.rdb)
 	defer c.Detach()
 	actx, report := s.probe.Begin(ctx, true)
 	// A release that frees fewer than n permits wakes a local waiter that
 	// needs no more than that, not this one.
 	need := int(min(n, maxAnnounced))
-	err := internal.WaitNeeding(actx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
+	err := wait.WaitNeeding(actx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			ok, err := s.attempt(ctx, r)
 			return ok, 0, err // no lease bounds the wait: the poll interval does
@@ -66,7 +74,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (bool, error) {
 	}
 	actx, report := s.probe.Begin(ctx, false)
 	ok, err := s.attempt(actx, &request{n: n, receipt: s.receipt()})
-	err = internal.CtxErr(ctx, err)
+	err = errs.CtxErr(ctx, err)
 	report.Attempt(ctx, ok, err)
 	report.End(ctx, ok, err)
 	return ok, s.wrap("acquire", err)
@@ -118,7 +126,7 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 	})
 	switch {
 	case err != nil:
-		if internal.OutcomeUnknown(err) {
+		if errs.OutcomeUnknown(err) {
 			// The script may have run without its reply reaching us:
 			// cancel the request, giving back what it took. If the
 			// cancellation fails, the next attempt sends it again.
@@ -137,7 +145,7 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 		r.unset = res.Unset
 		return false, nil
 	}
-	if err := internal.CtxDone(ctx); err != nil {
+	if err := errs.CtxDone(ctx); err != nil {
 		// The reply came after ctx ended, and the caller has moved on:
 		// give the permits back (the rule of every blocking acquire).
 		_ = s.cancel(ctx, r)
@@ -161,13 +169,13 @@ func (s *Semaphore) attempt(ctx context.Context, r *request) (bool, error) {
 // The cancellation runs without ctx's cancellation, for at most
 // cleanupTimeout, but is waited for only until ctx is done: a caller
 // whose ctx ended returns at once, and the cancellation finishes in the
-// background (internal.TidyUp). r then goes on under a new receipt, and
+// background (perclient.TidyUp). r then goes on under a new receipt, and
 // the old one is never settled (the cancellation may run yet): it
 // expires by itself.
 func (s *Semaphore) cancel(ctx context.Context, r *request) error {
 	receipt := r.receipt
 	var err error
-	if !internal.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) {
+	if !perclient.TidyUp(ctx, s.rdb, cleanupTimeout, func(ctx context.Context) {
 		if err = s.undo(ctx, receipt); err != nil {
 			s.owed.add(receipt)
 		}
@@ -177,7 +185,7 @@ func (s *Semaphore) cancel(ctx context.Context, r *request) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		r.unsure = r.unsure || internal.OutcomeUnknown(err)
+		r.unsure = r.unsure || errs.OutcomeUnknown(err)
 		r.cancelling = true
 		return err
 	}
@@ -222,19 +230,19 @@ func (s *Semaphore) undo(ctx context.Context, receipt string) error {
 }
 
 // inTime runs one script of the acquire request of receipt, with a
-// deadline of its own (see internal.RequestWindow): a copy of the script
+// deadline of its own (see exactly.RequestWindow): a copy of the script
 // that Redis runs after it changes nothing, and the receipt, which every
 // run that writes it makes live an hour past its deadline, keeps every
 // copy that runs in time from taking twice. When Redis refused the script
 // as late (the server's clock is not where this client thought it was),
 // nothing changed: inTime learns the server's clock and runs it once more.
 func (s *Semaphore) inTime(receipt string, run func(req script.Request) error) error {
-	return internal.InTime(&s.clock, func(deadline int64) error {
+	return exactly.InTime(&s.clock, func(deadline int64) error {
 		return run(script.Request{Receipt: receipt, TTL: acquireReceiptTTL, Deadline: deadline})
 	})
 }
 
 // receipt returns the receipt key of a new acquire request.
 func (s *Semaphore) receipt() string {
-	return s.names.Receipt(internal.ReceiptAcquire, internal.NewRequestID())
+	return s.names.Receipt(keyspace.ReceiptAcquire, keyspace.NewRequestID())
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -76,7 +76,7 @@ func TestCancelRacesReleaseStress(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- waiter.Acquire(ctx, 1) }()
-		channel := internal.NewNames(name).Channel()
+		channel := keyspace.NewNames(name).Channel()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return direct.PubSubNumSub(t.Context(), channel).Val()[channel] > 0 })
 		// The cancel comes 0 to 1.5ms after the release: about when the
 		// woken waiter's take is in flight.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -64,7 +64,7 @@ func eachDeployment(t *testing.T, f func(t *testing.T, d deployment)) {
 	})
 }
 
-func channel(name string) string { return internal.NewNames(name).Channel() }
+func channel(name string) string { return keyspace.NewNames(name).Channel() }
 
 // commandCalls returns how many commands the server(s) behind rdb have run,
 // in total and as scripts (EVALSHA and EVAL), from INFO commandstats.

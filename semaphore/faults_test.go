@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -173,7 +173,7 @@ func TestLeasedFailedReleaseStopsRenewalMini(t *testing.T) {
 	if !redistest.Closed(l.Done(id)) {
 		t.Fatal("Done open after Release failed")
 	}
-	c := internal.Attach(rdb)
+	c := perclient.Attach(rdb)
 	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog still renews %d permits", n)
@@ -194,7 +194,7 @@ func TestLeasedTryAcquireReplyLostMini(t *testing.T) {
 		t.Fatalf("TryAcquire with its reply lost = %v, %v; want an error", ok, err)
 	}
 	wantLeasedAvailable(t, l, 1)
-	c := internal.Attach(rdb)
+	c := perclient.Attach(rdb)
 	defer c.Detach()
 	if n := c.Watchdog.Len(); n != 0 {
 		t.Fatalf("the watchdog renews %d permits", n)

@@ -7,7 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -124,7 +126,7 @@ func zeroAndNegative(t *testing.T, rdb redis.UniversalClient, name string) {
 func wrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := t.Context()
-	key := internal.NewNames(name).Lock()
+	key := keyspace.NewNames(name).Lock()
 	for _, setup := range []struct {
 		kind  string
 		write func() error
@@ -169,7 +171,7 @@ func wrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 	t.Helper()
 	ctx := t.Context()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	leases, permits := n.Lock(), n.Sub("permits")
 	for _, setup := range []struct {
 		kind  string
@@ -215,7 +217,7 @@ func leasedWrongType(t *testing.T, rdb redis.UniversalClient, name string) {
 // failed calls are done.
 func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 	t.Helper()
-	internal.AwaitTidied(t.Context())
+	perclient.AwaitTidied(t.Context())
 	if n, err := s.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}
@@ -223,7 +225,7 @@ func wantAvailable(t *testing.T, s *semaphore.Semaphore, want int64) {
 
 func wantLeasedAvailable(t *testing.T, l *semaphore.Leased, want int64) {
 	t.Helper()
-	internal.AwaitTidied(t.Context())
+	perclient.AwaitTidied(t.Context())
 	if n, err := l.Available(t.Context()); n != want || err != nil {
 		t.Fatalf("Available = %d, %v; want %d", n, err, want)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -25,7 +25,7 @@ func TestLeasedLateGiveBack(t *testing.T) {
 		t.Run("lease="+lease.String(), func(t *testing.T) {
 			ctx := t.Context()
 			name := redistest.UniqueName(t)
-			key := internal.NewNames(name).Lock()
+			key := keyspace.NewNames(name).Lock()
 			if err := semaphore.NewLeased(direct, name).SetPermits(ctx, 2); err != nil {
 				t.Fatal(err)
 			}

@@ -10,9 +10,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
+
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // Leased is a distributed semaphore whose acquired permits have ids and
@@ -25,12 +33,12 @@ type Leased struct {
 	keys    script.LeasedKeys
 	sharded bool
 	cfg     config
-	clock   internal.ServerClock // the server's clock, for the deadlines of requests
+	clock   exactly.ServerClock // the server's clock, for the deadlines of requests
 
 	mu   sync.Mutex               // protects kept
 	kept map[string]*hold.Tracker // permits the watchdog keeps alive, by id: one hold each
 
-	probe internal.Probe // what its acquires and holds report as (package observe)
+	probe wait.Probe // what its acquires and holds report as (package observe)
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -42,15 +50,15 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...LeasedOption) *Le
 	if name == "" {
 		panic("semaphore: NewLeased with empty semaphore name")
 	}
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return &Leased{
 		rdb:     rdb,
 		name:    name,
 		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
-		sharded: internal.Sharded(rdb),
+		sharded: perclient.Sharded(rdb),
 		cfg:     newLeasedConfig(opts),
 		kept:    make(map[string]*hold.Tracker),
-		probe:   internal.NewProbe(rdb, "leased", name),
+		probe:   wait.NewProbe(rdb, "leased", name),
 	}
 }
 
@@ -66,7 +74,7 @@ func (l *Leased) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, l.wrap("try set permits", err)
 	}
 	var ok bool
-	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
+	err := l.once(ctx, keyspace.ReceiptSet, func(r script.Request) (err error) {
 		ok, err = script.LeasedSetPermits(ctx, l.rdb, l.keys, r, n, true, l.sharded).Result()
 		return err
 	})
@@ -82,7 +90,7 @@ func (l *Leased) SetPermits(ctx context.Context, n int64) error {
 	if err := checkPermits(n); err != nil {
 		return l.wrap("set permits", err)
 	}
-	err := l.once(ctx, internal.ReceiptSet, func(r script.Request) error {
+	err := l.once(ctx, keyspace.ReceiptSet, func(r script.Request) error {
 		_, err := script.LeasedSetPermits(ctx, l.rdb, l.keys, r, n, false, l.sharded).Result()
 		return err
 	})
@@ -100,10 +108,10 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	if err := internal.CheckCount("permits", n); err != nil {
+	if err := errs.CheckCount("permits", n); err != nil {
 		return l.wrap("add permits", err)
 	}
-	err := l.once(ctx, internal.ReceiptAdd, func(r script.Request) error {
+	err := l.once(ctx, keyspace.ReceiptAdd, func(r script.Request) error {
 		_, err := script.LeasedAddPermits(ctx, l.rdb, l.keys, r, n, l.sharded).Result()
 		return err
 	})
@@ -111,10 +119,10 @@ func (l *Leased) AddPermits(ctx context.Context, n int64) error {
 }
 
 // once runs request under a new receipt of the given kind (see
-// internal.Once).
+// exactly.Once).
 func (l *Leased) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	names := internal.NewNames(l.name)
-	return internal.Once(ctx, &l.clock, func() string { return names.Receipt(kind, internal.NewRequestID()) },
+	names := keyspace.NewNames(l.name)
+	return exactly.Once(ctx, &l.clock, func() string { return names.Receipt(kind, keyspace.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})
@@ -139,14 +147,14 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	if lease < 0 {
 		return "", l.wrap("acquire", negative("lease", lease))
 	}
-	id := internal.NewOwnerID()
-	c := internal.Attach(l.rdb)
+	id := keyspace.NewOwnerID()
+	c := perclient.Attach(l.rdb)
 	defer c.Detach()
 	var late atomic.Bool // a give-back of an attempt under id may yet run
 	t := l.keeper(id, lease, &late)
 	var unset bool // the last attempt found no total at all
 	actx, report := l.probe.Begin(ctx, true)
-	err := internal.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	err := wait.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			if late.Swap(false) {
 				// An attempt under id gave back its permit, and that
@@ -156,7 +164,7 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 				// earlier attempt's). The attempts go on under a new id;
 				// the earlier one's permit, if it took one, goes when
 				// the give-back runs, or at the end of its lease.
-				id = internal.NewOwnerID()
+				id = keyspace.NewOwnerID()
 				t = l.keeper(id, lease, &late)
 			}
 			return l.attempt(ctx, t, id, lease, &unset, &late)
@@ -178,13 +186,13 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	if lease < 0 {
 		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
-	id := internal.NewOwnerID()
+	id := keyspace.NewOwnerID()
 	actx, report := l.probe.Begin(ctx, false)
 	ok, _, err := l.attempt(actx, l.keeper(id, lease, nil), id, lease, new(bool), nil)
 	report.Attempt(ctx, ok, err)
 	report.End(ctx, ok, err)
 	if !ok || err != nil {
-		return "", false, l.wrap("acquire", internal.CtxErr(ctx, err))
+		return "", false, l.wrap("acquire", errs.CtxErr(ctx, err))
 	}
 	return id, true, nil
 }
@@ -198,7 +206,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool, late *atomic.Bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
 		var res script.LeaseTaken
-		err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+		err := exactly.InTime(&l.clock, func(deadline int64) (err error) {
 			res, err = script.LeasedAcquire(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded, deadline).Result()
 			return err
 		})
@@ -208,7 +216,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 	if lease > 0 {
 		undo := func(ctx context.Context, _ *hold.Grant) {
 			give := func(ctx context.Context) { _, _ = l.giveBack(ctx, id, late) }
-			if !internal.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give) && late != nil {
+			if !perclient.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give) && late != nil {
 				late.Store(true) // it may run after the next attempt
 			}
 		}
@@ -242,7 +250,7 @@ func (l *Leased) tracker(id string) *hold.Tracker { return l.trackerOf(id, nil) 
 // sets late, if not nil, when Redis may yet run it.
 func (l *Leased) giveBack(ctx context.Context, id string, late *atomic.Bool) (bool, error) {
 	ok, err := l.releaseScript(ctx, id)
-	if late != nil && internal.OutcomeUnknown(err) {
+	if late != nil && errs.OutcomeUnknown(err) {
 		late.Store(true)
 	}
 	return ok, err
@@ -363,7 +371,7 @@ func (l *Leased) leaseOf(lease time.Duration) time.Duration {
 }
 
 func (l *Leased) wrap(op string, err error) error {
-	return internal.Wrap("semaphore", op, l.name, err)
+	return errs.Wrap("semaphore", op, l.name, err)
 }
 
 // permitNotHeld is ErrNotHeld as Release reports it for a permit: it

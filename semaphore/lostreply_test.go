@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -87,7 +87,7 @@ func TestLostReplies(t *testing.T) {
 			name := redistest.UniqueName(t)
 			check := lostReplyState(t, tc, name)
 			dropped := proxy.DropReply(func(args []string) bool {
-				return redistest.IsScriptCall(args, internal.NewNames(name).Lock())
+				return redistest.IsScriptCall(args, keyspace.NewNames(name).Lock())
 			})
 			got, err := tc.op(ctx, semaphore.New(rdb, name), semaphore.NewLeased(rdb, name))
 			mustHaveDropped(t, dropped)

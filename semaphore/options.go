@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/exactly"
 )
 
 const (
@@ -20,15 +20,15 @@ const (
 )
 
 // receiptTTL is how long a semaphore remembers that a request run by
-// internal.Once changed its count, so that a resent request changes
+// exactly.Once changed its count, so that a resent request changes
 // nothing: it lives that long past the request's deadline, after which no
 // copy of it changes anything.
-const receiptTTL = internal.ReceiptTTL
+const receiptTTL = exactly.ReceiptTTL
 
 // acquireReceiptTTL is the lifetime of an acquire receipt, which is kept
 // until the request's outcome is known rather than trusted to expire after
 // its last retry: a safety net only (see settled.go).
-const acquireReceiptTTL = internal.AcquireReceiptTTL
+const acquireReceiptTTL = exactly.AcquireReceiptTTL
 
 // cleanupTimeout bounds the calls that tidy up after a cancelled ctx.
 const cleanupTimeout = time.Second

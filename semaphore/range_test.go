@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -79,7 +79,7 @@ func outOfRange(t *testing.T, rdb redis.UniversalClient, name string) {
 	// A count beyond the bound (here written by hand; a give-back can
 	// take it there) still compares exactly with any n within it, and
 	// Drain, which could not report it exactly, refuses it.
-	key := internal.NewNames(name).Lock()
+	key := keyspace.NewNames(name).Lock()
 	if err := rdb.Set(ctx, key, strconv.FormatInt(maxCount+2, 10), 0).Err(); err != nil {
 		t.Fatal(err)
 	}

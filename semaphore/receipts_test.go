@@ -8,7 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/semaphore"
@@ -32,7 +34,7 @@ func TestAcquireOutlivesReceiptTTL(t *testing.T) {
 	if err := check.SetPermits(t.Context(), 3); err != nil {
 		t.Fatal(err)
 	}
-	key := internal.NewNames(name).Lock()
+	key := keyspace.NewNames(name).Lock()
 	dropped := proxy.DropReply(func(args []string) bool {
 		if !redistest.IsScriptCall(args, key) {
 			return false
@@ -53,7 +55,7 @@ func TestAcquireOutlivesReceiptTTL(t *testing.T) {
 		t.Fatalf("Acquire returned %v before its reply was dropped", err)
 	}
 	wantAvailable(t, check, 2) // the lost request took its permit
-	elapse(t, direct, name, internal.ReceiptTTL+time.Second)
+	elapse(t, direct, name, exactly.ReceiptTTL+time.Second)
 	faults.Refuse(false)
 	if err := <-done; err != nil {
 		t.Fatalf("Acquire after Redis came back = %v", err)
@@ -69,7 +71,7 @@ func TestAcquireOutlivesReceiptTTL(t *testing.T) {
 func elapse(t *testing.T, rdb *redis.Client, name string, d time.Duration) {
 	t.Helper()
 	ctx := t.Context()
-	keys, err := rdb.Keys(ctx, internal.NewNames(name).Lock()+"*").Result()
+	keys, err := rdb.Keys(ctx, keyspace.NewNames(name).Lock()+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +111,8 @@ func TestAcquireReceiptDeletedMini(t *testing.T) {
 		if len(receipts) != 1 {
 			t.Fatalf("%d acquire receipts after an Acquire, want 1", len(receipts))
 		}
-		if ttl := mr.TTL(receipts[0]); ttl < internal.AcquireReceiptTTL-time.Minute {
-			t.Fatalf("acquire receipt lives %v, want %v", ttl, internal.AcquireReceiptTTL)
+		if ttl := mr.TTL(receipts[0]); ttl < exactly.AcquireReceiptTTL-time.Minute {
+			t.Fatalf("acquire receipt lives %v, want %v", ttl, exactly.AcquireReceiptTTL)
 		}
 		mustRelease(t, s, 1)
 		if n := len(acquireReceipts(t, rdb, "settled")); n != 0 {
@@ -165,10 +167,10 @@ func TestCancelledReceiptOutlivesLateCopyMini(t *testing.T) {
 	if len(receipts) != 1 {
 		t.Fatalf("%d acquire receipts after a cancelled request, want 1", len(receipts))
 	}
-	mr.FastForward(internal.ReceiptTTL + time.Second)
-	n := internal.NewNames("late")
+	mr.FastForward(exactly.ReceiptTTL + time.Second)
+	n := keyspace.NewNames("late")
 	k := script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()}
-	req := script.Request{Receipt: receipts[0], TTL: internal.AcquireReceiptTTL, Deadline: time.Now().Add(internal.RequestWindow).UnixMilli()}
+	req := script.Request{Receipt: receipts[0], TTL: exactly.AcquireReceiptTTL, Deadline: time.Now().Add(exactly.RequestWindow).UnixMilli()}
 	late, err := script.SemaphoreAcquire(ctx, rdb, k, req, 2, nil).Result()
 	if err != nil || late.OK || !late.Cancelled {
 		t.Fatalf("late copy of the cancelled request = %+v, %v; want it cancelled", late, err)
@@ -179,7 +181,7 @@ func TestCancelledReceiptOutlivesLateCopyMini(t *testing.T) {
 // acquireReceipts returns the acquire receipt keys of the semaphore name.
 func acquireReceipts(t *testing.T, rdb *redis.Client, name string) []string {
 	t.Helper()
-	keys, err := rdb.Keys(t.Context(), internal.NewNames(name).ReceiptPrefix(internal.ReceiptAcquire)+"*").Result()
+	keys, err := rdb.Keys(t.Context(), keyspace.NewNames(name).ReceiptPrefix(keyspace.ReceiptAcquire)+"*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,22 +8,30 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
+
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // ErrNotHeld is returned by Leased.Release for a permit id that holds no
 // permit. It is the same value in every redisync package.
-var ErrNotHeld = internal.ErrNotHeld
+var ErrNotHeld = errs.ErrNotHeld
 
 // ErrLost is the reason a permit kept alive by the watchdog was lost,
 // passed to the [WithOnLost] hook.
-var ErrLost = internal.ErrLost
+var ErrLost = errs.ErrLost
 
 // ErrWrongType is matched by errors for a name Redis already uses for a
 // key of another type or content.
-var ErrWrongType = internal.ErrWrongType
+var ErrWrongType = errs.ErrWrongType
 
 // ErrNegativeArgument is matched by errors for a negative permit count or lease.
 // Nothing is changed in Redis.
@@ -39,7 +47,7 @@ var ErrNegative = ErrNegativeArgument
 // exactly, and for an AddPermits or Release that would take the count
 // past it. Nothing is changed in Redis. It is the same value in every
 // redisync package.
-var ErrOutOfRange = internal.ErrOutOfRange
+var ErrOutOfRange = errs.ErrOutOfRange
 
 // Semaphore is a distributed counting semaphore. Its permits are not owned:
 // any handle, in any process, may release permits it never acquired, and
@@ -48,14 +56,14 @@ var ErrOutOfRange = internal.ErrOutOfRange
 type Semaphore struct {
 	rdb     redis.UniversalClient
 	name    string
-	names   internal.Names
+	names   keyspace.Names
 	keys    script.SemaphoreKeys
 	sharded bool
 	cfg     config
-	clock   internal.ServerClock // the server's clock, for the deadlines of requests
-	settled settledQueue         // acquire receipts to delete (see settled.go)
-	owed    settledQueue         // acquire receipts whose undo failed, to send again (see repay)
-	probe   internal.Probe       // what its acquires report as (package observe)
+	clock   exactly.ServerClock // the server's clock, for the deadlines of requests
+	settled settledQueue        // acquire receipts to delete (see settled.go)
+	owed    settledQueue        // acquire receipts whose undo failed, to send again (see repay)
+	probe   wait.Probe          // what its acquires report as (package observe)
 }
 
 // New returns a handle on the counting semaphore called name. It does no
@@ -67,15 +75,15 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 	if name == "" {
 		panic("semaphore: New with empty semaphore name")
 	}
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return &Semaphore{
 		rdb:     rdb,
 		name:    name,
 		names:   n,
 		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
-		sharded: internal.Sharded(rdb),
+		sharded: perclient.Sharded(rdb),
 		cfg:     newConfig(opts),
-		probe:   internal.NewProbe(rdb, "semaphore", name),
+		probe:   wait.NewProbe(rdb, "semaphore", name),
 	}
 }
 
@@ -91,7 +99,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
 		return false, s.wrap("try set permits", err)
 	}
 	var ok bool
-	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) (err error) {
+	err := s.once(ctx, keyspace.ReceiptSet, func(r script.Request) (err error) {
 		return s.withSettled(func(settled []string) (err error) {
 			ok, err = script.SemaphoreSetPermits(ctx, s.rdb, s.keys, r, n, true, s.sharded, settled).Result()
 			return err
@@ -107,7 +115,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int64) error {
 	if err := checkPermits(n); err != nil {
 		return s.wrap("set permits", err)
 	}
-	err := s.once(ctx, internal.ReceiptSet, func(r script.Request) error {
+	err := s.once(ctx, keyspace.ReceiptSet, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
 			_, err := script.SemaphoreSetPermits(ctx, s.rdb, s.keys, r, n, false, s.sharded, settled).Result()
 			return err
@@ -125,7 +133,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int64) error {
 	if n == 0 {
 		return nil
 	}
-	if err := internal.CheckCount("permits", n); err != nil {
+	if err := errs.CheckCount("permits", n); err != nil {
 		return s.wrap("add permits", err)
 	}
 	return s.wrap("add permits", s.add(ctx, n))
@@ -165,7 +173,7 @@ func (s *Semaphore) Release(ctx context.Context, n int64) error {
 // add adds delta permits once.
 func (s *Semaphore) add(ctx context.Context, delta int64) error {
 	s.repay(ctx)
-	return s.once(ctx, internal.ReceiptRelease, func(r script.Request) error {
+	return s.once(ctx, keyspace.ReceiptRelease, func(r script.Request) error {
 		return s.withSettled(func(settled []string) error {
 			_, err := script.SemaphoreRelease(ctx, s.rdb, s.keys, r, delta, s.sharded, settled).Result()
 			return err
@@ -174,9 +182,9 @@ func (s *Semaphore) add(ctx context.Context, delta int64) error {
 }
 
 // once runs request under a new receipt of the given kind (see
-// internal.Once).
+// exactly.Once).
 func (s *Semaphore) once(ctx context.Context, kind string, request func(r script.Request) error) error {
-	return internal.Once(ctx, &s.clock, func() string { return s.names.Receipt(kind, internal.NewRequestID()) },
+	return exactly.Once(ctx, &s.clock, func() string { return s.names.Receipt(kind, keyspace.NewRequestID()) },
 		func(receipt string, deadline int64) error {
 			return request(script.Request{Receipt: receipt, TTL: receiptTTL, Deadline: deadline})
 		})
@@ -187,7 +195,7 @@ func (s *Semaphore) once(ctx context.Context, kind string, request func(r script
 // there were.
 func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 	raw, err := s.rdb.Get(ctx, s.keys.Permits).Result()
-	if internal.IsNil(err) {
+	if errs.IsNil(err) {
 		return 0, nil
 	}
 	if err != nil {
@@ -206,7 +214,7 @@ func (s *Semaphore) Available(ctx context.Context) (int64, error) {
 // exactly, is an error wrapping [ErrOutOfRange] and changes nothing.
 func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.once(ctx, internal.ReceiptDrain, func(r script.Request) (err error) {
+	err := s.once(ctx, keyspace.ReceiptDrain, func(r script.Request) (err error) {
 		return s.withSettled(func(settled []string) (err error) {
 			n, err = script.SemaphoreDrain(ctx, s.rdb, s.keys, r, settled).Result()
 			return err
@@ -216,7 +224,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int64, error) {
 }
 
 func (s *Semaphore) wrap(op string, err error) error {
-	return internal.Wrap("semaphore", op, s.name, err)
+	return errs.Wrap("semaphore", op, s.name, err)
 }
 
 // negative reports a negative permit count or lease v.
@@ -230,5 +238,5 @@ func checkPermits(n int64) error {
 	if n < 0 {
 		return negative("permits", n)
 	}
-	return internal.CheckCount("permits", n)
+	return errs.CheckCount("permits", n)
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/semaphore"
@@ -109,7 +111,7 @@ func TestLeasedMini(t *testing.T) {
 		}
 	}
 	wantLeasedAvailable(t, l, 3)
-	if n := mr.Exists(internal.NewNames("l").Lock()); n {
+	if n := mr.Exists(keyspace.NewNames("l").Lock()); n {
 		t.Fatal("permit set left behind with no permit acquired")
 	}
 }
@@ -125,11 +127,11 @@ func TestLeasedWrongTypeMini(t *testing.T) {
 func TestUndoIsExactMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	ctx := t.Context()
-	names := internal.NewNames("u")
+	names := keyspace.NewNames("u")
 	k := script.SemaphoreKeys{Permits: names.Lock(), Channel: names.Channel()}
 	rdb.Set(ctx, k.Permits, 5, 0)
 	req := func(id string) script.Request {
-		return script.Request{Receipt: names.Sub("acquire:" + id), TTL: time.Minute, Deadline: time.Now().Add(internal.RequestWindow).UnixMilli()}
+		return script.Request{Receipt: names.Sub("acquire:" + id), TTL: time.Minute, Deadline: time.Now().Add(exactly.RequestWindow).UnixMilli()}
 	}
 	taken, err := script.SemaphoreAcquire(ctx, rdb, k, req("1"), 3, nil).Result()
 	if err != nil || !taken.OK || taken.Available != 2 {

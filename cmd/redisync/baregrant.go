@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 )
 
 // bareGrantScript is the least a handoff through Redis does: one script
@@ -33,7 +33,7 @@ const bareGrants = 50
 func bareGrant(ctx context.Context, a, b redis.UniversalClient, prefix string) (time.Duration, error) {
 	key := prefix + "bare-grant:{" + prefix + "}" // key and channel share a slot
 	channel := key + ":chan"
-	sharded := internal.Sharded(a)
+	sharded := perclient.Sharded(a)
 	var ps *redis.PubSub
 	if sharded {
 		ps = b.SSubscribe(ctx, channel)

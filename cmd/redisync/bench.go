@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/cmdstats"
+	"github.com/redisync/redisync/internal/errs"
 )
 
 const benchAbout = `
@@ -212,7 +212,7 @@ func benchWorkers(ctx context.Context, f *benchFlags, p primitive, locks []*benc
 				d, err := benchCycle(ctx, m, l, f.hold)
 				// The run's end is its deadline, which a call can see pass
 				// a moment before ctx's own timer says so.
-				if err != nil && internal.CtxDone(ctx) == nil {
+				if err != nil && errs.CtxDone(ctx) == nil {
 					mu.Lock()
 					failed = cmp.Or(failed, err)
 					mu.Unlock()

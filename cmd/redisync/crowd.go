@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // crowd runs fn(i) for n concurrent callers, caller i on instance i mod P,
@@ -58,7 +58,7 @@ func pause(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	if !internal.Sleep(ctx, d) {
+	if !wait.Sleep(ctx, d) {
 		return ctx.Err()
 	}
 	return nil

@@ -12,7 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 const inspectAbout = `
@@ -83,7 +85,7 @@ type holder struct {
 }
 
 // process is the process an owner id names: its host name and pid (see
-// internal.NewOwnerID); empty for an id that names none.
+// keyspace.NewOwnerID); empty for an id that names none.
 type process struct {
 	Host string `json:"host,omitempty"`
 	PID  int    `json:"pid,omitempty"`
@@ -91,7 +93,7 @@ type process struct {
 
 // processOf reads the process out of owner id id.
 func processOf(id string) process {
-	o, _ := internal.ParseOwner(id)
+	o, _ := keyspace.ParseOwner(id)
 	return process{Host: o.Host, PID: o.PID}
 }
 
@@ -205,7 +207,7 @@ func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (*repo
 // inspectKeys is inspect of name whose keys were found already (by list's
 // SCAN): it reads found instead of scanning for them; nil scans.
 func inspectKeys(ctx context.Context, rdb redis.UniversalClient, name string, found []string) (*report, error) {
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	node, err := nodeFor(ctx, rdb, n.Lock())
 	if err != nil {
 		return nil, err
@@ -271,7 +273,7 @@ func inspectKeys(ctx context.Context, rdb redis.UniversalClient, name string, fo
 // "job". A name may hold '}': the name is the shortest that makes key its
 // main key or one of the keys under it.
 func nameOfKey(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, internal.Prefix+"{")
+	rest, ok := strings.CutPrefix(key, keyspace.Prefix+"{")
 	if !ok {
 		return "", false
 	}
@@ -279,7 +281,7 @@ func nameOfKey(key string) (string, bool) {
 		if rest[i] != '}' || i == 0 {
 			continue
 		}
-		n := internal.NewNames(rest[:i])
+		n := keyspace.NewNames(rest[:i])
 		if key == n.Lock() || strings.HasPrefix(key, n.Lock()+":") {
 			return rest[:i], true
 		}
@@ -289,7 +291,7 @@ func nameOfKey(key string) (string, bool) {
 
 // decoders recognise a kind from the keys and fill the report; the first
 // that reports true wins. Each lives in an inspect_*.go file.
-var decoders = []func(r *report, keys map[string]*key, n internal.Names, now time.Time) bool{
+var decoders = []func(r *report, keys map[string]*key, n keyspace.Names, now time.Time) bool{
 	decodeElection,
 	decodeRWLock,
 	decodeFairlock,
@@ -302,7 +304,7 @@ var decoders = []func(r *report, keys map[string]*key, n internal.Names, now tim
 // readKeys returns the name's keys with their types, TTLs and contents;
 // now is the server's time, which a sorted set's live members are scored
 // after. It scans for them unless found lists them already.
-func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names, now time.Time, found []string) ([]*key, error) {
+func readKeys(ctx context.Context, node redis.UniversalClient, n keyspace.Names, now time.Time, found []string) ([]*key, error) {
 	names := slices.Clone(found)
 	var err error
 	if names == nil {
@@ -337,11 +339,11 @@ func readKeys(ctx context.Context, node redis.UniversalClient, n internal.Names,
 		}
 		values[i] = queueValue(ctx, pipe, k, now)
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !internal.IsNil(err) {
+	if _, err := pipe.Exec(ctx); err != nil && !errs.IsNil(err) {
 		return nil, err
 	}
 	for i, k := range keys {
-		if k.Value, err = values[i](); err != nil && !internal.IsNil(err) {
+		if k.Value, err = values[i](); err != nil && !errs.IsNil(err) {
 			return nil, err
 		}
 	}

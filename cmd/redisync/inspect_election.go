@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // valueField is the field of an election's hash that holds the leader's
@@ -17,7 +17,7 @@ const valueField = "@value"
 // fair lock whose holder is the leader, with its value ('@value') and
 // term ('@token'), the candidates' line as a fair lock's, and each
 // waiting candidate's value in redisync:{name}:value:<owner id>.
-func decodeElection(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
+func decodeElection(r *report, keys map[string]*key, n keyspace.Names, now time.Time) bool {
 	lock := keys[n.Lock()]
 	var h map[string]string
 	if lock != nil && lock.Type == "hash" {

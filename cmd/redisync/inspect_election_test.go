@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/election"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -27,7 +27,7 @@ func TestInspectAndUnlockElection(t *testing.T) {
 		got := make(chan error, 1)
 		go func() { got <- candidate.Campaign(ctx, "host-2:8080") }()
 		redistest.WaitFor(t, 5*time.Second, func() bool {
-			return b.rdb.LLen(ctx, internal.NewNames(name).Queue()).Val() == 1
+			return b.rdb.LLen(ctx, keyspace.NewNames(name).Queue()).Val() == 1
 		})
 
 		r := inspectJSON(t, b.flags, name)[0]

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // decodeFairlock recognises a lock with waiters in line: the lock hash
@@ -15,7 +15,7 @@ import (
 // zset. The waiters of both keep a place of their own,
 // redisync:{name}:place:<owner id>, which expires when they stop
 // refreshing it: an rlock waiter's deadline.
-func decodeFairlock(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
+func decodeFairlock(r *report, keys map[string]*key, n keyspace.Names, now time.Time) bool {
 	lock, queue, timeouts := keys[n.Lock()], keys[n.Queue()], keys[n.Timeouts()]
 	if lock != nil && lock.Type != "hash" {
 		return false // a leased semaphore may keep a timeouts zset too

@@ -3,14 +3,14 @@ package main
 import (
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // decodeLatch recognises a count-down latch: its count, a positive
 // integer string, under redisync:{name}:latch. A latch at zero has no
 // count key; the receipts of its last calls, which expire within seconds,
 // may still show that it was one.
-func decodeLatch(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+func decodeLatch(r *report, keys map[string]*key, n keyspace.Names, _ time.Time) bool {
 	k := keys[n.Latch()]
 	var count int64
 	if k != nil {
@@ -20,7 +20,7 @@ func decodeLatch(r *report, keys map[string]*key, n internal.Names, _ time.Time)
 		}
 		count, k.explained = v, true
 	}
-	note, receipts := explainReceipts(keys, n, internal.LatchReceiptKinds...)
+	note, receipts := explainReceipts(keys, n, keyspace.LatchReceiptKinds...)
 	if k == nil && note == "" {
 		return false
 	}

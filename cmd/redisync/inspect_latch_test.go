@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 )
@@ -28,7 +28,7 @@ func TestInspectLatch(t *testing.T) {
 		waited := make(chan error, 1)
 		go func() { waited <- latch.New(b.client(), name).Wait(waitCtx) }()
 		defer func() { stop(); <-waited }()
-		ch := internal.NewNames(name).LatchChannel()
+		ch := keyspace.NewNames(name).LatchChannel()
 		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(ch) == 1 })
 
 		r := inspectJSON(t, b.flags, name)[0]

@@ -3,13 +3,13 @@ package main
 import (
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // decodeMutex recognises a reentrant mutex (rlock): one hash, hold id ->
 // hold count, with a PEXPIRE lease. A fair lock with nobody queued has the
 // same layout.
-func decodeMutex(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+func decodeMutex(r *report, keys map[string]*key, n keyspace.Names, _ time.Time) bool {
 	k := keys[n.Lock()]
 	if k == nil || k.Type != "hash" {
 		return false

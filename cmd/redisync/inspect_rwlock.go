@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // rwModeField is the field of an rwlock's hash that says how it is held.
@@ -22,7 +22,7 @@ const rwModeField = "mode"
 // Between holders the lock may be free while those zsets remain: readers
 // whose turn it is, or announced waiters; that is reported as an rwlock
 // with mode "free".
-func decodeRWLock(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
+func decodeRWLock(r *report, keys map[string]*key, n keyspace.Names, now time.Time) bool {
 	var notes []string
 	var waiting []*key
 	for _, z := range []struct{ key, note string }{

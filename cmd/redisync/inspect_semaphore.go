@@ -6,13 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/exactly"
 )
 
 // decodeSemaphore recognises a semaphore: its available permits are an
 // integer string. A leased semaphore's further keys (permit ids and their
 // leases) are listed raw.
-func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.Time) bool {
+func decodeSemaphore(r *report, keys map[string]*key, n keyspace.Names, _ time.Time) bool {
 	k := keys[n.Lock()]
 	if k == nil || k.Type != "string" {
 		return false
@@ -23,7 +25,7 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 	}
 	r.Kind, r.Permits = kindSemaphore, &v
 	k.explained = true
-	r.note, r.Receipts = explainReceipts(keys, n, internal.ReceiptKinds...)
+	r.note, r.Receipts = explainReceipts(keys, n, keyspace.ReceiptKinds...)
 	return true
 }
 
@@ -33,17 +35,17 @@ func decodeSemaphore(r *report, keys map[string]*key, n internal.Names, _ time.T
 // (:latch:countdown:<id>, ...), which make a retried request exact and
 // expire by themselves, and returns a note saying how many there are, or
 // "", and the kind of each, sorted.
-func explainReceipts(keys map[string]*key, n internal.Names, kinds ...string) (string, []string) {
+func explainReceipts(keys map[string]*key, n keyspace.Names, kinds ...string) (string, []string) {
 	var found []string
-	lifetime := internal.ReceiptTTL
+	lifetime := exactly.ReceiptTTL
 	for name, k := range keys {
 		for _, kind := range kinds {
 			if strings.HasPrefix(name, n.ReceiptPrefix(kind)) && k.Type == "string" {
 				k.explained = true
 				found = append(found, kind)
-				if kind == internal.ReceiptAcquire {
+				if kind == keyspace.ReceiptAcquire {
 					// Deleted once settled; the hour is a safety net.
-					lifetime = max(lifetime, internal.AcquireReceiptTTL)
+					lifetime = max(lifetime, exactly.AcquireReceiptTTL)
 				}
 				break
 			}
@@ -69,7 +71,7 @@ func hours(d time.Duration) string {
 // id -> lease expiry (server clock, Unix ms) under the main key. Available
 // permits are the total minus the permits whose lease has not run out;
 // each acquired permit is shown as a holder (of those read: see keyLimit).
-func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Time) bool {
+func decodeLeased(r *report, keys map[string]*key, n keyspace.Names, now time.Time) bool {
 	total, leases := keys[n.Sub("permits")], keys[n.Lock()]
 	if total == nil || total.Type != "string" || (leases != nil && leases.Type != "zset") {
 		return false
@@ -92,7 +94,7 @@ func decodeLeased(r *report, keys map[string]*key, n internal.Names, now time.Ti
 		leases.explained = true
 	}
 	r.Kind, r.Permits, r.Total, r.Leased, r.note = kindSemaphore, &v, &all, true, "leased"
-	note, receipts := explainReceipts(keys, n, internal.ReceiptKinds...)
+	note, receipts := explainReceipts(keys, n, keyspace.ReceiptKinds...)
 	if note != "" {
 		r.note += ", " + note
 	}

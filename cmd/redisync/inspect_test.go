@@ -14,7 +14,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -67,7 +68,7 @@ func TestInspectHeldRLock(t *testing.T) {
 				t.Error(err)
 			}
 		}()
-		owners := slices.Collect(maps.Keys(redistest.Holders(ctx, b.rdb, internal.NewNames(name).Lock())))
+		owners := slices.Collect(maps.Keys(redistest.Holders(ctx, b.rdb, keyspace.NewNames(name).Lock())))
 		if len(owners) != 1 {
 			t.Fatalf("holders = %v, want one", owners)
 		}
@@ -77,7 +78,7 @@ func TestInspectHeldRLock(t *testing.T) {
 		go func() { waited <- rlock.New(b.client(), name).Lock(waiterCtx) }()
 		defer func() { stopWaiter(); <-waited }()
 		redistest.WaitFor(t, 5*time.Second, func() bool {
-			return b.rdb.LLen(ctx, internal.NewNames(name).Queue()).Val() == 1
+			return b.rdb.LLen(ctx, keyspace.NewNames(name).Queue()).Val() == 1
 		})
 
 		r := inspectJSON(t, b.flags, name)[0]
@@ -116,8 +117,8 @@ func TestInspectKinds(t *testing.T) {
 	now := time.UnixMilli(1_800_000_000_000)
 	mr.SetTime(now) // the server clock inspect reads deadlines against
 	ctx := t.Context()
-	fair, rw, sem, odd := internal.NewNames("jobs"), internal.NewNames("catalog"), internal.NewNames("db-slots"), internal.NewNames("odd")
-	leased := internal.NewNames("workers")
+	fair, rw, sem, odd := keyspace.NewNames("jobs"), keyspace.NewNames("catalog"), keyspace.NewNames("db-slots"), keyspace.NewNames("odd")
+	leased := keyspace.NewNames("workers")
 	rdb.HSet(ctx, fair.Lock(), "owner-a", 1)
 	rdb.PExpire(ctx, fair.Lock(), 30*time.Second)
 	rdb.RPush(ctx, fair.Queue(), "w1", "w2")
@@ -136,12 +137,12 @@ func TestInspectKinds(t *testing.T) {
 	// A leased semaphore of 3 permits, one acquired, after an AddPermits.
 	rdb.Set(ctx, leased.Sub("permits"), 3, 0)
 	rdb.ZAdd(ctx, leased.Lock(), redis.Z{Member: "web-7:4121:p1", Score: float64(now.UnixMilli() + 30000)})
-	rdb.Set(ctx, leased.Receipt(internal.ReceiptAdd, "r2"), 1, 10*time.Second)
+	rdb.Set(ctx, leased.Receipt(keyspace.ReceiptAdd, "r2"), 1, 10*time.Second)
 	// A counting semaphore holding permits acquired in two requests.
-	slots := internal.NewNames("pool")
+	slots := keyspace.NewNames("pool")
 	rdb.Set(ctx, slots.Lock(), 1, 0)
-	rdb.Set(ctx, slots.Receipt(internal.ReceiptAcquire, "a1"), 2, time.Hour)
-	rdb.Set(ctx, slots.Receipt(internal.ReceiptAcquire, "a2"), "x", time.Hour)
+	rdb.Set(ctx, slots.Receipt(keyspace.ReceiptAcquire, "a1"), 2, time.Hour)
+	rdb.Set(ctx, slots.Receipt(keyspace.ReceiptAcquire, "a2"), "x", time.Hour)
 	flags := []string{"--redis", "redis://" + addr}
 
 	rs := inspectJSON(t, flags, "jobs", "catalog", "db-slots", "odd", "nothing", "workers", "pool")
@@ -186,13 +187,13 @@ func TestInspectKinds(t *testing.T) {
 		}
 	}
 	// Between holders: free, with readers whose turn it is yet to come.
-	gap := internal.NewNames("gap")
+	gap := keyspace.NewNames("gap")
 	rdb.ZAdd(ctx, gap.Turn(), redis.Z{Member: "o4", Score: float64(now.UnixMilli() + 1500)})
 	if r := inspectJSON(t, flags, "gap")[0]; r.Kind != kindRWLock || r.Mode != "free" || len(r.Holders) != 0 {
 		t.Errorf("free rwlock report = %+v", r)
 	}
 	// Keys a decoder explains are not listed as unexplained.
-	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(internal.ReceiptAdd, "r2"), slots.Receipt(internal.ReceiptAcquire, "a1")} {
+	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(keyspace.ReceiptAdd, "r2"), slots.Receipt(keyspace.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // scanCount is the COUNT hint of every SCAN the tool sends.
@@ -29,7 +29,7 @@ func runPrefix(tool string) string {
 // runPatterns returns the SCAN patterns that match every key of a run.
 func runPatterns(prefix string) []string {
 	p := globEscape(prefix)
-	return []string{p + "*", globEscape(internal.Prefix+"{") + p + "*"}
+	return []string{p + "*", globEscape(keyspace.Prefix+"{") + p + "*"}
 }
 
 // globEscape escapes the characters SCAN MATCH treats specially.

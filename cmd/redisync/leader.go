@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/election"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // leaderConfig sizes the leader scenario.
@@ -103,7 +103,7 @@ func demoLeader(ctx context.Context, w io.Writer, cfg *leaderConfig) error {
 			<-seen // the first instance leads; the others queue behind it in turn
 			continue
 		}
-		queue := internal.NewNames(name).Queue()
+		queue := keyspace.NewNames(name).Queue()
 		for j := 0; j < 100 && clients[i].LLen(ctx, queue).Val() < int64(i); j++ {
 			_ = pause(ctx, 10*time.Millisecond)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 const listAbout = `
@@ -104,7 +104,7 @@ func findNames(ctx context.Context, rdb redis.UniversalClient, pattern string, l
 	var mu sync.Mutex // protects found and more
 	found := map[string][]string{}
 	more := false
-	match := internal.Prefix + "{" + pattern + "}*"
+	match := keyspace.Prefix + "{" + pattern + "}*"
 	err := forEachNode(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
 		var cursor uint64
 		for {

@@ -10,7 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -200,7 +201,7 @@ func (f lockFlags) takePermit(ctx, wctx context.Context, out *output, rdb redis.
 		return nil, err
 	}
 	if !set {
-		total, err := rdb.Get(wctx, internal.NewNames(name).Sub("permits")).Int64()
+		total, err := rdb.Get(wctx, keyspace.NewNames(name).Sub("permits")).Int64()
 		if err == nil && total != f.permits {
 			fmt.Fprintf(out.stderr, "redisync lock: semaphore %q has %s in all, not %d: --permits sets a total only for a name that has none; 'redisync semaphore set --force' changes it\n", name, permits(total), f.permits)
 		}
@@ -212,8 +213,8 @@ func (f lockFlags) takePermit(ctx, wctx context.Context, out *output, rdb redis.
 	release := func(ctx context.Context) error { return l.Release(ctx, id) }
 	held := func(ctx context.Context) (bool, error) {
 		// The permit is a member of the sorted set under the name's key.
-		err := rdb.ZScore(ctx, internal.NewNames(name).Lock(), id).Err()
-		if internal.IsNil(err) {
+		err := rdb.ZScore(ctx, keyspace.NewNames(name).Lock(), id).Err()
+		if errs.IsNil(err) {
 			return false, nil
 		}
 		return err == nil, err

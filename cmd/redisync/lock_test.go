@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -260,7 +260,7 @@ func TestLockPermitsKeepTotal(t *testing.T) {
 	name := redistest.UniqueName(t)
 	total := func() int64 {
 		t.Helper()
-		n, err := rdb.Get(t.Context(), internal.NewNames(name).Sub("permits")).Int64()
+		n, err := rdb.Get(t.Context(), keyspace.NewNames(name).Sub("permits")).Int64()
 		mustOK(t, err)
 		return n
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -26,7 +26,7 @@ func TestInspectAndUnlockRWLock(t *testing.T) {
 		writer := rwlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- writer.Lock(ctx) }()
-		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(internal.NewNames(name).WriterChannel()) >= 1 })
+		redistest.WaitFor(t, 5*time.Second, func() bool { return b.numSub(keyspace.NewNames(name).WriterChannel()) >= 1 })
 		mustRun(t, exitOK, b.args("unlock", "--force", name)...)
 		awaitLock(t, got, "waiting writer after unlock --force")
 		if r := inspectJSON(t, b.flags, name)[0]; r.Mode != "write" {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -50,7 +50,7 @@ func TestInspectSemaphores(t *testing.T) {
 		}
 		_ = l.Release(context.WithoutCancel(ctx), id)
 		for _, n := range []string{name, leasedName} {
-			if _, err := deleteAll(ctx, b.rdb, globEscape(internal.NewNames(n).Lock())+"*"); err != nil {
+			if _, err := deleteAll(ctx, b.rdb, globEscape(keyspace.NewNames(n).Lock())+"*"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -77,7 +77,7 @@ func TestInspectCountsPastKeyLimit(t *testing.T) {
 			return zs
 		}
 		lapsed, live := members("old", keyLimit+100, now.Add(-time.Minute)), members("new", 7, now.Add(time.Minute))
-		ln, rn := internal.NewNames(leasedName), internal.NewNames(rwName)
+		ln, rn := keyspace.NewNames(leasedName), keyspace.NewNames(rwName)
 		if err := b.rdb.Set(ctx, ln.Sub("permits"), 2000, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestInspectCountsPastKeyLimit(t *testing.T) {
 			t.Errorf("inspect of an rwlock with 7 live waiting readers past %d lapsed does not say %q:\n%s", len(lapsed), want, stdout)
 		}
 		for _, n := range []string{leasedName, rwName} {
-			if _, err := deleteAll(ctx, b.rdb, globEscape(internal.NewNames(n).Lock())+"*"); err != nil {
+			if _, err := deleteAll(ctx, b.rdb, globEscape(keyspace.NewNames(n).Lock())+"*"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -26,7 +26,7 @@ func TestSemaphoreCounting(t *testing.T) {
 		if !strings.Contains(stderr, "add --force") {
 			t.Errorf("refusal does not mention --force:\n%s", stderr)
 		}
-		if n := b.rdb.Exists(ctx, internal.NewNames(name).Lock()).Val(); n != 0 {
+		if n := b.rdb.Exists(ctx, keyspace.NewNames(name).Lock()).Val(); n != 0 {
 			t.Fatal("set without --force set the permits")
 		}
 		stdout, _ := mustRun(t, exitOK, b.args("semaphore", "set", "--force", name, "5")...)

@@ -11,7 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 )
 
 // pingTimeout bounds the first contact with the server.
@@ -201,7 +201,7 @@ const tidyTimeout = 2 * time.Second
 // that. Every command that opens a target closes it on every exit path.
 func (t *target) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), tidyTimeout)
-	internal.AwaitTidied(ctx)
+	perclient.AwaitTidied(ctx)
 	cancel()
 	t.mu.Lock()
 	clients := t.clients

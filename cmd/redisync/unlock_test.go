@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -26,7 +26,7 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 		waiter := rlock.New(b.client(), name)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(ctx) }()
-		n := internal.NewNames(name)
+		n := keyspace.NewNames(name)
 		redistest.WaitFor(t, 5*time.Second, func() bool { // in line, its own channel subscribed
 			q := b.rdb.LRange(ctx, n.Queue(), 0, -1).Val()
 			return len(q) == 1 && b.numSub(n.WaiterChannel(q[0])) == 1
@@ -61,7 +61,7 @@ func TestUnlockForceWakesWaiter(t *testing.T) {
 func TestUnlockRefusals(t *testing.T) {
 	addr, rdb := miniBackend(t)
 	ctx := t.Context()
-	rdb.Set(ctx, internal.NewNames("db-slots").Lock(), 7, 0)
+	rdb.Set(ctx, keyspace.NewNames("db-slots").Lock(), 7, 0)
 	workers := semaphore.NewLeased(rdb, "workers")
 	if err := workers.SetPermits(ctx, 2); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestUnlockRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb.Set(ctx, internal.NewNames("odd").Lock(), "hello", 0)
+	rdb.Set(ctx, keyspace.NewNames("odd").Lock(), "hello", 0)
 	held := rlock.New(rdb, "orders")
 	if err := held.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -90,10 +90,10 @@ func TestUnlockRefusals(t *testing.T) {
 	if !strings.Contains(stdout, `"orders": unlocked`) {
 		t.Errorf("the lock among the refusals was not unlocked:\n%s", stdout)
 	}
-	if v := rdb.Get(ctx, internal.NewNames("db-slots").Lock()).Val(); v != "7" {
+	if v := rdb.Get(ctx, keyspace.NewNames("db-slots").Lock()).Val(); v != "7" {
 		t.Errorf("semaphore changed to %q", v)
 	}
-	if v := rdb.Get(ctx, internal.NewNames("odd").Lock()).Val(); v != "hello" {
+	if v := rdb.Get(ctx, keyspace.NewNames("odd").Lock()).Val(); v != "hello" {
 		t.Errorf("unknown key changed to %q", v)
 	}
 }

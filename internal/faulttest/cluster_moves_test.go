@@ -14,8 +14,8 @@ import (
 
 	"github.com/redisync/redisync/election"
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/keyslot"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -58,10 +58,10 @@ func (c candidate) Unlock(ctx context.Context) error { return c.e.Resign(ctx) }
 // holds within a second of the release.
 func moveCase(t *testing.T, c *redistest.Cluster, newLock func(redis.UniversalClient, string) moveLock, move func(slot int, owner *redistest.Server)) {
 	name := redistest.UniqueName(t)
-	key := internal.NewNames(name).Lock()
+	key := keyspace.NewNames(name).Lock()
 	// rlock waiters listen on the lock's channel, fairlock waiters each on
 	// a channel of their own under it.
-	channels := internal.NewNames(name).Channel()
+	channels := keyspace.NewNames(name).Channel()
 	slot := keyslot.Of(key)
 	holderRDB, early1, early2, stale := c.NewClient(t), c.NewClient(t), c.NewClient(t), c.NewClient(t)
 	holder := newLock(holderRDB, name)
@@ -216,7 +216,7 @@ func TestClusterReleaseWithWaiterPlaceMovedAhead(t *testing.T) {
 	c := redistest.StartCluster(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	slot := keyslot.Of(n.Lock())
 	src := c.MasterFor(n.Lock())
 	var dst *redistest.Server

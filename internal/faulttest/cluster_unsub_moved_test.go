@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/keyslot"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -151,14 +151,14 @@ func twoSlotsOnOneMaster(t *testing.T, c *redistest.Cluster) (a, b string, owner
 	first := map[string]string{} // by master address: a name on it
 	for i := range 1000 {
 		name := fmt.Sprintf("%s-%d", base, i)
-		key := internal.NewNames(name).Lock()
+		key := keyspace.NewNames(name).Lock()
 		m := c.MasterFor(key)
 		prev, ok := first[m.Addr()]
 		if !ok {
 			first[m.Addr()] = name
 			continue
 		}
-		if keyslot.Of(internal.NewNames(prev).Lock()) != keyslot.Of(key) {
+		if keyslot.Of(keyspace.NewNames(prev).Lock()) != keyslot.Of(key) {
 			return prev, name, m
 		}
 	}
@@ -178,8 +178,8 @@ func TestClusterMovedSunsubscribeNotChargedToSsubscribe(t *testing.T) {
 	c := redistest.StartCluster(t)
 	ctx := t.Context()
 	nameA, nameB, owner := twoSlotsOnOneMaster(t, c)
-	keyA, keyB := internal.NewNames(nameA).Lock(), internal.NewNames(nameB).Lock()
-	chansA, chansB := internal.NewNames(nameA).Channel(), internal.NewNames(nameB).Channel()
+	keyA, keyB := keyspace.NewNames(nameA).Lock(), keyspace.NewNames(nameB).Lock()
+	chansA, chansB := keyspace.NewNames(nameA).Channel(), keyspace.NewNames(nameB).Channel()
 	var to *redistest.Server
 	for _, s := range c.Masters(t) {
 		if s != owner {

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -58,7 +58,7 @@ func deadWaitersAtHead(t *testing.T, p primitive, lapsed bool) {
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
 	name := redistest.UniqueName(t)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	const lease = 30 * time.Second // the default watchdog timeout
 	holder := p.new(srv.NewClient(t), name, lease)
 	if err := holder.Lock(t.Context()); err != nil {

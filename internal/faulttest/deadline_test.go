@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -18,7 +18,7 @@ import (
 const deadlineSlack = 250 * time.Millisecond
 
 // tidyBound bounds the clean-up a failed wait leaves to the background
-// (see internal.TidyUp): a give-back or a leave of the line, each within
+// (see perclient.TidyUp): a give-back or a leave of the line, each within
 // hold.CleanupTimeout, the give-back of a grant the leave finds after it.
 const tidyBound = 3 * time.Second
 
@@ -94,7 +94,7 @@ func awaitTidied(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), tidyBound)
 	defer cancel()
-	if !internal.AwaitTidied(ctx) {
+	if !perclient.AwaitTidied(ctx) {
 		t.Errorf("a clean-up still runs %v after the waits ended", tidyBound)
 	}
 }

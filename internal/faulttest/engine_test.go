@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
@@ -196,7 +196,7 @@ func TestCtxRuleStress(t *testing.T) {
 				}
 				// What a cancelled Lock gives back, it may give back in
 				// the background, after it returned.
-				internal.AwaitTidied(ctx)
+				perclient.AwaitTidied(ctx)
 				if p.held(ctx, rdb, name) {
 					t.Fatalf("round %d: a hold is left in Redis (Lock returned %v)", i, err)
 				}

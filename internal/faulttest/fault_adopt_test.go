@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
@@ -60,7 +60,7 @@ func TestAdoptedHoldIsOneLevel(t *testing.T) {
 				proxy.Stall()
 				// Keep the hold standing past the handle's giving up, as a
 				// server whose clock runs slow would.
-				if !admin.PExpire(t.Context(), internal.NewNames(name).Lock(), time.Minute).Val() {
+				if !admin.PExpire(t.Context(), keyspace.NewNames(name).Lock(), time.Minute).Val() {
 					t.Fatal("no hold in Redis")
 				}
 				redistest.WaitFor(t, 2*lease, func() bool { return isClosed(l.Done()) })
@@ -76,9 +76,9 @@ func TestAdoptedHoldIsOneLevel(t *testing.T) {
 			if err := l.Unlock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			if n := admin.Exists(t.Context(), internal.NewNames(name).Lock()).Val(); n != 0 {
+			if n := admin.Exists(t.Context(), keyspace.NewNames(name).Lock()).Val(); n != 0 {
 				t.Fatalf("the lock is still held after the adopted hold's Unlock: %v",
-					admin.HGetAll(t.Context(), internal.NewNames(name).Lock()).Val())
+					admin.HGetAll(t.Context(), keyspace.NewNames(name).Lock()).Val())
 			}
 		})
 	}

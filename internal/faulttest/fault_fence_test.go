@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -52,7 +52,7 @@ func TestFencingSurvivesDataLoss(t *testing.T) {
 		srv.Shutdown()
 		srv.Restart(t)
 		rdb := srv.NewClient(t)
-		if n := rdb.Exists(t.Context(), internal.NewNames(name).Fence()).Val(); n != 0 {
+		if n := rdb.Exists(t.Context(), keyspace.NewNames(name).Fence()).Val(); n != 0 {
 			t.Fatal("the fencing counter survived SHUTDOWN NOSAVE: no data was lost")
 		}
 		after := takeFencedHolds(t, p, []redis.UniversalClient{rdb, srv.NewClient(t)}, name, 1, nil)
@@ -82,7 +82,7 @@ func TestFencedKeysExpire(t *testing.T) {
 		if keys := keysWithoutExpiry(t, admin, name); len(keys) > 0 {
 			t.Fatalf("after the last release: keys without an expiry %v", keys)
 		}
-		fence := internal.NewNames(name).Fence()
+		fence := keyspace.NewNames(name).Fence()
 		if ttl := admin.PTTL(t.Context(), fence).Val(); ttl <= 0 || ttl > fenceLease {
 			t.Fatalf("the fencing counter's expiry %v, want one lease (%v) at most", ttl, fenceLease)
 		}
@@ -191,7 +191,7 @@ func TestFencedReadoptionTakesNewToken(t *testing.T) {
 		redistest.WaitFor(t, 2*fenceLease, func() bool { return isClosed(f.holder.Done()) })
 		// Keep the hold standing in Redis past the handle's giving up, as a
 		// server whose clock runs slow would: the next Lock must find it.
-		lock := internal.NewNames(f.name).Lock()
+		lock := keyspace.NewNames(f.name).Lock()
 		if !admin.PExpire(t.Context(), lock, time.Minute).Val() {
 			t.Fatal("the hold was gone from Redis when the handle gave it up: nothing to adopt")
 		}

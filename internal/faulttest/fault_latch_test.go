@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 )
@@ -71,7 +71,7 @@ func TestLatchPubSubKilled(t *testing.T) {
 	admin := srv.NewClient(t)
 	ctx := t.Context()
 	name := redistest.UniqueName(t)
-	ch := internal.NewNames(name).LatchChannel()
+	ch := keyspace.NewNames(name).LatchChannel()
 	l := latch.New(admin, name)
 	if ok, err := l.TrySetCount(ctx, 3); !ok || err != nil {
 		t.Fatal(ok, err)
@@ -125,7 +125,7 @@ func TestLatchRedisRestart(t *testing.T) {
 		}
 		waited := latchWaiters(ctx, rdbs, name, 6)
 		redistest.WaitFor(t, 10*time.Second, func() bool {
-			return redistest.NumSub(t, rdbs[0], internal.NewNames(name).LatchChannel()) == 2
+			return redistest.NumSub(t, rdbs[0], keyspace.NewNames(name).LatchChannel()) == 2
 		})
 
 		srv.Stop() // SIGKILL: what the AOF has is what survives
@@ -160,7 +160,7 @@ func TestLatchRedisRestart(t *testing.T) {
 		}
 		waited := latchWaiters(t.Context(), rdbs, name, 6)
 		redistest.WaitFor(t, 10*time.Second, func() bool {
-			return redistest.NumSub(t, rdbs[0], internal.NewNames(name).LatchChannel()) == 2
+			return redistest.NumSub(t, rdbs[0], keyspace.NewNames(name).LatchChannel()) == 2
 		})
 		srv.Shutdown() // SHUTDOWN NOSAVE: the latch is gone
 		srv.Restart(t)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -24,7 +24,7 @@ import (
 // with their own channels subscribed, and returns the line.
 func parked(t *testing.T, rdb redis.UniversalClient, name string, want int) []string {
 	t.Helper()
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	var line []string
 	redistest.WaitFor(t, 10*time.Second, func() bool {
 		line = rdb.LRange(t.Context(), n.Queue(), 0, -1).Val()
@@ -90,7 +90,7 @@ func TestGrantMessageLost(t *testing.T) {
 		if err := admin.Do(t.Context(), "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 			t.Fatal(err)
 		}
-		subs := redistest.NumSub(t, admin, internal.NewNames(name).WaiterChannel(line[0]))
+		subs := redistest.NumSub(t, admin, keyspace.NewNames(name).WaiterChannel(line[0]))
 		released := time.Now()
 		if err := holder.Unlock(t.Context()); err != nil {
 			t.Fatal(err)

@@ -15,7 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/exactly"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 	"github.com/redisync/redisync/lua"
@@ -217,7 +219,7 @@ func TestEveryScriptLate(t *testing.T) {
 func TestLateCopies(t *testing.T) {
 	direct, proxy, _ := redistest.ProxiedServer(t)
 	// A copy held back is given up after a read timeout well inside the
-	// request's window (internal.RequestWindow), not after the whole ctx,
+	// request's window (exactly.RequestWindow), not after the whole ctx,
 	// so that the call can resend it.
 	via := proxy.NewClient(t, func(o *redis.Options) { o.ReadTimeout = time.Second })
 	files := slices.Sorted(maps.Keys(lateCopyRows))
@@ -231,7 +233,7 @@ func TestLateCopies(t *testing.T) {
 			sent := time.Now()
 			row.op(t, l)
 			select {
-			case <-held.Caught(): // a leave may still be on its way (internal.TidyUp)
+			case <-held.Caught(): // a leave may still be on its way (perclient.TidyUp)
 			case <-time.After(10 * time.Second):
 				t.Fatal("no copy of the script was held: the fault was not injected")
 			}
@@ -241,7 +243,7 @@ func TestLateCopies(t *testing.T) {
 			// Past every deadline a copy sent then can carry, and past
 			// its receipt's lifetime: the receipts are deleted, as they
 			// would have expired by then.
-			waitServerPast(t, direct, sent.Add(internal.RequestWindow+time.Second))
+			waitServerPast(t, direct, sent.Add(exactly.RequestWindow+time.Second))
 			dropReceipts(t, direct, name)
 			before := snapshot(t, direct, name)
 			reply, err := held.Deliver(t.Context())
@@ -361,7 +363,7 @@ func leaveLate(h newHandle) lateRow {
 			}
 			got := make(chan error, 1)
 			go func() { got <- waiter.lock(context.Background()) }()
-			n := internal.NewNames(l.name)
+			n := keyspace.NewNames(l.name)
 			redistest.WaitFor(t, 10*time.Second, func() bool {
 				return l.direct.LLen(ctx, n.Queue()).Val()+l.direct.ZCard(ctx, n.Writers()).Val() == 1
 			})
@@ -394,7 +396,7 @@ func forceLate(h func(rdb redis.UniversalClient, name string) forcer) func(t *te
 		if err != nil || !deleted {
 			t.Fatalf("ForceUnlock whose first copy never arrived = %v, %v; want true, nil", deleted, err)
 		}
-		if err := holder.Unlock(ctx); !errors.Is(err, internal.ErrNotHeld) {
+		if err := holder.Unlock(ctx); !errors.Is(err, errs.ErrNotHeld) {
 			t.Fatalf("the force-unlocked holder's Unlock = %v, want ErrNotHeld", err)
 		}
 	}
@@ -470,8 +472,8 @@ func waitServerPast(t *testing.T, rdb *redis.Client, at time.Time) {
 // dropReceipts deletes every receipt of the name, as their expiry would.
 func dropReceipts(t *testing.T, rdb *redis.Client, name string) {
 	t.Helper()
-	n := internal.NewNames(name)
-	kinds := append(append([]string{internal.ReceiptForce}, internal.ReceiptKinds...), internal.LatchReceiptKinds...)
+	n := keyspace.NewNames(name)
+	kinds := append(append([]string{keyspace.ReceiptForce}, keyspace.ReceiptKinds...), keyspace.LatchReceiptKinds...)
 	for _, kind := range kinds {
 		keys := rdb.Keys(t.Context(), n.ReceiptPrefix(kind)+"*").Val()
 		if len(keys) > 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -157,7 +157,7 @@ func keysGoneWithin(ctx context.Context, rdb *redis.Client, name string, d time.
 			return true, nil, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false, keys, rdb.HGetAll(ctx, internal.NewNames(name).Lock()).Val()
+			return false, keys, rdb.HGetAll(ctx, keyspace.NewNames(name).Lock()).Val()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

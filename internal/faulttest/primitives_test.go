@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/fairlock"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/rlock"
 	"github.com/redisync/redisync/semaphore"
 )
@@ -66,7 +66,7 @@ type primitive struct {
 var primitives = []primitive{rlockPrimitive, fairlockPrimitive, leasedPrimitive, semaphorePrimitive}
 
 // mainKey is the main key of every primitive called name.
-func mainKey(name string) string { return internal.NewNames(name).Lock() }
+func mainKey(name string) string { return keyspace.NewNames(name).Lock() }
 
 // exists is held for the locks: the lock hash exists while it is held.
 func exists(ctx context.Context, rdb redis.UniversalClient, name string) bool {

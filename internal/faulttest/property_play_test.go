@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 )
 
@@ -64,7 +64,7 @@ func (r *netRun) inject(f netFault, h int) func() {
 		return func() { r.proxy.Refuse(false) }
 	case f == faultDrop:
 		r.mayLose() // the reply lost may be a renewal's
-		lock := internal.NewNames(r.name).Lock()
+		lock := keyspace.NewNames(r.name).Lock()
 		r.proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, lock) })
 	}
 	return func() {}

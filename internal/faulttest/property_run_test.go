@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"pgregory.net/rapid"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
 )
@@ -175,7 +175,7 @@ func (r *netRun) check(where string) {
 		switch {
 		case m.levels() == 0 && open:
 			r.fail(fmt.Sprint("d-open", h), "(d) %s: handle %d's Done is open, though every level it took was released (lock hash %v)",
-				where, h, r.b.HGetAll(r.ctx, internal.NewNames(r.name).Lock()).Val())
+				where, h, r.b.HGetAll(r.ctx, keyspace.NewNames(r.name).Lock()).Val())
 		case m.levels() > 0 && !open && !m.mayLose:
 			r.fail(fmt.Sprint("d-closed", h), "(d) %s: handle %d's Done closed, though its hold was neither released nor lost", where, h)
 		case m.levels() > 0 && !open:
@@ -214,7 +214,7 @@ func (r *netRun) probe(where string) {
 	waitUntil(within, func() bool { ok, _ = ops.TryLock(r.ctx); return ok })
 	if !ok {
 		r.fail("b-probe", "(b) %s: the model holds nothing of the mode probed (write: %v) and a fresh handle was refused for %v; lock hash %v",
-			where, ops == p.write, within, r.b.HGetAll(r.ctx, internal.NewNames(r.name).Lock()).Val())
+			where, ops == p.write, within, r.b.HGetAll(r.ctx, keyspace.NewNames(r.name).Lock()).Val())
 		return
 	}
 	if ops == p.write && r.fenced {

@@ -12,7 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 )
 
 // The net of issue 41: a model-based property test of rlock, fairlock and
@@ -191,7 +191,7 @@ func (r *netRun) outlive() {
 	defer r.proxy.Resume()
 	r.closedWithin(holders, 3*netLease, "the proxy stalled")
 	if r.m[2].levels() == 0 {
-		lock := internal.NewNames(r.name).Lock()
+		lock := keyspace.NewNames(r.name).Lock()
 		waitUntil(netLease+netSlack, func() bool { return r.b.Exists(r.ctx, lock).Val() == 0 })
 	}
 	r.lost(holders...)

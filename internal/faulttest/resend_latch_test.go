@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/latch"
 )
@@ -44,7 +44,7 @@ func init() {
 			go func() {
 				waited <- latch.New(r.direct, r.name, latch.WithPollInterval(time.Minute)).Wait(ctx)
 			}()
-			ch := internal.NewNames(r.name).LatchChannel()
+			ch := keyspace.NewNames(r.name).LatchChannel()
 			redistest.WaitFor(t, 10*time.Second, func() bool { return redistest.NumSub(t, r.direct, ch) == 1 })
 			dropped = r.drop()
 			if err := latch.New(r.via, r.name).CountDown(ctx); err != nil {
@@ -74,7 +74,7 @@ func init() {
 	} {
 		lostReplyRows[file] = func(t *testing.T, r resend) {
 			row(t, r)
-			if n := r.direct.Exists(t.Context(), internal.NewNames(r.name).Latch()).Val(); n != 0 {
+			if n := r.direct.Exists(t.Context(), keyspace.NewNames(r.name).Latch()).Val(); n != 0 {
 				t.Fatal("the latch's count key outlived zero")
 			}
 			keys, _ := r.direct.Keys(t.Context(), "*{"+r.name+"}*").Result()

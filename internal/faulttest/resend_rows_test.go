@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -116,7 +116,7 @@ func forceRow(h func(rdb redis.UniversalClient, name string) forcer) func(t *tes
 		}
 		// The holder learns at once that its hold is gone, rather than at
 		// its next renewal: its watchdog must not outlive the test.
-		if err := holder.Unlock(ctx); !errors.Is(err, internal.ErrNotHeld) {
+		if err := holder.Unlock(ctx); !errors.Is(err, errs.ErrNotHeld) {
 			t.Fatalf("the force-unlocked holder's Unlock = %v, want ErrNotHeld", err)
 		}
 	}

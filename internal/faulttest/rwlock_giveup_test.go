@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rwlock"
 )
@@ -48,7 +48,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 				admin.PExpire(t.Context(), k, stand)
 			}
 			redistest.WaitFor(t, 2*lease, func() bool { return isClosed(rw.Done()) })
-			if admin.Exists(t.Context(), internal.NewNames(name).Lock()).Val() == 0 {
+			if admin.Exists(t.Context(), keyspace.NewNames(name).Lock()).Val() == 0 {
 				t.Fatal("the hold was gone from Redis when the handle gave it up")
 			}
 			proxy.Resume()
@@ -67,7 +67,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		ok, err := other.TryLock(t.Context())
 		if err != nil || !ok {
 			t.Fatalf("another writer's TryLock after the handle let go: %v %v, want the lock (hash %v)", ok, err,
-				admin.HGetAll(t.Context(), internal.NewNames(name).Lock()).Val())
+				admin.HGetAll(t.Context(), keyspace.NewNames(name).Lock()).Val())
 		}
 		if err := other.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
@@ -129,7 +129,7 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 				return nil
 			})
 		})
-		if n := admin.HLen(t.Context(), internal.NewNames(name).Lock()).Val(); n < 5 {
+		if n := admin.HLen(t.Context(), keyspace.NewNames(name).Lock()).Val(); n < 5 {
 			t.Fatalf("the hold given up has %d fields, want a write and a read level (mode, both levels and their marks)", n)
 		}
 		adoptsAnew(t, rw, name, first)
@@ -188,8 +188,8 @@ func TestRWLockFailedWriteUnlockUnderRead(t *testing.T) {
 	if err := rw.RUnlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := admin.Exists(t.Context(), internal.NewNames(name).Lock()).Val(); n != 0 {
-		t.Fatalf("the lock is still held after the RUnlock: %v", admin.HGetAll(t.Context(), internal.NewNames(name).Lock()).Val())
+	if n := admin.Exists(t.Context(), keyspace.NewNames(name).Lock()).Val(); n != 0 {
+		t.Fatalf("the lock is still held after the RUnlock: %v", admin.HGetAll(t.Context(), keyspace.NewNames(name).Lock()).Val())
 	}
 }
 
@@ -224,6 +224,6 @@ func TestRWLockOwedWriteReleaseFailsAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	redistest.WaitFor(t, 2*lease, func() bool { return isClosed(rw.Done()) })
-	lock := internal.NewNames(name).Lock()
+	lock := keyspace.NewNames(name).Lock()
 	redistest.WaitFor(t, 3*lease, func() bool { return admin.Exists(t.Context(), lock).Val() == 0 })
 }

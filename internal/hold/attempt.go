@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/perclient"
+
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
 )
@@ -44,16 +47,16 @@ func Granted(a script.Acquired) Grant {
 //
 // undo gets ctx: it must return once ctx is done, leaving what it could
 // not finish to the background, bounded (see Tracker.Undo and
-// internal.TidyUp), so that a caller returns on time.
+// perclient.TidyUp), so that a caller returns on time.
 func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context) (Grant, error), undo func(ctx context.Context, g *Grant)) (Grant, time.Time, error) {
 	sent := time.Now()
 	g, err := try(ctx)
 	switch {
 	case err != nil:
-		if internal.OutcomeUnknown(err) {
-			undo(internal.AfterInFlight(ctx, err), nil)
+		if errs.OutcomeUnknown(err) {
+			undo(perclient.AfterInFlight(ctx, err), nil)
 		}
-		return Grant{}, sent, internal.CtxErr(ctx, err)
+		return Grant{}, sent, errs.CtxErr(ctx, err)
 	case !g.OK:
 		return g, sent, nil
 	case ctx.Err() != nil:
@@ -75,7 +78,7 @@ type Try func(ctx context.Context, held int64, id string) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
 // with the handle's other scripts, under the rules of Take, and records
-// its outcome. It has the shape of internal.Attempt: whether it succeeded
+// its outcome. It has the shape of wait.Attempt: whether it succeeded
 // and, if not, how long the holder's lease still runs.
 func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Duration, error) {
 	if err := t.op.Acquire(ctx, 1); err != nil {
@@ -114,7 +117,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 // errSentForEnded is the error of an attempt made under a hold (a
 // downgrade) that ended while its script ran: the level it took is given
 // back, and the hold is not brought back.
-var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", internal.ErrLost)
+var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", errs.ErrLost)
 
 // Undo gives back the level of mode m that an acquisition with an unknown
 // outcome may have taken under hold id (or a grant to id): the release
@@ -130,7 +133,7 @@ var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", int
 //
 // Undo waits for the give-back only until ctx is done: a caller whose ctx
 // has ended returns at once, and the give-back finishes in the
-// background (internal.TidyUp). The handle's next attempt or release
+// background (perclient.TidyUp). The handle's next attempt or release
 // waits for it first (see repay).
 func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, id string) {
 	t.undo(ctx, owed{m, expect, id})
@@ -142,7 +145,7 @@ func (t *Tracker) undo(ctx context.Context, o owed) {
 	t.later(ctx, CleanupTimeout, func(ctx context.Context) { t.giveBack(ctx, o) })
 }
 
-// later runs job, a give-back of the handle's, as internal.TidyUp does,
+// later runs job, a give-back of the handle's, as perclient.TidyUp does,
 // for at most limit: in the background once ctx is done. Until job
 // returns, the handle's next attempt or release waits for it (repay), as
 // it would if job ran on the caller's goroutine.
@@ -153,7 +156,7 @@ func (t *Tracker) later(ctx context.Context, limit time.Duration, job func(ctx c
 	}
 	t.giving++
 	t.mu.Unlock()
-	internal.TidyUp(ctx, t.cfg.RDB, limit, func(ctx context.Context) {
+	perclient.TidyUp(ctx, t.cfg.RDB, limit, func(ctx context.Context) {
 		defer func() {
 			t.mu.Lock()
 			if t.giving--; t.giving == 0 {
@@ -214,7 +217,7 @@ func (t *Tracker) send(ctx context.Context, o owed) error {
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
-	if internal.IsWrongType(err) {
+	if errs.IsWrongType(err) {
 		return nil
 	}
 	return err

@@ -6,7 +6,7 @@
 // The pieces, outermost first:
 //
 //   - Lock serves a lock handle's exported methods from a Kind: the wait
-//     loop (internal.Wait), leaving what a failed wait left in Redis,
+//     loop (wait.Wait), leaving what a failed wait left in Redis,
 //     ForceUnlock under a receipt, the read-only queries, Do.
 //   - Tracker is a handle's hold: how many levels it holds in each mode,
 //     the serialization of its state-changing scripts that keeps that
@@ -45,7 +45,7 @@
 // changes nothing the first run did. Undo and cleanup run without the
 // caller's cancellation, bounded by CleanupTimeout, and the caller waits
 // for them only until its ctx ends: then they finish in the background
-// (internal.TidyUp), and the handle's next script waits for them first. rlock and fairlock
+// (perclient.TidyUp), and the handle's next script waits for them first. rlock and fairlock
 // hold in one mode (Exclusive); a read-write lock holds in both, and one
 // hold spans both modes: it begins with the first level taken in either
 // and ends when the handle holds nothing.
@@ -68,7 +68,7 @@
 //     membership. The acquire script of a refused blocking attempt joins
 //     the line, or refreshes the waiter's place if it is there already.
 //     A parked waiter does not attempt to keep its place (Kind.Place):
-//     its client's keeper (internal.Client.Keep) refreshes every parked
+//     its client's keeper (perclient.Client.Keep) refreshes every parked
 //     waiter's place once a second, all in one pipeline (a GETEX each,
 //     a PTTL for each lock they wait on, and for rlock the line's
 //     PEXPIRE), and wakes a waiter to attempt
@@ -85,12 +85,12 @@
 //     waiter has no line but an announcement, a member of a zset scored
 //     with when it lapses (server time); the keeper keeps that too (a
 //     ZADD XX GT each, scored on the server's clock as the keeper last
-//     read it, and a PEXPIRE GT for each zset), and internal.WaitKept
+//     read it, and a PEXPIRE GT for each zset), and wait.WaitKept
 //     parks the waiter without a grant to claim.
 //     Once subscribed after its first refused attempt, a waiter does not
 //     attempt again but checks with one command (HKEYS) whether the
 //     lock is still another's; it attempts when a release granted it the
-//     lock in between, or the lock is free (internal.WaitGranted).
+//     lock in between, or the lock is free (wait.WaitGranted).
 //   - Releasing. The release of the last level pops waiters off the line
 //     until one whose place has not lapsed (the others' processes died or
 //     lost Redis: they are dropped), makes it the
@@ -196,5 +196,5 @@
 // themselves without a line; a grant would need a line of writers and
 // readers with modes. Semaphore waiters need n permits each and the
 // counting semaphore has no owners to grant to. Both keep the wake-up
-// and retry of internal.Wait.
+// and retry of wait.Wait.
 package hold

@@ -28,7 +28,7 @@ func (c *Config) grantLease() time.Duration {
 // that a release granted to the handle, with fencing token token (0
 // without fencing). base is when the waiter's last attempt, refused
 // without error and not followed by another, was sent, or a later
-// refresh of its place that found it there (see internal.Kept.Base): the
+// refresh of its place that found it there (see perclient.Kept.Base): the
 // grant came after that ran, so the server's grant lease runs at least until
 // base plus the handle's grant lease (GrantLease, or Config.GrantLease).
 // The hold's validity is counted from base with the

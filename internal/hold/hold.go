@@ -11,8 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/perclient"
+
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
@@ -59,7 +63,7 @@ type Config struct {
 	// retries it knowing what a retry means.
 	Release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
-	// released, with an error wrapping internal.ErrLost. It runs on the
+	// released, with an error wrapping errs.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
 	Lost func(err error)
 	// Granted, if set, is told of a release, sent at sent, that granted
@@ -71,7 +75,7 @@ type Config struct {
 	GrantLease time.Duration
 	// Probes is what a hold reports as (package observe), by the mode
 	// of the level that began it; the zero Probe reports nothing.
-	Probes [2]internal.Probe
+	Probes [2]wait.Probe
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.
@@ -120,8 +124,8 @@ type hold struct {
 	levels Levels
 	token  uint64
 	done   chan struct{}
-	client *internal.Client
-	report *internal.HoldReport // nil: not observed
+	client *perclient.Client
+	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
 	unsure Levels               // per mode, the level of a release whose reply was lost; guarded by op
@@ -232,7 +236,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 	if h != nil {
 		// Redis says this is a first acquisition: the previous hold was
 		// lost before the watchdog noticed.
-		t.end(h, internal.ErrLost)
+		t.end(h, errs.ErrLost)
 	}
 	t.begin(id, levels, token, sent, t.cfg.Lease)
 	return true
@@ -242,7 +246,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 // its first renewal, is lease from sent, and returns it. The id is the
 // hold's from now on: the next wait of the handle takes a new one.
 func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: internal.Attach(t.cfg.RDB),
+	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
@@ -300,7 +304,7 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 		Lease: t.cfg.Lease,
 		Renew: renew,
 		Lost: func(err error) {
-			t.end(h, fmt.Errorf("%w: %w", internal.ErrLost, err))
+			t.end(h, fmt.Errorf("%w: %w", errs.ErrLost, err))
 		},
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
@@ -176,7 +177,7 @@ func TestFailedLastReleaseEndsHold(t *testing.T) {
 	}
 	// Its release is owed by the hold's id, and sent before the handle's
 	// next script: a later Release (the handle holds nothing) releases it.
-	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, internal.ErrNotHeld) || f.held(hold.Exclusive) != 0 {
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, errs.ErrNotHeld) || f.held(hold.Exclusive) != 0 {
 		t.Fatalf("later Release = %v with %d levels left; want ErrNotHeld, none", err, f.held(hold.Exclusive))
 	}
 }
@@ -215,14 +216,14 @@ func TestReleaseNotHeldIsLoss(t *testing.T) {
 	f.mu.Lock()
 	f.levels = hold.Levels{} // expired in Redis
 	f.mu.Unlock()
-	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, internal.ErrNotHeld) {
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, errs.ErrNotHeld) {
 		t.Fatalf("Release = %v, want ErrNotHeld", err)
 	}
-	if len(f.lost) != 1 || !errors.Is(f.lost[0], internal.ErrLost) {
+	if len(f.lost) != 1 || !errors.Is(f.lost[0], errs.ErrLost) {
 		t.Fatalf("Lost hook calls %v, want one ErrLost", f.lost)
 	}
 	// Nothing held: not held, and no loss.
-	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, internal.ErrNotHeld) || len(f.lost) != 1 {
+	if err := f.tracker.Release(t.Context(), hold.Exclusive); !errors.Is(err, errs.ErrNotHeld) || len(f.lost) != 1 {
 		t.Fatalf("Release of nothing = %v (losses %d)", err, len(f.lost))
 	}
 }
@@ -372,7 +373,7 @@ func TestUndoOwed(t *testing.T) {
 // TestOwedGiveBackOnCallersTime: a give-back sent again before an attempt
 // runs on the attempt's ctx. Bounded by a timeout of its own, a resend
 // that waits for a connection fails with context.DeadlineExceeded while
-// the caller's ctx runs on: internal.Wait takes that for the end of the
+// the caller's ctx runs on: wait.Wait takes that for the end of the
 // wait (it is not transient), and Lock fails with a deadline its caller
 // never set.
 func TestOwedGiveBackOnCallersTime(t *testing.T) {
@@ -389,7 +390,7 @@ func TestOwedGiveBackOnCallersTime(t *testing.T) {
 	if ok || err == nil {
 		t.Fatalf("attempt while the give-back waits = %v, %v; want an error", ok, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) && internal.CtxDone(ctx) == nil {
+	if errors.Is(err, context.DeadlineExceeded) && errs.CtxDone(ctx) == nil {
 		t.Fatalf("attempt = %v with the caller's ctx still live: a wait would end on a deadline nobody set", err)
 	}
 }

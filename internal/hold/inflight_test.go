@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hold"
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -77,7 +77,7 @@ func TestRenewalDuringFailedReleaseIsLoss(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err == nil {
 		t.Fatal("Release succeeded")
 	}
-	if lost := f.losses(); len(lost) != 1 || !errors.Is(lost[0], internal.ErrLost) {
+	if lost := f.losses(); len(lost) != 1 || !errors.Is(lost[0], errs.ErrLost) {
 		t.Fatalf("Lost hook calls %v, want one ErrLost", lost)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/watchdog"
 )
@@ -106,7 +106,7 @@ func (t takenOver) Error() string {
 	case "read":
 		how = "held for reading"
 	}
-	return "the lock was taken over: it is " + how + " by " + internal.DescribeOwner(t.Owner)
+	return "the lock was taken over: it is " + how + " by " + keyspace.DescribeOwner(t.Owner)
 }
 
 func (takenOver) Is(target error) bool { return target == watchdog.ErrGone }

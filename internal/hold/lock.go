@@ -10,8 +10,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/exactly"
+
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // Kind describes a lock primitive to the engine: its keys and scripts, how
@@ -40,7 +48,7 @@ type Kind struct {
 	// MaxSleep bounds every sleep of a waiter for mode m; nil: the lease.
 	MaxSleep func(m Mode) time.Duration
 	// InLine makes the waiters of one client queue behind each other
-	// (see internal.WaitInLine) instead of each asking Redis.
+	// (see wait.WaitInLine) instead of each asking Redis.
 	InLine bool
 	// Modes is how many modes the lock has: 1 for a mutex, 2 for a
 	// read-write lock (see owners).
@@ -62,10 +70,10 @@ type Kind struct {
 	Leave func(ctx context.Context, m Mode, a Asking) (granted bool, err error)
 	// Place, if set, is the waiter's place for mode m (in line, or an
 	// announcement that lapses), which the client's keeper then keeps
-	// while the waiter is parked (see internal.Client.Keep): the waiter
+	// while the waiter is parked (see perclient.Client.Keep): the waiter
 	// attempts only when woken, told to, or after MaxSleep, not to keep
 	// its place alive (every GrantLease/3 for a lock with Grants).
-	Place func(m Mode) *internal.Place
+	Place func(m Mode) *perclient.Place
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
 	// with Tracker.Claim, and their place is refreshed at least every
@@ -109,8 +117,8 @@ type Asking struct {
 	ID string
 	// Deadline is the latest time, on the server's clock in milliseconds,
 	// at which a copy of the script may still run (see
-	// internal.RequestWindow); a script that reads the clock refuses a
-	// copy that runs later with internal.Late's error, changing nothing.
+	// exactly.RequestWindow); a script that reads the clock refuses a
+	// copy that runs later with exactly.Late's error, changing nothing.
 	Deadline int64
 	// Placed is set for a blocking attempt when an earlier attempt of the
 	// same wait may have left a place in line (it was refused, or its
@@ -129,9 +137,9 @@ type Asking struct {
 type Lock struct {
 	k      Kind
 	t      *Tracker
-	clock  internal.ServerClock // the server's clock, for the deadlines of scripts
-	probes [2]internal.Probe    // what each mode reports as (package observe)
-	ops    [2][2]string         // the names of each mode's take and release in errors
+	clock  exactly.ServerClock // the server's clock, for the deadlines of scripts
+	probes [2]wait.Probe       // what each mode reports as (package observe)
+	ops    [2][2]string        // the names of each mode's take and release in errors
 	owners
 	waits waits
 	// watched counts the handle's open Watches (see Watcher): while there
@@ -213,7 +221,7 @@ var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock
 // wait takes a level of mode m in Redis, waiting until it can or ctx is
 // done; the local line (owners) has let the caller through already.
 func (l *Lock) wait(ctx context.Context, m Mode) error {
-	c := internal.Attach(l.k.RDB)
+	c := perclient.Attach(l.k.RDB)
 	defer c.Detach()
 	if err := l.waits.start(ctx, m); err != nil {
 		return err
@@ -269,21 +277,21 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		// every third of the grant lease, unless the client's keeper
 		// keeps it (Kind.Place).
 		sleep := min(maxSleep, GrantLease/3)
-		var place *internal.Place
+		var place *perclient.Place
 		if l.k.Place != nil {
 			place = l.k.Place(m)
 			place.Value = func() string { return placeValue(id, l.k.Fencing, l.k.GrantLease) }
 			sleep = maxSleep
 		}
 		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, a.ID) }
-		err = internal.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
+		err = wait.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
 	case l.k.Place != nil:
-		err = internal.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
+		err = wait.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
 	case l.k.InLine:
 		inLine := func() bool { return l.t.Held(m) == 0 } // a holder needs no line
-		err = internal.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
+		err = wait.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
 	default:
-		err = internal.Wait(ctx, c.Hub, channel, maxSleep, try)
+		err = wait.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
 	// A failed wait retires its id here, while it still holds the
 	// handle's local line: once wait returns, another goroutine's TryLock
@@ -330,7 +338,7 @@ func (l *Lock) recheck(ctx context.Context, id string) (bool, error) {
 // sent (see hub.Hub.Deliver), so a reply read late never reaches a later
 // wait of the grantee.
 func (l *Lock) deliver(grantee string, g script.Grant, sent time.Time) {
-	c := internal.Attach(l.k.RDB)
+	c := perclient.Attach(l.k.RDB)
 	c.Hub.Deliver(l.k.Keys.WaiterChannel(script.OwnerOf(grantee)), g.Payload(), sent)
 	c.Detach()
 }
@@ -339,15 +347,15 @@ func (l *Lock) deliver(grantee string, g script.Grant, sent time.Time) {
 // now), once more if the first failed, all within CleanupTimeout, and
 // gives back a grant to id it reports; then it calls done. It waits for
 // that only until ctx is done (the wait's ctx, which has usually ended):
-// the rest runs in the background (internal.TidyUp). If both runs fail
+// the rest runs in the background (perclient.TidyUp). If both runs fail
 // (Redis unreachable), what the wait left expires by itself on the server
 // (a waiter's place, a writer's announcement).
 func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
-	internal.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
+	perclient.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
 		defer done()
 		for range 2 {
 			var granted bool
-			err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+			err := exactly.InTime(&l.clock, func(deadline int64) (err error) {
 				granted, err = l.k.Leave(ctx, m, Asking{ID: id, Deadline: deadline})
 				return err
 			})
@@ -356,7 +364,7 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 				// id, which nothing of the handle uses any more.
 				l.t.Undo(ctx, m, 1, id)
 			}
-			if err == nil || internal.IsWrongType(err) || ctx.Err() != nil {
+			if err == nil || errs.IsWrongType(err) || ctx.Err() != nil {
 				return
 			}
 		}
@@ -368,18 +376,18 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, id string) (Grant, error) {
 		return l.acquire(ctx, m, held, Asking{ID: id})
 	})
-	internal.ReportOf(ctx).Attempt(ctx, ok, err)
+	wait.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
 }
 
 // acquire runs the acquire script once for mode m with a deadline (see
 // Asking.Deadline), and once more if Redis refused it as late (see
-// internal.InTime): a copy that Redis runs after the deadline, when the
+// exactly.InTime): a copy that Redis runs after the deadline, when the
 // handle has given the attempt up, takes nothing and joins no line.
 func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
-	err := internal.InTime(&l.clock, func(deadline int64) (err error) {
+	err := exactly.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
 		g, err = l.k.Acquire(ctx, m, held, a)
 		return err
@@ -390,14 +398,14 @@ func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant
 // Probes returns what the modes of a lock of base b with the given number
 // of modes report as: the package name for a one-mode lock (rlock), its
 // ".write" and ".read" sides for a read-write lock (rwlock.write).
-func Probes(b Base, modes int) [2]internal.Probe {
+func Probes(b Base, modes int) [2]wait.Probe {
 	if modes < 2 {
-		p := internal.NewProbe(b.RDB, b.Pkg, b.Name)
-		return [2]internal.Probe{p, p}
+		p := wait.NewProbe(b.RDB, b.Pkg, b.Name)
+		return [2]wait.Probe{p, p}
 	}
-	return [2]internal.Probe{
-		Exclusive: internal.NewProbe(b.RDB, b.Pkg+".write", b.Name),
-		Shared:    internal.NewProbe(b.RDB, b.Pkg+".read", b.Name),
+	return [2]wait.Probe{
+		Exclusive: wait.NewProbe(b.RDB, b.Pkg+".write", b.Name),
+		Shared:    wait.NewProbe(b.RDB, b.Pkg+".read", b.Name),
 	}
 }
 
@@ -425,7 +433,7 @@ func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 }
 
 func (l *Lock) pass(ctx context.Context, n int64) error {
-	r := internal.ReportOf(ctx)
+	r := wait.ReportOf(ctx)
 	if r == nil || ctx.Err() != nil {
 		return l.gate.Acquire(ctx, n)
 	}
@@ -493,17 +501,17 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // at them, under a receipt of its own.
 func (l *Lock) forceOnce(ctx context.Context) (int64, error) {
 	fields, err := l.k.RDB.HGetAll(ctx, l.k.Keys.Lock()).Result()
-	if err != nil && !internal.IsWrongType(err) {
+	if err != nil && !errs.IsWrongType(err) {
 		return 0, err
 	}
 	// A key of another type is the script's to report, as every script
 	// does, naming the key.
 	aim := script.Aim(fields)
-	receipt := l.k.Keys.Receipt(internal.ReceiptForce, internal.NewRequestID())
+	receipt := l.k.Keys.Receipt(keyspace.ReceiptForce, keyspace.NewRequestID())
 	var outcome int64
 	// The script needs no deadline: the aim, not the receipt, keeps a late
 	// copy from deleting a later hold.
-	err = internal.Once(ctx, nil, func() string { return receipt }, func(receipt string, _ int64) (err error) {
+	err = exactly.Once(ctx, nil, func() string { return receipt }, func(receipt string, _ int64) (err error) {
 		outcome, err = l.k.ForceUnlock(ctx, receipt, aim)
 		return err
 	})
@@ -550,7 +558,7 @@ func (l *Lock) Token() uint64 { return l.t.Token() }
 
 // Wrap wraps err with the package, operation and name of the lock.
 func (l *Lock) Wrap(op string, err error) error {
-	return internal.Wrap(l.k.Pkg, op, l.k.Name, err)
+	return errs.Wrap(l.k.Pkg, op, l.k.Name, err)
 }
 
 // Base is what every handle of a primitive has: its client, its name and
@@ -559,7 +567,7 @@ type Base struct {
 	Pkg     string // the package name, for errors: "rlock"
 	RDB     redis.UniversalClient
 	Name    string
-	Keys    internal.Names
+	Keys    keyspace.Names
 	Owner   string // the handle's owner id, random
 	Sharded bool   // notify with SPUBLISH (Redis Cluster) rather than PUBLISH
 }
@@ -574,5 +582,5 @@ func NewBase(pkg string, rdb redis.UniversalClient, name string) Base {
 	if name == "" {
 		panic(pkg + ": New with empty name")
 	}
-	return Base{Pkg: pkg, RDB: rdb, Name: name, Keys: internal.NewNames(name), Owner: internal.NewOwnerID(), Sharded: internal.Sharded(rdb)}
+	return Base{Pkg: pkg, RDB: rdb, Name: name, Keys: keyspace.NewNames(name), Owner: keyspace.NewOwnerID(), Sharded: perclient.Sharded(rdb)}
 }

@@ -10,7 +10,11 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/perclient"
+
+	"github.com/redisync/redisync/internal/wait"
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
@@ -134,11 +138,11 @@ var ended = &record{}
 // errEnded is the error of a call whose ctx carries a hold that has ended
 // (released, lost, or force-unlocked): it neither re-enters nor releases
 // anything, and never falls back to another goroutine's plain hold.
-var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", internal.ErrNotHeld)
+var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", errs.ErrNotHeld)
 
 // errReentryRefused is the error of a re-entry that Redis refused: the
 // hold it would enter is gone from Redis.
-var errReentryRefused = fmt.Errorf("%w: the hold this ctx carries is gone from Redis", internal.ErrLost)
+var errReentryRefused = fmt.Errorf("%w: the hold this ctx carries is gone from Redis", errs.ErrLost)
 
 // carried returns the hold of l that ctx carries, if any, and whether it
 // is still live: not released, and not forgotten by reset.
@@ -169,7 +173,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		case !live:
 			return nil, false, errEnded
 		case c.mode == Shared && m == Exclusive:
-			return nil, false, internal.ErrUpgradeNotSupported
+			return nil, false, errs.ErrUpgradeNotSupported
 		}
 		return l.reenter(ctx, c, m, blocking)
 	}
@@ -256,7 +260,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 	if c.mode == m {
 		try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
 		if blocking {
-			if _, err := internal.Retry(ctx, try); err != nil {
+			if _, err := wait.Retry(ctx, try); err != nil {
 				return nil, false, err
 			}
 		} else if _, err := try(ctx); err != nil {
@@ -281,14 +285,14 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		// came after the validity it grants (see Take). Only the hold's
 		// renewal tells them apart; a hold still there is not lost.
 		if lives, err := l.lives(ctx, h); err != nil || lives {
-			return false, cmp.Or(err, internal.ErrStaleReply)
+			return false, cmp.Or(err, errs.ErrStaleReply)
 		}
 		return false, nil
 	}
 	var ok bool
 	var err error
 	if blocking {
-		ok, err = internal.Retry(ctx, try)
+		ok, err = wait.Retry(ctx, try)
 	} else {
 		ok, err = try(ctx)
 	}
@@ -380,7 +384,7 @@ func (l *Lock) redis(ctx context.Context, m Mode, blocking bool) (bool, error) {
 func (l *Lock) Lock(ctx context.Context, m Mode) error {
 	actx, r := l.probes[m].Begin(ctx, true)
 	_, _, err := l.take(actx, m, true, true)
-	err = internal.CtxErr(ctx, err)
+	err = errs.CtxErr(ctx, err)
 	r.End(ctx, err == nil, err)
 	return l.Wrap(l.ops[m][0], err)
 }
@@ -389,7 +393,7 @@ func (l *Lock) Lock(ctx context.Context, m Mode) error {
 func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 	actx, r := l.probes[m].Begin(ctx, false)
 	_, ok, err := l.take(actx, m, false, true)
-	err = internal.CtxErr(ctx, err)
+	err = errs.CtxErr(ctx, err)
 	r.End(ctx, ok, err)
 	return ok, l.Wrap(l.ops[m][0], err)
 }
@@ -402,7 +406,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		return l.Wrap(l.ops[m][1], errEnded)
 	}
 	if !ok {
-		err := internal.ErrNotHeld
+		err := errs.ErrNotHeld
 		if m == Exclusive && l.holdsReads() {
 			err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
 		}
@@ -508,7 +512,7 @@ func (l *Lock) Queued() int {
 // the hold meanwhile; when the gate is taken, the call that holds it is
 // past the gate and takes the handed hold itself. The release runs on
 // ReleaseContext(ctx), and is waited for until ctx is done: a Lock whose
-// ctx ended leaves it to the background (internal.TidyUp).
+// ctx ended leaves it to the background (perclient.TidyUp).
 func (l *Lock) settleHanded(ctx context.Context) {
 	l.mu.Lock()
 	idle := l.handed != nil && l.queued == 0
@@ -525,7 +529,7 @@ func (l *Lock) settleHanded(ctx context.Context) {
 		l.gate.Release(l.units)
 		return
 	}
-	internal.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
+	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
 		_ = l.t.Release(ctx, Exclusive)
 		l.gate.Release(l.units)
 	})
@@ -597,7 +601,7 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 	// fn runs on ctx, not actx: its spans are not the acquire's.
 	actx, report := l.probes[m].Begin(ctx, true)
 	r, _, err := l.take(actx, m, true, false)
-	err = internal.CtxErr(ctx, err)
+	err = errs.CtxErr(ctx, err)
 	report.End(ctx, err == nil, err)
 	if err != nil {
 		return l.Wrap(l.ops[m][0], err)

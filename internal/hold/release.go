@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/internal/wait"
 )
 
 // Released is what a release script reports.
@@ -42,7 +44,7 @@ func Unlocked(n int64) Released {
 const releaseRetries = 2
 
 // refusalTime bounds how long Release keeps resending a release that Redis
-// refused with a transient reply (internal.Transient): TRYAGAIN while the
+// refused with a transient reply (errs.Transient): TRYAGAIN while the
 // lock's slot migrates (Redis refuses a script naming a key that is absent
 // there, and every release names one: a channel or a counter that is not
 // a key; a fairlock release with fencing says TRYAGAIN itself when the
@@ -52,7 +54,7 @@ const releaseRetries = 2
 // returned and the hold ends as after any failed release.
 const refusalTime = 2 * time.Second
 
-// Release releases one level of mode m. It returns internal.ErrNotHeld
+// Release releases one level of mode m. It returns errs.ErrNotHeld
 // when the handle holds no level of m in Redis (never took one, released
 // it already, or lost it: then the hold ends as lost), or the error of
 // the script, made to match ctx.Err() when ctx is done.
@@ -97,7 +99,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	if err != nil {
 		t.abandon(h, m, true)
 		t.report(h, lost)
-		return internal.CtxErr(ctx, err)
+		return errs.CtxErr(ctx, err)
 	}
 	switch {
 	case out.Mismatch:
@@ -110,10 +112,10 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels[m] = 0
 	case out.NotHeld:
 		if h != nil && levels[m] > 0 {
-			t.end(h, internal.ErrLost)
+			t.end(h, errs.ErrLost)
 		}
 		t.report(h, lost)
-		return internal.ErrNotHeld
+		return errs.ErrNotHeld
 	default:
 		// A release of m changes no level of the other mode: Redis
 		// reporting more of it than the handle counts reports a level
@@ -176,13 +178,13 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 	}
 	for try := 0; ; {
 		out, err := t.cfg.Release(ctx, m, id, expect, false)
-		unknown := internal.OutcomeUnknown(err)
-		if err != nil && !unknown && internal.Transient(err) {
+		unknown := errs.OutcomeUnknown(err)
+		if err != nil && !unknown && errs.Transient(err) {
 			if refused.IsZero() {
 				refused = time.Now()
 			}
-			backoff = internal.NextBackoff(backoff)
-			if time.Since(refused)+backoff > refusalTime || !internal.Sleep(ctx, backoff) {
+			backoff = wait.NextBackoff(backoff)
+			if time.Since(refused)+backoff > refusalTime || !wait.Sleep(ctx, backoff) {
 				return out, err
 			}
 			continue
@@ -194,7 +196,7 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 		case err == nil && !out.NotHeld:
 			h.unsure[m] = 0 // settled; a NotHeld is read by the caller first
 		}
-		if !unknown || internal.CtxDone(ctx) != nil || try == releaseRetries {
+		if !unknown || errs.CtxDone(ctx) != nil || try == releaseRetries {
 			return out, err
 		}
 		try++
@@ -268,8 +270,8 @@ func ReleaseUntracked(ctx context.Context, release func(ctx context.Context) (bo
 	unsure := false
 	for try := 0; ; try++ {
 		ok, err := release(ctx)
-		if !internal.OutcomeUnknown(err) || internal.CtxDone(ctx) != nil || try == releaseRetries {
-			return ok || (err == nil && unsure), internal.CtxErr(ctx, err)
+		if !errs.OutcomeUnknown(err) || errs.CtxDone(ctx) != nil || try == releaseRetries {
+			return ok || (err == nil && unsure), errs.CtxErr(ctx, err)
 		}
 		unsure = true
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/perclient"
 )
 
 // What package multilock needs of a member it does not hold: the lease
@@ -79,7 +79,7 @@ func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
 	if w.h.channel == "" {
 		return nil, nil
 	}
-	c := internal.Attach(w.h.l.k.RDB)
+	c := perclient.Attach(w.h.l.k.RDB)
 	sub, err := c.Hub.Subscribe(ctx, w.h.channel)
 	if err != nil {
 		c.Detach()
@@ -91,7 +91,7 @@ func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
 
 // Watch is one confirmed subscription to a lock's release announcements.
 type Watch struct {
-	c   *internal.Client
+	c   *perclient.Client
 	sub *hub.Subscription
 	l   *Lock // counts the watch while it is open
 }

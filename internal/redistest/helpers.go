@@ -98,7 +98,7 @@ func Keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
 }
 
 // InTime returns a deadline for a script run now by a test (see
-// internal.RequestWindow): five seconds ahead on the local clock, which is
+// exactly.RequestWindow): five seconds ahead on the local clock, which is
 // the server's, both on this machine. The window is written out here
 // because package internal cannot be imported: internal/hub's own tests
 // import this package.

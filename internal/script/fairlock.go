@@ -51,7 +51,7 @@ type FairTakeArgs struct {
 // waiter, for that waiter's own grant lease. When not OK, Wait is how long
 // the holder's lease still runs. A copy that runs after a.Deadline (server
 // time in milliseconds) takes nothing, joins no line and is answered with
-// internal.Late's error.
+// exactly.Late's error.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+OwnerOf(a.ID))
 	// No ARGV[10] (office): a fair lock's, "" when absent. Every argument

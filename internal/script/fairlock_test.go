@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -16,12 +16,12 @@ import (
 type fair struct {
 	t   *testing.T
 	rdb *redis.Client
-	n   internal.Names
+	n   keyspace.Names
 	k   script.FairKeys
 }
 
 func newFair(t *testing.T, rdb *redis.Client) fair {
-	n := internal.NewNames(redistest.UniqueName(t))
+	n := keyspace.NewNames(redistest.UniqueName(t))
 	return fair{t: t, rdb: rdb, n: n, k: fairKeys(n.Name)}
 }
 
@@ -226,7 +226,7 @@ func TestFairForceUnlockAim(t *testing.T) {
 func TestElectionByHoldID(t *testing.T) {
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
 		ctx := t.Context()
-		n := internal.NewNames(redistest.UniqueName(t))
+		n := keyspace.NewNames(redistest.UniqueName(t))
 		k := script.ElectionKeys{FairKeys: fairKeys(n.Name), Changes: n.Channel(), Values: n.Value("")}
 		campaign := func(id, value string) script.Acquired {
 			t.Helper()

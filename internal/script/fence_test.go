@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -25,7 +25,7 @@ type fencedKind struct {
 const fenceLease = 10 * time.Second
 
 func fencedKinds(name string) map[string]fencedKind {
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	lk := lockKeys(name)
 	fk := fairKeys(name)
 	return map[string]fencedKind{
@@ -63,7 +63,7 @@ func fencedKinds(name string) map[string]fencedKind {
 }
 
 func fairKeys(name string) script.FairKeys {
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 }
 
@@ -77,7 +77,7 @@ func TestFencingTokenRule(t *testing.T) {
 		for _, kind := range []string{"rlock", "fairlock", "rwlock write"} {
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
-				n := internal.NewNames(redistest.UniqueName(t))
+				n := keyspace.NewNames(redistest.UniqueName(t))
 				k := fencedKinds(n.Name)[kind]
 				rdb.Set(ctx, n.Fence(), 57, 0) // an older release's counter, which never expires
 				now := rdb.Time(ctx).Val()
@@ -140,7 +140,7 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 		for _, kind := range []string{"rlock"} { // fairlock: TestFairGrantNamesHoldID
 			t.Run(kind, func(t *testing.T) {
 				ctx := t.Context()
-				n := internal.NewNames(redistest.UniqueName(t))
+				n := keyspace.NewNames(redistest.UniqueName(t))
 				g := kinds[kind]
 				ok, first, err := fencedKinds(n.Name)[kind].acquire(ctx, rdb, "a")
 				if err != nil || !ok {

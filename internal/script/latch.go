@@ -21,7 +21,7 @@ type LatchKeys struct {
 // lives for ttl, is receipt. The reply is false when the latch had a count
 // (nothing changed); a repeated request reports true and changes nothing.
 // go-redis never resends it: the caller retries a lost reply while the
-// receipt lives (internal.Once).
+// receipt lives (exactly.Once).
 func LatchTrySetCount(ctx context.Context, c Processor, k LatchKeys, r Request, n int64) BoolCmd {
 	return BoolCmd{latchTrySetCount.run(ctx, c, []string{k.Count, r.Receipt}, n, ms(r.TTL), r.Deadline)}
 }

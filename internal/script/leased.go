@@ -81,7 +81,7 @@ func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string,
 // receipt: a repeated request reports success and changes nothing. The
 // reply is false when onlyNew found a total (nothing changed). go-redis
 // never resends it: the caller retries a lost reply while the receipt
-// lives (internal.Once).
+// lives (exactly.Once).
 func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, n int64, onlyNew, sharded bool) BoolCmd {
 	return BoolCmd{leasedSetPermits.run(ctx, c, append(k.list(), r.Receipt), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/election"
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
@@ -39,7 +39,7 @@ func TestOldServerRefused(t *testing.T) {
 	ctx := t.Context()
 	version := infoField(t, admin, "redis_version")
 	name := redistest.UniqueName(t)
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	sem := name + "-semaphore"
 
 	calls := []struct {
@@ -64,7 +64,7 @@ func TestOldServerRefused(t *testing.T) {
 			// call would wait.
 			admin.HSet(ctx, n.Lock(), "someone-else", 1)
 			admin.PExpire(ctx, n.Lock(), time.Minute)
-			admin.Set(ctx, internal.NewNames(sem).Lock(), 0, time.Minute)
+			admin.Set(ctx, keyspace.NewNames(sem).Lock(), 0, time.Minute)
 		}
 		before := keySnapshot(t, admin)
 		admin.ConfigResetStat(ctx)

@@ -99,7 +99,7 @@ func (s *script) exec(ctx context.Context, c Processor, retry bool, keys []strin
 // answer. The command then goes on on a goroutine of its own until the
 // client's own timeouts end it (ReadTimeout, 3s by default), and the
 // caller gets ctx's error, whose outcome is unknown: the engine undoes
-// it as it does any other (see internal.OutcomeUnknown). Without a ctx
+// it as it does any other (see errs.OutcomeUnknown). Without a ctx
 // that can end, or on a client that bounds its commands itself, no
 // goroutine is started.
 func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
+
+	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -29,7 +31,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 			return res
 		}},
 		{"fairlock", func(t *testing.T, rdb *redis.Client, name string) script.Acquired {
-			n := internal.NewNames(name)
+			n := keyspace.NewNames(name)
 			k := script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")}
 			res, err := script.FairTake(t.Context(), rdb, k, script.FairTakeArgs{ID: "a:1", Lease: lease, Fencing: false, Patience: time.Second, Sharded: false, GrantLease: time.Second, Deadline: redistest.InTime()}).Result()
 			if err != nil {
@@ -41,7 +43,7 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tiers(t, func(t *testing.T, rdb *redis.Client) {
 				name := redistest.UniqueName(t)
-				key := internal.NewNames(name).Lock()
+				key := keyspace.NewNames(name).Lock()
 				if res := tc.acquire(t, rdb, name); !res.OK || res.Holds != 1 {
 					t.Fatalf("acquire = %+v", res)
 				}
@@ -60,12 +62,12 @@ func TestRetriedAcquireRearmsLease(t *testing.T) {
 func TestRetriedLeasedAcquireRearmsLease(t *testing.T) {
 	const lease = 10 * time.Second
 	tiers(t, func(t *testing.T, rdb *redis.Client) {
-		n := internal.NewNames(redistest.UniqueName(t))
+		n := keyspace.NewNames(redistest.UniqueName(t))
 		k := script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()}
 		rdb.Set(t.Context(), k.Permits, 1, 0)
 		acquire := func() {
 			t.Helper()
-			res, err := script.LeasedAcquire(t.Context(), rdb, k, "id", lease, false, time.Now().Add(internal.RequestWindow).UnixMilli()).Result()
+			res, err := script.LeasedAcquire(t.Context(), rdb, k, "id", lease, false, time.Now().Add(exactly.RequestWindow).UnixMilli()).Result()
 			if err != nil || !res.OK {
 				t.Fatalf("acquire = %+v, %v", res, err)
 			}

@@ -91,7 +91,7 @@ type TakeArgs struct {
 // hold has the lock and a.Patience is positive, the owner joins the line
 // (or keeps its place, now naming a.ID), its place living a.Patience from
 // now. A copy that runs after a.Deadline (server time in milliseconds)
-// takes nothing, joins no line and is answered with internal.Late's
+// takes nothing, joins no line and is answered with exactly.Late's
 // error.
 func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) AcquireCmd {
 	keys := []string{k.Lock, k.Queue, k.Places + OwnerOf(a.ID), k.Fence}

@@ -6,7 +6,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/errs"
+
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -26,7 +28,7 @@ func tiers(t *testing.T, f func(t *testing.T, rdb *redis.Client)) {
 }
 
 func lockKeys(name string) script.LockKeys {
-	n := internal.NewNames(name)
+	n := keyspace.NewNames(name)
 	return script.LockKeys{Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: time.Minute}
 }
 
@@ -133,7 +135,7 @@ func TestRLockScriptsWrongType(t *testing.T) {
 		_, errRenew := script.ReentrantRenew(ctx, rdb, k.Lock, "a:1", time.Second).Result()
 		_, errForce := script.ReentrantForceUnlock(ctx, rdb, k, k.Lock+":force:"+t.Name(), time.Second, false, nil).Result()
 		for op, err := range map[string]error{"acquire": errAcquire, "unlock": errUnlock, "renew": errRenew, "force unlock": errForce} {
-			if !internal.IsWrongType(err) {
+			if !errs.IsWrongType(err) {
 				t.Errorf("%s on a string key: %v, want WRONGTYPE", op, err)
 			}
 		}
@@ -267,6 +269,26 @@ func TestRLockGrantSkipsOwnPlace(t *testing.T) {
 		}
 		if n := rdb.Exists(ctx, k.Queue, k.Places+"a").Val(); n != 0 {
 			t.Fatalf("%d of a's line keys left", n)
+		}
+	})
+}
+
+// An attempt whose wait the handle has given up, run late after the
+// handle's next hold began (a higher number after the same owner id),
+// joins no line: its place would name an id nobody waits with.
+func TestRLockLateAttemptJoinsNoLine(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		take(t, rdb, k, "a:2", false, 0)
+		if res := take(t, rdb, k, "a:1", false, time.Minute); res.OK {
+			t.Fatalf("late attempt = %+v, want refused", res)
+		}
+		if n := rdb.Exists(ctx, k.Queue, k.Places+"a").Val(); n != 0 {
+			t.Fatalf("the late attempt left %d line keys", n)
+		}
+		if res := take(t, rdb, k, "b:1", false, time.Minute); res.OK || rdb.LLen(ctx, k.Queue).Val() != 1 {
+			t.Fatalf("another handle's attempt = %+v, want refused and in line", res)
 		}
 	})
 }

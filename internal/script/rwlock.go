@@ -97,7 +97,7 @@ type RWReadArgs struct {
 // attempt adds one to it. A level under the hold's own write level is a
 // downgrade, let in at once. A copy that runs after a.Deadline (server
 // time in milliseconds) changes nothing and is answered with
-// internal.Late's error.
+// exactly.Late's error.
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Readers, k.Turn}
 	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), a.Deadline}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisync/redisync/internal"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
 )
@@ -16,12 +16,12 @@ import (
 type rwHolds struct {
 	t   *testing.T
 	rdb *redis.Client
-	n   internal.Names
+	n   keyspace.Names
 	k   script.RWKeys
 }
 
 func newRWHolds(t *testing.T, rdb *redis.Client) rwHolds {
-	n := internal.NewNames(redistest.UniqueName(t))
+	n := keyspace.NewNames(redistest.UniqueName(t))
 	return rwHolds{t, rdb, n, n.RWKeys()}
 }
 

@@ -210,7 +210,7 @@ func ints(cmd *redis.Cmd) ([]int64, error) {
 // the request reports that run's outcome), the receipt's lifetime, and the
 // request's deadline on the server's clock in milliseconds, past which a
 // copy changes nothing and is answered with an error "LATE <server time>"
-// (see internal.RequestWindow).
+// (see exactly.RequestWindow).
 type Request struct {
 	Receipt  string
 	TTL      time.Duration

@@ -67,7 +67,7 @@ func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, r Reque
 // available afterwards, notify as many waiters per process as are
 // available. A repeated request with the same receipt adds nothing. The
 // reply is the available count afterwards. go-redis never resends it: the
-// caller retries a lost reply while the receipt lives (internal.Once).
+// caller retries a lost reply while the receipt lives (exactly.Once).
 func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Request, delta int64, sharded bool, settled []string) IntCmd {
 	return IntCmd{semaphoreRelease.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, r.Receipt), delta, flag(sharded), ms(r.TTL), r.Deadline)}
 }

@@ -1,0 +1,14 @@
+-- part later: later() says whether the lock hash lock has a hold of the
+-- caller's handle that began after this attempt's wait (the number after
+-- the owner id in its hold id is higher): the attempt ran late, after its
+-- wait gave up, and must join no line. Needs the locals lock, owner, id.
+local function later()
+  local mine = tonumber(string.sub(id, #owner + 2))
+  for _, field in ipairs(redis.call('hkeys', lock)) do
+    local f = string.gsub(field, '^[rw]:', '')
+    if string.sub(f, 1, #owner + 1) == owner .. ':' and (tonumber(string.sub(f, #owner + 2)) or 0) > mine then
+      return true
+    end
+  end
+  return false
+end
