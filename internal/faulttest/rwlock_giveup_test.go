@@ -2,7 +2,6 @@ package faulttest_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -13,15 +12,13 @@ import (
 
 // A hold the handle gave up as lost (its renewals stalled past its local
 // validity) while it still stood in Redis is not the handle's any more,
-// in either mode. Its next attempt of the other mode must not take that
-// mode's level on as its own: a write level that came back with an RLock,
-// or a read level with the write hold a Lock adopts, was a level no
-// caller released, which the handle's watchdog then renewed for as long
-// as the handle lived, keeping every other writer out. Nor is a Lock
-// after a read hold given up an upgrade: it waits, as behind another
-// reader. A write Lock adopts a write hold given up with a new token,
-// also after a refused read (which does not make the handle forget that
-// it gave the hold up).
+// in either mode, and is never taken back: its release is owed by its
+// hold id and sent before the handle's next attempt. So the next hold, of
+// either mode, is a new one under a new id (a new token for a write),
+// none of the old hold's levels comes back with it (a level no caller
+// releases, renewed by the watchdog for as long as the handle lived), a
+// Lock after a read hold given up is no upgrade, and nothing is left
+// behind once the new hold is released.
 func TestRWLockAfterGivenUpHold(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
@@ -74,48 +71,51 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 		}
 	}
 
-	// adoptsAnew checks that rw's Lock adopts the write hold given up with
-	// a token above first, and that its Unlock frees the lock.
-	adoptsAnew := func(t *testing.T, rw *rwlock.RWMutex, name string, first uint64) {
+	// nextHold takes a new hold of the handle with take, checks that the
+	// hold given up (whose token was first) is gone from Redis with none
+	// of its levels left, releases the new hold with release and lets
+	// another writer in.
+	nextHold := func(t *testing.T, rw *rwlock.RWMutex, name string, first uint64, take func() (bool, error), release func() error, write bool) {
 		t.Helper()
-		if err := rw.Lock(t.Context()); err != nil {
-			t.Fatal(err)
+		if ok, err := take(); err != nil || !ok {
+			t.Fatalf("the handle's next hold: %v %v, want taken (the hold given up released first)", ok, err)
 		}
-		if again := rw.Token(); again <= first {
-			t.Fatalf("token of the adopted write hold %d, want above the one given up (%d)", again, first)
+		fields := redistest.Holders(t.Context(), admin, keyspace.NewNames(name).Lock())
+		if len(fields) != 2 {
+			t.Fatalf("lock hash %v, want the mode and the new hold's one level", fields)
 		}
-		if err := rw.Unlock(t.Context()); err != nil {
+		if write && rw.Token() <= first {
+			t.Fatalf("token of the next write hold %d, want above the one given up (%d)", rw.Token(), first)
+		}
+		if err := release(); err != nil {
 			t.Fatal(err)
 		}
 		otherWriterLocks(t, name)
 	}
+	lock := func(rw *rwlock.RWMutex) (func() (bool, error), func() error) {
+		return func() (bool, error) { return rw.TryLock(context.Background()) }, func() error { return rw.Unlock(context.Background()) }
+	}
+	rlock := func(rw *rwlock.RWMutex) (func() (bool, error), func() error) {
+		return func() (bool, error) { return rw.TryRLock(context.Background()) }, func() error { return rw.RUnlock(context.Background()) }
+	}
 
-	t.Run("write adopts anew after a refused read", func(t *testing.T) {
+	t.Run("read after a write given up", func(t *testing.T) {
 		t.Parallel()
 		name := redistest.UniqueName(t)
 		rw, first := givenUp(t, name, time.Minute, write)
-		if ok, err := rw.TryRLock(t.Context()); err != nil || ok {
-			t.Fatalf("TryRLock under the write hold given up: %v %v, want refused", ok, err)
-		}
-		adoptsAnew(t, rw, name, first)
+		take, release := rlock(rw)
+		nextHold(t, rw, name, first, take, release, false)
 	})
 
-	t.Run("read waits for the write to lapse", func(t *testing.T) {
+	t.Run("write after a write given up", func(t *testing.T) {
 		t.Parallel()
 		name := redistest.UniqueName(t)
-		rw, _ := givenUp(t, name, lease, write)
-		ctx, cancel := context.WithTimeout(t.Context(), 4*lease)
-		defer cancel()
-		if err := rw.RLock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := rw.RUnlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		otherWriterLocks(t, name)
+		rw, first := givenUp(t, name, time.Minute, write)
+		take, release := lock(rw)
+		nextHold(t, rw, name, first, take, release, true)
 	})
 
-	t.Run("write adoption drops the read level", func(t *testing.T) {
+	t.Run("write after a write and a read given up", func(t *testing.T) {
 		t.Parallel()
 		name := redistest.UniqueName(t)
 		// A read level taken under the write hold, in the ctx that carries
@@ -129,34 +129,21 @@ func TestRWLockAfterGivenUpHold(t *testing.T) {
 				return nil
 			})
 		})
-		if n := admin.HLen(t.Context(), keyspace.NewNames(name).Lock()).Val(); n < 5 {
-			t.Fatalf("the hold given up has %d fields, want a write and a read level (mode, both levels and their marks)", n)
-		}
-		adoptsAnew(t, rw, name, first)
+		take, release := lock(rw)
+		nextHold(t, rw, name, first, take, release, true)
 	})
 
-	t.Run("write after a read given up waits", func(t *testing.T) {
+	t.Run("write after a read given up is no upgrade", func(t *testing.T) {
 		t.Parallel()
 		name := redistest.UniqueName(t)
-		rw, _ := givenUp(t, name, lease, func(t *testing.T, rw *rwlock.RWMutex, giveUp func()) {
+		rw, first := givenUp(t, name, time.Minute, func(t *testing.T, rw *rwlock.RWMutex, giveUp func()) {
 			if err := rw.RLock(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			giveUp()
 		})
-		ok, err := rw.TryLock(t.Context())
-		if errors.Is(err, rwlock.ErrUpgradeNotSupported) || ok {
-			t.Fatalf("TryLock after the read hold was given up: %v %v, want refused as behind a reader", ok, err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 4*lease)
-		defer cancel()
-		if err := rw.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := rw.Unlock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		otherWriterLocks(t, name)
+		take, release := lock(rw)
+		nextHold(t, rw, name, first, take, release, true)
 	})
 }
 

@@ -23,11 +23,13 @@ type reentrantLock interface {
 }
 
 // A hold of two levels (a re-entry under Do) given up as lost while it
-// still stood in Redis is adopted by the handle's next Lock as one level,
-// with a new token: that Lock's Unlock frees the lock. Adopted with its
-// count, it left a level that no caller released and the handle's
-// watchdog renewed for as long as the handle lived.
-func TestAdoptedHoldIsOneLevel(t *testing.T) {
+// still stood in Redis is never taken back: its release is owed by its
+// hold id and sent before the handle's next Lock, which takes a new hold
+// with a new token; that Lock's Unlock frees the lock, and nothing of the
+// old hold is left (once, adopted with its count, it left a level that no
+// caller released and the watchdog renewed for as long as the handle
+// lived).
+func TestGivenUpHoldIsReleasedByID(t *testing.T) {
 	const lease = 2 * time.Second
 	kinds := []struct {
 		name string
