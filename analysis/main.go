@@ -7,7 +7,9 @@
 // histories:
 // overlapping holds as the clients saw them (lock violations) against
 // stale writes accepted by the resource (data violations). It needs root
-// (namespaces, veth pairs) and redis-server, and writes the page
+// (namespaces, veth pairs), ip and redis-server (which also runs the
+// Sentinel where redis-sentinel is not installed; gcc for the clock
+// fault's shim), and writes the page
 // docs/analysis.md:
 //
 //	cd analysis && go run . -time 2m -page ../docs/analysis.md
@@ -130,16 +132,30 @@ func parseConfig(args []string) (config, error) {
 	return c, nil
 }
 
-// checkHost refuses to run without what the harness needs.
-func checkHost(euid int) error {
+// checkHost refuses to run without what the harness needs: root, ip
+// (iproute2) and redis-server, which also runs the Sentinel of the
+// failover fault where redis-sentinel is not installed (sentinelArgv),
+// and gcc only when the clock fault may run (its shim is built at start).
+func checkHost(euid int, faults []string) error {
 	if euid != 0 {
 		return errors.New("must run as root: the harness creates network namespaces and veth pairs " +
 			"(run it with sudo, or as root in a VM or container)")
 	}
-	for _, tool := range []string{"ip", "redis-server"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s not found: install iproute2 and redis-server", tool)
+	need := map[string]string{"ip": "iproute2", "redis-server": "redis-server"}
+	if slices.Contains(faults, "clock") || slices.Contains(faults, "mixed") {
+		need["gcc"] = "gcc (or leave the clock and mixed faults out with -faults)"
+	}
+	var missing, install []string
+	for _, tool := range []string{"ip", "redis-server", "gcc"} {
+		if pkg, ok := need[tool]; ok {
+			if _, err := exec.LookPath(tool); err != nil {
+				missing, install = append(missing, tool), append(install, pkg)
+			}
 		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s not found on PATH: install %s (Debian: apt-get install iproute2 redis-server gcc)",
+			strings.Join(missing, ", "), strings.Join(install, ", "))
 	}
 	return nil
 }
@@ -149,7 +165,7 @@ func harness(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkHost(os.Geteuid()); err != nil {
+	if err := checkHost(os.Geteuid(), cfg.faults); err != nil {
 		return err
 	}
 	if cfg.cleanup {
