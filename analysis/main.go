@@ -53,18 +53,23 @@ type config struct {
 	total   time.Duration
 	page    string
 	clients int
-	lease   time.Duration
-	work    time.Duration
-	permits int
-	prims   []string
-	faults  []string
-	keep    bool
-	cleanup bool
-	smoke   bool
-	pairs   [][2]string // the segments, primitive and fault: see segments
-	netSlot int         // see useNetSlot
-	seed    uint64      // the mixed fault's draws
-	args    []string    // the command line, for the page
+	lease   time.Duration // the first of -leases: every segment's, but those of extraLeases
+	// extraLeases are the further leases of -leases: each primitive under
+	// each kind of leaseFaults, one fault each.
+	extraLeases []time.Duration
+	leaseFaults []string
+	injections  int // faults asked of each segment of the first lease
+	work        time.Duration
+	permits     int
+	prims       []string
+	faults      []string
+	keep        bool
+	cleanup     bool
+	smoke       bool
+	pairs       [][2]string // the segments, primitive and fault: see segments
+	netSlot     int         // see useNetSlot
+	seed        uint64      // the mixed fault's draws
+	args        []string    // the command line, for the page
 }
 
 func main() {
@@ -85,11 +90,16 @@ func main() {
 func parseConfig(args []string) (config, error) {
 	fs := flag.NewFlagSet("analysis", flag.ContinueOnError)
 	c := config{args: args}
-	var prims, faults string
+	var prims, faults, leases, leaseFaults string
 	fs.DurationVar(&c.total, "time", 2*time.Minute, "length of the whole run, shared by every primitive and fault")
 	fs.StringVar(&c.page, "page", "", "write the Markdown page here (e.g. ../docs/analysis.md)")
 	fs.IntVar(&c.clients, "clients", 4, "client processes, each in a network namespace of its own")
 	fs.DurationVar(&c.lease, "lease", time.Second, "watchdog timeout (lease) of every hold")
+	fs.StringVar(&leases, "leases", "", "leases to run, e.g. 1s,30s: the first as -lease, each further one for "+
+		"every primitive under each kind of -lease-faults, one fault each")
+	fs.StringVar(&leaseFaults, "lease-faults", "pause,partition,kill", "fault kinds of the segments of the further leases of -leases")
+	fs.IntVar(&c.injections, "injections", 1, "plan every segment of the first lease for at least this many faults "+
+		"(the run takes longer than -time when it must); the verdict fails a segment that got fewer")
 	fs.DurationVar(&c.work, "work", 20*time.Millisecond, "average length of a critical section")
 	fs.IntVar(&c.permits, "permits", 2, "permits of the leased semaphore")
 	fs.StringVar(&prims, "primitives", strings.Join(primitives, ","), "primitives to run")
@@ -103,6 +113,9 @@ func parseConfig(args []string) (config, error) {
 		return c, err
 	}
 	c.prims, c.faults = strings.Split(prims, ","), strings.Split(faults, ",")
+	if err := c.leaseConfig(fs, leases, leaseFaults); err != nil {
+		return c, err
+	}
 	if c.smoke {
 		if err := c.smokeConfig(fs); err != nil {
 			return c, err
@@ -130,6 +143,47 @@ func parseConfig(args []string) (config, error) {
 		return c, errors.New("-clients: want 2 to 9")
 	}
 	return c, nil
+}
+
+// allFaults is every fault kind the run may inject, those of the further
+// leases included.
+func (c config) allFaults() []string {
+	if len(c.extraLeases) == 0 {
+		return c.faults
+	}
+	return append(slices.Clone(c.faults), c.leaseFaults...)
+}
+
+// leaseConfig reads -leases and -lease-faults.
+func (c *config) leaseConfig(fs *flag.FlagSet, leases, leaseFaults string) error {
+	if c.injections < 1 {
+		return errors.New("-injections: want 1 or more")
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "lease" })
+	if leases != "" {
+		if given {
+			return errors.New("-lease and -leases: give one of them (the first of -leases is the lease)")
+		}
+		for i, l := range strings.Split(leases, ",") {
+			d, err := time.ParseDuration(l)
+			if err != nil || d < 100*time.Millisecond {
+				return fmt.Errorf("-leases: %q is not a lease (want durations of 100ms or more, e.g. 1s,30s)", l)
+			}
+			if i == 0 {
+				c.lease = d
+			} else if d != c.lease && !slices.Contains(c.extraLeases, d) {
+				c.extraLeases = append(c.extraLeases, d)
+			}
+		}
+	}
+	c.leaseFaults = strings.Split(leaseFaults, ",")
+	for _, f := range c.leaseFaults {
+		if !slices.Contains(faultKinds, f) {
+			return fmt.Errorf("-lease-faults: unknown fault %q (want some of %s)", f, strings.Join(faultKinds, ","))
+		}
+	}
+	return nil
 }
 
 // checkHost refuses to run without what the harness needs: root, ip
@@ -165,7 +219,7 @@ func harness(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkHost(os.Geteuid(), cfg.faults); err != nil {
+	if err := checkHost(os.Geteuid(), cfg.allFaults()); err != nil {
 		return err
 	}
 	if cfg.cleanup {
