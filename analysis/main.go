@@ -66,6 +66,7 @@ type config struct {
 	keep        bool
 	cleanup     bool
 	smoke       bool
+	showPlan    bool        // -plan: print the plan and its time, and exit
 	pairs       [][2]string // the segments, primitive and fault: see segments
 	netSlot     int         // see useNetSlot
 	seed        uint64      // the mixed fault's draws
@@ -108,6 +109,7 @@ func parseConfig(args []string) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the run's directory (histories, logs)")
 	fs.IntVar(&c.netSlot, "netslot", 0, "move the run's namespaces, links and addresses to slot 1-9, beside a run in slot 0 (the default)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "remove the namespaces and links an interrupted run left behind, and exit")
+	fs.BoolVar(&c.showPlan, "plan", false, "print the segments the run would make and their planned time, and exit (needs no root)")
 	fs.BoolVar(&c.smoke, "smoke", false, "the CI smoke run: each primitive under one fault kind (smokePairs), -time 40s unless given")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -218,6 +220,14 @@ func harness(args []string) error {
 	cfg, err := parseConfig(args)
 	if err != nil {
 		return err
+	}
+	if cfg.showPlan {
+		r := &run{cfg: cfg}
+		for _, p := range r.plan() {
+			fmt.Printf("%-40s %d faults, %v\n", p.label(), p.want, p.dur.Round(100*time.Millisecond))
+		}
+		fmt.Println(r.planSummary())
+		return nil
 	}
 	if err := checkHost(os.Geteuid(), cfg.allFaults()); err != nil {
 		return err

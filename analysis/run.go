@@ -65,9 +65,7 @@ func (r *run) close() {
 func (r *run) all(ctx context.Context) ([]segResult, error) {
 	scale := r.scale()
 	plan := r.plan()
-	fmt.Printf("%d segments (%d primitives, %d fault kinds), about %v planned (%s), plus about %v to start and check them: %d clients\n",
-		len(plan), len(r.cfg.prims), len(r.cfg.faults), r.planned(scale).Round(time.Second),
-		r.planText(scale), time.Duration(len(plan))*segmentOverhead, r.cfg.clients)
+	fmt.Printf("%s: %d clients\n", r.planSummary(), r.cfg.clients)
 	if slices.Contains(r.cfg.faults, "mixed") {
 		fmt.Printf("mixed faults drawn with seed %d (-seed %d draws them again)\n", r.cfg.seed, r.cfg.seed)
 	}
@@ -91,6 +89,14 @@ func (r *run) all(ctx context.Context) ([]segResult, error) {
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// planSummary says how many segments the run makes and how long it takes.
+func (r *run) planSummary() string {
+	scale, n := r.scale(), len(r.plan())
+	return fmt.Sprintf("%d segments (%d primitives, %d fault kinds), about %v planned (%s), plus about %v to start "+
+		"and check them", n, len(r.cfg.prims), len(r.cfg.faults), r.planned(scale).Round(time.Second),
+		r.planText(scale), time.Duration(n)*segmentOverhead)
 }
 
 // segmentOverhead is about what a segment takes besides its planned
