@@ -464,7 +464,6 @@ func leftOut(w func(string, ...any)) {
 	w("  at start (it clashes with the jemalloc inside it).\n")
 	w("- Sentinel's own faults (several Sentinels that disagree, a Sentinel cut off); a failover of one of\n")
 	w("  the quorum's other servers; a primary with several replicas (`WithReplicaAck` asking fewer than all).\n")
-	w("- A CI smoke run of the harness, and the check that a deliberately broken release turns it red.\n")
 }
 
 // plural is "1 update", "2 updates", "2 entries".

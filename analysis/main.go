@@ -12,7 +12,14 @@
 // fault's shim), and writes the page
 // docs/analysis.md:
 //
-//	cd analysis && go run . -time 2m -page ../docs/analysis.md
+//	cd analysis && go run . -injections 5 -leases 1s,30s -page ../docs/analysis.md
+//
+// about 50 minutes on a 2-core machine (-plan prints the plan and its
+// time without running it): every primitive under every fault kind that
+// applies to it with a 1s lease, at least 5 faults each (-injections
+// trades time: about 6 minutes a fault), then every primitive with the
+// library's default 30s lease under a pause, a partition and a crash,
+// one each (-lease-faults trades time: about 4 to 6 minutes a kind).
 //
 // The same binary runs the clients (`analysis client ...`) and the fenced
 // resource (`analysis resource ...`); the harness starts them itself.

@@ -186,8 +186,8 @@ func (r *run) leaseSection(w func(string, ...any), results []segResult) {
 			w("30s is the library's default watchdog timeout (`DefaultWatchdogTimeout`): these segments run the\n")
 			w("locks as most callers configure them, renewed every 10s. ")
 		}
-		w("Each primitive ran under %s with a lease of %v, one fault each: %d segments, %v in\n",
-			strings.Join(r.cfg.leaseFaults, ", "), lease, len(rs), took.Round(time.Second))
+		w("Each primitive ran under %s with a lease of %v, one fault each: %s, %v in\n",
+			strings.Join(r.cfg.leaseFaults, ", "), lease, plural(len(rs), "segment"), took.Round(time.Second))
 		w("all (plus the start of each). The faults scale with the lease, so that each still matters:\n\n")
 		for _, f := range r.cfg.leaseFaults {
 			w("- **%s**: %s.\n", f, leaseFaultText(f, lease))
@@ -208,7 +208,9 @@ func leaseFaultText(kind string, lease time.Duration) string {
 			"for the holder, a renewal sent just before the fault included, so the lease runs out during it", d, grantLease)
 	case "kill":
 		return fmt.Sprintf("the new process of the killed client starts %v later (half a lease); the others wait "+
-			"for the dead holder's lease, up to %v after its last renewal", d, lease)
+			"for what the server keeps for the dead holder: the grant lease (%v) of a hold handed over and not "+
+			"renewed yet (its first renewal comes a third of a lease later), else up to %v after its last renewal",
+			d, grantLease, lease)
 	case "clock":
 		return fmt.Sprintf("the servers' clocks jump %v ahead (the lease plus the grant lease) for %v", grantLease+lease, d)
 	case "late":

@@ -103,7 +103,7 @@ func (r *run) planSummary() string {
 // time, on a 2-core machine shared with other work: fresh servers (a
 // replica, a Sentinel), the resource and the clients started, the
 // clients' last holds, the check of the histories.
-const segmentOverhead = 2 * time.Second
+const segmentOverhead = time.Second
 
 // A planned segment: a primitive under a fault kind with a lease, asked
 // for want faults, dur long (before -time stretches it).
@@ -166,7 +166,7 @@ func (r *run) planText(scale float64) string {
 		if i > 0 {
 			what = fmt.Sprintf("one fault of %s on each primitive", strings.Join(r.cfg.leaseFaults, ", "))
 		}
-		parts = append(parts, fmt.Sprintf("lease %v: %d segments, %s, %v", lease, n, what, d.Round(time.Second)))
+		parts = append(parts, fmt.Sprintf("lease %v: %s, %s, %v", lease, plural(n, "segment"), what, d.Round(time.Second)))
 	}
 	return strings.Join(parts, "; ")
 }
