@@ -195,10 +195,9 @@ func overPermits(holds []hold, permits int) violations {
 // after another hold had its tokens carries larger ones, on every server
 // both hold, whatever happened in between (restarts without data
 // included). It returns the pairs that break it. A process that gets the
-// same tokens again for a later hold breaks it too: the library adopts a
-// hold of the handle's own that it gave up as lost (or whose Unlock
-// failed), found still standing in Redis, with a new token, since steps
-// under the hold given up may still be under way.
+// same tokens again for a later hold breaks it too: every hold has a hold
+// id and a token of its own, and a hold the handle gave up is never
+// adopted.
 func tokenOrder(holds []hold) int {
 	broken := 0
 	for _, a := range holds {
@@ -242,6 +241,79 @@ func tokenOrderAfterJump(holds []hold, injected []faultEvent, catchUp time.Durat
 		}
 	}
 	return n
+}
+
+// A tokenBreak is one class of the pairs of holds of a segment that broke
+// the tokens' order (as tokenOrder counts them), for the page: those
+// whose later hold asked while the clocks caught up after one clock jump
+// of a mixed segment (jump, the index of that fault in injected; after,
+// the faults injected before they had caught up), or, with jump -1, those
+// nothing explains, which fail the verdict.
+type tokenBreak struct {
+	jump            int
+	after           []faultEvent
+	pairs           int
+	earlier, later  int // distinct holds on each side of the pairs
+	earlierHolds    map[int]bool
+	laterHolds      map[int]bool
+	catchUp         time.Duration
+	firstAt, lastAt int64 // invocations of the later holds
+}
+
+// tokenBreaks sorts the pairs that break the tokens' order into classes:
+// in a mixed segment by the clock jump whose catch-up the later hold asked
+// in (as tokenOrderAfterJump counts them), and the rest. A segment of one
+// fault kind has no excused class: there the counter outlives a jump.
+func tokenBreaks(holds []hold, injected []faultEvent, catchUp time.Duration, mixed bool) []tokenBreak {
+	classes := map[int]*tokenBreak{}
+	var order []int
+	for i, a := range holds {
+		for j, b := range holds {
+			if !outOfOrder(a, b) {
+				continue
+			}
+			k := -1
+			if mixed {
+				for e, ev := range injected {
+					if ev.kind == "clock" && b.invoke >= ev.at.UnixNano() && b.invoke < ev.end.Add(catchUp).UnixNano() {
+						k = e
+						break
+					}
+				}
+			}
+			c := classes[k]
+			if c == nil {
+				c = &tokenBreak{jump: k, catchUp: catchUp, earlierHolds: map[int]bool{}, laterHolds: map[int]bool{},
+					firstAt: b.invoke, lastAt: b.invoke}
+				if k >= 0 {
+					ev := injected[k]
+					for _, f := range injected[k+1:] {
+						if f.at.Before(ev.end.Add(catchUp)) {
+							c.after = append(c.after, f)
+						}
+					}
+				}
+				classes[k] = c
+				order = append(order, k)
+			}
+			c.pairs++
+			c.earlierHolds[i], c.laterHolds[j] = true, true
+			c.firstAt, c.lastAt = min(c.firstAt, b.invoke), max(c.lastAt, b.invoke)
+		}
+	}
+	slices.Sort(order)
+	var out []tokenBreak
+	for _, k := range order {
+		c := classes[k]
+		c.earlier, c.later = len(c.earlierHolds), len(c.laterHolds)
+		c.earlierHolds, c.laterHolds = nil, nil
+		out = append(out, *c)
+	}
+	// The unexplained class (-1) last.
+	if len(out) > 0 && out[0].jump < 0 {
+		out = append(out[1:], out[0])
+	}
+	return out
 }
 
 // longestWait is the longest time during which some client waited for an

@@ -155,9 +155,9 @@ func TestLinearizable(t *testing.T) {
 }
 
 func TestRefusesWithoutRoot(t *testing.T) {
-	err := checkHost(1000)
+	err := checkHost(1000, nil)
 	if err == nil || !strings.Contains(err.Error(), "must run as root") {
-		t.Fatalf("checkHost(1000) = %v, want a refusal naming root", err)
+		t.Fatalf("checkHost(1000, nil) = %v, want a refusal naming root", err)
 	}
 }
 

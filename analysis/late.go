@@ -40,8 +40,8 @@ import (
 // a copy that runs after its deadline changes nothing and answers LATE)
 // by half a second, so that what the client sent in a stall's first half
 // second arrives past its deadline and what it sent later arrives within
-// it, where the state the script expects (the holder, the hold, the
-// attempt's mark) must keep it harmless.
+// it, where the state the script expects (the holder, the hold id it
+// names) must keep it harmless.
 const lateHold = 5*time.Second + 500*time.Millisecond
 
 // stallEvery is how often the nemesis stalls the clients' connections
@@ -325,9 +325,9 @@ func scriptNames() map[string]string {
 func (s *segment) lateDeliver(ctx context.Context) string {
 	c := s.target()
 	start := time.Now()
-	for time.Since(start) < 2*s.r.cfg.lease && ctx.Err() == nil {
+	for time.Since(start) < 2*s.lease && ctx.Err() == nil {
 		for id, ps := range s.proxies {
-			if id != c.id && time.Since(start) < s.r.cfg.lease {
+			if id != c.id && time.Since(start) < s.lease {
 				continue
 			}
 			for _, p := range ps {

@@ -52,14 +52,34 @@ func (s *segment) uses(kind string) bool { return slices.Contains(s.kinds(), kin
 
 // next is the next fault to inject: the segment's kind, or for mixed one
 // drawn among the kinds that still fit before the segment ends; "" when
-// none fits.
+// none fits. A mixed segment that has fewer faults than it was asked for
+// (want) draws only among the kinds that leave time for the rest, each as
+// short as the shortest kind, so that a long draw (late delivery) never
+// costs it the faults it was planned for.
 func (s *segment) next() string {
-	lease := s.r.cfg.lease
-	var fit []string
-	for _, k := range s.kinds() {
-		if !time.Now().Add(faultLength(k, lease) + recovery(lease)).After(s.until) {
-			fit = append(fit, k)
+	lease := s.lease
+	rest := time.Duration(0)
+	if need := s.want - len(s.injected); s.fault == "mixed" && need > 1 {
+		shortest := time.Duration(-1)
+		for _, k := range s.kinds() {
+			if c := faultCost(k, lease); shortest < 0 || c < shortest {
+				shortest = c
+			}
 		}
+		rest = time.Duration(need-1) * shortest
+	}
+	fits := func(rest time.Duration) []string {
+		var fit []string
+		for _, k := range s.kinds() {
+			if !time.Now().Add(faultLength(k, lease) + recovery(lease) + rest).After(s.until) {
+				fit = append(fit, k)
+			}
+		}
+		return fit
+	}
+	fit := fits(rest)
+	if len(fit) == 0 && rest > 0 {
+		fit = fits(0) // too late for all of them: whatever fits
 	}
 	switch {
 	case len(fit) == 0:

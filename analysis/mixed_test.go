@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +128,40 @@ func TestPageMixed(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("with an overlap under late delivery, page lacks %q", want)
 		}
+	}
+}
+
+// TestTokenBreaks: the page's classes of token-order breaks add up to
+// tokenOrder, the excused one to tokenOrderAfterJump, and name the fault
+// that came before the clocks caught up.
+func TestTokenBreaks(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	injected := []faultEvent{
+		{kind: "clock", target: "1 redis-server(s), +4s and back", at: t0.Add(100 * time.Millisecond), end: t0.Add(200 * time.Millisecond)},
+		{kind: "restart", at: t0.Add(250 * time.Millisecond), end: t0.Add(260 * time.Millisecond)},
+	}
+	holds := []hold{
+		h(1, "w", 150, 160, "0:900"),
+		h(2, "w", 170, 180, "0:800"),
+		h(3, "w", 500, 510, "0:700"),
+	}
+	cs := tokenBreaks(holds, injected, 200*time.Millisecond, true)
+	if len(cs) != 2 || cs[0].jump != 0 || cs[0].pairs != 1 || cs[1].jump != -1 || cs[1].pairs != 2 {
+		t.Fatalf("tokenBreaks = %+v", cs)
+	}
+	if len(cs[0].after) != 1 || cs[0].after[0].kind != "restart" {
+		t.Errorf("after = %+v", cs[0].after)
+	}
+	r := segResult{prim: "fairlock", fault: "mixed", start: t0, injected: injected, tokenOrder: 3, tokenBreaks: cs}
+	var b strings.Builder
+	tokenSection(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, []segResult{r})
+	for _, want := range []string{"**fairlock under mixed**: 3 pairs.", "1 pair between 1 earlier hold and 1 later one",
+		"restart at +300ms", "2 pairs between 2 earlier holds and 1 later one that no clock jump explains: **a defect**"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("token section lacks %q:\n%s", want, b.String())
+		}
+	}
+	if cs := tokenBreaks(holds, injected, 200*time.Millisecond, false); len(cs) != 1 || cs[0].jump != -1 || cs[0].pairs != 3 {
+		t.Errorf("outside mixed, tokenBreaks = %+v", cs)
 	}
 }

@@ -75,8 +75,37 @@ const (
 	warmup = 600 * time.Millisecond
 )
 
-// recovery is the quiet time after each fault.
-func recovery(lease time.Duration) time.Duration { return max(time.Second, lease) }
+// recovery is the quiet time after each fault: a lease, at most half a
+// lease and 2s, at least 1s. In that time the fault's effects play out: a
+// holder that lost its hold hears of it at its next renewal (a third of a
+// lease later at most) or at once from its local timer, and a killed
+// holder's lease runs out within a lease of the kill, of which the kill's
+// own length (half a lease) is the first half. With the 1s lease it is
+// 1s, as it always was; with the default 30s lease 17s.
+func recovery(lease time.Duration) time.Duration {
+	return max(time.Second, min(lease, lease/2+2*time.Second))
+}
+
+// injectSlack is what one injection of kind takes beyond its length, on
+// a 2-core machine shared with other work: starting a server or a client
+// process, the routes set and removed, a replica brought back in sync, a
+// failover's promotion. The plan counts it so that a segment planned for
+// n faults gets n.
+func injectSlack(kind string) time.Duration {
+	switch kind {
+	case "restart", "restart-persist", "kill", "replica-partition", "late":
+		return 500 * time.Millisecond
+	case "failover":
+		return 1500 * time.Millisecond
+	}
+	return 200 * time.Millisecond
+}
+
+// faultCost is the time one fault of kind takes in the plan: its length,
+// its slack and the quiet time after it.
+func faultCost(kind string, lease time.Duration) time.Duration {
+	return faultLength(kind, lease) + injectSlack(kind) + recovery(lease)
+}
 
 // grantLease is the lease a release gives the waiter it hands the lock to
 // (rlock's, and the quorum's members'; see hold.GrantLease in the
@@ -108,12 +137,14 @@ func faultLength(kind string, lease time.Duration) time.Duration {
 	return 100 * time.Millisecond
 }
 
-// minSegment is the shortest segment that holds one fault of kind, or
-// for mixed mixedFaults pauses or cuts.
-func minSegment(kind string, lease time.Duration) time.Duration {
-	d := faultLength(kind, lease) + recovery(lease)
+// minSegment is the shortest segment that holds want faults of kind;
+// for mixed, at least mixedFaults faults drawn, each planned as a pause
+// (or a cut) is: a draw that would not fit is left for a shorter kind
+// (see next).
+func minSegment(kind string, lease time.Duration, want int) time.Duration {
+	d := time.Duration(max(1, want)) * faultCost(kind, lease)
 	if kind == "mixed" {
-		d = mixedFaults * (faultLength("pause", lease) + recovery(lease))
+		d = time.Duration(max(mixedFaults, want)) * faultCost("pause", lease)
 	}
 	return warmup + d + 300*time.Millisecond
 }
@@ -122,7 +153,7 @@ func minSegment(kind string, lease time.Duration) time.Duration {
 // time) again and again until the segment has no time left for another,
 // with a quiet time after each.
 func (s *segment) nemesis(ctx context.Context) {
-	lease := s.r.cfg.lease
+	lease := s.lease
 	sleep(ctx, time.Until(s.start.Add(warmup)))
 	for ctx.Err() == nil {
 		kind := s.next()
@@ -141,7 +172,7 @@ func (s *segment) nemesis(ctx context.Context) {
 
 // inject runs one fault of kind and returns what it hit.
 func (s *segment) inject(ctx context.Context, kind string) string {
-	lease := s.r.cfg.lease
+	lease := s.lease
 	switch kind {
 	case "pause":
 		c := s.target()
@@ -226,13 +257,13 @@ func parseWho(who string) (id, inst int, ok bool) {
 // three (a majority).
 func (s *segment) jumpClocks(ctx context.Context) string {
 	nodes := s.nodes[:min(2, len(s.nodes))]
-	jump := grantLease + s.r.cfg.lease
+	jump := grantLease + s.lease
 	for _, n := range nodes {
 		if err := n.clock.set(jump); err != nil {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength("clock", s.r.cfg.lease))
+	sleep(ctx, faultLength("clock", s.lease))
 	for _, n := range nodes {
 		if err := n.clock.set(0); err != nil {
 			return "error: " + err.Error()
@@ -251,7 +282,7 @@ func (s *segment) pauseServers(ctx context.Context) string {
 	for _, n := range nodes {
 		n.proc.signal(syscall.SIGSTOP)
 	}
-	d := faultLength("server-pause", s.r.cfg.lease)
+	d := faultLength("server-pause", s.lease)
 	sleep(ctx, d)
 	for _, n := range nodes {
 		n.proc.signal(sigCont)
@@ -273,7 +304,7 @@ func (s *segment) cutFromServers(ctx context.Context, kind string) string {
 			return "error: " + err.Error()
 		}
 	}
-	sleep(ctx, faultLength(kind, s.r.cfg.lease))
+	sleep(ctx, faultLength(kind, s.lease))
 	for k := 1; k <= n; k++ {
 		if err := blackhole(clientNS(c.id), serverIP(k), false); err != nil {
 			return "error: " + err.Error()

@@ -17,7 +17,9 @@ func (r *run) page(results []segResult) string {
 	w("This page is written by the harness in [`analysis/`](../analysis), a Jepsen-style test of the\n")
 	w("locks under faults injected into real processes and a real network: it checks both the lock as\n")
 	w("its clients saw it and the data the lock protects, at a resource that checks fencing tokens.\n\n")
-	w("Reproduce, as root (network namespaces), from a clone with `redis-server` installed:\n\n")
+	w("Reproduce, as root (network namespaces), from a clone with `redis-server`, `ip` and `gcc` installed\n")
+	w("(Debian: `apt-get install redis-server iproute2 gcc`; the Sentinel runs as `redis-sentinel` where\n")
+	w("that is installed, else as `redis-server --sentinel`, the same program):\n\n")
 	w("    cd analysis && go run . %s\n\n", r.command())
 	w("%s\n\n", r.provenance())
 	r.setupSection(w)
@@ -47,11 +49,24 @@ func (r *run) provenance() string {
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	return fmt.Sprintf("Run of %s (%v): commit %s, redis-server %s, %s, Linux %s, %d CPUs. "+
-		"%d client processes, lease (watchdog timeout) %v, critical sections of %v on average "+
+		"%d client processes, lease (watchdog timeout) %v%s, critical sections of %v on average "+
 		"(one in eight ten times longer), %d permits for the leased semaphore.",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), time.Since(r.started).Round(time.Second), commit,
 		redisVersion(), runtime.Version(), strings.TrimSpace(string(kernel)), runtime.NumCPU(),
-		r.cfg.clients, r.cfg.lease, r.cfg.work, r.cfg.permits)
+		r.cfg.clients, r.cfg.lease, r.extraLeasesText(), r.cfg.work, r.cfg.permits)
+}
+
+// extraLeasesText names the further leases of -leases: " (and 30s for the
+// segments of -leases beyond the first)".
+func (r *run) extraLeasesText() string {
+	if len(r.cfg.extraLeases) == 0 {
+		return ""
+	}
+	var ls []string
+	for _, l := range r.cfg.extraLeases {
+		ls = append(ls, l.String())
+	}
+	return fmt.Sprintf(" (%s in the segments of a further lease)", strings.Join(ls, ", "))
 }
 
 func gitOut(args ...string) string {
@@ -66,7 +81,8 @@ func (r *run) setupSection(w func(string, ...any)) {
 	w("## Setup\n\n")
 	w("- **Nodes.** The harness starts its own `redis-server` processes (three independent ones for the\n")
 	w("  quorum multilock), each in a network namespace of its own on a bridge (`10.77.1.3x:6379`), a\n")
-	w("  replica of the first and one `redis-sentinel` (`10.77.1.2`) when the fault or the primitive needs them, and\n")
+	w("  replica of the first and one Sentinel (`10.77.1.2`; `redis-sentinel`, or `redis-server --sentinel`)\n")
+	w("  when the fault or the primitive needs them, and\n")
 	w("  %d client processes, the harness's own binary in client mode, each in a network namespace of\n", r.cfg.clients)
 	w("  its own with one veth pair to the Redis bridge and one to a second bridge where the fenced\n")
 	w("  resource listens (`10.77.2.1`). Every primitive and fault kind gets fresh servers, a fresh\n")
@@ -116,25 +132,91 @@ func primitiveList() string {
 
 func (r *run) faultSection(w func(string, ...any), results []segResult) {
 	w("## Faults\n\n")
+	main := 0
+	for _, res := range results {
+		if !res.extraLease {
+			main++
+		}
+	}
 	w("One fault kind per run of a primitive (or, for mixed, a kind drawn anew for each fault); the nemesis injects it %v after the clients start and\n", warmup)
-	w("again after a quiet time of %v while the run's time allows. The run has %d segments (each primitive\n", recovery(r.cfg.lease), len(results))
-	w("under each fault kind that applies to it); `-time %v` is stretched to at least one fault per segment,\n", r.cfg.total)
-	w("%v of segments at the least, plus the start of fresh servers and clients for each.\n\n", r.least().Round(time.Second))
-	w("| fault | what the nemesis does | may overlap | injected |\n|---|---|---|---|\n")
+	w("again after a quiet time of %v while the run's time allows. The run has %d segments with the lease of %v (each primitive\n", recovery(r.cfg.lease), main, r.cfg.lease)
+	w("under each fault kind that applies to it), each planned for at least %s (`-injections %d`;\n", plural(max(1, r.cfg.injections), "fault"), max(1, r.cfg.injections))
+	w("for mixed, %s drawn at the least) and stretched to `-time %v` when that is longer:\n", plural(max(mixedFaults, r.cfg.injections), "fault"), r.cfg.total)
+	w("%v of segments at the least, plus the start of fresh servers and clients for each. The verdict fails a\n", r.least().Round(time.Second))
+	w("segment that got fewer faults than asked. *Injected* counts each kind's faults over the primitives,\n")
+	w("and *fewest* the fewest one primitive's segment got (the table of results has every segment's).\n\n")
+	w("| fault | what the nemesis does | may overlap | injected | fewest |\n|---|---|---|---|---|\n")
 	for _, f := range r.cfg.faults {
-		n := 0
+		n, fewest := 0, -1
 		for _, res := range results {
-			if res.fault == f {
+			if res.fault == f && !res.extraLease {
 				n += len(res.injected)
+				if fewest < 0 || len(res.injected) < fewest {
+					fewest = len(res.injected)
+				}
 			}
 		}
 		may := yesNo(mayOverlap(f))
 		if f == "mixed" {
 			may = fmt.Sprintf("as the fault drawn (seed %d)", r.cfg.seed)
 		}
-		w("| %s | %s | %s | %d |\n", f, faultDoc[f], may, n)
+		w("| %s | %s | %s | %d | %d |\n", f, faultDoc[f], may, n, max(0, fewest))
 	}
 	w("\n")
+	r.leaseSection(w, results)
+}
+
+// leaseSection tells what the segments of the further leases of -leases
+// did, and for how long.
+func (r *run) leaseSection(w func(string, ...any), results []segResult) {
+	for _, lease := range r.cfg.extraLeases {
+		var rs []segResult
+		var took time.Duration
+		for _, res := range results {
+			if res.extraLease && res.lease == lease {
+				rs = append(rs, res)
+				took += res.dur
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		w("### Segments with a lease of %v\n\n", lease)
+		if lease == 30*time.Second {
+			w("30s is the library's default watchdog timeout (`DefaultWatchdogTimeout`): these segments run the\n")
+			w("locks as most callers configure them, renewed every 10s. ")
+		}
+		w("Each primitive ran under %s with a lease of %v, one fault each: %s, %v in\n",
+			strings.Join(r.cfg.leaseFaults, ", "), lease, plural(len(rs), "segment"), took.Round(time.Second))
+		w("all (plus the start of each). The faults scale with the lease, so that each still matters:\n\n")
+		for _, f := range r.cfg.leaseFaults {
+			w("- **%s**: %s.\n", f, leaseFaultText(f, lease))
+		}
+		w("- **quiet time** after each fault: %v (half a lease and 2s, at most a lease): a holder that lost its\n", recovery(lease))
+		w("  hold hears of it at its next renewal, a third of a lease later at most, and a crashed holder's lease\n")
+		w("  runs out within a lease of the kill, whose first half the kill itself spans.\n\n")
+		w("Their rows are marked *(lease %v)* in the tables below.\n\n", lease)
+	}
+}
+
+// leaseFaultText says how long a fault of kind lasts with lease, and why.
+func leaseFaultText(kind string, lease time.Duration) string {
+	d := faultLength(kind, lease)
+	switch kind {
+	case "pause", "partition", "server-pause", "replica-partition", "quorum-minority", "quorum-majority":
+		return fmt.Sprintf("%v (the lease plus the grant lease of %v): longer than any lease the server may keep "+
+			"for the holder, a renewal sent just before the fault included, so the lease runs out during it", d, grantLease)
+	case "kill":
+		return fmt.Sprintf("the new process of the killed client starts %v later (half a lease); the others wait "+
+			"for what the server keeps for the dead holder: the grant lease (%v) of a hold handed over and not "+
+			"renewed yet (its first renewal comes a third of a lease later), else up to %v after its last renewal",
+			d, grantLease, lease)
+	case "clock":
+		return fmt.Sprintf("the servers' clocks jump %v ahead (the lease plus the grant lease) for %v", grantLease+lease, d)
+	case "late":
+		return fmt.Sprintf("%v: the stalls span two leases", d)
+	}
+	return fmt.Sprintf("%v, as with any lease", d)
 }
 
 // verdictSection states the rules the run is judged by and its verdict,

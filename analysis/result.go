@@ -12,6 +12,9 @@ import (
 // segResult is what the check of one segment found.
 type segResult struct {
 	prim, fault string
+	lease       time.Duration // the segment's lease (watchdog timeout)
+	extraLease  bool          // a segment of a further lease of -leases
+	want        int           // faults asked (-injections)
 	dur         time.Duration
 	injected    []faultEvent
 
@@ -20,6 +23,8 @@ type segResult struct {
 	lock             violations    // overlapping holds
 	tokenOrder       int           // pairs of fenced holds whose tokens broke the order
 	tokenOrderJump   int           // mixed: of them, those taken while the clocks caught up after a jump (tokenOrderAfterJump)
+	tokenBreaks      []tokenBreak  // the pairs that broke the order, by class (for the page)
+	start            time.Time     // when the clients started
 	longestWait      time.Duration // longest time someone waited and nobody acquired
 	data             dataStats
 	linear           string                // porcupine's verdict on the register, "-" when not checked
@@ -36,7 +41,8 @@ type segResult struct {
 
 // check reads the segment's histories and the resource's log.
 func (s *segment) check(keysLeft []string) (segResult, error) {
-	res := segResult{prim: s.prim, fault: s.fault, dur: s.dur, injected: s.injected, keysLeft: keysLeft, linear: "-"}
+	res := segResult{prim: s.prim, fault: s.fault, lease: s.lease, extraLease: s.extraLease, want: s.want, dur: s.dur,
+		injected: s.injected, keysLeft: keysLeft, linear: "-", start: s.start}
 	var histories [][]event
 	var all []event
 	var holds []hold
@@ -80,14 +86,17 @@ func (s *segment) check(keysLeft []string) (segResult, error) {
 	}
 	res.lock = lockViolations(holds, permits)
 	if s.fault == "mixed" {
-		res.byFault = attribute(res.lock.overlaps, s.injected, recovery(s.r.cfg.lease))
+		res.byFault = attribute(res.lock.overlaps, s.injected, recovery(s.lease))
 	}
 	res.tokenOrder = tokenOrder(holds)
 	if s.fault == "mixed" {
 		// Alone, a clock jump leaves the counter alive (clients keep
 		// acquiring) and the tokens must keep their order: only a
 		// fault after it can end the counter while the clocks catch up.
-		res.tokenOrderJump = tokenOrderAfterJump(holds, s.injected, grantLease+s.r.cfg.lease)
+		res.tokenOrderJump = tokenOrderAfterJump(holds, s.injected, grantLease+s.lease)
+	}
+	if res.tokenOrder > 0 {
+		res.tokenBreaks = tokenBreaks(holds, s.injected, grantLease+s.lease, s.fault == "mixed")
 	}
 	res.longestWait = longestWait(all, exits)
 	log, err := readLines[resEntry](filepath.Join(s.dir, "resource.jsonl"))
@@ -110,6 +119,21 @@ const notReplicatedText = "not acknowledged by enough replicas"
 // acquisition completes within a round trip or two.
 const lateRelease = 100 * time.Millisecond
 
+// label names the segment: "rlock under pause", "rlock under pause
+// (lease 30s)" for a segment of a further lease.
+func (r segResult) label() string {
+	return r.primLabel() + " under " + r.fault
+}
+
+// primLabel is the primitive, with the lease of a segment of a further
+// lease: "rlock (lease 30s)".
+func (r segResult) primLabel() string {
+	if r.extraLease {
+		return fmt.Sprintf("%s (lease %v)", r.prim, r.lease)
+	}
+	return r.prim
+}
+
 // line is the segment's one-line summary for the terminal.
 func (r segResult) line() string {
 	late := ""
@@ -126,8 +150,8 @@ func (r segResult) line() string {
 	if r.notReplicated > 0 {
 		late += fmt.Sprintf(", %d not replicated", r.notReplicated)
 	}
-	return fmt.Sprintf("%-15s %-15s %4d holds, %d lost, %d holds in conflict (longest overlap %v), %d stale refused, %d data violations, linearizable %s, longest wait %v",
-		r.prim, r.fault, r.acquired, r.lost, r.lock.holds, ms(r.lock.longest),
+	return fmt.Sprintf("%-15s %-17s %2d faults, %4d holds, %d lost, %d holds in conflict (longest overlap %v), %d stale refused, %d data violations, linearizable %s, longest wait %v",
+		r.primLabel(), r.fault, len(r.injected), r.acquired, r.lost, r.lock.holds, ms(r.lock.longest),
 		r.data.readsRefused+r.data.writesRefused, r.data.dataViolations(), r.linear, ms(r.longestWait)) + late
 }
 

@@ -22,6 +22,9 @@ type segment struct {
 	r           *run
 	n           int
 	prim, fault string
+	lease       time.Duration // the watchdog timeout of every hold
+	want        int           // faults asked (-injections): mixed draws until it has them
+	extraLease  bool          // a segment of -leases beyond the first
 	dur         time.Duration
 	dir         string
 
@@ -173,7 +176,7 @@ func (s *segment) startClient(id int) error {
 		}
 	}
 	argv := []string{"ip", "netns", "exec", clientNS(id), s.r.exe, "client",
-		"-primitive", s.prim, "-name", s.name(), "-lease", s.r.cfg.lease.String(),
+		"-primitive", s.prim, "-name", s.name(), "-lease", s.lease.String(),
 		"-id", strconv.Itoa(id), "-inst", strconv.Itoa(inst), "-redis", strings.Join(addrs, ","),
 		"-resource", s.resAddr, "-history", c.hist, "-until", strconv.FormatInt(s.until.UnixNano(), 10),
 		"-work", s.r.cfg.work.String()}
@@ -194,13 +197,13 @@ func (s *segment) startClient(id int) error {
 // waitClients lets the clients finish their last hold and exit by
 // themselves, and kills those that do not.
 func (s *segment) waitClients() {
-	grace := time.Until(s.until) + 3*s.r.cfg.lease + 2*time.Second
+	grace := time.Until(s.until) + 3*s.lease + 2*time.Second
 	for _, c := range s.insts {
 		c.p.signal(sigCont)
 		if !c.p.wait(grace) {
 			c.p.kill()
 		}
-		grace = max(0, time.Until(s.until)+3*s.r.cfg.lease+2*time.Second)
+		grace = max(0, time.Until(s.until)+3*s.lease+2*time.Second)
 	}
 }
 

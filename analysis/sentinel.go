@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,7 +71,7 @@ func startSentinel(ctx context.Context, dir string, primary, replica *redisNode)
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc("redis-sentinel", log, nil, "redis-sentinel", conf)
+	p, err := startProc("redis-sentinel", log, nil, sentinelArgv(conf)...)
 	if err != nil {
 		_ = log.Close()
 		return nil, err
@@ -81,6 +82,17 @@ func startSentinel(ctx context.Context, dir string, primary, replica *redisNode)
 		return nil, err
 	}
 	return s, nil
+}
+
+// sentinelArgv is the command that runs a Sentinel on conf: redis-sentinel
+// where it is installed (Debian ships it as a package of its own), else
+// redis-server in Sentinel mode, the same program (redis-sentinel is
+// redis-server under another name) with the same configuration.
+func sentinelArgv(conf string) []string {
+	if _, err := exec.LookPath("redis-sentinel"); err == nil {
+		return []string{"redis-sentinel", conf}
+	}
+	return []string{"redis-server", conf, "--sentinel"}
 }
 
 func (s *sentinel) client() *redis.SentinelClient {

@@ -82,10 +82,13 @@ var smokePairs = [][2]string{
 func verdict(results []segResult) []string {
 	var fails []string
 	for _, r := range results {
-		at := fmt.Sprintf("%s under %s", r.prim, r.fault)
+		at := r.label()
 		if len(r.injected) == 0 || r.acquired == 0 {
 			fails = append(fails, fmt.Sprintf("%s: tested nothing (%d faults injected, %d holds): "+
 				"the segment is too short or the clients could not start", at, len(r.injected), r.acquired))
+		} else if len(r.injected) < r.want {
+			fails = append(fails, fmt.Sprintf("%s: %s injected, %d asked (-injections): the faults took longer "+
+				"than planned (injectSlack in nemesis.go)", at, plural(len(r.injected), "fault"), r.want))
 		}
 		for _, ev := range r.injected {
 			if strings.HasPrefix(ev.target, "error: ") {

@@ -189,3 +189,69 @@ func TestVerdictMixed(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanInjections: -injections plans each segment for that many
+// faults, mixed for that many draws, and a further lease of -leases adds
+// one segment per primitive and kind of -lease-faults, which -time does
+// not stretch.
+func TestPlanInjections(t *testing.T) {
+	c, err := parseConfig([]string{"-primitives", "rlock,quorum", "-faults", "pause,quorum-majority,mixed",
+		"-injections", "5", "-leases", "1s,30s", "-lease-faults", "pause,kill"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.lease != time.Second || !slices.Equal(c.extraLeases, []time.Duration{30 * time.Second}) {
+		t.Fatalf("leases %v %v", c.lease, c.extraLeases)
+	}
+	r := &run{cfg: c}
+	plan := r.plan()
+	if len(plan) != 5+4 {
+		t.Fatalf("plan has %d segments, want 9: %+v", len(plan), plan)
+	}
+	for _, p := range plan {
+		if p.extra {
+			if p.lease != 30*time.Second || p.want != 1 || p.dur != minSegment(p.fault, p.lease, 1) {
+				t.Errorf("%s: %+v", p.label(), p)
+			}
+			continue
+		}
+		if p.want != 5 || p.dur < warmup+5*faultCost(p.fault, time.Second) && p.fault != "mixed" {
+			t.Errorf("%s: %+v, want room for 5 faults", p.label(), p)
+		}
+	}
+	if r.scale() != 1 {
+		t.Errorf("scale %v: -time 2m is shorter than the plan", r.scale())
+	}
+	if got := recovery(30 * time.Second); got != 17*time.Second {
+		t.Errorf("recovery(30s) = %v", got)
+	}
+	if got := recovery(time.Second); got != time.Second {
+		t.Errorf("recovery(1s) = %v, want 1s as before", got)
+	}
+	for _, bad := range [][]string{{"-lease", "2s", "-leases", "1s,30s"}, {"-leases", "1s,x"},
+		{"-lease-faults", "pause,nope"}, {"-injections", "0"}} {
+		if _, err := parseConfig(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestVerdictFewerThanAsked: a segment that got fewer faults than
+// -injections asked fails the run.
+func TestVerdictFewerThanAsked(t *testing.T) {
+	r := segResult{prim: "rlock", fault: "pause", want: 3, acquired: 10, linear: "yes",
+		injected: []faultEvent{{kind: "pause"}, {kind: "pause"}}}
+	fails := verdict([]segResult{r})
+	if len(fails) != 1 || !strings.Contains(fails[0], "2 faults injected, 3 asked") {
+		t.Errorf("verdict = %q", fails)
+	}
+	r.injected = append(r.injected, faultEvent{kind: "pause"})
+	if fails := verdict([]segResult{r}); len(fails) != 0 {
+		t.Errorf("verdict = %q", fails)
+	}
+	r.extraLease, r.lease = true, 30*time.Second
+	r.injected = nil
+	if fails := verdict([]segResult{r}); len(fails) != 1 || !strings.Contains(fails[0], "rlock (lease 30s) under pause") {
+		t.Errorf("verdict = %q", fails)
+	}
+}
