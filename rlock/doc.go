@@ -151,18 +151,13 @@
 // numbers (below 2^53, so exact in a float64 too), and overtake a counter
 // an earlier redisync release left. An acquisition retried after a lost
 // reply reports the token the hold got, which the hold records in its
-// hash. A handle that gave its hold up as lost (Done closed, the watchdog
-// could not renew in time) while the hold still stood in Redis adopts it
-// on its next Lock, and the adopted hold takes a new token: a step still
-// under way under the hold given up carries the old token, which the
-// resource refuses once the new one has reached it. The same goes for a
-// hold whose Unlock failed (the handle ends it all the same) and that the
-// next Lock finds standing: every hold the caller is given carries a
-// token of its own. (A hold the handle never had, such as a grant that
-// reached an earlier attempt of its wait, keeps the token it was given.)
-// Such a hold is adopted as one level, whatever its count was (levels
-// re-entered under Do before it was given up): the caller of that Lock
-// unlocks one.
+// hash. Each hold has an id of its own in Redis, never reused: a handle
+// that gave its hold up as lost (Done closed, the watchdog could not renew
+// in time) while the hold still stood in Redis, or whose Unlock failed,
+// never takes it back. It releases it by its id before its next Lock,
+// which takes a new hold with a new token: a step still under way under
+// the hold given up carries the old token, which the resource refuses once
+// the new one has reached it.
 //
 // # Leases, the watchdog and loss
 //

@@ -73,12 +73,12 @@ type report struct {
 
 // holder is one owner id with its hold count, or a leased permit.
 type holder struct {
-	ID string `json:"id"` // the owner id (a read-write lock's field: "r:" or "w:" and the owner id), or a permit id
+	ID string `json:"id"` // the hold id (a read-write lock's field: "r:" or "w:" and the hold id), or a permit id
 	process
 	Count int64 `json:"count"`
-	// Mark is the number of the holder's latest attempt that took or
-	// re-entered the hold (the "@" field next to its count), which a
-	// give-back of an earlier attempt must not undo.
+	// Mark is, for a hold of a version before hold ids, the number of the
+	// holder's latest attempt (the "@" field next to its count); omitted
+	// for a hold id, which needs none.
 	Mark int64 `json:"mark,omitempty"`
 	// LeaseMs is what is left of a leased permit's lease.
 	LeaseMs *int64 `json:"lease_ms,omitempty"`

@@ -193,11 +193,10 @@ type owed struct {
 }
 
 // giveBack runs the give-back o, and owes it when it fails. A level that
-// an attempt took and nobody gave back would otherwise stay in Redis, and
-// a later attempt of the handle, finding it, would adopt it: in the other
-// mode of a read-write lock, a level that no Unlock releases and the
-// watchdog renews for as long as the hold lasts. Sending it again is safe
-// however late the first one runs: it names its attempt (see Try).
+// an attempt took and nobody gave back would otherwise stand in Redis
+// until its lease ran out (under a read-write lock's hold that goes on,
+// renewed with it). Sending it again is safe however late the first one
+// runs: it names its hold id, never reused.
 func (t *Tracker) giveBack(ctx context.Context, o owed) {
 	if err := t.send(ctx, o); err != nil {
 		t.mu.Lock()
