@@ -120,13 +120,15 @@ func grantCost(t *testing.T, rdb, other *redis.Client, want map[string]int64) {
 	waited := make(chan error, 1)
 	waiter := rlock.New(other, name)
 	go func() { waited <- waiter.Lock(ctx) }()
-	// Parked: in line and subscribed, after one attempt and, once
-	// subscribed, a check that the lock is still another's (no grant,
-	// nor a release another way, came in between).
+	// Parked: in line and subscribed, after one attempt (whose script
+	// reads the holders' ids once: no later hold of the waiter's handle
+	// stands, see lua/part/later.lua) and, once subscribed, a check that
+	// the lock is still another's (no grant, nor a release another way,
+	// came in between).
 	var before map[string]int64
 	redistest.WaitFor(t, 900*time.Millisecond, func() bool { // before its next attempt, a second on
 		before = commandCalls(t, rdb)
-		return before["hkeys"]-start["hkeys"] == 1 && numSub(t, rdb, name) == 1
+		return before["hkeys"]-start["hkeys"] == 2 && numSub(t, rdb, name) == 1
 	})
 	// Its one attempt: refused, it takes a place in line (a key of its
 	// own, whose expiry is its liveness) and joins the list.
