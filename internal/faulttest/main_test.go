@@ -19,8 +19,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	redistest.HelperMain(m, map[string]redistest.HelperFunc{
-		"hold":  helperHold,
-		"churn": helperChurn,
-		"wait":  helperWait,
+		"hold":   helperHold,
+		"churn":  helperChurn,
+		"wait":   helperWait,
+		"giveup": helperGiveUp,
 	})
 }

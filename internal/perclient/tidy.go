@@ -130,6 +130,15 @@ func AwaitTidied(ctx context.Context) bool {
 	return true
 }
 
+// Tidied is AwaitTidied for the public packages' Tidied: ctx's error when
+// ctx ends first.
+func Tidied(ctx context.Context) error {
+	if !AwaitTidied(ctx) {
+		return ctx.Err()
+	}
+	return nil
+}
+
 // TidyUp runs job as Client.Tidy does, on rdb's shared Client, and waits
 // for it until ctx is done: it reports whether job returned in time. A
 // caller whose ctx has ended does not wait at all; the job finishes in
