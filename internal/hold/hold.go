@@ -232,6 +232,12 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		t.mu.Unlock()
 		return true
 	}
+	if h != nil && h.id == id {
+		// The attempt was made under h's id, and Redis began a hold under
+		// it: whatever h had is gone, and a release owed for h would
+		// release the new hold's levels.
+		h.levels = Levels{}
+	}
 	t.mu.Unlock()
 	if h != nil {
 		// Redis says this is a first acquisition: the previous hold was
