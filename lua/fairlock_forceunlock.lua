@@ -4,9 +4,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter list: owner ids, oldest first
 -- KEYS[3]  waiter deadlines (zset of owner ids, server time in ms)
--- KEYS[4]  receipt of this call, a string that expires: the reply of its
---          first run, so that a repeated run (a retry after a lost reply)
---          reports what the first did instead of what it finds
+-- KEYS[4]  receipt of this call: its first run's reply (see part aim)
 -- ARGV[1]  wake-up channel prefix: a waiter's channel is ARGV[1] .. owner id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[3]  receipt lifetime in milliseconds
@@ -16,11 +14,8 @@
 -- ARGV[5..] the aim: the holds the caller read and means to delete, as
 --          their hold ids (none for a free lock)
 --
--- A hold id is never reused, so a later hold never has the id of an
--- earlier one. When the hash's holds are not exactly the aimed ones, the
--- holds the caller meant are gone and the script changes nothing: a copy
--- of it that Redis runs late (sent before a stall, run after it) cannot
--- delete a hold taken since, whatever became of the receipt.
+-- A copy that finds other holds than the aimed ones (one that Redis runs
+-- late, after the lock was taken again) changes nothing (see part aim).
 --
 -- Waiters whose deadline has passed leave the line; the line itself is
 -- kept: waiters keep their order. The head is woken whenever the lock is

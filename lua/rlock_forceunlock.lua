@@ -3,9 +3,7 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter list, oldest first
--- KEYS[3]  receipt of this call, a string that expires: the reply of its
---          first run, so that a repeated run (a retry after a lost reply)
---          reports what the first did instead of what it finds
+-- KEYS[3]  receipt of this call: its first run's reply (see part aim)
 -- KEYS[4]  the lock's release channel, for those who watch the lock
 --          without standing in line (a group of locks, older clients)
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -15,11 +13,8 @@
 -- ARGV[4..] the aim: the holds the caller read and means to delete, as
 --          their hold ids (none for a free lock)
 --
--- A hold id is never reused, so a later hold never has the id of an
--- earlier one. When the hash's holds are not exactly the aimed ones,
--- the holds the caller meant are gone and the script changes nothing: a
--- copy of it that Redis runs late (sent before a stall, run after it)
--- cannot delete a hold taken since, whatever became of the receipt.
+-- A copy that finds other holds than the aimed ones (one that Redis runs
+-- late, after the lock was taken again) changes nothing (see part aim).
 --
 -- The woken waiter's attempt takes the free lock. A dead waiter woken
 -- instead is no worse: every waiter in line attempts at least every

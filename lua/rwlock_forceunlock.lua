@@ -6,9 +6,7 @@
 -- KEYS[3]  zset of announced waiting writers
 -- KEYS[4]  the readers' wake-up channel
 -- KEYS[5]  the writers' wake-up channel
--- KEYS[6]  receipt of this call, a string that expires: the reply of its
---          first run, so that a repeated run (a retry after a lost reply)
---          reports what the first did instead of what it finds
+-- KEYS[6]  receipt of this call: its first run's reply (see part aim)
 -- KEYS[7]  zset of announced waiting readers
 -- KEYS[8]  zset of the readers whose turn it is
 -- ARGV[1]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -17,12 +15,8 @@
 --          the hash's hold fields ('w:' or 'r:' and the hold id; none for
 --          a free lock)
 --
--- A hold id is never reused, so a later hold never has the fields of an
--- earlier one. When the hash's hold fields are not exactly the aimed
--- ones, the holds the caller meant are gone and the script changes
--- nothing: a copy of it that Redis runs late (sent before a stall, run
--- after it) cannot delete a hold taken since, whatever became of the
--- receipt. A late copy aimed at a free lock that finds it free clears the
+-- A copy that finds other holds than the aimed ones changes nothing (see
+-- part aim). A late copy aimed at a free lock that finds it free clears the
 -- announcements and the readers' turn, as it was sent to do; the waiters
 -- it wakes announce themselves again with their next attempt.
 --
