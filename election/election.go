@@ -116,7 +116,7 @@ func (e *Election) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Ask
 	}
 	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{
 		ID: a.ID, Value: value, Lease: e.cfg.Lease(), Patience: patience,
-		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Deadline: a.Deadline,
+		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Deadline: a.Deadline, Seq: a.Seq,
 	}).Result()
 	return hold.Granted(res), err
 }

@@ -35,7 +35,7 @@ func TestGrantLastsWaiterTimeoutMini(t *testing.T) {
 		patience time.Duration
 		seq      uint64
 		place    string
-	}{{"short", time.Second, 2, "short:2/1000"}, {"long", time.Minute, 3, "long:3/3000"}} {
+	}{{"short", time.Second, 2, "short:2#0/1000"}, {"long", time.Minute, 3, "long:3#0/3000"}} {
 		if acquire(w.owner, w.patience, w.seq).OK {
 			t.Fatalf("%s took the held lock", w.owner)
 		}

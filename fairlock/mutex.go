@@ -62,7 +62,7 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Asking)
 	}
 	res, err := script.FairTake(ctx, l.RDB, l.keys, script.FairTakeArgs{
 		ID: a.ID, Lease: l.cfg.Lease(), Fencing: l.cfg.fencing, Patience: patience,
-		Sharded: l.Sharded, GrantLease: hold.GrantLease, Deadline: a.Deadline,
+		Sharded: l.Sharded, GrantLease: hold.GrantLease, Deadline: a.Deadline, Seq: a.Seq,
 	}).Result()
 	return hold.Granted(res), err
 }

@@ -433,8 +433,8 @@ func TestFreeLockGrantsLiveHeadMini(t *testing.T) {
 	}
 	msg, err := sub.ReceiveMessage(ctx)
 	token, id, _ := strings.Cut(strings.TrimPrefix(msg.Payload, "h"), ":")
-	if n, _ := strconv.ParseUint(token, 10, 64); err != nil || n <= first.Token || id != "live:1" {
-		t.Fatalf("grant message = %v, %v; want h<token above %d>:live:1 (live's hold id)", msg, err, first.Token)
+	if n, _ := strconv.ParseUint(token, 10, 64); err != nil || n <= first.Token || id != "live:1#0" {
+		t.Fatalf("grant message = %v, %v; want h<token above %d>:live:1#0 (live's hold id and attempt)", msg, err, first.Token)
 	}
 	if got := rdb.HGet(ctx, k.Lock, "@token").Val(); got != token {
 		t.Fatalf("the grantee's hold records token %q, want the grant's %s", got, token)

@@ -7,7 +7,7 @@
 -- KEYS[3]  waiter deadlines: zset of owner ids, scored in server time (ms)
 -- KEYS[4]  fencing counter: the name's last token, kept for a lease
 -- KEYS[5]  the owner's place: ("f": a grant takes a token) .. hold id ..
---          "/" .. its grant lease (ms, ARGV[7] or ARGV[4] if shorter),
+--          "#" .. ARGV[13] .. "/" .. its grant lease (ms, ARGV[7] or ARGV[4] if shorter),
 --          how long it lives after a refused attempt or refresh and a
 --          grant to it lasts: a dead waiter delays those behind that long
 -- KEYS[6]  election only: the owner's value key (its value while in line)
@@ -25,10 +25,10 @@
 -- ARGV[10..12] election only: the channel told "-1" of every change of
 --          leader; the candidate's value, kept in KEYS[6] for ARGV[4]
 --          while it waits; the value key prefix (+ owner id)
+-- ARGV[13] the attempt's number, which a grant's message names
 --
 -- A hold of ARGV[1] found here is this wait's own (ids are never reused):
--- a resend whose reply was lost, or a grant not completed. It is reported
--- with its token and its lease re-armed (the caller counts it from now).
+-- a resend, or a grant not completed: reported, its lease re-armed.
 -- Else the caller takes the lock only when it is free with nobody live
 -- before it: a newcomer never barges in. Free with a live head (a lease
 -- ran out), it is granted to the head as fairlock_unlock grants; heads
@@ -44,7 +44,7 @@
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, lease, fencing, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
-local grantLease, places, office, values = tonumber(ARGV[7]), ARGV[8], ARGV[10] or '', ARGV[12]
+local grantLease, places, office, values = tonumber(ARGV[7]), ARGV[8], ARGV[10] or '', ARGV[12] ~= '' and ARGV[12] or nil
 local owner, publish = string.match(id, '^(.*):'), ARGV[6] == '1' and 'spublish' or 'publish'
 
 local deadline, window = tonumber(ARGV[9]), 10000
@@ -102,7 +102,7 @@ while free and head and head ~= owner do
   -- A place names a hold id of head's ("f" first for a token); one of a
   -- version before hold ids (a mark) is passed over like a dead one.
   local e = entry or ''
-  if string.find(e, head .. ':', 1, true) == 1 or string.find(e, 'f' .. head .. ':', 1, true) == 1 then
+  if (string.find(e, head .. ':', 1, true) == 1 or string.find(e, 'f' .. head .. ':', 1, true) == 1) and string.find(e, '/%d+$') then
     break
   end
   redis.call('lpop', queue)
@@ -117,7 +117,7 @@ if patience > 0 and not taking and not later() then
     redis.call('rpush', queue, owner)
   end
   local own = math.min(patience, grantLease)
-  redis.call('set', place, (fencing and 'f' or '') .. id .. '/' .. own, 'px', own)
+  redis.call('set', place, (fencing and 'f' or '') .. id .. '#' .. (ARGV[13] or '0') .. '/' .. own, 'px', own)
   if office ~= '' then
     redis.call('set', KEYS[6], ARGV[11], 'px', patience)
   end
@@ -143,8 +143,8 @@ end
 -- for a token (a host name may begin with f itself).
 local body, own = string.match(entry, '^(.*)/(%d+)$')
 local fenced = string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
-local granted = fenced and string.sub(body, 2) or body
+local named = fenced and string.sub(body, 2) or body
 own = math.min(grantLease, tonumber(own))
-local token = give(granted, fenced, own, headValue, (values or '') .. head)
-redis.call(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, granted))
+local token = give(string.match(named, '^(.*)#%d+$') or named, fenced, own, headValue, (values or '') .. head)
+redis.call(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, named))
 return {0, own}

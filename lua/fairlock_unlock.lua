@@ -27,10 +27,11 @@
 -- lapsed is a dead waiter's, dropped, as is the releasing owner's own,
 -- left by a Lock whose leave failed. It makes the hold id the place names
 -- the holder for the place's grant lease (at most ARGV[5]), takes a token
--- when the place asks for one, and publishes "h" .. token .. ":" .. id on
--- the owner's channel: a message read late names a wait that is over, and
--- is never taken for a later one's grant (the previous version's "g"
--- grants named a mark; a waiter of it only wakes on this one). The head's
+-- when the place asks for one, and publishes "h" .. token .. ":" .. id ..
+-- "#" .. attempt on the owner's channel (see rlock_unlock: a message read
+-- late names an attempt that is not the waiter's last, and is never taken
+-- for a grant to it; the previous version's "g" grants named a mark, and
+-- a waiter of this one only wakes on them). The head's
 -- keys are known only here and share the lock's hash tag; in a migrating
 -- slot one not yet here fails MGET with nothing of the lock changed: the
 -- head goes back, and the script answers TRYAGAIN for the caller to
@@ -38,7 +39,7 @@
 --
 -- Returns 0 when released with nobody in line (an integer costs Redis
 -- less than a table), {0} when released with nobody live in line, {0,
--- grantee id, token} when granted (a grantee of the releasing process
+-- grantee id, token, attempt} when granted (a grantee of the releasing process
 -- completes its hold without waiting for the message), {-1} when the id
 -- holds nothing (nothing changed). A key of another type: WRONGTYPE.
 
@@ -80,8 +81,10 @@ while head do
   -- next attempt joins the line again.
   local body, own = string.match(got[1] or '', '^(.*)/(%d+)$')
   local fenced = body and string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
-  if body and head ~= owner and (fenced or string.sub(body, 1, #head + 1) == head .. ':') then
-    local grantee, token = fenced and string.sub(body, 2) or body, 0
+  local named = body and (fenced and string.sub(body, 2) or body)
+  local grantee, attempt = string.match(named or '', '^(.*)#(%d+)$')
+  if grantee and head ~= owner and string.sub(grantee, 1, #head + 1) == head .. ':' then
+    local token = 0
     redis.call('del', lock, places .. head)
     if fenced then
       -- The next token, as fairlock_acquire takes it (%.0f: 16 digits).
@@ -92,13 +95,13 @@ while head do
     end
     redis.call('hset', lock, grantee, 1)
     redis.call('pexpire', lock, math.min(grantLease, tonumber(own)))
-    redis.call(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, grantee))
+    redis.call(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, named))
     if office ~= '' then
       redis.call('hset', lock, '@value', got[2] or '')
       redis.call('del', values .. head)
       redis.call(publish, office, '-1')
     end
-    return {0, grantee, token}
+    return {0, grantee, token, attempt}
   end
   redis.call('del', places .. head)
   head = redis.call('lpop', queue)

@@ -7,8 +7,9 @@
 --          first
 -- KEYS[3]  the owner's place in line: a string that lives as long as the
 --          waiter counts as live, holding the id of the hold it waits
---          for, prefixed with "f" when a grant to it must take a fencing
---          token
+--          for and, after '#', the number of its last refused attempt
+--          (ARGV[7]), prefixed with "f" when a grant to it must take a
+--          fencing token
 -- KEYS[4]  fencing counter: the last token of the name, which expires a
 --          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1"
 -- ARGV[1]  hold id: "<owner id>:<n>", new for each wait of a handle and
@@ -29,6 +30,9 @@
 --          runs no DEL. "w": a group of locks (package multilock) listens
 --          on the release channel: a refused attempt marks the holder's
 --          hold '@watched', so that its release is published there.
+-- ARGV[7]  the attempt's number, higher than every earlier attempt's of
+--          the handle: a grant names it (see rlock_unlock), so that a
+--          waiter takes a grant's message only for its last attempt
 --
 -- Hold ids are never reused, so a hold of ARGV[1] found here is this
 -- wait's own: a resend of an attempt whose reply was lost, or a grant
@@ -102,7 +106,7 @@ if string.find(knows, 'w', 1, true) then
 end
 -- part: later
 if patience > 0 and not later() then
-  local entry = fencing and 'f' .. id or id
+  local entry = (fencing and 'f' or '') .. id .. '#' .. (ARGV[7] or '0')
   -- SET ... GET finds no earlier place only for an owner new to the line:
   -- only then does it join the end.
   if not redis.call('set', place, entry, 'px', patience, 'get') then

@@ -6,9 +6,11 @@
 -- KEYS[3]  the owner's place in line (see rlock_acquire)
 -- ARGV[1]  the id of the hold the wait was for
 --
--- A place that names another id is a later wait's of the same handle:
--- this copy ran late (sent before a stall, run after it), and it changes
--- nothing. A hold of ARGV[1] is not released here: the caller gives it
+-- A place that names a later hold id of the same handle (a higher number)
+-- is a later wait's: this copy ran late (sent before a stall, run after
+-- it), and it changes nothing. One that names this id or an earlier one
+-- (the wait retired an id after an attempt of unknown outcome) is this
+-- wait's, and goes. A hold of ARGV[1] is not released here: the caller gives it
 -- back by id, which is safe whenever it runs (ids are never reused).
 --
 -- Returns 1 when the owner was in line for this hold, 2 when it was not
@@ -18,13 +20,16 @@
 local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
 
+local owner = string.match(id, '^(.*):')
 local at = redis.call('get', place)
-if at and at ~= id and at ~= 'f' .. id then
-  return 0
-end
 if at then
+  local named = string.sub(at, 1, #owner + 2) == 'f' .. owner .. ':' and string.sub(at, 2) or at
+  local n = tonumber(string.match(named, '^.*:(%d+)#%d+$') or '')
+  if n and n > tonumber(string.sub(id, #owner + 2)) then
+    return 0
+  end
   redis.call('del', place)
-  redis.call('lrem', queue, 1, string.match(id, '^(.*):'))
+  redis.call('lrem', queue, 1, owner)
   return 1
 end
 if redis.call('hexists', lock, id) == 1 then

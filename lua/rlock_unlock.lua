@@ -36,13 +36,15 @@
 -- as is the releasing owner's own place, left by a Lock whose leave
 -- failed). It makes the hold id the place names the holder with the grant
 -- lease, takes the next fencing token when the place asks for one (its
--- value starts with "f"), and publishes "h" .. token .. ":" .. id on the
--- owner's channel: a message read late names a wait that is over, and is
--- never taken for a later one's grant.
+-- value starts with "f"), and publishes "h" .. token .. ":" .. id .. "#"
+-- .. attempt on the owner's channel, naming the hold id and the waiter's
+-- last refused attempt: a message read late names an attempt that is not
+-- the waiter's last (a later one was refused since, after the grant
+-- lapsed), and is never taken for a grant to it.
 --
 -- Returns 0 when the lock was released and nobody was in line (the common
 -- case: an integer costs Redis less than a table), {0} when it was
--- released and nobody live was in line, {0, grantee id, token} when it was
+-- released and nobody live was in line, {0, grantee id, token, attempt} when it was
 -- granted (a grantee of the releasing process completes its hold without
 -- waiting for the message), {-1} when the id holds nothing (nothing
 -- changed).
@@ -69,19 +71,20 @@ while head do
   end
   -- A place holds a hold id of head's, which starts with head and ':',
   -- "f" first when a grant to it takes a token (a host name may start
-  -- with "f" itself). A place of a version before hold ids (a mark) is
-  -- passed over like a dead waiter's: that waiter's next attempt joins
-  -- the line again.
+  -- with "f" itself), and '#' and an attempt last. A place of a version
+  -- before hold ids (a mark) is passed over like a dead waiter's: that
+  -- waiter's next attempt joins the line again.
   local fenced = entry and string.sub(entry, 1, #head + 2) == 'f' .. head .. ':'
-  if entry and head ~= owner and (fenced or string.sub(entry, 1, #head + 1) == head .. ':') then
-    local token, grantee = 0, entry
+  local named = entry and (fenced and string.sub(entry, 2) or entry)
+  local grantee, attempt = string.match(named or '', '^(.*)#(%d+)$')
+  if grantee and head ~= owner and string.sub(grantee, 1, #head + 1) == head .. ':' then
+    local token = 0
     redis.call('del', lock)
     if fenced then
       -- The next fencing token, as rlock_acquire takes it.
       local t = redis.call('time')
       token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
       redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-      grantee = string.sub(entry, 2)
       redis.call('hset', lock, '@token', string.format('%.0f', token))
     end
     redis.call('hset', lock, grantee, 1)
@@ -89,8 +92,8 @@ while head do
       redis.call('hset', lock, '@watched', watched)
     end
     redis.call('pexpire', lock, grantLease)
-    redis.call(publish, prefix .. head, string.format('h%.0f:%s', token, grantee))
-    return {0, grantee, token}
+    redis.call(publish, prefix .. head, string.format('h%.0f:%s', token, named))
+    return {0, grantee, token, attempt}
   end
   head = redis.call('lpop', queue)
 end

@@ -13,5 +13,6 @@ import (
 // Call it before os.Exit when a call may have failed: a process that exits
 // first can leave a place in line that the next release grants the lock
 // to, and every waiter behind it waits out that grant (up to 3s). Each
-// clean-up is bounded (about a second), so a ctx of a few seconds does.
+// clean-up is bounded (a few seconds at most), so a ctx of five seconds
+// does.
 func Tidied(ctx context.Context) error { return perclient.Tidied(ctx) }

@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -571,9 +572,10 @@ func TestGrantTakesFencingToken(t *testing.T) {
 }
 
 // A grant message that does not name the waiter's last refused attempt
-// (one read late, after its grant lapsed and a later attempt was refused)
-// is not taken for a grant: the waiter tries again, is refused, and waits
-// on while the holder holds.
+// (one read late, after its grant lapsed and a later attempt of the same
+// wait was refused: the same hold id, an earlier attempt) is not taken for
+// a grant: the waiter tries again, is refused, and waits on while the
+// holder holds.
 func TestStaleGrantMessageIsNotClaimed(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
@@ -589,8 +591,15 @@ func TestStaleGrantMessageIsNotClaimed(t *testing.T) {
 	if len(owners) != 1 {
 		t.Fatalf("line %v, want the waiter alone", owners)
 	}
+	place := admin.Get(t.Context(), n.Place(owners[0])).Val() // "<hold id>#<attempt>"
+	i := strings.LastIndexByte(place, '#')
+	attempt, err := strconv.ParseUint(place[i+1:], 10, 64)
+	if i < 0 || err != nil || attempt < 1 {
+		t.Fatalf("the waiter's place %q names no attempt", place)
+	}
 	base := evalCalls(t, admin)
-	if err := admin.Publish(t.Context(), n.WaiterChannel(owners[0]), "g0:12345").Err(); err != nil {
+	stale := fmt.Sprintf("h0:%s#%d", place[:i], attempt-1)
+	if err := admin.Publish(t.Context(), n.WaiterChannel(owners[0]), stale).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// Woken, the waiter checks with an attempt, which is refused.

@@ -94,7 +94,7 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	} else {
 		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
 			ID: a.ID, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Patience: patience,
-			Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+			Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Seq: a.Seq,
 		}).Result()
 	}
 	return hold.Granted(res), err

@@ -52,7 +52,7 @@ func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int
 	defer conn.Close()
 	res, err := script.ReentrantTake(ctx, conn, d.keys, script.TakeArgs{
 		ID: a.ID, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Patience: patience,
-		Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched,
+		Deadline: a.Deadline, Placed: a.Placed, Watched: a.Watched, Seq: a.Seq,
 	}).Result()
 	if err != nil || !res.OK {
 		return res, err

@@ -43,9 +43,8 @@ func (c *Config) grantLease() time.Duration {
 // When ctx is done the grant is given back, as Take gives back a grant
 // read after ctx ended: the release script releases the level, which
 // grants the lock to the next waiter; Claim returns ctx's error. (A
-// grant whose message never reached a waiter that gave up is not given
-// back: Kind.Leave must not release holds. It lapses with its grant
-// lease.)
+// grant whose message never reached a waiter that gave up is found by its
+// Kind.Leave, and given back by the wait's hold id.)
 func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		t.Undo(ctx, m, 1, id)

@@ -36,7 +36,7 @@ func TestClaimWithShortGrantLease(t *testing.T) {
 	}
 }
 
-// A waiter's place holds its hold id, "f" first when a grant to it takes a
+// A waiter's place holds its hold id and, after "#", its attempt, "f" first when a grant to it takes a
 // fencing token, and its own grant lease in milliseconds last, if it has
 // one: what the acquire scripts write, for the keeper to recognise.
 func TestPlaceValue(t *testing.T) {
@@ -46,12 +46,12 @@ func TestPlaceValue(t *testing.T) {
 		lease   time.Duration
 		want    string
 	}{
-		{"h:1:u:12", false, 0, "h:1:u:12"},
-		{"h:1:u:12", true, 0, "fh:1:u:12"},
-		{"h:1:u:12", false, time.Second, "h:1:u:12/1000"},
-		{"h:1:u:12", true, 1500*time.Millisecond + 700*time.Microsecond, "fh:1:u:12/1500"},
+		{"h:1:u:12", false, 0, "h:1:u:12#7"},
+		{"h:1:u:12", true, 0, "fh:1:u:12#7"},
+		{"h:1:u:12", false, time.Second, "h:1:u:12#7/1000"},
+		{"h:1:u:12", true, 1500*time.Millisecond + 700*time.Microsecond, "fh:1:u:12#7/1500"},
 	} {
-		if got := placeValue(c.id, c.fencing, c.lease); got != c.want {
+		if got := placeValue(c.id, 7, c.fencing, c.lease); got != c.want {
 			t.Errorf("placeValue(%v, %v, %v) = %q, want %q", c.id, c.fencing, c.lease, got, c.want)
 		}
 	}

@@ -433,7 +433,7 @@ func TestGiveBackHandsOver(t *testing.T) {
 		RDB:   rdb,
 		Lease: time.Minute,
 		Release: func(_ context.Context, _ hold.Mode, undoes string, _ int64, _ bool) (hold.Released, error) {
-			return hold.Released{Grantee: "next:1", Grant: script.Grant{ID: "next:1", Token: uint64(len(undoes))}}, nil
+			return hold.Released{Grantee: "next:1", Grant: script.Grant{ID: "next:1", Seq: 4, Token: uint64(len(undoes))}}, nil
 		},
 		Granted: func(grantee string, g script.Grant, _ time.Time) { got <- handed{grantee, g} },
 	})

@@ -115,6 +115,10 @@ type Asking struct {
 	// wait's own: a resend whose reply was lost, or a grant the waiter has
 	// not completed.
 	ID string
+	// Seq numbers the handle's attempts, each higher than the last: a
+	// blocking attempt refused leaves it in its place in line, and a
+	// grant to the place names it (see script.Grant.Seq).
+	Seq uint64
 	// Deadline is the latest time, on the server's clock in milliseconds,
 	// at which a copy of the script may still run (see
 	// exactly.RequestWindow); a script that reads the clock refuses a
@@ -142,6 +146,8 @@ type Lock struct {
 	ops    [2][2]string        // the names of each mode's take and release in errors
 	owners
 	waits waits
+	// seq numbers the handle's attempts (Asking.Seq).
+	seq atomic.Uint64
 	// watched counts the handle's open Watches (see Watcher): while there
 	// are any, its refused attempts ask for the release to be announced.
 	watched atomic.Int32
@@ -227,21 +233,25 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		return err
 	}
 	a := Asking{Blocking: true}
-	// id is the hold id of the waiter's last attempt refused without
-	// error, which its place in line names: a grant is claimed only when
-	// it names that id (ids are never reused, so no grant to an earlier
-	// wait, read late, names it). try and claim run on the waiting
+	// id and seq name the waiter's last attempt refused without error,
+	// which its place in line names: a grant is claimed only when it names
+	// both. The id is the wait's (ids are never reused, so no grant to an
+	// earlier wait names it); the attempt's number tells a grant that
+	// answers the last refused attempt from one that answered an earlier
+	// attempt of the same wait and lapsed, whose message is read late,
+	// after a later attempt was refused. try and claim run on the waiting
 	// goroutine, one after the other.
 	var id string
+	var seq uint64
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, wid string) (Grant, error) {
-			a.ID = wid
+			a.ID, a.Seq = wid, l.seq.Add(1)
 			g, err := l.acquire(ctx, m, held, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			a.Placed = a.Placed || err != nil || !g.OK
 			if a.Refused && l.k.Grants {
-				id = wid
+				id, seq = wid, a.Seq
 			}
 			return g, err
 		})
@@ -254,13 +264,13 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	switch {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
-			if id == "" || g.ID != id {
-				// Not a grant to the last attempt's id: one read late,
-				// to a wait or an id the handle has given up. If it is
-				// still in Redis, it is given back by its id (never
-				// reused, so nothing else can be under it); an attempt
-				// finds a grant to the current id.
-				if g.ID != "" && g.ID != id && script.OwnerOf(g.ID) == l.k.Owner {
+			if id == "" || g.ID != id || g.Seq != seq {
+				// Not a grant to the last refused attempt: one read late.
+				// A grant to an id the handle has given up, if it is still
+				// in Redis, is given back by that id (never reused, so
+				// nothing else can be under it). One to the wait's own id
+				// is left to an attempt, which finds it if it stands.
+				if g.ID != "" && g.ID != a.ID && script.OwnerOf(g.ID) == l.k.Owner {
 					l.t.Undo(ctx, m, 1, g.ID)
 				}
 				return false, nil
@@ -280,7 +290,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 		var place *perclient.Place
 		if l.k.Place != nil {
 			place = l.k.Place(m)
-			place.Value = func() string { return placeValue(id, l.k.Fencing, l.k.GrantLease) }
+			place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
 			sleep = maxSleep
 		}
 		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, a.ID) }
@@ -305,13 +315,14 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	return err
 }
 
-// placeValue is what an acquire script that refused an attempt under
+// placeValue is what an acquire script that refused attempt seq under
 // hold id left in the waiter's place: the id, prefixed with "f" when a
-// grant to it must take a fencing token (see lua/rlock_acquire.lua), and
-// followed by "/" and the lease of a grant to it in milliseconds when it
-// has one of its own (Kind.GrantLease, see lua/fairlock_acquire.lua).
-func placeValue(id string, fencing bool, lease time.Duration) string {
-	v := id
+// grant to it must take a fencing token (see lua/rlock_acquire.lua), "#"
+// and the attempt's number, and "/" and the lease of a grant to it in
+// milliseconds when it has one of its own (Kind.GrantLease, see
+// lua/fairlock_acquire.lua).
+func placeValue(id string, seq uint64, fencing bool, lease time.Duration) string {
+	v := id + "#" + strconv.FormatUint(seq, 10)
 	if fencing {
 		v = "f" + v
 	}
@@ -374,7 +385,7 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, id string) (Grant, error) {
-		return l.acquire(ctx, m, held, Asking{ID: id})
+		return l.acquire(ctx, m, held, Asking{ID: id, Seq: l.seq.Add(1)})
 	})
 	wait.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err

@@ -20,9 +20,9 @@ import (
 
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
 // holds the lock, every other Lock on it waits, whichever goroutine calls
-// it, and only a ctx that carries a hold re-enters it. The handle has one
-// owner id in Redis, which holds one level per hold in each mode (a
-// read-write lock's plain read holds are counted there too); re-entry
+// it, and only a ctx that carries a hold re-enters it. Redis records each
+// hold of the handle under a hold id of its own, with one level per mode
+// (a read-write lock's plain read holds are counted there too); re-entry
 // depth is counted here, and this file decides, in the process, which
 // calls the levels belong to.
 //

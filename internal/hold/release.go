@@ -23,7 +23,7 @@ type Released struct {
 // grant the lock (see Unlocked).
 func UnlockedGrant(u script.Unlocked) Released {
 	r := Unlocked(u.Holds)
-	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, ID: u.Grantee}
+	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, ID: u.Grantee, Seq: u.Seq}
 	return r
 }
 
@@ -224,35 +224,30 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 	t.mu.Unlock()
 }
 
-// abandon ends hold h after a failed release of its last level: the
-// holder wants the lock released, so the watchdog must stop renewing it.
-// The hold may still stand in Redis until its lease runs out (a later
-// Release still releases it if it can); the handle's next hold has an id
-// of its own, and waits behind it like any other owner's.
-//
-// The last level of m while the other mode still has levels (a
-// read-write lock's write level with read levels under it) does not end
-// the hold: the handle stops counting that level, and owes its release,
-// which its next attempt or release sends again first (repay). Counted,
-// it would outlive its caller, who was told it is gone, and be renewed
-// with the hold for as long as that lasts; dropped without owing it, it
-// would stand in Redis, renewed with the read levels, until they end.
-//
-// Only a caller that holds op (sent, the release was sent) changes the
-// hold's levels: one that could not get op leaves them to the release
-// running under it.
+// abandon records a failed release of a level of mode m of hold h (sent
+// says whether it reached Redis, or could not even get op): the caller was
+// told that level is gone, so the handle stops counting it and owes its
+// release, by the hold's id, which its next attempt or release sends
+// first (repay) and a renewal of the hold sends in the background
+// (repayBehind). The last level of the hold ends it: the holder wants the
+// lock released, so the watchdog must stop renewing it; the handle's next
+// hold has an id of its own. Counted, a level would outlive its caller
+// and be renewed with the hold for as long as that lasts; dropped without
+// owing it, it would stand in Redis, renewed with the other levels.
 func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
 	if h == nil {
 		return
 	}
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
-	apart := sent && h.levels[m] == 1 && h.levels.Total() > 1
-	if apart || last && sent {
-		t.owed = append(t.owed, owed{m, 1, h.id})
+	if h.levels[m] > 0 {
+		// Owed by id, at the level the failed release expected: should
+		// that release have gone through unseen, the owed one finds a
+		// level fewer and changes nothing.
+		t.owed = append(t.owed, owed{m, h.levels[m], h.id})
 	}
-	if apart {
-		h.levels[m] = 0
+	if !last && h.levels[m] > 0 {
+		h.levels[m]--
 		h.unsure[m] = 0
 	}
 	t.mu.Unlock()

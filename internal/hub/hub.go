@@ -40,7 +40,7 @@
 // the waiter's return path. A message that reaches a lingering channel
 // reaches nobody; one read by a later waiter that joined it was maybe
 // published for an earlier one (a wake-up then costs one attempt, and a
-// grant names the attempt it answers).
+// grant names the hold id and the attempt it answers).
 package hub
 
 import (

@@ -18,11 +18,12 @@ import (
 // process holds what.
 //
 // Owner ids become parts of keys and channel names (a waiter's place and
-// channel, a reader's timeout key) and of hash fields ("@<id>", "r:<id>").
-// So the host name is cut down to letters, digits, '.', '-' and '_' (any
-// other byte becomes '_', the whole at most maxHostLen bytes): an id
-// holds no glob character, no space, no '{' or '}' to confuse a hash tag,
-// no ':' but its two separators, and never starts with '@'.
+// channel) and, as the start of hold ids ("<owner id>:<n>"), of hash
+// fields and reader timeout keys ("r:<hold id>"). So the host name is cut
+// down to letters, digits, '.', '-' and '_' (any other byte becomes '_',
+// the whole at most maxHostLen bytes): an id holds no glob character, no
+// space, no '{' or '}' to confuse a hash tag, no ':' but its separators,
+// and never starts with '@'.
 
 // maxHostLen bounds the host name in an owner id: an id is stored in every
 // field, place and queue entry that names it.

@@ -33,7 +33,8 @@ type Candidacy struct {
 	Patience   time.Duration
 	GrantLease time.Duration
 	Sharded    bool
-	Deadline   int64 // server time in milliseconds (see FairTake)
+	Deadline   int64  // server time in milliseconds (see FairTake)
+	Seq        uint64 // the attempt's number (see FairTakeArgs)
 }
 
 // ElectionCampaign runs fairlock_acquire.lua for a candidate of an
@@ -48,7 +49,7 @@ func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candid
 	owner := OwnerOf(a.ID)
 	keys := append(k.line(), k.Fence, k.Places+owner, k.Values+owner)
 	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(true), patienceMs(a.Patience),
-		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, k.Changes, a.Value, k.Values)}
+		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, k.Changes, a.Value, k.Values, a.Seq)}
 }
 
 // ElectionResign runs fairlock_unlock.lua for an election's leader, as

@@ -36,7 +36,8 @@ type FairTakeArgs struct {
 	Sharded  bool          // notify with SPUBLISH (Redis Cluster 7+)
 	// GrantLease bounds the lease of a grant to the waiter first in line.
 	GrantLease time.Duration
-	Deadline   int64 // server time in milliseconds
+	Deadline   int64  // server time in milliseconds
+	Seq        uint64 // the attempt's number, which its place and a grant to it name
 }
 
 // FairTake runs fairlock_acquire.lua: take the lock for hold a.ID if
@@ -54,10 +55,10 @@ type FairTakeArgs struct {
 // exactly.Late's error.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
 	keys := append(k.line(), k.Fence, k.Places+OwnerOf(a.ID))
-	// No ARGV[10] (office): a fair lock's, "" when absent. Every argument
+	// ARGV[10..12] (office, value, values) are a fair lock's "". Every argument
 	// costs Redis a string to make.
 	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience),
-		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline)}
+		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, "", "", "", a.Seq)}
 }
 
 // FairUnlock runs fairlock_unlock.lua: release hold a.ID and grant the

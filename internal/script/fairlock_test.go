@@ -136,8 +136,8 @@ func TestFairLeaveByID(t *testing.T) {
 		if n := f.leave("a:1"); n != script.LeftNothing {
 			t.Fatalf("late leave of a:1 = %d; want nothing", n)
 		}
-		if v := rdb.Get(t.Context(), f.n.Place("a")).Val(); v != "fa:2/1000" {
-			t.Fatalf("a's place after the late leave %q; want fa:2/1000", v)
+		if v := rdb.Get(t.Context(), f.n.Place("a")).Val(); v != "fa:2#0/1000" {
+			t.Fatalf("a's place after the late leave %q; want fa:2#0/1000", v)
 		}
 		if q := rdb.LRange(t.Context(), f.k.Queue, 0, -1).Val(); len(q) != 1 || q[0] != "a" {
 			t.Fatalf("line after the late leave %v; want [a]", q)
@@ -183,7 +183,7 @@ func TestFairGrantNamesHoldID(t *testing.T) {
 					if u.Grantee != g.id || fencing != (u.Token > token) {
 						t.Fatalf("%s's release = %+v; want a grant to %s, fencing %v above %d", g.releaser, u, g.id, fencing, token)
 					}
-					want := "h" + strconv.FormatUint(u.Token, 10) + ":" + g.id
+					want := "h" + strconv.FormatUint(u.Token, 10) + ":" + g.id + "#0"
 					if msg, err := sub.ReceiveMessage(t.Context()); err != nil || msg.Payload != want {
 						t.Fatalf("grant message %v, %v; want %s", msg, err, want)
 					}

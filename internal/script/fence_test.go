@@ -160,8 +160,8 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 				}
 				digits := strconv.FormatUint(u.Token, 10)
 				msg, err := sub.ReceiveMessage(ctx)
-				if err != nil || msg.Payload != "h"+digits+":b:7" {
-					t.Fatalf("grant message %v, %v; want h%s:b:7", msg, err, digits)
+				if err != nil || msg.Payload != "h"+digits+":b:7#0" {
+					t.Fatalf("grant message %v, %v; want h%s:b:7#0", msg, err, digits)
 				}
 				if got := rdb.HGet(ctx, n.Lock(), "@token").Val(); got != digits {
 					t.Fatalf("the grantee's hold records token %q, want %s", got, digits)

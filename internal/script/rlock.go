@@ -69,6 +69,8 @@ type TakeArgs struct {
 	Fencing  bool          // take a fencing token on a first acquisition
 	Patience time.Duration // how long a refused attempt keeps its place in line; 0 never joins
 	Deadline int64         // server time in milliseconds
+	Seq      uint64        // the attempt's number: a blocking attempt's place names it, and a grant to the place
+
 	// Placed says that the owner may have a place in line (an earlier
 	// attempt of its wait was refused, or its outcome is unknown): an
 	// acquisition gives it up. Unset, the script does not look for one,
@@ -102,7 +104,7 @@ func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) Acq
 	if a.Watched {
 		knows += "w"
 	}
-	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience), a.Deadline, knows)}
+	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience), a.Deadline, knows, a.Seq)}
 }
 
 // Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.

@@ -167,8 +167,8 @@ func TestRLockGrant(t *testing.T) {
 		if line := rdb.LRange(ctx, k.Queue, 0, -1).Val(); len(line) != 2 || line[0] != "c" || line[1] != "b" {
 			t.Fatalf("line %v, want [c b]", line)
 		}
-		if v := rdb.Get(ctx, k.Places+"b").Val(); v != "fb:2" {
-			t.Fatalf("b's place %q, want fb:2", v)
+		if v := rdb.Get(ctx, k.Places+"b").Val(); v != "fb:2#0" {
+			t.Fatalf("b's place %q, want fb:2#0", v)
 		}
 		rdb.Del(ctx, k.Places+"c")
 		sub := rdb.Subscribe(ctx, k.Waiter+"b")
@@ -181,7 +181,7 @@ func TestRLockGrant(t *testing.T) {
 			t.Fatalf("a's unlock = %+v; want released and granted to b:2 with a token above %d", u, first.Token)
 		}
 		msg, err := sub.ReceiveMessage(ctx)
-		if g, ok := script.ParseGrant(msg.Payload); err != nil || !ok || g != (script.Grant{Token: u.Token, ID: "b:2"}) {
+		if g, ok := script.ParseGrant(msg.Payload); err != nil || !ok || g != (script.Grant{Token: u.Token, ID: "b:2", Seq: u.Seq}) {
 			t.Fatalf("grant message %q, %v; want the grant to b:2 with token %d", msg.Payload, err, u.Token)
 		}
 		if u := release(t, rdb, k, "a:1", grant); u.Holds != script.UnlockNotHeld || u.Grantee != "" {

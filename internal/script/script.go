@@ -47,21 +47,6 @@ func flag(b bool) string {
 	return "0"
 }
 
-// fence is the fencing argument of an acquire script: "0" none, "1" a
-// first acquisition takes a token, "2" as "1", and a hold of the owner's
-// that the script finds in Redis, taken by an earlier attempt, takes a
-// new token instead of reporting the one it recorded (the handle gave
-// that hold up as lost: see hold.Asking.Anew).
-func fence(fencing, anew bool) string {
-	switch {
-	case fencing && anew:
-		return "2"
-	case fencing:
-		return "1"
-	}
-	return "0"
-}
-
 // pttl decodes a remaining lease from a script: -1 (no expiry) and -2 (no
 // key) become 0, meaning unknown. A lease in its last millisecond (PTTL 0)
 // becomes 1ms: it is about to end, not unknown.
@@ -157,10 +142,11 @@ type Unlocked struct {
 	Holds   int64  // the hold's remaining levels, UnlockNotHeld or UnlockMismatch
 	Grantee string // when the release granted the lock: the hold id it went to
 	Token   uint64 // the grant's fencing token (0 when none was taken)
+	Seq     uint64 // the grantee's attempt whose place the grant took (see Grant)
 }
 
 // UnlockCmd is the reply of a mutex release script: {holds}, or {0,
-// grantee, token} for a release that granted the lock.
+// grantee, token, attempt} for a release that granted the lock.
 type UnlockCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
@@ -186,6 +172,10 @@ func (c UnlockCmd) Result() (Unlocked, error) {
 		u.Grantee, _ = v[1].(string)
 		token, _ := v[2].(int64)
 		u.Token = uint64(token)
+	}
+	if len(v) >= 4 {
+		seq, _ := v[3].(string)
+		u.Seq, _ = strconv.ParseUint(seq, 10, 64)
 	}
 	return u, nil
 }
@@ -218,16 +208,22 @@ type Request struct {
 }
 
 // Grant is what a release script's grant message carries, published on
-// the grantee's owner channel as "h", a fencing token, ":" and the hold id
-// the grant makes the holder. (Releases of the versions before hold ids
+// the grantee's owner channel as "h", a fencing token, ":", the hold id
+// the grant makes the holder, "#" and the number of the waiter's attempt
+// whose place it took. (Releases of the versions before hold ids
 // published "g" messages, which name no hold id: one that reaches a
 // waiter of this version only wakes it; see docs/operations.md.)
 type Grant struct {
 	// Token is the hold's fencing token; 0 when none was taken.
 	Token uint64
 	// ID is the hold id granted: the id of the wait whose place the
-	// release took. A waiter takes only a grant that names its own wait.
+	// release took.
 	ID string
+	// Seq is the number of the waiter's attempt that left that place: a
+	// waiter takes a grant's message only for its last refused attempt
+	// (a message read late, after a later attempt was refused, names an
+	// earlier one).
+	Seq uint64
 }
 
 // ParseGrant decodes a grant message; false for any other payload.
@@ -236,16 +232,21 @@ func ParseGrant(payload string) (Grant, bool) {
 	if !ok {
 		return Grant{}, false
 	}
-	token, id, _ := strings.Cut(rest, ":")
+	token, named, _ := strings.Cut(rest, ":")
 	t, err := strconv.ParseUint(token, 10, 64)
+	i := strings.LastIndexByte(named, '#')
+	if err != nil || i < 0 {
+		return Grant{}, false
+	}
+	seq, err := strconv.ParseUint(named[i+1:], 10, 64)
 	if err != nil {
 		return Grant{}, false
 	}
-	return Grant{Token: t, ID: id}, true
+	return Grant{Token: t, ID: named[:i], Seq: seq}, true
 }
 
 // Payload is g as its grant message says it, for a delivery within the
 // process (hub.Hub.Deliver).
 func (g Grant) Payload() string {
-	return "h" + strconv.FormatUint(g.Token, 10) + ":" + g.ID
+	return "h" + strconv.FormatUint(g.Token, 10) + ":" + g.ID + "#" + strconv.FormatUint(g.Seq, 10)
 }

@@ -5,9 +5,12 @@
 local function later()
   local mine = tonumber(string.sub(id, #owner + 2))
   for _, field in ipairs(redis.call('hkeys', lock)) do
-    local f = string.gsub(field, '^[rw]:', '')
-    if string.sub(f, 1, #owner + 1) == owner .. ':' and (tonumber(string.sub(f, #owner + 2)) or 0) > mine then
-      return true
+    -- A field is a hold id, or a read-write lock's 'r:'/'w:' and one (a
+    -- host may be called r or w: both readings are tried).
+    for _, f in ipairs({field, string.sub(field, 3)}) do
+      if string.sub(f, 1, #owner + 1) == owner .. ':' and (tonumber(string.sub(f, #owner + 2)) or 0) > mine then
+        return true
+      end
     end
   end
   return false
