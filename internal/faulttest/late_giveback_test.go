@@ -52,9 +52,9 @@ var lateGiveBackRows = []struct {
 
 // TestLateGiveBack: a Lock whose first attempt's reply is lost gives that
 // attempt back, but the give-back never reaches Redis in time; Lock tries
-// again and its next attempt adopts the level the first one took. When
-// Redis then runs the give-back (late, as after a stall), it must not
-// release that hold, which Lock has reported as taken.
+// again under a new hold id. When Redis then runs the give-back (late, as
+// after a stall), it releases the first attempt's level, named by its own
+// id, and never the hold Lock reports as taken.
 func TestLateGiveBack(t *testing.T) {
 	// Every script loaded: a give-back refused with NOSCRIPT when
 	// delivered would have run nothing, and the row would pass without
