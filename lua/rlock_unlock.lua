@@ -23,13 +23,10 @@
 -- runs: a copy that finds its id gone (released, granted on, expired)
 -- changes nothing, and never touches a later hold of the same handle.
 --
--- The grantee's channel and place are built here because the grantee is
--- only known inside the script; both carry the lock's hash tag, so the
--- place is in the slot of the declared keys. While that slot migrates,
--- Redis refuses the whole script with TRYAGAIN before it runs; GETDEL is
--- still called with pcall before anything of the lock changes, and should
--- the cluster refuse it, the popped waiter goes back to the head and the
--- script fails with TRYAGAIN, having changed nothing a caller could tell.
+-- The grantee's channel and place are built here (the grantee is known
+-- only here) and carry the lock's hash tag. Should a migrating slot refuse
+-- GETDEL (called with pcall before anything of the lock changes), the
+-- waiter goes back to the head and the script fails with TRYAGAIN.
 --
 -- A grant pops owners off the line until one whose place still exists and
 -- takes the place (GETDEL: a place that expired is a dead waiter, dropped,
@@ -43,11 +40,10 @@
 -- lapsed), and is never taken for a grant to it.
 --
 -- Returns 0 when the lock was released and nobody was in line (the common
--- case: an integer costs Redis less than a table), {0} when it was
--- released and nobody live was in line, {0, grantee id, token, attempt} when it was
--- granted (a grantee of the releasing process completes its hold without
--- waiting for the message), {-1} when the id holds nothing (nothing
--- changed).
+-- case: an integer costs Redis less than a table), {0} when nobody live
+-- was, {0, grantee id, token, attempt} when it was granted (a grantee of
+-- the releasing process completes its hold without waiting for the
+-- message), {-1} when the id holds nothing (nothing changed).
 
 local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'

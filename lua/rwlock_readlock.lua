@@ -20,10 +20,7 @@
 --          that the next write release gives it its turn
 -- ARGV[4]  how long an announcement lasts, in milliseconds; each attempt
 --          renews it, and the waiter's client while it is parked
--- ARGV[5]  the attempt's deadline, server time in milliseconds: a copy
---          that runs after it, or with a deadline more than 10s ahead of
---          the server's clock, takes nothing, announces nobody and
---          answers 'LATE <server time in ms>' (see part/late.lua)
+-- ARGV[5]  the attempt's deadline, server time in ms (see part late)
 --
 -- Goroutines of one handle that read together share its hold, so Redis
 -- counts a level per plain read hold (re-entry through a hold's ctx is

@@ -11,21 +11,15 @@
 --          member = owner id, score = when its announcement lapses
 -- KEYS[5]  fencing counter: the last token of the name, which expires a
 --          lease (ARGV[2]) after it was taken; touched when ARGV[5] is "1"
--- ARGV[1]  hold id: "<owner id>:<n>", new for each hold of a handle and
---          never used again once the hold (or the wait for it) is given
---          up; a handle's hold spans both modes, from its first level to
---          the last
+-- ARGV[1]  hold id: "<owner id>:<n>", never reused; a handle's hold spans
+--          both modes, from its first level to the last
 -- ARGV[2]  lease in milliseconds
 -- ARGV[3]  "1": when refused, announce the owner as a waiting writer, so
 --          that new readers wait behind it
 -- ARGV[4]  how long an announcement lasts, in milliseconds; each attempt
 --          renews it, and the waiter's client while it is parked
 -- ARGV[5]  "1": take a fencing token when the write lock is taken
--- ARGV[6]  the attempt's deadline, server time in milliseconds: a copy
---          that runs after it (its caller has given the attempt up), or
---          with a deadline more than 10s ahead of the server's clock,
---          takes nothing, announces nobody and answers 'LATE <server
---          time in ms>' (see part/late.lua)
+-- ARGV[6]  the attempt's deadline, server time in ms (see part late)
 --
 -- A hold takes the write level once at most: re-entry is counted in the
 -- process, and a write attempt under the hold's own read levels is an
@@ -35,10 +29,8 @@
 -- counts the hold's validity from this call. A hold the handle gave up
 -- has another id and is another holder to this attempt: it is waited for.
 --
--- A fencing token is the larger of the counter + 1 and the server's
--- clock (TIME) in microseconds, stored back as the counter (see
--- rlock_acquire); the hash keeps it in '@token' while the write level
--- lasts.
+-- A fencing token follows rlock_acquire's rule; '@token' keeps it while
+-- the write level lasts.
 --
 -- A free lock is not taken while it is the turn of readers that waited
 -- behind the last write hold and have not come yet (nor lapsed): they go
