@@ -544,11 +544,11 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 // IsHeld reports whether Redis has the handle's current hold, for a lock
 // hash whose fields are hold ids: false when the handle holds nothing.
 func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
-	h := l.t.current()
-	if h == nil {
+	id := l.HoldID()
+	if id == "" {
 		return false, nil
 	}
-	ok, err := l.k.RDB.HExists(ctx, l.k.Keys.Lock(), h.id).Result()
+	ok, err := l.k.RDB.HExists(ctx, l.k.Keys.Lock(), id).Result()
 	return ok, l.Wrap("is held", err)
 }
 
