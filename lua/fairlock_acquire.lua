@@ -49,6 +49,7 @@ local owner, publish = string.match(id, '^(.*):'), ARGV[6] == '1' and 'spublish'
 
 local deadline, window = tonumber(ARGV[9]), 10000
 -- part: late
+-- part: token
 
 local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
 local wrong = state[2] and 'has a mode: the name is used by a read-write lock'
@@ -63,17 +64,14 @@ if state[1] then
 end
 
 -- give makes hold id who the holder for ttl ms, with the next fencing
--- token if fenced (as rlock_acquire; %.0f: Lua's tostring prints 14 of
--- its 16 digits), and for an election the value of valueKey (deleted).
+-- token if fenced, and for an election the value of valueKey (deleted).
 local function give(who, fenced, ttl, value, valueKey)
   local token = 0
   if fenced then
-    local t = redis.call('time')
-    token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-    redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-    redis.call('hset', lock, '@token', string.format('%.0f', token))
+    token = takeToken(clock, lock, fence, lease, who, 1)
+  else
+    redis.call('hset', lock, who, 1)
   end
-  redis.call('hset', lock, who, 1)
   redis.call('pexpire', lock, ttl)
   if office ~= '' then
     redis.call('hset', lock, '@value', value or '')

@@ -60,6 +60,7 @@ if not redis.call('lindex', queue, 0) then
 end
 
 -- part: prune
+-- part: token
 
 local head = redis.call('lpop', queue)
 while head do
@@ -87,13 +88,10 @@ while head do
     local token = 0
     redis.call('del', lock, places .. head)
     if fenced then
-      -- The next token, as fairlock_acquire takes it (%.0f: 16 digits).
-      local now = redis.call('time')
-      token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(now[1]) * 1000000 + tonumber(now[2]))
-      redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-      redis.call('hset', lock, '@token', string.format('%.0f', token))
+      token = takeToken(nil, lock, fence, lease, grantee, 1)
+    else
+      redis.call('hset', lock, grantee, 1)
     end
-    redis.call('hset', lock, grantee, 1)
     redis.call('pexpire', lock, math.min(grantLease, tonumber(own)))
     redis.call(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, named))
     if office ~= '' then

@@ -9,13 +9,14 @@
 // keys, derived inside its scripts from a prefix in KEYS, are the one
 // exception; their headers say so).
 //
-// A fragment that several scripts share (the late check, reading a
-// semaphore's permits) is written once, in part/<name>.lua, and a script
-// names it on a line of its own, "-- part: <name>". [Source] returns the
-// script with each such line replaced by the part's text: exactly the
-// text Redis runs, which is what a reader audits. Parts say which locals
-// they need and define; they are pasted, not called, so a script reads
-// top to bottom.
+// A fragment that several scripts share (the late check, the fencing
+// token rule, reading a semaphore's permits) is written once, in
+// part/<name>.lua, and a script names it on a line of its own, "-- part:
+// <name>". [Source] returns the script with each such line replaced by
+// the part's text: exactly the text Redis runs, which is what a reader
+// audits. Parts say which locals they need and define; they are pasted,
+// not called, so a script reads top to bottom (part token defines a local
+// function, takeToken, which the script calls where a hold takes a token).
 //
 // The library runs them itself; nothing here needs to be called to use it.
 // [Source] returns one script's text, and [Scripts] holds them all.

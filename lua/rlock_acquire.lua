@@ -41,11 +41,8 @@
 -- the hold's validity from this call. A hold the handle gave up has an
 -- id of its own and is another owner's to this attempt: it is waited for.
 --
--- A fencing token is the larger of the counter + 1 and the server's clock
--- in microseconds, stored back as the counter: tokens keep increasing
--- while the counter lives and, once it expired or was lost with Redis's
--- data, as long as the server's clock was not set back by more than the
--- time since the last token. '@token' keeps it as long as the hold lives.
+-- A fencing token is taken as part token says; '@token' keeps it as long
+-- as the hold lives.
 --
 -- A free lock goes to the caller, whoever waits: a release never leaves it
 -- free while a live waiter is in line (it grants it to the first).
@@ -64,16 +61,13 @@ local owner = string.match(id, '^(.*):')
 local patience, knows = tonumber(ARGV[4]), ARGV[6] or 'p'
 local deadline, window = tonumber(ARGV[5]), 10000
 -- part: late
+-- part: token
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   local token = 0
   if fencing then
-    -- %.0f, never tostring(): a token has 16 digits, and Lua prints 14.
-    local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-    token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, now)
-    redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-    redis.call('hset', lock, id, 1, '@token', string.format('%.0f', token))
+    token = takeToken(clock, lock, fence, lease, id, 1)
   else
     redis.call('hset', lock, id, 1)
   end

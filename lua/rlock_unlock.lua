@@ -48,6 +48,7 @@
 local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
 local prefix, grantLease, places, patience = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+-- part: token
 
 local state = redis.call('hmget', lock, id, '@watched')
 local watched = state[2]
@@ -77,13 +78,10 @@ while head do
     local token = 0
     redis.call('del', lock)
     if fenced then
-      -- The next fencing token, as rlock_acquire takes it.
-      local t = redis.call('time')
-      token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(t[1]) * 1000000 + tonumber(t[2]))
-      redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-      redis.call('hset', lock, '@token', string.format('%.0f', token))
+      token = takeToken(nil, lock, fence, lease, grantee, 1)
+    else
+      redis.call('hset', lock, grantee, 1)
     end
-    redis.call('hset', lock, grantee, 1)
     if watched then
       redis.call('hset', lock, '@watched', watched)
     end

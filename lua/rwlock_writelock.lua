@@ -51,6 +51,7 @@ local owner, rfield, wfield = string.match(id, '^(.*):'), 'r:' .. id, 'w:' .. id
 
 local deadline, window = tonumber(ARGV[6]), 10000
 -- part: late
+-- part: token
 
 local state = redis.call('hmget', lock, 'mode', wfield, rfield, '@token')
 local mode = state[1]
@@ -86,12 +87,10 @@ if not mode then
   if redis.call('exists', turn) == 0 then
     local token = 0
     if ARGV[5] == '1' then
-      -- %.0f, never tostring(): a token has 16 digits, and Lua prints 14.
-      token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
-      redis.call('set', fence, string.format('%.0f', token), 'px', lease)
-      redis.call('hset', lock, '@token', string.format('%.0f', token))
+      token = takeToken(clock, lock, fence, lease, 'mode', 'write', wfield, 1)
+    else
+      redis.call('hset', lock, 'mode', 'write', wfield, 1)
     end
-    redis.call('hset', lock, 'mode', 'write', wfield, 1)
     redis.call('pexpire', lock, lease)
     redis.call('zrem', writers, owner)
     return {1, 0, 1, token}
