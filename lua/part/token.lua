@@ -10,9 +10,16 @@
 -- digits, and Lua prints 14.
 local function takeToken(clock, lock, fence, lease, ...)
   clock = clock or redis.call('time')
-  local token = math.max((tonumber(redis.call('get', fence)) or 0) + 1, tonumber(clock[1]) * 1000000 + tonumber(clock[2]))
+  -- The clock is ahead of the counter unless two tokens fall in one
+  -- microsecond or the clock was set back: one SET ... GET then does.
+  local token = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
   local s = string.format('%.0f', token)
-  redis.call('set', fence, s, 'px', lease)
+  local last = tonumber(redis.call('set', fence, s, 'px', lease, 'get'))
+  if last and last >= token then
+    token = last + 1
+    s = string.format('%.0f', token)
+    redis.call('set', fence, s, 'px', lease)
+  end
   redis.call('hset', lock, '@token', s, ...)
   return token
 end
