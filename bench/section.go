@@ -111,18 +111,20 @@ server runs the same scripts, on the commands of Redis 7.0):
   the expiry of its own field ('r:<hold id>') instead of a timeout key,
   in variants of the three read scripts written for the bench
   (bench/hfe, checked against today's by TestHFEVariantsAgree). It runs
-  2 to 9 fewer commands per read Lock+Unlock and saves a few µs of some
-  40 (under a tenth; in some runs of the pair alone, nothing), and about
-  1 µs of 7 per renewal. Not adopted: the saving is small beside the
-  runs' spread, and it cannot keep one behaviour on every server. Redis
-  7.0 to 7.2 and Valkey 8 have no field expiry, so there the layout
-  stays a timeout key per reader; two layouts of one lock would meet
-  when a server is upgraded, or fails over to a newer replica, under
-  held read locks, and today's read release drops every reader whose
-  timeout key it does not find: a reader of the other layout would be
-  dropped while it holds, and a writer let in beside it. inspect,
-  force-unlock and the operators' view would differ by server too. Valkey 9 also stores a small hash with an expiring
-  field as a hash table (MEMORY USAGE 248 bytes for three fields,
+  2 to 9 fewer commands per read Lock+Unlock and saves about a tenth of
+  its server time, some 4 µs of 40 (an earlier run of the same command
+  saw the pair alone save between nothing and 5 µs per run), and under
+  1 µs of 7 per renewal, a saving whose runs' range reaches zero.
+  Measurable, but not adopted: it cannot keep one behaviour on every
+  server. Redis 7.0 to 7.2 and Valkey 8 have no field expiry, so there
+  the layout stays a timeout key per reader; two layouts of one lock
+  would meet when a server is upgraded, or fails over to a newer
+  replica, under held read locks, and today's read release drops every
+  reader whose timeout key it does not find: a reader of the other
+  layout would be dropped while it holds, and a writer let in beside
+  it. inspect, force-unlock and the operators' view would differ by
+  server too. Valkey 9 also stores a small hash with an expiring field
+  as a hash table (MEMORY USAGE 248 bytes for three fields,
   against 128 on Redis 8.0).
 - **The leased semaphore's permit leases** as field expiry: not built.
   Its zset of permit id by lease end gives, in one command each, the
