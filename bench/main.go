@@ -56,8 +56,10 @@ type config struct {
 	clusterRuns    int
 	latchWaiters   int
 	latchRounds    int
+	featureRuns    int
 	libs           string   // -libs: the contenders to run
 	page           string   // -page: write the Markdown page here
+	section        string   // -section: write the opt-in scenarios' tables into this page's section
 	note           string   // -note: a remark printed on the page
 	args           []string // the command-line arguments, for the page
 }
@@ -87,6 +89,8 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.clusterTimeout, "cluster-timeout", 10*time.Minute, "cluster: bound on the whole scenario")
 	fs.IntVar(&c.latchWaiters, "latch-waiters", 1000, "latch: waiters woken by the last CountDown")
 	fs.IntVar(&c.latchRounds, "latch-rounds", 5, "latch: rounds measured")
+	fs.IntVar(&c.featureRuns, "feature-runs", featureRuns, "features: runs of every variant; the table shows their median and range")
+	fs.StringVar(&c.section, "section", "", "write the tables of the opt-in scenarios (features) into the \"Server features\" section of this `file` (e.g. ../docs/benchmarks.md), replacing this server's part")
 	fs.StringVar(&c.page, "page", "", "also write the results as a Markdown page to this `file` (e.g. ../docs/benchmarks.md), with the machine, server, commit, date and command")
 	fs.StringVar(&c.note, "note", "", "a remark about the circumstances of the run, printed on the page")
 }
@@ -96,6 +100,11 @@ type scenario struct {
 	name string
 	run  func(ctx context.Context, e *env) (*table, error)
 }
+
+// optIn names the scenarios that run only when -run names them: they
+// measure the server more than the libraries, and write to a section of
+// the page of their own (-section).
+var optIn = map[string]bool{"features": true}
 
 // scenarios run in this order; the pending files append theirs.
 var scenarios = []scenario{
@@ -222,9 +231,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tables []*table
+	var tables, own []*table
 	for _, s := range scenarios {
-		if !match.MatchString(s.name) {
+		if !match.MatchString(s.name) || optIn[s.name] && cfg.run == "" {
 			continue
 		}
 		start := time.Now()
@@ -237,10 +246,20 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		t.note("(%s: %.1f s)", s.name, time.Since(start).Seconds())
 		t.print(out)
 		tables = append(tables, t)
+		if optIn[s.name] {
+			own = append(own, t)
+		}
 		// Start every scenario from an empty server.
 		if err := e.ctl.FlushAll(ctx).Err(); err != nil {
 			return err
 		}
+	}
+	if cfg.section != "" && len(own) > 0 {
+		commit := repoCommit(ctx, ".", cfg.section)
+		if err := writeSection(cfg.section, m.server, commit, time.Now(), own); err != nil {
+			return fmt.Errorf("-section: %w", err)
+		}
+		fmt.Fprintf(out, "\nwrote %s (%s, %s)\n", cfg.section, sectionHead, m.server)
 	}
 	if t := targets(e); len(t.rows) > 0 {
 		t.print(out)

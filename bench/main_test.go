@@ -32,6 +32,9 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, s := range scenarios {
+		if optIn[s.name] {
+			continue
+		}
 		if !strings.Contains(out.String(), "("+s.name+": ") {
 			t.Errorf("scenario %s printed no table", s.name)
 		}
@@ -49,4 +52,48 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	t.Log(out.String())
+}
+
+// TestFeatures runs the opt-in features scenario briefly on the server
+// REDISYNC_SERVER names, writing its section into a page, twice: the
+// second run replaces the server's part, and a later -page run keeps the
+// section.
+func TestFeatures(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "benchmarks.md")
+	if err := os.WriteFile(page, []byte("# Benchmarks\n\n## Results\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{run: "^features$", uncontended: 50 * time.Millisecond, featureRuns: 2, section: page}
+	for range 2 {
+		var out bytes.Buffer
+		err := run(t.Context(), cfg, &out)
+		if errors.Is(err, errNoServer) && os.Getenv("REDISYNC_REQUIRE_REDIS") != "1" {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		t.Log(out.String())
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if n := strings.Count(text, sectionHead+"\n"); n != 1 {
+		t.Errorf("%d sections, want 1:\n%s", n, text)
+	}
+	if n := strings.Count(text, serverMark); n != 1 {
+		t.Errorf("%d server parts after two runs on one server, want 1:\n%s", n, text)
+	}
+	if !strings.Contains(text, "### Server features on ") || !strings.Contains(text, featuresCommand) {
+		t.Errorf("section lacks its table or command:\n%s", text)
+	}
+	if err := writePage(page, pageData{when: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(page)
+	if !strings.Contains(string(b), sectionOf(text)) {
+		t.Errorf("-page dropped the section:\n%s", b)
+	}
 }

@@ -91,6 +91,12 @@ func commandLine(args []string) string {
 func writePage(path string, p pageData) error {
 	var b bytes.Buffer
 	p.render(&b)
+	// The opt-in scenarios' section (-section) is not this run's: keep it.
+	if old, err := os.ReadFile(path); err == nil {
+		if section := sectionOf(string(old)); section != "" {
+			b.WriteString("\n" + section)
+		}
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
 		return err
