@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/exactly"
 
 	"github.com/redisync/redisync/internal/perclient"
 
@@ -90,13 +91,18 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	held := t.Held(m)
 	sentFor, _ := ctx.Value(sentForKey{}).(*hold) // the hold a downgrade is sent for; nil for a new hold
+	fresh := sentFor == nil && t.current() == nil // id is a wait's, retired by any undo
 	id := t.waitID(sentFor)
+	began := time.Now()
 	undo := func(ctx context.Context, g *Grant) {
 		expect := held + 1 // what an attempt whose outcome is unknown took
 		if g != nil {
 			expect = g.Levels[m]
 		}
 		t.undo(ctx, owed{m, expect, id})
+		if g == nil && fresh {
+			t.undoAgain(owed{m, expect, id}, began)
+		}
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, id) }, undo)
 	if err != nil || !g.OK {
@@ -143,6 +149,28 @@ func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, id string) {
 func (t *Tracker) undo(ctx context.Context, o owed) {
 	t.retire(o.id)
 	t.later(ctx, CleanupTimeout, func(ctx context.Context) { t.giveBack(ctx, o) })
+}
+
+// againAfter is how long after an attempt whose outcome is unknown,
+// begun at began, undoAgain gives it back once more: past the deadline
+// of every copy of it (exactly.RequestWindow), with a second for the
+// error of the client's estimate of the server's clock.
+const againAfter = exactly.RequestWindow + time.Second
+
+// undoAgain sends the give-back o of an attempt whose outcome is unknown,
+// made under a wait's hold id (retired by the first give-back), once more
+// when no copy of the attempt can run any more (againAfter from began).
+// A copy that Redis runs after the first give-back, before its deadline
+// (held up in a stalled server, or retransmitted by TCP), takes a free
+// lock under an id that no call of the handle releases or renews: without
+// this it would stand for a whole lease. The id is never used again, so
+// the give-back changes nothing when there was no such copy. It is best
+// effort: a timer, not a goroutine, waits for it (a process that exits
+// first leaves the copy's hold to its lease), and a failure is not owed.
+func (t *Tracker) undoAgain(o owed, began time.Time) {
+	time.AfterFunc(time.Until(began.Add(againAfter)), func() {
+		perclient.TidyUp(background, t.cfg.RDB, CleanupTimeout, func(ctx context.Context) { _ = t.send(ctx, o) })
+	})
 }
 
 // later runs job, a give-back of the handle's, as perclient.TidyUp does,
