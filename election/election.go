@@ -45,6 +45,12 @@ var ErrLost = errs.ErrLost
 // another primitive (or a key of another type).
 var ErrWrongType = errs.ErrWrongType
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // Leader is who leads an election, as the other candidates and observers
 // see it.
 type Leader struct {
