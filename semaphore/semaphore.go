@@ -86,7 +86,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		rdb:     rdb,
 		name:    name,
 		names:   n,
-		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
+		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel(), Others: n.Others(keyspace.KindSemaphore)},
 		sharded: perclient.Sharded(rdb),
 		cfg:     newConfig(opts),
 		probe:   wait.NewProbe(rdb, "semaphore", name),
