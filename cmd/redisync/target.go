@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -76,12 +78,20 @@ func (c *connFlags) open(ctx context.Context) (*target, error) {
 		switch {
 		case ctx.Err() != nil:
 			hint = "interrupted"
-		case pctx.Err() != nil:
+		case pctx.Err() != nil || timedOut(err):
 			hint = fmt.Sprintf("no answer within --timeout %v: is it running, or stopped? --redis URL or --cluster host:port,... chooses another", c.timeout)
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w (%s)", t.desc, err, hint)
 	}
 	return t, nil
+}
+
+// timedOut reports whether err is a network timeout: go-redis sets the
+// connection's deadline to ctx's, and its read may time out a moment
+// before ctx's own timer fires.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (c *connFlags) target() (*target, error) {
