@@ -17,6 +17,7 @@ import (
 
 	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -44,6 +45,12 @@ var ErrLost = errs.ErrLost
 // ErrWrongType is matched by errors for a name Redis already uses for
 // another primitive (or a key of another type).
 var ErrWrongType = errs.ErrWrongType
+
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
 
 // Leader is who leads an election, as the other candidates and observers
 // see it.
@@ -79,7 +86,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Election {
 	cfg := newConfig(opts)
 	n := b.Keys
 	e := &Election{b: b, cfg: cfg, campaigning: semaphore.NewWeighted(1), keys: script.ElectionKeys{
-		FairKeys: script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place("")},
+		FairKeys: script.FairKeys{Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place(""), Others: n.Others(keyspace.KindMutex)},
 		Changes:  n.Channel(), Values: n.Value(""),
 	}}
 	// The leadership is a fair lock's hold with fencing: candidates wait

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -21,6 +22,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	n := b.Keys
 	l := &line{Base: b, cfg: cfg, keys: script.FairKeys{
 		Lock: n.Lock(), Queue: n.Queue(), Timeouts: n.Timeouts(), Fence: n.Fence(), Waiter: n.WaiterChannel(""), Places: n.Place(""),
+		Others: n.Others(keyspace.KindMutex),
 	}}
 	m := &Mutex{l: hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,

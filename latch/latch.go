@@ -27,6 +27,12 @@ import (
 // the same value in every redisync package.
 var ErrWrongType = errs.ErrWrongType
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // ErrNonPositiveCount is matched by the error of TrySetCount for a count that is
 // not above zero. Nothing is changed in Redis.
 var ErrNonPositiveCount = errors.New("count must be above zero")

@@ -11,6 +11,9 @@
 --          how long it lives after a refused attempt or refresh and a
 --          grant to it lasts: a dead waiter delays those behind that long
 -- KEYS[6]  election only: the owner's value key (its value while in line)
+-- KEYS[6 or 7..] the keys other kinds of primitive keep under the name
+--          (see part kind): nothing is written while the lock hash is
+--          absent and one exists
 -- ARGV[1]  hold id: "<owner id>:<n>", new for each wait, never reused
 -- ARGV[2]  lease in ms, and the fencing counter's lifetime
 -- ARGV[3]  "1": a first acquisition takes a fencing token
@@ -51,6 +54,13 @@ local deadline, window = tonumber(ARGV[9]), 10000
 -- part: late
 -- part: token
 
+local ttl = redis.call('pttl', lock)
+if ttl == -2 then
+  local others = office == '' and 6 or 7
+  local kinds = #KEYS - others + 1
+-- part: kind
+end
+
 local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
 local wrong = state[2] and 'has a mode: the name is used by a read-write lock'
   or office == '' and state[3] and 'has a value: the name is used by an election'
@@ -89,7 +99,6 @@ for _, w in ipairs(dead) do
   redis.call('zrem', timeouts, w)
 end
 
-local ttl = redis.call('pttl', lock)
 local free, head, entry, headValue = ttl == -2, redis.call('lindex', queue, 0), nil, nil
 while free and head and head ~= owner do
   local got = redis.pcall('mget', places .. head, (values or places) .. head)

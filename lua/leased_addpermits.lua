@@ -7,6 +7,8 @@
 -- KEYS[4]  receipt of this request, a string that expires: written when the
 --          request adds its permits, so that a repeated request (a retry
 --          after a lost reply) adds nothing
+-- KEYS[5..] the keys other kinds of primitive keep under the name (see
+--          part kind): a total is not created while one exists
 -- ARGV[1]  the permits to add, non-zero and at most 2^53 - 1 in magnitude
 --          (the caller checked it)
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -39,6 +41,10 @@ if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
 local total = tonumber(raw or '0')
+if not raw then
+  local others, kinds = 5, #KEYS - 4
+-- part: kind
+end
 local added = redis.call('exists', receipt) == 0
 -- With both terms within the bound, the sum is exact when it is within
 -- it too, and comes out beyond it when it is beyond (rounding keeps the

@@ -10,6 +10,8 @@
 --          after a lost reply) reports success and changes nothing; it
 --          must not undo the changes made since, nor report that the total
 --          it created already existed
+-- KEYS[5..] the keys other kinds of primitive keep under the name (see
+--          part kind): a total is not created while one exists
 -- ARGV[1]  the total (>= 0)
 -- ARGV[2]  "1": only if the total does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -36,6 +38,10 @@ local leases, permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local onlyNew, sharded, ttl, deadline = ARGV[2] == '1', ARGV[3] == '1', ARGV[4], tonumber(ARGV[5])
 
 -- part: permits
+if not raw then
+  local others, kinds = 5, #KEYS - 4
+-- part: kind
+end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local seen = redis.call('get', receipt)

@@ -12,6 +12,8 @@
 --          fencing token
 -- KEYS[4]  fencing counter: the last token of the name, which expires a
 --          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1"
+-- KEYS[5..] the keys other kinds of primitive keep under the name (see
+--          part kind): a free lock is not taken while one exists
 -- ARGV[1]  hold id: "<owner id>:<n>", new for each wait of a handle and
 --          never used again once the hold (or the wait) is given up
 -- ARGV[2]  lease in milliseconds, and the fencing counter's lifetime
@@ -65,6 +67,8 @@ local deadline, window = tonumber(ARGV[5]), 10000
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
+  local others, kinds = 5, #KEYS - 4
+-- part: kind
   local token = 0
   if fencing then
     token = takeToken(clock, lock, fence, lease, id, 1)

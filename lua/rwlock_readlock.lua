@@ -14,6 +14,9 @@
 -- KEYS[5]  zset of the readers whose turn it is: the announced readers
 --          that waited behind the last write hold (see
 --          rwlock_writeunlock), same members and scores
+-- KEYS[6..] the keys other kinds of primitive keep under the name (see
+--          part kind): nothing is written while the lock hash is absent
+--          and one exists
 -- ARGV[1]  hold id (see rwlock_writelock)
 -- ARGV[2]  lease in milliseconds: the read lease, which every level re-arms
 -- ARGV[3]  "1": when refused, announce the owner as a waiting reader, so
@@ -58,6 +61,10 @@ local state = redis.call('hmget', lock, 'mode', rfield, wfield)
 local mode, writes = state[1], tonumber(state[3] or 0)
 if not mode and redis.call('exists', lock) == 1 then
   return redis.error_reply('WRONGTYPE the lock hash has no mode: the name is used by another kind of lock')
+end
+if not mode then
+  local others, kinds = 6, #KEYS - 5
+-- part: kind
 end
 
 -- refuse announces a blocking reader, so that the write release it waits

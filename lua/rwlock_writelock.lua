@@ -11,6 +11,9 @@
 --          member = owner id, score = when its announcement lapses
 -- KEYS[5]  fencing counter: the last token of the name, which expires a
 --          lease (ARGV[2]) after it was taken; touched when ARGV[5] is "1"
+-- KEYS[6..] the keys other kinds of primitive keep under the name (see
+--          part kind): nothing is written while the lock hash is absent
+--          and one exists
 -- ARGV[1]  hold id: "<owner id>:<n>", never reused; a handle's hold spans
 --          both modes, from its first level to the last
 -- ARGV[2]  lease in milliseconds
@@ -80,6 +83,8 @@ end
 
 local wait = lock
 if not mode then
+  local others, kinds = 6, #KEYS - 5
+-- part: kind
   wait = turn
   if redis.call('exists', turn) == 1 then
     redis.call('zremrangebyscore', turn, '-inf', now)

@@ -7,9 +7,11 @@
 -- KEYS[3]  receipt of this request, a string that expires: written when the
 --          request adds its permits, so that a repeated request (a retry
 --          after a lost reply) adds nothing
--- KEYS[4..] receipts of earlier acquire requests of the handle whose
---          outcome it knows (settled), to delete: at most a few, possibly
---          none; they share the hash tag, so the slot, of KEYS[1]
+-- KEYS[4..3+ARGV[5]] the keys other kinds of primitive keep under the
+--          name (see part kind): a count is not created while one exists
+-- KEYS[4+ARGV[5]..] receipts of earlier acquire requests of the handle
+--          whose outcome it knows (settled), to delete: at most a few,
+--          possibly none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  the permits to add, non-zero and at most 2^53 - 1 in magnitude
 --          (the caller checked it); negative takes them away and may leave
 --          the count below zero
@@ -37,6 +39,7 @@
 local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
 local delta, sharded, ttl, deadline = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3], tonumber(ARGV[4])
 local max = 9007199254740991 -- 2^53 - 1
+local others, kinds = 4, tonumber(ARGV[5] or '0')
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
@@ -44,6 +47,9 @@ if raw and not string.match(raw, '^%-?%d+$') then
 end
 local count = tonumber(raw or '0')
 local done = redis.call('exists', receipt) == 1
+if not raw and not done then
+-- part: kind
+end
 -- With both terms within the bound, the sum is exact when it is within
 -- it too, and comes out beyond it when it is beyond (rounding keeps the
 -- order). A repeated request reports what its first run did instead.
@@ -52,8 +58,8 @@ if not done and (count > max or count < -max or count + delta > max or count + d
 end
 -- Delete the settled receipts passed along; after the checks, so that an
 -- error reply leaves everything as it was.
-if #KEYS >= 4 then
-  redis.call('del', unpack(KEYS, 4))
+if #KEYS >= others + kinds then
+  redis.call('del', unpack(KEYS, others + kinds))
 end
 if done then
   return count

@@ -9,9 +9,11 @@
 --          after a lost reply) reports success and changes nothing; it
 --          must not undo the acquisitions made since, nor report that the
 --          count it created already existed
--- KEYS[4..] receipts of earlier acquire requests of the handle whose
---          outcome it knows (settled), to delete: at most a few, possibly
---          none; they share the hash tag, so the slot, of KEYS[1]
+-- KEYS[4..3+ARGV[6]] the keys other kinds of primitive keep under the
+--          name (see part kind): a count is not created while one exists
+-- KEYS[4+ARGV[6]..] receipts of earlier acquire requests of the handle
+--          whose outcome it knows (settled), to delete: at most a few,
+--          possibly none; they share the hash tag, so the slot, of KEYS[1]
 -- ARGV[1]  the permits (>= 0)
 -- ARGV[2]  "1": only if the count does not exist yet
 -- ARGV[3]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
@@ -35,15 +37,19 @@
 local permits, channel, receipt = KEYS[1], KEYS[2], KEYS[3]
 local n, onlyNew, sharded = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3] == '1'
 local ttl, deadline = ARGV[4], tonumber(ARGV[5])
+local others, kinds = 4, tonumber(ARGV[6] or '0')
 
 local raw = redis.call('get', permits)
 if raw and not string.match(raw, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold a permit count')
 end
+if not raw then
+-- part: kind
+end
 -- Delete the settled receipts passed along; after the checks, so that an
 -- error reply leaves everything as it was.
-if #KEYS >= 4 then
-  redis.call('del', unpack(KEYS, 4))
+if #KEYS >= others + kinds then
+  redis.call('del', unpack(KEYS, others + kinds))
 end
 local seen = redis.call('get', receipt)
 if seen then

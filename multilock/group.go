@@ -20,6 +20,12 @@ import (
 // same value in every redisync package.
 var ErrNotHeld = errs.ErrNotHeld
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // Locker is what a Group is made of. *rlock.Mutex, *fairlock.Mutex and
 // *rwlock.RWMutex (its write side) are Lockers.
 type Locker interface {

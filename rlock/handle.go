@@ -16,6 +16,12 @@ var ErrLost = errs.ErrLost
 // key of another type, or for a read-write lock's name (see package rwlock).
 var ErrWrongType = errs.ErrWrongType
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // Mutex is a reentrant distributed mutex. A Mutex is shared by goroutines
 // the way a sync.Mutex is; re-entry goes through the ctx Do hands to fn
 // (see the package doc). It is safe for concurrent use.

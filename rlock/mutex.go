@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/hold"
+	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/script"
 )
 
@@ -25,6 +26,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	n := b.Keys
 	d := &described{Base: b, cfg: cfg, keys: script.LockKeys{
 		Lock: n.Lock(), Fence: n.Fence(), Queue: n.Queue(), Places: n.Place(""), Waiter: n.WaiterChannel(""), Channel: n.Channel(), Patience: WaiterTimeout,
+		Others: n.Others(keyspace.KindMutex),
 	}}
 	// Built once: every Lock would build them again, found free or not.
 	channel, place, queue := n.WaiterChannel(b.Owner), n.Place(b.Owner), n.Queue()

@@ -22,6 +22,12 @@ var ErrLost = errs.ErrLost
 // key of another type, or for a lock of another kind.
 var ErrWrongType = errs.ErrWrongType
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // RWMutex is a distributed reader/writer mutual exclusion lock: many
 // readers or one writer. An RWMutex is shared by goroutines the way a
 // sync.RWMutex is (see the package doc, Ownership); re-entry and downgrade

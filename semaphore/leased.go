@@ -54,7 +54,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...LeasedOption) *Le
 	return &Leased{
 		rdb:     rdb,
 		name:    name,
-		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel()},
+		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel(), Others: n.Others(keyspace.KindLeased)},
 		sharded: perclient.Sharded(rdb),
 		cfg:     newLeasedConfig(opts),
 		kept:    make(map[string]*hold.Tracker),

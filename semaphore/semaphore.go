@@ -33,6 +33,12 @@ var ErrLost = errs.ErrLost
 // key of another type or content.
 var ErrWrongType = errs.ErrWrongType
 
+// ErrOldServer is matched by the error of every call on a server older
+// than Redis 7.0 (any Valkey passes): the message names both versions,
+// and nothing is changed in Redis. It is the same value in every redisync
+// package.
+var ErrOldServer = errs.ErrOldServer
+
 // ErrNegativeArgument is matched by errors for a negative permit count or lease.
 // Nothing is changed in Redis.
 var ErrNegativeArgument = errors.New("negative argument")
@@ -80,7 +86,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		rdb:     rdb,
 		name:    name,
 		names:   n,
-		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel()},
+		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel(), Others: n.Others(keyspace.KindSemaphore)},
 		sharded: perclient.Sharded(rdb),
 		cfg:     newConfig(opts),
 		probe:   wait.NewProbe(rdb, "semaphore", name),

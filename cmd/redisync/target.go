@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,8 +16,9 @@ import (
 	"github.com/redisync/redisync/internal/perclient"
 )
 
-// pingTimeout bounds the first contact with the server.
-const pingTimeout = 5 * time.Second
+// defaultConnectTimeout is --timeout's default: how long the first
+// contact with the server (connection and PING) may take.
+const defaultConnectTimeout = 2 * time.Second
 
 // defaultRedisURL is where inspect, unlock and lock look when given no
 // address.
@@ -25,7 +28,8 @@ const defaultRedisURL = "redis://localhost:6379"
 type connFlags struct {
 	url      string
 	cluster  string
-	embedded bool // with neither flag: an embedded miniredis (else defaultRedisURL)
+	timeout  time.Duration // --timeout: bounds the connection check
+	embedded bool          // with neither flag: an embedded miniredis (else defaultRedisURL)
 }
 
 // addConnFlags adds --redis and --cluster to fs. With embedded, the default
@@ -38,6 +42,7 @@ func addConnFlags(fs *flagSet, embedded bool) *connFlags {
 	}
 	fs.StringVar(&c.url, "redis", "", "Redis server `URL`: redis://[user:password@]host:port[/db], or rediss:// for TLS (default "+def+")")
 	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed `nodes`: host:port,host:port,... or a redis:// URL with ?addr= for more nodes")
+	fs.DurationVar(&c.timeout, "timeout", defaultConnectTimeout, "how long the connection check (connect and PING) may take before Redis counts as unreachable (exit code 1)")
 	return c
 }
 
@@ -54,25 +59,39 @@ type target struct {
 }
 
 // open checks the flags, connects and pings the server, for at most
-// pingTimeout or until ctx's deadline, whichever is first. Bad flags are
+// --timeout or until ctx's deadline, whichever is first. Bad flags are
 // usage errors; an unreachable server is a runtime error that says where
 // it looked.
 func (c *connFlags) open(ctx context.Context) (*target, error) {
+	if c.timeout <= 0 {
+		return nil, usagef("--timeout %v: it must be above zero", c.timeout)
+	}
 	t, err := c.target()
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if err := t.client().Ping(pctx).Err(); err != nil {
 		t.close()
 		hint := "is it running? --redis URL or --cluster host:port,... chooses another"
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			hint = "interrupted"
+		case pctx.Err() != nil || timedOut(err):
+			hint = fmt.Sprintf("no answer within --timeout %v: is it running, or stopped? --redis URL or --cluster host:port,... chooses another", c.timeout)
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w (%s)", t.desc, err, hint)
 	}
 	return t, nil
+}
+
+// timedOut reports whether err is a network timeout: go-redis sets the
+// connection's deadline to ctx's, and its read may time out a moment
+// before ctx's own timer fires.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (c *connFlags) target() (*target, error) {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redisync/redisync/internal/redistest"
 )
@@ -44,6 +46,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lock", "--redis", nowhere, "--fair", "--permits", "2", "job", "--", "true"}, "exclude each other"},
 		{[]string{"lock", "--redis", nowhere, "--wait", "-1s", "job", "--", "true"}, "negative"},
 		{[]string{"lock", "--redis", nowhere, "--lease", "1ms", "job", "--", "true"}, "at least 30ms"},
+		{[]string{"inspect", "--redis", nowhere, "--timeout", "0s", "x"}, "--timeout 0s: it must be above zero"},
+		{[]string{"list", "--redis", nowhere, "--timeout", "-1s"}, "--timeout -1s: it must be above zero"},
+		{[]string{"lock", "--redis", nowhere, "--timeout", "0s", "job", "--", "true"}, "--timeout 0s"},
 		{[]string{"bench", "--kinds", "nope"}, `unknown primitive "nope"`},
 		{[]string{"bench", "--duration", "0s"}, "--duration 0s"},
 		{[]string{"bench", "--goroutines", "0"}, "--goroutines 0"},
@@ -95,6 +100,42 @@ func TestUnreachable(t *testing.T) {
 		if strings.Contains(stderr, "secret") {
 			t.Errorf("the password shows in the message:\n%s", stderr)
 		}
+	}
+}
+
+// Against a server that accepts connections but does not answer
+// (SIGSTOP), every command that connects gives up its connection check
+// after --timeout and exits 1, saying so; without the flag, after its
+// default (2s).
+func TestConnectTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	mustOK(t, syscall.Kill(srv.Pid(), syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(srv.Pid(), syscall.SIGCONT) })
+	url := "redis://" + srv.Addr()
+	name := redistest.UniqueName(t)
+	for _, args := range [][]string{
+		{"inspect", name},
+		{"list"},
+		{"unlock", "--force", name},
+		{"semaphore", "show", name},
+		{"lock", "--wait", "10s", name, "--", "echo", "ran"},
+		{"bench"},
+	} {
+		args = append([]string{args[0], "--redis", url, "--timeout", "300ms"}, args[1:]...)
+		start := time.Now()
+		code, stdout, stderr := runCmd(t, args...)
+		took := time.Since(start)
+		if code != exitFailure || took > time.Second || !strings.Contains(stderr, "no answer within --timeout 300ms") {
+			t.Errorf("redisync %s: exit code %d after %v, want %d within 1s saying so; stderr:\n%s", strings.Join(args, " "), code, took, exitFailure, stderr)
+		}
+		if strings.Contains(stdout, "ran") {
+			t.Errorf("redisync %s: the command ran", strings.Join(args, " "))
+		}
+	}
+	start := time.Now()
+	code, _, stderr := runCmd(t, "inspect", "--redis", url, name)
+	if took := time.Since(start); code != exitFailure || took < defaultConnectTimeout || took > defaultConnectTimeout+time.Second {
+		t.Errorf("inspect without --timeout: exit code %d after %v, want %d after about %v; stderr:\n%s", code, took, exitFailure, defaultConnectTimeout, stderr)
 	}
 }
 

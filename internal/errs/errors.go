@@ -3,10 +3,12 @@ package errs
 import (
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/keyspace"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/script"
 )
 
 // Sentinel errors shared by every primitive. The public packages alias them,
@@ -32,6 +34,10 @@ var (
 	// Redis script cannot hold exactly: larger than MaxCount in magnitude,
 	// or taking a count past it. Nothing is changed in Redis.
 	ErrOutOfRange = errors.New("number out of range")
+
+	// ErrOldServer reports a server older than the oldest the scripts run
+	// on (script.MinVersion). Nothing is sent to it but the version check.
+	ErrOldServer = script.ErrOldServer
 )
 
 // MaxCount is the largest count redisync's scripts hold exactly, 2^53 - 1:

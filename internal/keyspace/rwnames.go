@@ -42,5 +42,6 @@ func (n Names) RWKeys() script.RWKeys {
 		ReadChannel:   n.Channel(),
 		WriterChannel: n.WriterChannel(),
 		Fence:         n.Fence(),
+		Others:        n.Others(KindRWLock),
 	}
 }

@@ -47,7 +47,7 @@ type Candidacy struct {
 // Every change of leader is published on k.Changes.
 func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candidacy) AcquireCmd {
 	owner := OwnerOf(a.ID)
-	keys := append(k.line(), k.Fence, k.Places+owner, k.Values+owner)
+	keys := append(append(k.line(), k.Fence, k.Places+owner, k.Values+owner), k.Others...)
 	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(true), patienceMs(a.Patience),
 		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, k.Changes, a.Value, k.Values, a.Seq)}
 }

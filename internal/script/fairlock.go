@@ -23,6 +23,10 @@ type FairKeys struct {
 	Fence    string // the fencing counter: the name's last token, for a lease
 	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
 	Places   string // the prefix of the waiters' places: Places + owner id
+	// Others are the keys other kinds of primitive keep under the name
+	// (keyspace.Names.Others): the acquire writes nothing while the lock
+	// hash is absent and one of them exists (WRONGTYPE). None: no check.
+	Others []string
 }
 
 func (k FairKeys) line() []string { return []string{k.Lock, k.Queue, k.Timeouts} }
@@ -54,7 +58,7 @@ type FairTakeArgs struct {
 // time in milliseconds) takes nothing, joins no line and is answered with
 // exactly.Late's error.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
-	keys := append(k.line(), k.Fence, k.Places+OwnerOf(a.ID))
+	keys := append(append(k.line(), k.Fence, k.Places+OwnerOf(a.ID)), k.Others...)
 	// ARGV[10..12] (office, value, values) are a fair lock's "". Every argument
 	// costs Redis a string to make.
 	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience),

@@ -21,6 +21,10 @@ type LeasedKeys struct {
 	Leases  string // zset of acquired permit ids -> expiry on the server clock
 	Permits string // the total permit count
 	Channel string // the notification channel
+	// Others are the keys other kinds of primitive keep under the name
+	// (keyspace.Names.Others): SetPermits and AddPermits do not create a
+	// total while one of them exists (WRONGTYPE). None: no check.
+	Others []string
 }
 
 func (k LeasedKeys) list() []string { return []string{k.Leases, k.Permits, k.Channel} }
@@ -83,7 +87,7 @@ func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string,
 // never resends it: the caller retries a lost reply while the receipt
 // lives (exactly.Once).
 func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, n int64, onlyNew, sharded bool) BoolCmd {
-	return BoolCmd{leasedSetPermits.run(ctx, c, append(k.list(), r.Receipt), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
+	return BoolCmd{leasedSetPermits.run(ctx, c, append(append(k.list(), r.Receipt), k.Others...), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // LeasedAddPermits runs leased_addpermits.lua: add delta (non-zero; negative
@@ -92,7 +96,7 @@ func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, r Request,
 // The reply is the available count afterwards, which may be negative.
 // go-redis never resends it, as LeasedSetPermits.
 func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, delta int64, sharded bool) IntCmd {
-	return IntCmd{leasedAddPermits.run(ctx, c, append(k.list(), r.Receipt), delta, flag(sharded), ms(r.TTL), r.Deadline)}
+	return IntCmd{leasedAddPermits.run(ctx, c, append(append(k.list(), r.Receipt), k.Others...), delta, flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
 // LeasedAvailable runs leased_available.lua: the total minus the live

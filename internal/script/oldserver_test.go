@@ -3,6 +3,7 @@ package script_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,10 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/election"
+	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/script"
+	"github.com/redisync/redisync/latch"
+	"github.com/redisync/redisync/multilock"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
 	"github.com/redisync/redisync/semaphore"
 )
 
@@ -26,8 +31,9 @@ const oldServerEnv = "REDISYNC_OLD_SERVER"
 // TestOldServerRefused checks the version check on a server below the
 // minimum: the first call of each primitive, on an empty server and on
 // one where another owner holds (so that the call would wait), returns
-// one error that names the server's version and the minimum, and sends
-// the server nothing but the one INFO of its client: no key changes.
+// one error that names the server's version and the minimum and matches
+// the ErrOldServer its package exports, and sends the server nothing but
+// the one INFO of its client: no key changes.
 func TestOldServerRefused(t *testing.T) {
 	bin := os.Getenv(oldServerEnv)
 	if bin == "" {
@@ -43,17 +49,31 @@ func TestOldServerRefused(t *testing.T) {
 	sem := name + "-semaphore"
 
 	calls := []struct {
-		what string
-		call func(ctx context.Context, rdb *redis.Client) error
+		what   string
+		public error // the package's ErrOldServer
+		call   func(ctx context.Context, rdb *redis.Client) error
 	}{
-		{"rlock.Lock", func(ctx context.Context, rdb *redis.Client) error {
+		{"rlock.Lock", rlock.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
 			return rlock.New(rdb, name).Lock(ctx)
 		}},
-		{"semaphore.Acquire", func(ctx context.Context, rdb *redis.Client) error {
+		{"fairlock.Lock", fairlock.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
+			return fairlock.New(rdb, name).Lock(ctx)
+		}},
+		{"rwlock.RLock", rwlock.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
+			return rwlock.New(rdb, name+"-rw").RLock(ctx)
+		}},
+		{"semaphore.Acquire", semaphore.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
 			return semaphore.New(rdb, sem).Acquire(ctx, 1)
 		}},
-		{"election.Campaign", func(ctx context.Context, rdb *redis.Client) error {
+		{"latch.TrySetCount", latch.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
+			_, err := latch.New(rdb, name).TrySetCount(ctx, 1)
+			return err
+		}},
+		{"election.Campaign", election.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
 			return election.New(rdb, name).Campaign(ctx, "me")
+		}},
+		{"multilock.Lock", multilock.ErrOldServer, func(ctx context.Context, rdb *redis.Client) error {
+			return multilock.New(rlock.New(rdb, name)).Lock(ctx)
 		}},
 	}
 	for _, contended := range []bool{false, true} {
@@ -78,7 +98,7 @@ func TestOldServerRefused(t *testing.T) {
 				t.Fatalf("%s (contended %v) on Redis %s: no error", c.what, contended, version)
 			}
 			msg := err.Error()
-			if !errors.Is(err, script.ErrOldServer) || !strings.Contains(msg, "Redis "+version) || !strings.Contains(msg, "Redis "+script.MinVersion+" or later") {
+			if !errors.Is(err, c.public) || !strings.Contains(msg, "Redis "+version) || !strings.Contains(msg, "Redis "+script.MinVersion+" or later") {
 				t.Fatalf("%s (contended %v) on Redis %s: %v; want an error naming both versions", c.what, contended, version, err)
 			}
 			if d := time.Since(started); d > 2*time.Second {
@@ -122,6 +142,22 @@ func TestServerCheckedOnce(t *testing.T) {
 	// The admin's INFO commandstats is counted after it has run.
 	if !strings.Contains(stats, "cmdstat_info:calls=1,") {
 		t.Fatalf("want one INFO for three script calls:\n%s", stats)
+	}
+}
+
+// TestOldServerExported checks that every primitive package exports the
+// error of an old server under one name, the same value everywhere, so
+// that a caller can match it without importing an internal package.
+func TestOldServerExported(t *testing.T) {
+	err := fmt.Errorf("rlock: lock %q: %w", "x", &script.OldServerError{Version: "6.0.16"})
+	for pkg, public := range map[string]error{
+		"rlock": rlock.ErrOldServer, "rwlock": rwlock.ErrOldServer, "fairlock": fairlock.ErrOldServer,
+		"semaphore": semaphore.ErrOldServer, "latch": latch.ErrOldServer, "election": election.ErrOldServer,
+		"multilock": multilock.ErrOldServer,
+	} {
+		if public != script.ErrOldServer || !errors.Is(err, public) {
+			t.Errorf("%s.ErrOldServer = %v: not the value an old server's error matches", pkg, public)
+		}
 	}
 }
 

@@ -25,6 +25,10 @@ type LockKeys struct {
 	Patience time.Duration
 	Waiter   string // the prefix of the waiters' channels: Waiter + owner id
 	Channel  string // the release channel: "1" when a release leaves the lock free
+	// Others are the keys other kinds of primitive keep under the name
+	// (keyspace.Names.Others): the acquire does not take a free lock
+	// while one of them exists (WRONGTYPE). None: no check.
+	Others []string
 }
 
 // Acquired is the outcome of an acquire attempt.
@@ -96,7 +100,7 @@ type TakeArgs struct {
 // takes nothing, joins no line and is answered with exactly.Late's
 // error.
 func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) AcquireCmd {
-	keys := []string{k.Lock, k.Queue, k.Places + OwnerOf(a.ID), k.Fence}
+	keys := append([]string{k.Lock, k.Queue, k.Places + OwnerOf(a.ID), k.Fence}, k.Others...)
 	knows := ""
 	if a.Placed {
 		knows += "p"

@@ -28,6 +28,10 @@ type RWKeys struct {
 	ReadChannel   string // wakes waiting readers
 	WriterChannel string // wakes waiting writers
 	Fence         string // the fencing counter of write holds
+	// Others are the keys other kinds of primitive keep under the name
+	// (keyspace.Names.Others): an acquire writes nothing while the lock
+	// hash is absent and one of them exists (WRONGTYPE). None: no check.
+	Others []string
 }
 
 // ReaderKey is the read timeout key of hold id: its read lease. It is
@@ -99,7 +103,7 @@ type RWReadArgs struct {
 // time in milliseconds) changes nothing and is answered with
 // exactly.Late's error.
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Readers, k.Turn}
+	keys := append([]string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Readers, k.Turn}, k.Others...)
 	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), a.Deadline}
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, args...)}
 }
@@ -125,7 +129,7 @@ type RWWriteArgs struct {
 // with Upgrade. A copy that runs after a.Deadline changes nothing (see
 // RWReadTake).
 func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHoldsCmd {
-	keys := []string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Turn, k.Fence}
+	keys := append([]string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Turn, k.Fence}, k.Others...)
 	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), flag(a.Fencing), a.Deadline}
 	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, args...)}
 }

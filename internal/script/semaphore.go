@@ -18,6 +18,10 @@ var (
 type SemaphoreKeys struct {
 	Permits string // the permit count
 	Channel string // the notification channel
+	// Others are the keys other kinds of primitive keep under the name
+	// (keyspace.Names.Others): SetPermits and Release do not create a
+	// count while one of them exists (WRONGTYPE). None: no check.
+	Others []string
 }
 
 // Taken is the outcome of a counting semaphore acquire attempt.
@@ -69,7 +73,8 @@ func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, r Reque
 // reply is the available count afterwards. go-redis never resends it: the
 // caller retries a lost reply while the receipt lives (exactly.Once).
 func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Request, delta int64, sharded bool, settled []string) IntCmd {
-	return IntCmd{semaphoreRelease.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, r.Receipt), delta, flag(sharded), ms(r.TTL), r.Deadline)}
+	keys := plusSettled(settled, append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...)...)
+	return IntCmd{semaphoreRelease.run(ctx, c, keys, delta, flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua: set the permit count to
@@ -79,7 +84,8 @@ func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Reque
 // changes nothing. The reply is false when onlyNew found a count (nothing
 // changed). go-redis never resends it, as SemaphoreRelease.
 func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, onlyNew, sharded bool, settled []string) BoolCmd {
-	return BoolCmd{semaphoreSetPermits.run(ctx, c, plusSettled(settled, k.Permits, k.Channel, r.Receipt), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
+	keys := plusSettled(settled, append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...)...)
+	return BoolCmd{semaphoreSetPermits.run(ctx, c, keys, n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua: take every available permit,
