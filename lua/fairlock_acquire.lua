@@ -6,14 +6,11 @@
 -- KEYS[2]  waiter list: owner ids (a hold id's handle part), oldest first
 -- KEYS[3]  waiter deadlines: zset of owner ids, scored in server time (ms)
 -- KEYS[4]  fencing counter: the name's last token, kept for a lease
--- KEYS[5]  the owner's place: ("f": a grant takes a token) .. hold id ..
---          "#" .. ARGV[13] .. "/" .. its grant lease (ms, ARGV[7] or ARGV[4] if shorter),
---          how long it lives after a refused attempt or refresh and a
---          grant to it lasts: a dead waiter delays those behind that long
+-- KEYS[5]  the owner's place: ["f" (a grant takes a token)] hold id "#"
+--          ARGV[13] "/" grant lease (the shorter of ARGV[7] and ARGV[4]):
+--          how long it lives and a grant to it lasts
 -- KEYS[6]  election only: the owner's value key (its value while in line)
--- KEYS[6 or 7..] the keys other kinds of primitive keep under the name
---          (see part kind): nothing is written while the lock hash is
---          absent and one exists
+-- KEYS[6 or 7..] keys other kinds keep under the name (see part kind)
 -- ARGV[1]  hold id: "<owner id>:<n>", new for each wait, never reused
 -- ARGV[2]  lease in ms, and the fencing counter's lifetime
 -- ARGV[3]  "1": a first acquisition takes a fencing token
@@ -22,42 +19,37 @@
 -- ARGV[5]  wake-up channel prefix; ARGV[8] place prefix (+ owner id)
 -- ARGV[6]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
 -- ARGV[7]  grant lease in ms: the longest a grant lasts
--- ARGV[9]  the attempt's deadline, server time in ms: a copy run after it
---          (its caller gave up) or more than 10s before it (the client's
---          clock is off) changes nothing and answers 'LATE <server ms>'
+-- ARGV[9]  the attempt's deadline, server time in ms (see part late)
 -- ARGV[10..12] election only: the channel told "-1" of every change of
 --          leader; the candidate's value, kept in KEYS[6] for ARGV[4]
 --          while it waits; the value key prefix (+ owner id)
 -- ARGV[13] the attempt's number, which a grant's message names
 --
 -- A hold of ARGV[1] found here is this wait's own (ids are never reused):
--- a resend, or a grant not completed: reported, its lease re-armed.
--- Else the caller takes the lock only when it is free with nobody live
--- before it: a newcomer never barges in. Free with a live head (a lease
--- ran out), it is granted to the head as fairlock_unlock grants; heads
--- whose place lapsed (dead) are dropped first. The head's keys, known
--- only here, share the lock's hash tag; in a migrating slot one not yet
--- here fails MGET: TRYAGAIN, with only dead waiters dropped.
+-- a resend, or a grant not completed: reported, its lease re-armed. Else
+-- the caller takes the lock only when it is free with nobody live before
+-- it. Free with a live head (a lease ran out), it is granted to the head
+-- as fairlock_unlock grants; dead heads are dropped first. The head's
+-- keys share the lock's hash tag; in a migrating slot one not yet here
+-- fails MGET: TRYAGAIN, with only dead waiters dropped.
 --
--- Returns 1 for a first acquisition without a token (cheaper than a
--- table), {1, 1, token} when ARGV[1] holds, else {0, wait}: the holder's
--- remaining lease, -1 unknown. WRONGTYPE, with nothing written, for a
--- key of another type, a read-write lock's hash ('mode'), an election's
--- under a fair lock's name, another lock's (no '@value') as an election.
+-- Returns 1 for a first acquisition without a token, {1, 1, token} when
+-- ARGV[1] holds, else {0, wait}: the holder's remaining lease, -1
+-- unknown. WRONGTYPE, with nothing written, for a key of another type, a
+-- read-write lock's hash, an election's as a fair lock, a lock's without
+-- '@value' as an election.
 
 local lock, queue, timeouts, fence, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id, lease, fencing, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local grantLease, places, office, values = tonumber(ARGV[7]), ARGV[8], ARGV[10] or '', ARGV[12] ~= '' and ARGV[12] or nil
 local owner, publish = string.match(id, '^(.*):'), ARGV[6] == '1' and 'spublish' or 'publish'
-
 local deadline, window = tonumber(ARGV[9]), 10000
 -- part: late
 -- part: token
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
-  local others = office == '' and 6 or 7
-  local kinds = #KEYS - others + 1
+  local others, kinds = office == '' and 6 or 7, #KEYS - (office == '' and 5 or 6)
 -- part: kind
 end
 
@@ -91,8 +83,7 @@ local function give(who, fenced, ttl, value, valueKey)
   return token
 end
 
--- Dead waiters leave; read with an empty line too, so that a key of
--- another type fails here, before anything is written.
+-- Dead waiters leave (read from an empty line too: WRONGTYPE comes first).
 local dead = redis.call('zrangebyscore', timeouts, '-inf', now)
 for _, w in ipairs(dead) do
   redis.call('lrem', queue, 1, w)
@@ -106,8 +97,7 @@ while free and head and head ~= owner do
     return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node: ' .. got.err)
   end
   entry, headValue = got[1], got[2]
-  -- A place names a hold id of head's ("f" first for a token); one of a
-  -- version before hold ids (a mark) is passed over like a dead one.
+  -- A place before hold ids (a mark) is passed over like a dead one.
   local e = entry or ''
   if (string.find(e, head .. ':', 1, true) == 1 or string.find(e, 'f' .. head .. ':', 1, true) == 1) and string.find(e, '/%d+$') then
     break
@@ -124,8 +114,11 @@ if patience > 0 and not taking and not later() then
     redis.call('rpush', queue, owner)
   end
   local own = math.min(patience, grantLease)
-  redis.call('set', place, (fencing and 'f' or '') .. id .. '#' .. (ARGV[13] or '0') .. '/' .. own, 'px', own)
-  if office ~= '' then
+  local prev = redis.call('set', place, (fencing and 'f' or '') .. id .. '#' .. (ARGV[13] or '0') .. '/' .. own, 'px', own, 'get')
+  if placedLater(prev) then
+    -- Run late, after its wait gave up: a later wait's place stays.
+    redis.call('set', place, prev, 'px', own)
+  elseif office ~= '' then
     redis.call('set', KEYS[6], ARGV[11], 'px', patience)
   end
   -- The line lives as long as its longest-lived waiter.
@@ -146,8 +139,7 @@ if taking then
   local token = give(id, fencing, lease, ARGV[11], KEYS[6])
   return token == 0 and 1 or {1, 1, token}
 end
--- The hold id in the place begins with the owner id: a leading "f" asks
--- for a token (a host name may begin with f itself).
+-- A leading "f" asks for a token (a host name may begin with f itself).
 local body, own = string.match(entry, '^(.*)/(%d+)$')
 local fenced = string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
 local named = fenced and string.sub(body, 2) or body

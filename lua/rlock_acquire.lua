@@ -3,19 +3,12 @@
 -- KEYS[1]  lock hash: field = the holder's hold id, value = 1 (re-entry
 --          is counted in the process); '@token' the hold's fencing token,
 --          '@watched' a watcher's mark (see rlock_unlock)
--- KEYS[2]  waiter list: owner ids (the handle part of a hold id), oldest
---          first
--- KEYS[3]  the owner's place in line: a string that lives as long as the
---          waiter counts as live, holding the id of the hold it waits
---          for and, after '#', the number of its last refused attempt
---          (ARGV[7]), prefixed with "f" when a grant to it must take a
---          fencing token
--- KEYS[4]  fencing counter: the last token of the name, which expires a
---          lease (ARGV[2]) after it was taken; touched when ARGV[3] is "1"
--- KEYS[5..] the keys other kinds of primitive keep under the name (see
---          part kind): a free lock is not taken while one exists
--- ARGV[1]  hold id: "<owner id>:<n>", new for each wait of a handle and
---          never used again once the hold (or the wait) is given up
+-- KEYS[2]  waiter list: owner ids (a hold id's handle part), oldest first
+-- KEYS[3]  the owner's place in line, alive while the waiter is: ["f" (a
+--          grant to it takes a token)] hold id "#" ARGV[7]
+-- KEYS[4]  fencing counter: the name's last token, kept for a lease
+-- KEYS[5..] keys other kinds keep under the name (see part kind)
+-- ARGV[1]  hold id: "<owner id>:<n>", new for each wait, never reused
 -- ARGV[2]  lease in milliseconds, and the fencing counter's lifetime
 -- ARGV[3]  "1": take the next fencing token on a first acquisition, and
 --          have a grant to this waiter take one
@@ -24,17 +17,14 @@
 --          and its place lives ARGV[4] from now; "0" never joins (TryLock).
 --          Every rlock waiter has the same timeout, so the list lives as
 --          long as the newest place.
--- ARGV[5]  the attempt's deadline, server time in milliseconds (see
---          part late): a copy that runs later takes nothing
+-- ARGV[5]  the attempt's deadline, server time in ms (see part late)
 -- ARGV[6]  letters: "p": the owner may have a place in line (an earlier
 --          attempt of its wait was refused, or its outcome is unknown),
 --          which an acquisition gives up; without it the uncontended Lock
 --          runs no DEL. "w": a group of locks (package multilock) listens
 --          on the release channel: a refused attempt marks the holder's
 --          hold '@watched', so that its release is published there.
--- ARGV[7]  the attempt's number, higher than every earlier attempt's of
---          the handle: a grant names it (see rlock_unlock), so that a
---          waiter takes a grant's message only for its last attempt
+-- ARGV[7]  the attempt's number, which a grant's message names
 --
 -- Hold ids are never reused, so a hold of ARGV[1] found here is this
 -- wait's own: a resend of an attempt whose reply was lost, or a grant
@@ -43,19 +33,14 @@
 -- the hold's validity from this call. A hold the handle gave up has an
 -- id of its own and is another owner's to this attempt: it is waited for.
 --
--- A fencing token is taken as part token says; '@token' keeps it as long
--- as the hold lives.
---
 -- A free lock goes to the caller, whoever waits: a release never leaves it
 -- free while a live waiter is in line (it grants it to the first).
 --
--- Returns 1 for a first acquisition without a token (the common case: an
--- integer costs Redis less to make and send than a table), {1, 1, token}
--- when the caller holds the lock afterwards with a token, or {0, pttl}
--- when another hold has it (pttl -1 when the key has no expiry). A
--- read-write lock's hash (it has a 'mode') or an election's (it has
--- '@value') under the same name raises WRONGTYPE before anything is
--- written.
+-- Returns 1 for a first acquisition without a token (an integer costs
+-- Redis less than a table), {1, 1, token} when the caller holds the lock
+-- afterwards with a token, or {0, pttl} when another hold has it (pttl -1
+-- when the key has no expiry). A read-write lock's or an election's hash
+-- raises WRONGTYPE before anything is written.
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
@@ -106,9 +91,13 @@ end
 if patience > 0 and not later() then
   local entry = (fencing and 'f' or '') .. id .. '#' .. (ARGV[7] or '0')
   -- SET ... GET finds no earlier place only for an owner new to the line:
-  -- only then does it join the end.
-  if not redis.call('set', place, entry, 'px', patience, 'get') then
+  -- only then does it join the end. A place of a later wait of the handle
+  -- is put back: this attempt ran late, after its wait gave up.
+  local prev = redis.call('set', place, entry, 'px', patience, 'get')
+  if not prev then
     redis.call('rpush', queue, owner)
+  elseif placedLater(prev) then
+    redis.call('set', place, prev, 'px', patience)
   end
   redis.call('pexpire', queue, patience)
 end

@@ -90,8 +90,14 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return false, 0, err
 	}
 	held := t.Held(m)
-	sentFor, _ := ctx.Value(sentForKey{}).(*hold) // the hold a downgrade is sent for; nil for a new hold
-	fresh := sentFor == nil && t.current() == nil // id is a wait's, retired by any undo
+	// The hold the attempt is sent for: a downgrade's, or the current hold
+	// (a read-write lock's further read level, under its id); nil for a
+	// new hold. Its reply is applied to that hold only (see acquired).
+	sentFor, downgrade := ctx.Value(sentForKey{}).(*hold)
+	if !downgrade {
+		sentFor = t.current()
+	}
+	fresh := sentFor == nil // id is a wait's, retired by any undo
 	id := t.waitID(sentFor)
 	began := time.Now()
 	undo := func(ctx context.Context, g *Grant) {
@@ -113,16 +119,20 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	if !t.acquired(id, g.Levels, g.Token, sent, sentFor) {
 		// The hold ended while the script ran: the level it took is
-		// given back like any other the caller will not have.
+		// given back like any other the caller will not have, and the
+		// hold given up is not brought back. A downgrade fails with it;
+		// a further level is tried again, under an id of its own.
 		undo(ctx, &g)
-		return false, 0, errSentForEnded
+		if downgrade {
+			return false, 0, errSentForEnded
+		}
+		return false, 0, errs.ErrStaleReply
 	}
 	return true, 0, nil
 }
 
-// errSentForEnded is the error of an attempt made under a hold (a
-// downgrade) that ended while its script ran: the level it took is given
-// back, and the hold is not brought back.
+// errSentForEnded is the error of a downgrade whose hold ended while its
+// script ran.
 var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", errs.ErrLost)
 
 // Undo gives back the level of mode m that an acquisition with an unknown

@@ -96,6 +96,10 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
+	// A loss found meanwhile ended the hold without owing its levels (the
+	// release's outcome was still to come): whatever this release leaves
+	// of them is owed once it is settled (oweRest).
+	defer t.oweRest(h)
 	if err != nil {
 		t.abandon(h, m, true)
 		t.report(h, lost)
@@ -112,6 +116,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 		levels[m] = 0
 	case out.NotHeld:
 		if h != nil && levels[m] > 0 {
+			t.setLevel(h, m, 0) // not in Redis: nothing of it is owed
 			t.end(h, errs.ErrLost)
 		}
 		t.report(h, lost)
@@ -212,14 +217,36 @@ func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
 	if h == nil {
 		return
 	}
+	t.mu.Lock()
+	h.levels = levels
+	if levels[m] > 0 && t.cur == h {
+		h.wd.Touch(sent)
+	}
+	t.mu.Unlock()
 	if levels.Total() == 0 {
 		t.end(h, nil)
+	}
+}
+
+// setLevel records n levels of mode m for hold h.
+func (t *Tracker) setLevel(h *hold, m Mode, n int64) {
+	t.mu.Lock()
+	h.levels[m] = n
+	t.mu.Unlock()
+}
+
+// oweRest owes the release of every level hold h still counts, when h
+// ended while a release of it was in flight (see finish): the loss left
+// them to the release, which has settled now. The handle's next attempt
+// sends them first, as for any hold given up.
+func (t *Tracker) oweRest(h *hold) {
+	if h == nil {
 		return
 	}
 	t.mu.Lock()
-	h.levels = levels
-	if levels[m] > 0 {
-		h.wd.Touch(sent)
+	if t.cur != h && !h.releasing {
+		t.owe(h)
+		h.levels = Levels{}
 	}
 	t.mu.Unlock()
 }
@@ -246,7 +273,7 @@ func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
 		// level fewer and changes nothing.
 		t.owed = append(t.owed, owed{m, h.levels[m], h.id})
 	}
-	if !last && h.levels[m] > 0 {
+	if h.levels[m] > 0 {
 		h.levels[m]--
 		h.unsure[m] = 0
 	}

@@ -1,6 +1,7 @@
 package script_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -289,6 +290,30 @@ func TestRLockLateAttemptJoinsNoLine(t *testing.T) {
 		}
 		if res := take(t, rdb, k, "b:1", false, time.Minute); res.OK || rdb.LLen(ctx, k.Queue).Val() != 1 {
 			t.Fatalf("another handle's attempt = %+v, want refused and in line", res)
+		}
+	})
+}
+
+// An attempt of an earlier wait of a handle (hold id a:1), run late while
+// a later wait of the handle (a:2) is in line, leaves a:2's place as it
+// was: a grant then goes to a:2, the waiter that is really there.
+func TestRLockLateAttemptKeepsLaterPlace(t *testing.T) {
+	tiers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := t.Context()
+		k := lockKeys(redistest.UniqueName(t))
+		take(t, rdb, k, "b:1", false, 0)
+		if res := take(t, rdb, k, "a:2", false, time.Minute); res.OK {
+			t.Fatalf("a:2 = %+v, want refused and in line", res)
+		}
+		placed := rdb.Get(ctx, k.Places+"a").Val()
+		if res := take(t, rdb, k, "a:1", false, time.Minute); res.OK {
+			t.Fatalf("late attempt = %+v, want refused", res)
+		}
+		if got := rdb.Get(ctx, k.Places+"a").Val(); got != placed || !strings.HasPrefix(got, "a:2#") {
+			t.Fatalf("a's place after the late attempt = %q, want %q (a:2's)", got, placed)
+		}
+		if n := rdb.LLen(ctx, k.Queue).Val(); n != 1 {
+			t.Fatalf("the line has %d entries, want 1", n)
 		}
 	})
 }
