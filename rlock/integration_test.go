@@ -752,7 +752,7 @@ func servesOthers(t *testing.T, other *redis.Client, name string, handles []*rlo
 	// right after its first attempt. The handles above park in the
 	// same line, so the poll below may see one of theirs first; the
 	// longer the waiter takes to park, the more of their sections count.
-	if err := script.CheckServer(t.Context(), other, name); err != nil {
+	if err := script.CheckServer(t.Context(), other); err != nil {
 		t.Fatal(err)
 	}
 	waiter := rlock.New(other, name)

@@ -28,7 +28,7 @@ func CanPin(rdb redis.UniversalClient) bool {
 // It checks the server's version first (script.CheckServer), as a script
 // call on rdb does: a connection is not checked on its own.
 func PrimaryConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
-	if err := script.CheckServer(ctx, rdb, key); err != nil {
+	if err := script.CheckServer(ctx, rdb); err != nil {
 		return nil, err
 	}
 	switch c := rdb.(type) {

@@ -79,7 +79,7 @@ func (s *script) run(ctx context.Context, c Processor, keys []string, args ...an
 // exec is run; with retry, go-redis may resend the script, as it does a
 // script it runs (queue).
 func (s *script) exec(ctx context.Context, c Processor, retry bool, keys []string, args []any) *redis.Cmd {
-	if err := CheckServer(ctx, c, firstKey(keys)); err != nil {
+	if err := CheckServer(ctx, c); err != nil {
 		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 		cmd.SetErr(err) // a server too old: nothing is sent (see MinVersion)
 		return cmd
@@ -206,7 +206,7 @@ func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, arg
 			return s.exec(ctx, p, true, keys, args)
 		}
 	}
-	if err := CheckServer(ctx, c, firstKey(keys)); err != nil {
+	if err := CheckServer(ctx, c); err != nil {
 		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
 		cmd.SetErr(err)
 		return cmd
@@ -221,13 +221,4 @@ func evalArgs(verb, script string, keys []string, args []any) []any {
 		out = append(out, k)
 	}
 	return append(out, args...)
-}
-
-// firstKey is the key that routes the version check of a script called
-// with keys (see CheckServer); every script of package lua has one.
-func firstKey(keys []string) string {
-	if len(keys) == 0 {
-		return "redisync"
-	}
-	return keys[0]
 }

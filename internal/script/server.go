@@ -86,12 +86,12 @@ func weakKey[T any](c *T) (any, func()) {
 
 // CheckServer returns an *OldServerError when the server behind c is older
 // than MinVersion, and nil otherwise. It asks the server once per client,
-// on its first script call, with a script routed by the key route (see versionSrc),
+// on its first script call, with a script (see versionSrc),
 // and keeps the answer for as long as the client lives; later calls cost
 // a map lookup. A server that refuses the script (an ACL rule) is taken as
 // recent enough; a check that got no answer (a network error, ctx ended)
 // is made again by the next call.
-func CheckServer(ctx context.Context, c any, route string) error {
+func CheckServer(ctx context.Context, c any) error {
 	key, forget, ok := checkKey(c)
 	if !ok {
 		return nil
@@ -103,7 +103,7 @@ func CheckServer(ctx context.Context, c any, route string) error {
 	if v, loaded := checked.LoadOrStore(key, sc); loaded {
 		return v.(*serverCheck).wait(ctx)
 	}
-	version, err := serverVersion(ctx, c.(Processor), route)
+	version, err := serverVersion(ctx, c.(Processor))
 	var reply redis.Error
 	switch {
 	case err == nil:
@@ -135,26 +135,25 @@ func (sc *serverCheck) wait(ctx context.Context) error {
 // scripts with keys but closes the connection on INFO, and an ACL rule
 // may refuse INFO. redis.REDIS_VERSION exists from Redis 7.0 (and in
 // every Valkey); on an older server the script falls back to INFO inside
-// Lua, which a proxy does not see. It reads no key: the key only routes
-// it (to the node that serves the caller's key, on a cluster or behind a
-// proxy). It changes nothing, so it is no state change of package lua.
+// Lua, which a proxy does not see. It changes nothing, so it is no state
+// change of package lua.
 const versionSrc = `if redis.REDIS_VERSION then return redis.REDIS_VERSION end
 local ok, info = pcall(redis.call, 'INFO', 'server')
 return ok and string.match(info, 'redis_version:([%w%.%-]+)') or ''`
 
-var versionScript = redis.NewScript(versionSrc)
+// versionKey routes the version check: a key no primitive uses, which
+// the script does not read, so that the check is never taken for a call
+// on a primitive's keys (a lost reply, a cost counted per key).
+const versionKey = "redisync:version"
 
 // serverVersion returns the server's version ("" when it does not say:
 // such a server is not refused). The command is sent once: a lost reply
-// makes the next call ask again, not go-redis.
-func serverVersion(ctx context.Context, c Processor, key string) (string, error) {
+// makes the next call ask again, not go-redis. It is sent as EVAL, with
+// its source: once per client, it is not worth a NOSCRIPT round trip.
+func serverVersion(ctx context.Context, c Processor) (string, error) {
 	// Bounded by ctx on any client (Process): a caller's deadline holds
 	// while the server does not answer, as for the script itself.
-	cmd := Process(ctx, c, "evalsha", versionScript.Hash(), 1, key)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = Process(ctx, c, "eval", versionSrc, 1, key)
-	}
-	return cmd.Text()
+	return Process(ctx, c, "eval", versionSrc, 1, versionKey).Text()
 }
 
 // tooOld returns an *OldServerError when version (major.minor.patch) is
