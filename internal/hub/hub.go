@@ -61,6 +61,7 @@ const Linger = 100 * time.Millisecond
 type Hub struct {
 	rdb     redis.UniversalClient
 	sharded bool
+	mode    *mode // whether its waiters poll instead (see Polls)
 
 	mu   sync.Mutex // protects everything below and every conn's, node's and channel's tables
 	conn *conn      // unsharded: the connection, while open or lingering
@@ -81,7 +82,7 @@ func New(rdb redis.UniversalClient, sharded bool) *Hub {
 	if rdb == nil {
 		panic("pubsub: New with nil redis client")
 	}
-	h := &Hub{rdb: rdb, sharded: sharded}
+	h := &Hub{rdb: rdb, sharded: sharded, mode: modeOf(rdb)}
 	if sharded {
 		cc, ok := rdb.(*redis.ClusterClient)
 		if !ok {
@@ -128,7 +129,14 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 
 // SubscribeNeeding is Subscribe for a waiter that can proceed only when a
 // message announces at least need free units (need >= 1).
+//
+// On a client whose waiters poll (see Polls) it returns ErrRefused at
+// once, and also when the server refuses the subscription while the
+// waiter waits for its confirmation.
 func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Subscription, error) {
+	if h.Polls() {
+		return nil, ErrRefused
+	}
 	if h.sharded {
 		return h.subscribeSharded(ctx, name, need)
 	}
@@ -160,6 +168,9 @@ func (s *Subscription) await(ctx context.Context, confirmed <-chan struct{}) (*S
 	select {
 	case <-confirmed:
 		return s, nil
+	case <-s.hub.mode.refusedC:
+		s.Close()
+		return nil, ErrRefused
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()
