@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -67,8 +69,16 @@ func (c *connFlags) open(ctx context.Context) (*target, error) {
 	if err := t.client().Ping(pctx).Err(); err != nil {
 		t.close()
 		hint := "is it running? --redis URL or --cluster host:port,... chooses another"
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			hint = "interrupted"
+		case errors.Is(err, io.EOF):
+			// Reached, then dropped at the handshake: go-redis opens
+			// every connection with HELLO, which a proxy without it
+			// (twemproxy) answers by closing the connection.
+			hint = "closed at the first command, as a proxy such as twemproxy closes it on HELLO; " +
+				"the redisync command reads with TIME, SCAN and PUBSUB NUMSUB, which such a proxy refuses too: " +
+				"point --redis at the server behind the proxy"
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w (%s)", t.desc, err, hint)
 	}
