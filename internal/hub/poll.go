@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"weak"
@@ -124,7 +125,9 @@ func (r *refusal) refused(ctx context.Context, rdb redis.UniversalClient, err er
 	var reply redis.Error
 	switch {
 	case errors.As(err, &reply):
-		return true
+		// Not every error reply: a server still loading its data, say,
+		// refuses for a moment only.
+		return refusedReply(reply.Error())
 	case ctx.Err() != nil || isTimeout(err) || isDial(err):
 		return false
 	}
@@ -135,6 +138,14 @@ func (r *refusal) refused(ctx context.Context, rdb redis.UniversalClient, err er
 	pctx, cancel := context.WithTimeout(ctx, healthInterval)
 	defer cancel()
 	return rdb.Ping(pctx).Err() == nil
+}
+
+// refusedReply reports whether an error reply to SSUBSCRIBE refuses it
+// for good: the user has no rights to the command or the channel, or the
+// server does not know the command. Redirections and a cluster that is
+// down are answered by placing the channel again.
+func refusedReply(msg string) bool {
+	return strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR unknown command")
 }
 
 // isDial reports whether err is a failure to reach the server at all.
