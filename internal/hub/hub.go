@@ -41,6 +41,20 @@
 // reaches nobody; one read by a later waiter that joined it was maybe
 // published for an earlier one (a wake-up then costs one attempt, and a
 // grant names the hold id and the attempt it answers).
+//
+// Where subscriptions are refused (poll.go), a client's waiters poll. The
+// decision is the client's, not a waiter's or a handle's: the hub is per
+// client, and so is what refuses (a proxy in front of the server, the
+// ACL user the client logs in as). It is found once in the client's life,
+// from the hub's first subscription: an error reply of NOPERM or "unknown
+// command", or, before any confirmation, the connection closed twice by
+// the other end while a PING on the client's ordinary connections
+// answers (twemproxy closes the connection on a command it does not
+// know). Poll (a primitive's WithoutPubSub) sets it without a refused
+// subscription. Its waiters then ask Redis every Jittered interval;
+// releases still publish (with redis.pcall, which a refusal cannot fail)
+// and still grant the lock to the first waiter in line in Redis, where
+// the waiter's next attempt finds it.
 package hub
 
 import (
