@@ -429,11 +429,12 @@ func (w *waiter) subscribeLimit(wait time.Duration) time.Duration {
 }
 
 // sleep is how long the waiter sleeps before it attempts again: bound,
-// and, for a waiter that polls, at most a jittered poll interval, since
-// no notification will wake it (a release's grant waits in Redis for its
-// next attempt).
+// and, for a waiter that polls and was refused, at most a jittered poll
+// interval, since no notification will wake it (a release's grant waits
+// in Redis for its next attempt). After a transient error the backoff
+// stands: polling a server that does not answer helps nobody.
 func (w *waiter) sleep(wait time.Duration) time.Duration {
-	if w.polls {
+	if w.polls && w.lastErr == nil {
 		return min(w.bound(wait), hub.Jittered())
 	}
 	return w.bound(wait)
