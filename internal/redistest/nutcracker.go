@@ -28,6 +28,8 @@ type Nutcracker struct {
 	port int
 	cmd  *exec.Cmd
 	done chan struct{}
+	log  string // its log file
+	dir  string // removed by Close (LaunchNutcracker)
 }
 
 // StartNutcracker starts nutcracker on a free loopback port with a
@@ -36,34 +38,71 @@ type Nutcracker struct {
 // the binary it skips t, or fails it under REDISYNC_REQUIRE_REDIS=1.
 func StartNutcracker(t testing.TB, s *Server) *Nutcracker {
 	t.Helper()
-	bin := envOr(NutcrackerEnv, "nutcracker")
+	bin := NutcrackerBin()
 	if _, err := exec.LookPath(bin); err != nil {
 		if os.Getenv(RequireEnv) == "1" {
 			t.Fatalf("redistest: %s=1 but %s is not found; install the Debian package nutcracker or set %s", RequireEnv, bin, NutcrackerEnv)
 		}
 		t.Skipf("%s not installed; install the Debian package nutcracker or set %s (proxy tests)", bin, NutcrackerEnv)
 	}
-	dir := t.TempDir()
+	n, err := launchNutcracker(bin, t.TempDir(), s.Addr())
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() {
+		n.stop()
+		if t.Failed() {
+			// Which commands it refused, and when it closed connections.
+			t.Logf("nutcracker log:\n%s", readTail(n.log, 0))
+		}
+	})
+	return n
+}
+
+// NutcrackerBin returns the twemproxy binary the helpers start:
+// $REDISYNC_NUTCRACKER, or nutcracker.
+func NutcrackerBin() string { return envOr(NutcrackerEnv, "nutcracker") }
+
+// LaunchNutcracker is StartNutcracker for a program (the bench module):
+// nutcracker in front of server ("host:port" on loopback), in a directory
+// of its own that Close removes.
+func LaunchNutcracker(server string) (*Nutcracker, error) {
+	dir, err := os.MkdirTemp("", "redistest-nutcracker-")
+	if err != nil {
+		return nil, err
+	}
+	n, err := launchNutcracker(NutcrackerBin(), dir, server)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	n.dir = dir
+	return n, nil
+}
+
+// Close stops a nutcracker of LaunchNutcracker and removes its directory.
+func (n *Nutcracker) Close() {
+	n.stop()
+	if n.dir != "" {
+		_ = os.RemoveAll(n.dir)
+	}
+}
+
+// launchNutcracker starts bin with a configuration in dir, trying fresh
+// ports when the chosen one turns out to be taken.
+func launchNutcracker(bin, dir, server string) (*Nutcracker, error) {
 	var lastErr error
 	for range startAttempts {
-		n, err := launchNutcracker(bin, dir, s.Addr())
+		n, err := launchNutcrackerOnce(bin, dir, server)
 		if err == nil {
-			t.Cleanup(func() {
-				n.stop()
-				if t.Failed() {
-					// Which commands it refused, and when it closed connections.
-					t.Logf("nutcracker log:\n%s", readTail(filepath.Join(dir, "nutcracker.log"), 0))
-				}
-			})
-			return n
+			return n, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("redistest: %v", lastErr)
-	return nil
+	return nil, lastErr
 }
 
-func launchNutcracker(bin, dir, server string) (*Nutcracker, error) {
+func launchNutcrackerOnce(bin, dir, server string) (*Nutcracker, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -93,7 +132,7 @@ func launchNutcracker(bin, dir, server string) (*Nutcracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	n := &Nutcracker{port: port, cmd: cmd, done: make(chan struct{})}
+	n := &Nutcracker{port: port, cmd: cmd, done: make(chan struct{}), log: filepath.Join(dir, "nutcracker.log")}
 	go func() {
 		_ = cmd.Wait()
 		close(n.done)
