@@ -35,9 +35,9 @@ func Jittered() time.Duration {
 
 // mode is whether the waiters of one go-redis client poll: forced by
 // Poll, or found when the server refused the hub's first subscription
-// (see refusal). It outlives the
-// hubs of the client (a hub is made anew after its client was idle, see
-// package perclient), so a client is probed once in its life.
+// (see refusal). It outlives the hubs of the client (a hub is made anew
+// after its client was idle, see package perclient), so a client finds
+// it out once in its life.
 type mode struct {
 	mu       sync.Mutex // guards refused and forced
 	refused  bool
@@ -76,10 +76,11 @@ func weakMode[T any](c *T) *mode {
 	return m.(*mode)
 }
 
-// Poll makes every waiter on rdb poll, without probing the server: for a
+// Poll makes every waiter on rdb poll without subscribing first: for a
 // deployment known to refuse subscriptions (a proxy without pub/sub, an
 // ACL user without channels), so that no waiter spends a subscription,
-// and the wait for its refusal, finding it out. It does no I/O and cannot be undone for rdb.
+// and the wait for its refusal, finding it out. It does no I/O and cannot
+// be undone for rdb.
 func Poll(rdb redis.UniversalClient) {
 	m := modeOf(rdb)
 	m.mu.Lock()
@@ -140,8 +141,8 @@ func (r *refusal) refused(ctx context.Context, rdb redis.UniversalClient, err er
 	return rdb.Ping(pctx).Err() == nil
 }
 
-// refusedReply reports whether an error reply to SSUBSCRIBE refuses it
-// for good: the user has no rights to the command or the channel, or the
+// refusedReply reports whether an error reply to SUBSCRIBE or SSUBSCRIBE
+// refuses it for good: the user has no rights to the command or the channel, or the
 // server does not know the command. Redirections and a cluster that is
 // down are answered by placing the channel again.
 func refusedReply(msg string) bool {
