@@ -117,8 +117,8 @@ return 1`)
 // client, returns when the message arrives. Measured from the script call
 // to the waiter's return, as many times as a library's handoffs.
 func bareGrants(ctx context.Context, e *env) ([]time.Duration, error) {
-	a, _ := e.client()
-	b, _ := e.client()
+	a, _ := e.clientAt(e.direct)
+	b, _ := e.clientAt(e.direct)
 	key, channel := "bench:bare-grant", "bench:bare-grant:chan"
 	ps := b.Subscribe(ctx, channel)
 	defer ps.Close()

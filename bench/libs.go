@@ -173,10 +173,17 @@ func redisyncParked(ctx context.Context, ctl *redis.Client, key string) error {
 		if len(line) == 0 {
 			return false
 		}
+		if proxied {
+			return true // in line, and polling: nothing subscribes
+		}
 		ch := tag + ":chan:" + line[0]
 		return ctl.PubSubNumSub(ctx, ch).Val()[ch] > 0
 	})
 }
+
+// proxied is -proxy: the libraries reach the server through twemproxy,
+// which refuses subscriptions, so a parked redisync waiter is one in line.
+var proxied bool
 
 // redsyncLocker is a redsync mutex with default options, except that it
 // retries until ctx is done instead of giving up after 32 tries.

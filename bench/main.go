@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 // config holds the flags.
@@ -61,6 +63,7 @@ type config struct {
 	page           string   // -page: write the Markdown page here
 	section        string   // -section: write the opt-in scenarios' tables into this page's section
 	note           string   // -note: a remark printed on the page
+	proxy          bool     // -proxy: every library through twemproxy
 	args           []string // the command-line arguments, for the page
 }
 
@@ -93,6 +96,7 @@ func (c *config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.section, "section", "", "write the tables of the opt-in scenarios (features) into the \"Server features\" section of this `file` (e.g. ../docs/benchmarks.md), replacing this server's part")
 	fs.StringVar(&c.page, "page", "", "also write the results as a Markdown page to this `file` (e.g. ../docs/benchmarks.md), with the machine, server, commit, date and command")
 	fs.StringVar(&c.note, "note", "", "a remark about the circumstances of the run, printed on the page")
+	fs.BoolVar(&c.proxy, "proxy", false, "run every library through twemproxy (nutcracker, which must be installed) in front of the server: pub/sub is refused, so redisync's waiters poll; libraries on clients of their own (rueidislock) cannot pass it")
 }
 
 // scenario is one named benchmark producing one table.
@@ -120,9 +124,12 @@ var scenarios = []scenario{
 // env is what a scenario runs in.
 type env struct {
 	cfg  config
-	addr string
-	ctl  *redis.Client // observes the server; its commands are not counted
-	out  io.Writer
+	addr string // where the libraries' clients connect: the server, or the proxy (-proxy)
+	// direct is the server's own address: the bare grant needs pub/sub,
+	// which a proxy refuses.
+	direct string
+	ctl    *redis.Client // observes the server; its commands are not counted
+	out    io.Writer
 
 	mu      sync.Mutex
 	clients []*redis.Client // closed at the end of each scenario
@@ -136,7 +143,13 @@ func (e *env) client() (*redis.Client, *counter) { return e.clientAt(e.addr) }
 
 // clientAt is client for the server at addr (a scenario may start more).
 func (e *env) clientAt(addr string) (*redis.Client, *counter) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolTimeout: time.Minute})
+	opt := &redis.Options{Addr: addr, PoolTimeout: time.Minute}
+	if e.cfg.proxy && addr == e.addr {
+		// twemproxy closes the connection on go-redis's HELLO and
+		// CLIENT SETINFO: answer the one, skip the other.
+		opt.Protocol, opt.DisableIdentity, opt.Dialer = 2, true, redistest.HelloAnswering(nil)
+	}
+	rdb := redis.NewClient(opt)
 	c := &counter{}
 	rdb.AddHook(c)
 	e.mu.Lock()
@@ -224,7 +237,16 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer srv.stop()
-	e := &env{cfg: cfg, addr: srv.addr, out: out, results: make(map[string]float64)}
+	e := &env{cfg: cfg, addr: srv.addr, direct: srv.addr, out: out, results: make(map[string]float64)}
+	if cfg.proxy {
+		proxied = true
+		nc, err := redistest.LaunchNutcracker(srv.addr)
+		if err != nil {
+			return fmt.Errorf("-proxy: %w", err)
+		}
+		defer nc.Close()
+		e.addr = nc.Addr()
+	}
 	e.ctl = redis.NewClient(&redis.Options{Addr: srv.addr})
 	defer e.ctl.Close()
 	m, err := header(ctx, e)
@@ -290,6 +312,9 @@ func header(ctx context.Context, e *env) (machine, error) {
 	fmt.Fprintf(e.out, "- %s; %s on loopback %s, persistence off; median PING round trip %s\n",
 		m.goVersion, m.server, m.addr, dur(m.rtt))
 	fmt.Fprintf(e.out, "- command: %s\n", commandLine(e.cfg.args))
+	if e.cfg.proxy {
+		fmt.Fprintf(e.out, "- every library through twemproxy (nutcracker) at %s; the bare grant on the server itself\n", e.addr)
+	}
 	return m, nil
 }
 

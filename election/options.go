@@ -76,3 +76,13 @@ func newConfig(opts []Option) config {
 	}
 	return cfg
 }
+
+// WithoutPubSub makes every waiter on the handle's Redis client ask
+// Redis whether it may proceed about every 25ms (jittered) instead of
+// subscribing to grant notifications: for a proxy without pub/sub (twemproxy) or an ACL
+// user without channel rights, without first finding out that the server
+// refuses subscriptions. It is a setting of the client, not of the
+// handle: the waiters of every handle on one client share its subscriptions,
+// so from New on every waiter on that client polls. The default is to
+// subscribe, and to poll from the first subscription the server refuses.
+func WithoutPubSub() Option { return keep(hold.NoPubSub()) }

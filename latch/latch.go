@@ -11,6 +11,7 @@ import (
 
 	"github.com/redisync/redisync/internal/errs"
 
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/keyspace"
 
 	"github.com/redisync/redisync/internal/perclient"
@@ -77,13 +78,17 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Latch {
 		panic("latch: New with empty latch name")
 	}
 	n := keyspace.NewNames(name)
+	cfg := newConfig(opts)
+	if cfg.noPubSub {
+		hub.Poll(rdb) // a setting of the client, whose waiters share one hub
+	}
 	return &Latch{
 		rdb:     rdb,
 		name:    name,
 		names:   n,
 		keys:    script.LatchKeys{Count: n.Latch(), Channel: n.LatchChannel()},
 		sharded: perclient.Sharded(rdb),
-		cfg:     newConfig(opts),
+		cfg:     cfg,
 		probe:   wait.NewProbe(rdb, "latch", name),
 	}
 }

@@ -16,6 +16,7 @@ type Option func(*config)
 
 type config struct {
 	pollInterval time.Duration
+	noPubSub     bool // WithoutPubSub
 }
 
 func newConfig(opts []Option) config {
@@ -36,3 +37,13 @@ func WithPollInterval(d time.Duration) Option {
 	}
 	return func(c *config) { c.pollInterval = d }
 }
+
+// WithoutPubSub makes every waiter on the handle's Redis client ask
+// Redis whether it may proceed about every 25ms (jittered) instead of
+// subscribing to release notifications: for a proxy without pub/sub (twemproxy) or an ACL
+// user without channel rights, without first finding out that the server
+// refuses subscriptions. It is a setting of the client, not of the
+// handle: the waiters of every handle on one client share its subscriptions,
+// so from New on every waiter on that client polls. The default is to
+// subscribe, and to poll from the first subscription the server refuses.
+func WithoutPubSub() Option { return func(c *config) { c.noPubSub = true } }

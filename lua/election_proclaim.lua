@@ -41,6 +41,6 @@ if seq == said then
 end
 redis.call('hset', lock, '@value', value, '@said', ARGV[3])
 if state[4] ~= value then
-  redis.call(sharded and 'spublish' or 'publish', channel, '-1')
+  redis.pcall(sharded and 'spublish' or 'publish', channel, '-1')
 end
 return 1

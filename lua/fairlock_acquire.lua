@@ -78,7 +78,7 @@ local function give(who, fenced, ttl, value, valueKey)
   if office ~= '' then
     redis.call('hset', lock, '@value', value or '')
     redis.call('del', valueKey)
-    redis.call(publish, office, '-1')
+    redis.pcall(publish, office, '-1')
   end
   return token
 end
@@ -145,5 +145,5 @@ local fenced = string.sub(body, 1, #head + 2) == 'f' .. head .. ':'
 local named = fenced and string.sub(body, 2) or body
 own = math.min(grantLease, tonumber(own))
 local token = give(string.match(named, '^(.*)#%d+$') or named, fenced, own, headValue, (values or '') .. head)
-redis.call(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, named))
+redis.pcall(publish, ARGV[5] .. head, string.format('h%.0f:%s', token, named))
 return {0, own}

@@ -47,12 +47,12 @@ if #fields > 0 then
   deleted = 1
   redis.call('del', lock)
   if office ~= '' then
-    redis.call(publish, office, '-1')
+    redis.pcall(publish, office, '-1')
   end
 end
 local head = redis.call('lindex', queue, 0)
 if head then
-  redis.call(publish, ARGV[1] .. head, '1')
+  redis.pcall(publish, ARGV[1] .. head, '1')
 end
 redis.call('set', receipt, deleted, 'px', ttl)
 return deleted

@@ -57,6 +57,6 @@ if KEYS[5] then
 end
 local head = redis.call('lindex', queue, 0)
 if head and head ~= first and redis.call('exists', lock) == 0 then
-  redis.call(ARGV[3] == '1' and 'spublish' or 'publish', ARGV[2] .. head, '1')
+  redis.pcall(ARGV[3] == '1' and 'spublish' or 'publish', ARGV[2] .. head, '1')
 end
 return 1

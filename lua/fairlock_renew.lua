@@ -35,6 +35,6 @@ for _, field in ipairs(redis.call('hkeys', lock)) do
 end
 local head = redis.call('lindex', queue, 0)
 if head and head ~= first and redis.call('exists', lock) == 0 then
-  redis.call(ARGV[4] == '1' and 'spublish' or 'publish', ARGV[3] .. head, '1')
+  redis.pcall(ARGV[4] == '1' and 'spublish' or 'publish', ARGV[3] .. head, '1')
 end
 return 0

@@ -54,7 +54,7 @@ end
 if not redis.call('lindex', queue, 0) then
   redis.call('del', lock)
   if office ~= '' then
-    redis.call(publish, office, '-1')
+    redis.pcall(publish, office, '-1')
   end
   return 0
 end
@@ -93,11 +93,11 @@ while head do
       redis.call('hset', lock, grantee, 1)
     end
     redis.call('pexpire', lock, math.min(grantLease, tonumber(own)))
-    redis.call(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, named))
+    redis.pcall(publish, ARGV[3] .. head, string.format('h%.0f:%s', token, named))
     if office ~= '' then
       redis.call('hset', lock, '@value', got[2] or '')
       redis.call('del', values .. head)
-      redis.call(publish, office, '-1')
+      redis.pcall(publish, office, '-1')
     end
     return {0, grantee, token, attempt}
   end
@@ -107,6 +107,6 @@ end
 
 redis.call('del', lock)
 if office ~= '' then
-  redis.call(publish, office, '-1')
+  redis.pcall(publish, office, '-1')
 end
 return {0}

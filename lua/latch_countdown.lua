@@ -45,7 +45,7 @@ end
 local left = redis.call('decr', count)
 if left == 0 then
   redis.call('del', count)
-  redis.call(ARGV[1] == '1' and 'spublish' or 'publish', channel, '-1')
+  redis.pcall(ARGV[1] == '1' and 'spublish' or 'publish', channel, '-1')
 end
 redis.call('set', receipt, left, 'px', deadline - now + ttl)
 return left

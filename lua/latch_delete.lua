@@ -42,6 +42,6 @@ if not raw then
   return 0
 end
 redis.call('del', count)
-redis.call(ARGV[1] == '1' and 'spublish' or 'publish', channel, '-1')
+redis.pcall(ARGV[1] == '1' and 'spublish' or 'publish', channel, '-1')
 redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 return 1

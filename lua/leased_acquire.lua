@@ -54,6 +54,6 @@ end
 redis.call('zadd', leases, now + lease, id)
 available = available - 1
 if reclaimed > 0 and available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return {1, 0}

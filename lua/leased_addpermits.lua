@@ -65,6 +65,6 @@ end
 local available = total - redis.call('zcard', leases)
 
 if ((added and delta > 0) or reclaimed > 0) and available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return available

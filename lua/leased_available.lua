@@ -22,6 +22,6 @@ local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 local available = total - redis.call('zcard', leases)
 
 if reclaimed > 0 and available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return available

@@ -26,6 +26,6 @@ local released = redis.call('zrem', leases, id)
 local available = total - redis.call('zcard', leases)
 
 if (released > 0 or reclaimed > 0) and available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return released

@@ -26,7 +26,7 @@ local reclaimed = redis.call('zremrangebyscore', leases, '-inf', now)
 if reclaimed > 0 then
   local available = total - redis.call('zcard', leases)
   if available > 0 then
-    redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+    redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
   end
 end
 

@@ -65,6 +65,6 @@ end
 
 local available = total - acquired
 if available > 0 and (available > before or reclaimed > 0) then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return set

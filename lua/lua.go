@@ -18,6 +18,14 @@
 // not called, so a script reads top to bottom (part token defines a local
 // function, takeToken, which the script calls where a hold takes a token).
 //
+// Every notification (PUBLISH, SPUBLISH) is made with redis.pcall, after
+// the script's changes: a server that refuses it (an ACL user without
+// channel rights, whose PUBLISH raises "can't publish to the channel")
+// would otherwise fail the script after its writes, reporting a release
+// that happened as failed. Waiters that cannot subscribe poll instead
+// (see internal/wait), so a notification nobody can hear costs nothing
+// but itself.
+//
 // The library runs them itself; nothing here needs to be called to use it.
 // [Source] returns one script's text, and [Scripts] holds them all.
 package lua

@@ -44,8 +44,8 @@ redis.call('del', lock)
 local publish = sharded and 'spublish' or 'publish'
 local head = redis.call('lindex', queue, 0)
 if head then
-  redis.call(publish, prefix .. head, '1')
+  redis.pcall(publish, prefix .. head, '1')
 end
-redis.call(publish, channel, '1')
+redis.pcall(publish, channel, '1')
 redis.call('set', receipt, 1, 'px', ttl)
 return 1

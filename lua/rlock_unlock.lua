@@ -86,7 +86,7 @@ while head do
       redis.call('hset', lock, '@watched', watched)
     end
     redis.call('pexpire', lock, grantLease)
-    redis.call(publish, prefix .. head, string.format('h%.0f:%s', token, named))
+    redis.pcall(publish, prefix .. head, string.format('h%.0f:%s', token, named))
     return {0, grantee, token, attempt}
   end
   head = redis.call('lpop', queue)
@@ -94,6 +94,6 @@ end
 
 redis.call('del', lock)
 if watched then
-  redis.call(publish, channel, '1')
+  redis.pcall(publish, channel, '1')
 end
 return 0

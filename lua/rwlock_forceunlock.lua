@@ -53,8 +53,8 @@ if #fields == 0 then
   -- A free lock may still hold waiters back: readers whose turn it is
   -- (a crashed one's for up to its patience) or announcements.
   if redis.call('del', writers, readers, turn) > 0 then
-    redis.call(publish, rchannel, '-1')
-    redis.call(publish, wchannel, '1')
+    redis.pcall(publish, rchannel, '-1')
+    redis.pcall(publish, wchannel, '1')
   end
   redis.call('set', receipt, 0, 'px', ttl)
   return 0
@@ -65,7 +65,7 @@ for _, field in ipairs(fields) do
   end
 end
 redis.call('del', lock, writers, readers, turn)
-redis.call(publish, rchannel, '-1')
-redis.call(publish, wchannel, '1')
+redis.pcall(publish, rchannel, '-1')
+redis.pcall(publish, wchannel, '1')
 redis.call('set', receipt, 1, 'px', ttl)
 return 1

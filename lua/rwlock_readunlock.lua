@@ -77,5 +77,5 @@ if longest > 0 then
 end
 
 redis.call('del', lock)
-redis.call(ARGV[3] == '1' and 'spublish' or 'publish', channel, '1')
+redis.pcall(ARGV[3] == '1' and 'spublish' or 'publish', channel, '1')
 return {1, 0, 0}

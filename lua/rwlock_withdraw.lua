@@ -37,7 +37,7 @@ if not writer then
   local waited = redis.call('zrem', readers, owner)
   if redis.call('zrem', turn, owner) == 1 then
     if redis.call('exists', turn) == 0 then
-      redis.call(publish, wchannel, '1')
+      redis.pcall(publish, wchannel, '1')
     end
     return 1
   end
@@ -49,6 +49,6 @@ if redis.call('zrem', writers, owner) == 0 then
 end
 redis.call('zremrangebyscore', writers, '-inf', now)
 if redis.call('zcard', writers) == 0 then
-  redis.call(publish, rchannel, '-1')
+  redis.pcall(publish, rchannel, '-1')
 end
 return 1

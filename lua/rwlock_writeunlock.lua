@@ -61,6 +61,6 @@ else
   redis.call('del', lock)
 end
 local publish = ARGV[2] == '1' and 'spublish' or 'publish'
-redis.call(publish, rchannel, '-1')
-redis.call(publish, wchannel, '1')
+redis.pcall(publish, rchannel, '-1')
+redis.pcall(publish, wchannel, '1')
 return {1, reads, 0}

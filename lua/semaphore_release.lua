@@ -70,6 +70,6 @@ local window = tonumber(ttl)
 local available = redis.call('incrby', permits, ARGV[1])
 redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 if delta > 0 and available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return available

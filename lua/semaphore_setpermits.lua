@@ -69,6 +69,6 @@ end
 redis.call('set', permits, ARGV[1])
 redis.call('set', receipt, '1', 'px', deadline - now + ttl)
 if n > 0 and n > old then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(n, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(n, 1000000))
 end
 return 1

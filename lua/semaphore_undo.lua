@@ -46,6 +46,6 @@ end
 
 local available = redis.call('incrby', permits, seen)
 if available > 0 then
-  redis.call(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
+  redis.pcall(sharded and 'spublish' or 'publish', channel, math.min(available, 1000000))
 end
 return tonumber(seen)

@@ -48,6 +48,17 @@
 //
 // Standalone and Sentinel clients use one go-redis PubSub for the whole
 // client, whose reconnection suits them.
+//
+// # Where subscriptions are refused
+//
+// A proxy without pub/sub (twemproxy closes the connection on SUBSCRIBE)
+// or an ACL user without channels (NOPERM) refuses every subscription.
+// The hub of a client finds that out from its first subscription, or is
+// told so by a primitive's WithoutPubSub option, and from then on
+// [Hub.Subscribe] returns [ErrRefused] at once, for every channel: the
+// caller polls instead. redisync's own waiters then ask Redis about every
+// 25ms, jittered; the setting is the client's, since its waiters share one
+// hub.
 package pubsub
 
 import (
@@ -58,6 +69,10 @@ import (
 
 	"github.com/redisync/redisync/internal/hub"
 )
+
+// ErrRefused is the error of Subscribe on a client whose server or proxy
+// refuses subscriptions (see the package doc): poll instead.
+var ErrRefused = hub.ErrRefused
 
 // Hub is the subscription hub of one Redis client. It is safe for
 // concurrent use.

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/rlock"
 )
 
@@ -112,6 +113,12 @@ func grantCost(t *testing.T, rdb, other *redis.Client, want map[string]int64) {
 		t.Fatal(err)
 	}
 	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The waiter's client checks the server's version before its first
+	// script, once in its life (script.CheckServer): not a cost of the
+	// handoff.
+	if err := script.CheckServer(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	holder := rlock.New(rdb, name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redisync/redisync/internal/errs"
 
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/keyspace"
 
 	"github.com/redisync/redisync/internal/perclient"
@@ -51,12 +52,16 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...LeasedOption) *Le
 		panic("semaphore: NewLeased with empty semaphore name")
 	}
 	n := keyspace.NewNames(name)
+	cfg := newLeasedConfig(opts)
+	if cfg.noPubSub {
+		hub.Poll(rdb) // a setting of the client, whose waiters share one hub
+	}
 	return &Leased{
 		rdb:     rdb,
 		name:    name,
 		keys:    script.LeasedKeys{Leases: n.Lock(), Permits: n.Sub("permits"), Channel: n.Channel(), Others: n.Others(keyspace.KindLeased)},
 		sharded: perclient.Sharded(rdb),
-		cfg:     newLeasedConfig(opts),
+		cfg:     cfg,
 		kept:    make(map[string]*hold.Tracker),
 		probe:   wait.NewProbe(rdb, "leased", name),
 	}

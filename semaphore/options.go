@@ -53,6 +53,7 @@ type config struct {
 	watchdogTimeout time.Duration
 	pollInterval    time.Duration
 	onLost          func(error)
+	noPubSub        bool // WithoutPubSub
 }
 
 func newConfig(opts []Option) config {
@@ -104,3 +105,13 @@ func WithPollInterval(d time.Duration) Option {
 func WithOnLost(f func(err error)) LeasedOption {
 	return leasedOption(func(c *config) { c.onLost = f })
 }
+
+// WithoutPubSub makes every waiter on the handle's Redis client ask
+// Redis whether it may proceed about every 25ms (jittered) instead of
+// subscribing to release notifications: for a proxy without pub/sub (twemproxy) or an ACL
+// user without channel rights, without first finding out that the server
+// refuses subscriptions. It is a setting of the client, not of the
+// handle: the waiters of every handle on one client share its subscriptions,
+// so from New on every waiter on that client polls. The default is to
+// subscribe, and to poll from the first subscription the server refuses.
+func WithoutPubSub() Option { return func(c *config) { c.noPubSub = true } }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redisync/redisync/internal/errs"
 
+	"github.com/redisync/redisync/internal/hub"
 	"github.com/redisync/redisync/internal/keyspace"
 
 	"github.com/redisync/redisync/internal/perclient"
@@ -82,13 +83,17 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Semaphore {
 		panic("semaphore: New with empty semaphore name")
 	}
 	n := keyspace.NewNames(name)
+	cfg := newConfig(opts)
+	if cfg.noPubSub {
+		hub.Poll(rdb) // a setting of the client, whose waiters share one hub
+	}
 	return &Semaphore{
 		rdb:     rdb,
 		name:    name,
 		names:   n,
 		keys:    script.SemaphoreKeys{Permits: n.Lock(), Channel: n.Channel(), Others: n.Others(keyspace.KindSemaphore)},
 		sharded: perclient.Sharded(rdb),
-		cfg:     newConfig(opts),
+		cfg:     cfg,
 		probe:   wait.NewProbe(rdb, "semaphore", name),
 	}
 }

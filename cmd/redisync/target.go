@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -80,6 +81,13 @@ func (c *connFlags) open(ctx context.Context) (*target, error) {
 			hint = "interrupted"
 		case pctx.Err() != nil || timedOut(err):
 			hint = fmt.Sprintf("no answer within --timeout %v: is it running, or stopped? --redis URL or --cluster host:port,... chooses another", c.timeout)
+		case errors.Is(err, io.EOF):
+			// Reached, then dropped at the handshake: go-redis opens
+			// every connection with HELLO, which a proxy without it
+			// (twemproxy) answers by closing the connection.
+			hint = "closed at the first command, as a proxy such as twemproxy closes it on HELLO; " +
+				"the redisync command reads with TIME, SCAN and PUBSUB NUMSUB, which such a proxy refuses too: " +
+				"point --redis at the server behind the proxy"
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w (%s)", t.desc, err, hint)
 	}

@@ -153,3 +153,19 @@ func TestInterspersedFlags(t *testing.T) {
 		t.Fatalf("parse = %q, %v, json %v; want [-2 a -10 -3], nil, true", pos, err, *json)
 	}
 }
+
+// TestBehindTwemproxy checks that a command pointed at twemproxy, which
+// closes the connection on go-redis's HELLO and refuses TIME, SCAN and
+// PUBSUB NUMSUB, says so and where to point it instead.
+func TestBehindTwemproxy(t *testing.T) {
+	nc := redistest.StartNutcracker(t, redistest.SharedServer(t))
+	for _, args := range [][]string{
+		{"inspect", "--redis", "redis://" + nc.Addr(), "orders"},
+		{"list", "--redis", "redis://" + nc.Addr()},
+	} {
+		_, stderr := mustRun(t, exitFailure, args...)
+		if !strings.Contains(stderr, "twemproxy") || !strings.Contains(stderr, "server behind the proxy") {
+			t.Errorf("redisync %s: unclear message:\n%s", strings.Join(args, " "), stderr)
+		}
+	}
+}

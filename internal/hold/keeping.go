@@ -25,10 +25,14 @@ type Keeping struct {
 	LeaseTime       time.Duration // a fixed lease; 0: the watchdog keeps holds alive
 	WatchdogTimeout time.Duration // the lease of holds kept alive by the watchdog
 	OnLost          func(error)   // called once when a hold is lost; nil: none
+	NoPubSub        bool          // WithoutPubSub: the client's waiters poll (see hub.Poll)
 }
 
 // KeepingOption sets one field of a Keeping.
 type KeepingOption func(*Keeping)
+
+// NoPubSub is WithoutPubSub of every lock package.
+func NoPubSub() KeepingOption { return func(k *Keeping) { k.NoPubSub = true } }
 
 // LeaseTime is WithLeaseTime of package pkg. It panics unless d > 0.
 func LeaseTime(pkg string, d time.Duration) KeepingOption {

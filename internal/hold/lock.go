@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/hub"
 
 	"github.com/redisync/redisync/internal/keyspace"
 
@@ -200,6 +201,9 @@ func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
 	l := &Lock{k: k, probes: Probes(k.Base, k.Modes), ops: ops}
+	if k.Keeping.NoPubSub {
+		hub.Poll(k.RDB) // a setting of the client, whose waiters share one hub
+	}
 	if k.Verbs[0] != "" {
 		l.ops[Exclusive] = k.Verbs
 	}

@@ -30,6 +30,7 @@ type conn struct {
 	// Guarded by hub.mu.
 	channels     map[string]*channel
 	pendingUnsub map[string]int // UNSUBSCRIBEs sent but not yet confirmed
+	confirmed    bool           // the server confirmed a subscription once
 
 	// Guarded by hub.mu: reaper unsubscribes channels without waiters for
 	// Linger and closes the connection once it has none (Hub.reap);
@@ -192,10 +193,17 @@ func (c *conn) run(ps *redis.PubSub) {
 	<-retry.C
 	defer retry.Stop()
 	broken, pinged := false, false
+	var refusal refusal // until the first confirmation
 	for {
 		msg, err := ps.ReceiveTimeout(c.ctx, healthInterval)
 		if c.ctx.Err() != nil {
 			return
+		}
+		if err != nil && !c.confirmedOnce() && refusal.refused(c.ctx, c.hub.rdb, err) {
+			// The server or a proxy refuses subscriptions: its waiters
+			// poll from now on (they give up their subscriptions, and
+			// the connection goes once they have).
+			c.hub.markRefused()
 		}
 		switch {
 		case err == nil:
@@ -242,6 +250,7 @@ func (c *conn) dispatch(msg any) {
 	case *redis.Subscription:
 		switch m.Kind {
 		case "subscribe":
+			c.confirmed = true
 			if c.pendingUnsub[m.Channel] > 0 {
 				return // the confirmation of a subscription since dropped
 			}
@@ -258,6 +267,14 @@ func (c *conn) dispatch(msg any) {
 			notifyLocked(ch, m.Payload)
 		}
 	}
+}
+
+// confirmedOnce reports whether the server ever confirmed a subscription
+// of c: after that, an error is a fault of the connection, not a refusal.
+func (c *conn) confirmedOnce() bool {
+	c.hub.mu.Lock()
+	defer c.hub.mu.Unlock()
+	return c.confirmed
 }
 
 func (c *conn) wakeAll() {

@@ -41,6 +41,20 @@
 // reaches nobody; one read by a later waiter that joined it was maybe
 // published for an earlier one (a wake-up then costs one attempt, and a
 // grant names the hold id and the attempt it answers).
+//
+// Where subscriptions are refused (poll.go), a client's waiters poll. The
+// decision is the client's, not a waiter's or a handle's: the hub is per
+// client, and so is what refuses (a proxy in front of the server, the
+// ACL user the client logs in as). It is found once in the client's life,
+// from the hub's first subscription: an error reply of NOPERM or "unknown
+// command", or, before any confirmation, the connection closed twice by
+// the other end while a PING on the client's ordinary connections
+// answers (twemproxy closes the connection on a command it does not
+// know). Poll (a primitive's WithoutPubSub) sets it without a refused
+// subscription. Its waiters then ask Redis every Jittered interval;
+// releases still publish (with redis.pcall, which a refusal cannot fail)
+// and still grant the lock to the first waiter in line in Redis, where
+// the waiter's next attempt finds it.
 package hub
 
 import (
@@ -61,6 +75,7 @@ const Linger = 100 * time.Millisecond
 type Hub struct {
 	rdb     redis.UniversalClient
 	sharded bool
+	mode    *mode // whether its waiters poll instead (see Polls)
 
 	mu   sync.Mutex // protects everything below and every conn's, node's and channel's tables
 	conn *conn      // unsharded: the connection, while open or lingering
@@ -81,7 +96,7 @@ func New(rdb redis.UniversalClient, sharded bool) *Hub {
 	if rdb == nil {
 		panic("pubsub: New with nil redis client")
 	}
-	h := &Hub{rdb: rdb, sharded: sharded}
+	h := &Hub{rdb: rdb, sharded: sharded, mode: modeOf(rdb)}
 	if sharded {
 		cc, ok := rdb.(*redis.ClusterClient)
 		if !ok {
@@ -128,7 +143,14 @@ func (h *Hub) Subscribe(ctx context.Context, name string) (*Subscription, error)
 
 // SubscribeNeeding is Subscribe for a waiter that can proceed only when a
 // message announces at least need free units (need >= 1).
+//
+// On a client whose waiters poll (see Polls) it returns ErrRefused at
+// once, and also when the server refuses the subscription while the
+// waiter waits for its confirmation.
 func (h *Hub) SubscribeNeeding(ctx context.Context, name string, need int) (*Subscription, error) {
+	if h.Polls() {
+		return nil, ErrRefused
+	}
 	if h.sharded {
 		return h.subscribeSharded(ctx, name, need)
 	}
@@ -160,6 +182,9 @@ func (s *Subscription) await(ctx context.Context, confirmed <-chan struct{}) (*S
 	select {
 	case <-confirmed:
 		return s, nil
+	case <-s.hub.mode.refusedC:
+		s.Close()
+		return nil, ErrRefused
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()

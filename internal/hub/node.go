@@ -334,6 +334,12 @@ func (n *node) handle(v any) {
 		if !ok || p.kind != 's' || !n.carriesLocked(p.ch) {
 			break
 		}
+		if refusedReply(string(v)) {
+			// An ACL user without channels: the hub's waiters poll,
+			// and give up their subscriptions (see Hub.markRefused).
+			h.markRefused()
+			break
+		}
 		n.unplaceLocked(p.ch)
 		follow = p.ch
 		if addr, ok := movedTo(string(v)); ok && p.ch.redirects < maxRedirects {

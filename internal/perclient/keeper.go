@@ -290,12 +290,13 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	ctx, cancel := context.WithTimeout(ctx, KeepPeriod)
 	defer cancel()
 	pipe := k.rdb.Pipeline()
-	var clock *redis.TimeCmd // read on the way for the next round's scores
-	if slices.ContainsFunc(kept, func(kp *Kept) bool { return kp.place.Member != "" }) {
+	var clock *redis.Cmd // read on the way for the next round's scores
+	if i := slices.IndexFunc(kept, func(kp *Kept) bool { return kp.place.Member != "" }); i >= 0 {
+		route := kept[i].place.Key
 		if k.server.IsZero() {
-			k.readClock(ctx)
+			k.readClock(ctx, route)
 		}
-		clock = pipe.Time(ctx)
+		clock = serverTime(ctx, pipe, route)
 	}
 	places := make([]*redis.StringCmd, len(kept))
 	members := make([]*redis.IntCmd, len(kept))
@@ -389,7 +390,9 @@ func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, 
 	lapse := k.serverNow().Add(p.TTL).UnixMilli()
 	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
 	if sets[p.Key] == nil {
-		sets[p.Key] = pipe.Do(ctx, "pexpire", p.Key, p.TTL.Milliseconds(), "gt")
+		// In a script: a proxy (twemproxy) closes the connection on a
+		// PEXPIRE with options, which it cannot parse.
+		sets[p.Key] = pipe.Eval(ctx, "return redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')", []string{p.Key}, p.TTL.Milliseconds())
 	}
 	return cmd
 }
@@ -398,18 +401,28 @@ func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, 
 // member of a sorted set; after that each such round reads it on the way.
 // A failure leaves it unknown: that round's scores are on our wall clock,
 // and the next round reads it again.
-func (k *keeper) readClock(ctx context.Context) {
+func (k *keeper) readClock(ctx context.Context, route string) {
 	sent := time.Now()
-	k.setClock(k.rdb.Time(ctx), sent)
+	k.setClock(serverTime(ctx, k.rdb, route), sent)
+}
+
+// serverTime queues (or sends) a read of the server's clock: TIME in a
+// script with a key, route, which a proxy forwards to the key's server
+// (twemproxy closes the connection on a bare TIME) and a cluster client
+// to the key's node.
+func serverTime(ctx context.Context, c redis.Scripter, route string) *redis.Cmd {
+	return c.Eval(ctx, "return redis.call('TIME')", []string{route})
 }
 
 // setClock records the server's clock from clock, a TIME sent at sent.
 // The server read it after sent: the scores based on it may come out
 // later by a trip, never earlier.
-func (k *keeper) setClock(clock *redis.TimeCmd, sent time.Time) {
-	if t, err := clock.Result(); err == nil {
-		k.server, k.serverAt = t, sent
+func (k *keeper) setClock(clock *redis.Cmd, sent time.Time) {
+	v, err := clock.Int64Slice()
+	if err != nil || len(v) != 2 {
+		return
 	}
+	k.server, k.serverAt = time.Unix(v[0], v[1]*int64(time.Microsecond)), sent
 }
 
 // serverNow returns the server's clock now, as far as the keeper knows it:

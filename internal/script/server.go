@@ -85,12 +85,12 @@ func weakKey[T any](c *T) (any, func()) {
 }
 
 // CheckServer returns an *OldServerError when the server behind c is older
-// than MinVersion, and nil otherwise. It asks the server (INFO server)
-// once per client, on its first script call, and keeps the answer for as
-// long as the client lives; later calls cost a map lookup. A server that
-// refuses INFO (an ACL rule, a proxy) is taken as recent enough; a check
-// that got no answer (a network error, ctx ended) is made again by the
-// next call.
+// than MinVersion, and nil otherwise. It asks the server once per client,
+// on its first script call, with a script (see versionSrc),
+// and keeps the answer for as long as the client lives; later calls cost
+// a map lookup. A server that refuses the script (an ACL rule) is taken as
+// recent enough; a check that got no answer (a network error, ctx ended)
+// is made again by the next call.
 func CheckServer(ctx context.Context, c any) error {
 	key, forget, ok := checkKey(c)
 	if !ok {
@@ -110,7 +110,7 @@ func CheckServer(ctx context.Context, c any) error {
 		sc.err = tooOld(version)
 		forget()
 	case errors.As(err, &reply):
-		// The server answered, refusing INFO: keep "recent enough".
+		// The server answered, refusing the script: keep "recent enough".
 		forget()
 	default:
 		checked.Delete(key) // no answer: the next call asks again
@@ -130,22 +130,30 @@ func (sc *serverCheck) wait(ctx context.Context) error {
 	}
 }
 
-// serverVersion returns the redis_version line of INFO server ("" when
-// there is none: a server that does not say is not refused). The command
-// is sent once: a lost reply makes the next call ask again, not go-redis.
+// versionSrc reads the server's version. It is a script with a key,
+// not INFO, because a proxy in front of the server (twemproxy) forwards
+// scripts with keys but closes the connection on INFO, and an ACL rule
+// may refuse INFO. redis.REDIS_VERSION exists from Redis 7.0 (and in
+// every Valkey); on an older server the script falls back to INFO inside
+// Lua, which a proxy does not see. It changes nothing, so it is no state
+// change of package lua.
+const versionSrc = `if redis.REDIS_VERSION then return redis.REDIS_VERSION end
+local ok, info = pcall(redis.call, 'INFO', 'server')
+return ok and string.match(info, 'redis_version:([%w%.%-]+)') or ''`
+
+// versionKey routes the version check: a key no primitive uses, which
+// the script does not read, so that the check is never taken for a call
+// on a primitive's keys (a lost reply, a cost counted per key).
+const versionKey = "redisync:version"
+
+// serverVersion returns the server's version ("" when it does not say:
+// such a server is not refused). The command is sent once: a lost reply
+// makes the next call ask again, not go-redis. It is sent as EVAL, with
+// its source: once per client, it is not worth a NOSCRIPT round trip.
 func serverVersion(ctx context.Context, c Processor) (string, error) {
 	// Bounded by ctx on any client (Process): a caller's deadline holds
 	// while the server does not answer, as for the script itself.
-	info, err := Process(ctx, c, "info", "server").Text()
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
-			return strings.TrimSpace(v), nil
-		}
-	}
-	return "", nil
+	return Process(ctx, c, "eval", versionSrc, 1, versionKey).Text()
 }
 
 // tooOld returns an *OldServerError when version (major.minor.patch) is

@@ -2,6 +2,7 @@ package wait
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/perclient"
@@ -142,6 +143,7 @@ func WaitGranted(ctx context.Context, c *perclient.Client, channel string, maxSl
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
 	w.report = ReportOf(ctx)
+	w.polls = w.hub.Polls()
 	w.sub = w.hub.JoinNeeding(w.channel, w.need)
 	var wait time.Duration
 	queued := false
@@ -161,32 +163,36 @@ func (w *waiter) wait(ctx context.Context) error {
 			wait = d
 		}
 		resubscribe = false
-		if !queued && w.sub == nil {
+		if !queued && w.sub == nil && !w.polls {
 			if err := w.subscribe(ctx, w.subscribeLimit(wait)); err != nil {
 				return w.ctxErr(err)
 			}
-			w.park()
-			if w.holds(ctx) {
-				over, d, err := w.attempt(ctx)
-				if over {
-					return err
+			// A waiter that found subscriptions refused just now sleeps
+			// a poll interval after the attempt above.
+			if !w.polls {
+				w.park()
+				if w.holds(ctx) {
+					over, d, err := w.attempt(ctx)
+					if over {
+						return err
+					}
+					wait = d
 				}
-				wait = d
-			}
-			if w.sub == nil && w.lastErr == nil {
-				// The subscription timed out, which took as long as a
-				// sleep, and the attempt above was the retry: subscribe
-				// again without another attempt.
-				resubscribe = true
-				continue
+				if w.sub == nil && w.lastErr == nil {
+					// The subscription timed out, which took as long as a
+					// sleep, and the attempt above was the retry: subscribe
+					// again without another attempt.
+					resubscribe = true
+					continue
+				}
 			}
 		}
 		queued = false
 		if timer == nil {
-			timer = time.NewTimer(w.bound(wait))
+			timer = time.NewTimer(w.sleep(wait))
 			defer timer.Stop()
 		} else {
-			timer.Reset(w.bound(wait))
+			timer.Reset(w.sleep(wait))
 		}
 		var notified, kicked <-chan struct{}
 		if w.sub != nil {
@@ -360,6 +366,7 @@ type waiter struct {
 	recheck  func(ctx context.Context) (bool, error) // WaitGranted: whether the waiter, just subscribed, must attempt
 	refused  time.Time                               // when the last attempt was sent, if it was refused without error
 	sub      *hub.Subscription
+	polls    bool  // the server refuses subscriptions: the waiter asks it every poll interval instead
 	woken    bool  // took a notification not yet acted on
 	lastErr  error // the last transient error, if the last attempt failed
 	answered bool  // an attempt got a reply from Redis (refused or not)
@@ -395,6 +402,11 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	sub, err := w.hub.SubscribeNeeding(sctx, w.channel, w.need)
+	if errors.Is(err, hub.ErrRefused) {
+		// The server refuses subscriptions: ask it instead, from now on.
+		w.polls = true
+		return nil
+	}
 	if err != nil {
 		// Not confirmed in time: go on without it for this round, bounded
 		// by limit; ctx ending ends the wait.
@@ -412,6 +424,18 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 func (w *waiter) subscribeLimit(wait time.Duration) time.Duration {
 	if w.place != nil {
 		return min(w.bound(wait), perclient.KeepPeriod)
+	}
+	return w.bound(wait)
+}
+
+// sleep is how long the waiter sleeps before it attempts again: bound,
+// and, for a waiter that polls and was refused, at most a jittered poll
+// interval, since no notification will wake it (a release's grant waits
+// in Redis for its next attempt). After a transient error the backoff
+// stands: polling a server that does not answer helps nobody.
+func (w *waiter) sleep(wait time.Duration) time.Duration {
+	if w.polls && w.lastErr == nil {
+		return min(w.bound(wait), hub.Jittered())
 	}
 	return w.bound(wait)
 }

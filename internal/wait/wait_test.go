@@ -172,3 +172,43 @@ func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 		t.Fatal("the wake-up the first waiter could not use was not passed on")
 	}
 }
+
+// A waiter on a client whose waiters poll (hub.Poll: a server that
+// refuses subscriptions) attempts about every hub.PollInterval, however
+// long the holder's lease, and subscribes nothing; after a transient
+// error it backs off as any waiter does.
+func TestWaitPollsWhenRefused(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	hub.Poll(rdb)
+	h := hub.New(rdb, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var sent []time.Time
+	err := wait.Wait(ctx, h, redistest.UniqueName(t), time.Minute, func(context.Context) (bool, time.Duration, error) {
+		sent = append(sent, time.Now())
+		switch len(sent) {
+		case 1, 2, 3:
+			return false, time.Minute, nil // refused: the lease runs a minute
+		case 4:
+			return false, 0, io.ErrUnexpectedEOF // Redis unreachable
+		}
+		return true, 0, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 5 {
+		t.Fatalf("%d attempts, want 5", len(sent))
+	}
+	// Three refusals, each followed by a poll interval at most; a
+	// scheduler's delay may stretch one, not all of them by a minute.
+	if d := sent[3].Sub(sent[0]); d > 3*hub.PollInterval+time.Second {
+		t.Errorf("three polls took %v, want about %v", d, 3*hub.PollInterval)
+	}
+	if d := sent[4].Sub(sent[3]); d < 50*time.Millisecond {
+		t.Errorf("retried %v after a transient error, want the backoff (50ms at least)", d)
+	}
+	if n := len(mr.PubSubChannels("")); n != 0 {
+		t.Errorf("%d channels subscribed, want none", n)
+	}
+}
