@@ -2,9 +2,10 @@ package nopubsub_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,46 +58,110 @@ var mutexes = []struct {
 // in all over the three.
 const sectionsEach = 100
 
-// TestContention has three clients (as three processes would) contend
-// for an rlock, a fairlock and a leased semaphore of one permit, with
-// default options, where subscriptions are refused: the waiters find
-// that out and poll; the 300 critical sections complete, no two overlap,
-// and no release fails.
+// TestContention has three processes contend for an rlock, a fairlock
+// and a leased semaphore of one permit, with default options, where
+// subscriptions are refused: the waiters find that out and poll; the 300
+// critical sections complete, no two overlap, and no release fails. The
+// processes count the sections and those inside at once on the server
+// itself (see contendProcess).
 func TestContention(t *testing.T) {
 	deployments(t, func(t *testing.T, d deployment) {
-		clients := []*redis.Client{d.client(t), d.client(t), d.client(t)}
 		for _, p := range mutexes {
 			t.Run(p.name, func(t *testing.T) {
-				ctx := bounded(t, 30*time.Second)
 				name := redistest.UniqueName(t)
-				var started, inside, overlaps atomic.Int64
-				var wg sync.WaitGroup
-				for _, rdb := range clients {
-					m := p.make(t, rdb, name)
-					wg.Go(func() {
-						for started.Add(1) <= sectionsEach {
-							if err := m.Lock(ctx); err != nil {
-								t.Errorf("lock: %v", err)
-								return
-							}
-							if inside.Add(1) != 1 {
-								overlaps.Add(1)
-							}
-							inside.Add(-1)
-							if err := m.Unlock(ctx); err != nil {
-								t.Errorf("unlock: %v", err)
-								return
-							}
-						}
-					})
+				admin := redis.NewClient(&redis.Options{Addr: d.direct})
+				defer admin.Close()
+				if p.name == "leased" {
+					p.make(t, admin, name) // one permit, set once
 				}
-				wg.Wait()
-				if n := overlaps.Load(); n > 0 {
-					t.Fatalf("%d critical sections overlapped another", n)
+				var helpers []*redistest.Helper
+				for range 3 {
+					args := append(d.reach.args(), d.direct, p.name, name, strconv.Itoa(sectionsEach))
+					helpers = append(helpers, redistest.StartHelper(t, "contend", args...))
 				}
+				// All three start together: each is connected and has its
+				// handle before any takes the lock.
+				for _, h := range helpers {
+					if line := h.Next(t, 30*time.Second); line != "ready" {
+						t.Fatalf("a process: %q; stderr:\n%s", line, h.Stderr())
+					}
+				}
+				for _, h := range helpers {
+					if err := h.Send("go"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var each []string
+				for _, h := range helpers {
+					line := h.Next(t, 60*time.Second)
+					if !strings.HasPrefix(line, "done ") {
+						t.Errorf("a process: %q; stderr:\n%s", line, h.Stderr())
+					}
+					each = append(each, strings.TrimPrefix(line, "done "))
+				}
+				t.Logf("critical sections of each process: %v", each)
+				counts := admin.MGet(t.Context(), name+":started", name+":overlaps").Val()
+				if counts[1] != nil {
+					t.Fatalf("%v critical sections overlapped another", counts[1])
+				}
+				if started, _ := strconv.Atoi(fmt.Sprint(counts[0])); started < sectionsEach {
+					t.Fatalf("%d critical sections started, want %d", started, sectionsEach)
+				}
+				admin.Del(context.Background(), name+":started", name+":inside")
 			})
 		}
 	})
+}
+
+// contendProcess is one process of TestContention: args are the deployment's
+// reach, the server's own address, the primitive, the name and how many
+// sections all processes serve together. It writes "ready", waits for a
+// line, and then counts each section it starts, and each that found
+// another inside, in keys of the server reached directly; it writes
+// "done" and how many sections it served when the count is reached.
+func contendProcess(ctx context.Context, args []string, in <-chan string) error {
+	r, direct, kind, name := parseReach(args), args[4], args[5], args[6]
+	sections, _ := strconv.ParseInt(args[7], 10, 64)
+	rdb := r.dial()
+	defer rdb.Close()
+	admin := redis.NewClient(&redis.Options{Addr: direct})
+	defer admin.Close()
+	var m mutex
+	switch kind {
+	case "rlock":
+		m = rlock.New(rdb, name)
+	case "fairlock":
+		m = fairlock.New(rdb, name)
+	default:
+		m = &leased{l: semaphore.NewLeased(rdb, name)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 50*time.Second)
+	defer cancel()
+	if err := admin.Ping(ctx).Err(); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	select {
+	case <-in:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	done := 0
+	for admin.Incr(ctx, name+":started").Val() <= sections {
+		done++
+		if err := m.Lock(ctx); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if admin.Incr(ctx, name+":inside").Val() != 1 {
+			admin.Incr(ctx, name+":overlaps")
+		}
+		admin.Decr(ctx, name+":inside")
+		if err := m.Unlock(ctx); err != nil {
+			return fmt.Errorf("unlock: %w", err)
+		}
+	}
+	fmt.Println("done", done)
+	return ctx.Err()
 }
 
 // TestHandoffWithinTwoPolls checks that a waiter that polls holds within

@@ -6,4 +6,6 @@ import (
 	"github.com/redisync/redisync/internal/redistest"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	redistest.HelperMain(m, map[string]redistest.HelperFunc{"contend": contendProcess})
+}

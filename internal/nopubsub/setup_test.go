@@ -2,6 +2,7 @@ package nopubsub_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +17,37 @@ type deployment struct {
 	// client returns a go-redis client of its own (as another process
 	// would have), closed when t ends.
 	client func(t *testing.T) *redis.Client
+	// reach says how a process of its own reaches it (see dial), and
+	// direct is the server's own address, for a test's bookkeeping.
+	reach  reach
+	direct string
+}
+
+// reach is how a client reaches a deployment: an address, the user and
+// password, and whether a twemproxy is in between.
+type reach struct {
+	addr, user, password string
+	proxy                bool
+}
+
+// args and parseReach carry a reach to a helper process.
+func (r reach) args() []string {
+	return []string{r.addr, r.user, r.password, strconv.FormatBool(r.proxy)}
+}
+
+func parseReach(a []string) reach {
+	proxy, _ := strconv.ParseBool(a[3])
+	return reach{addr: a[0], user: a[1], password: a[2], proxy: proxy}
+}
+
+// dial returns a client that reaches the deployment as r says, as a user
+// would configure it (behind twemproxy: see redistest.HelloAnswering).
+func (r reach) dial() *redis.Client {
+	opt := &redis.Options{Addr: r.addr, Username: r.user, Password: r.password}
+	if r.proxy {
+		opt.Protocol, opt.DisableIdentity, opt.Dialer = 2, true, redistest.HelloAnswering(nil)
+	}
+	return redis.NewClient(opt)
 }
 
 // nutcracker starts a server and twemproxy in front of it: SUBSCRIBE
@@ -23,7 +55,8 @@ type deployment struct {
 func nutcracker(t *testing.T) deployment {
 	s := redistest.Start(t)
 	nc := redistest.StartNutcracker(t, s)
-	return deployment{name: "nutcracker", client: func(t *testing.T) *redis.Client { return nc.NewClient(t) }}
+	return deployment{name: "nutcracker", client: func(t *testing.T) *redis.Client { return nc.NewClient(t) },
+		reach: reach{addr: nc.Addr(), proxy: true}, direct: s.Addr()}
 }
 
 // aclUser starts a server with a user that may run every command but
@@ -37,7 +70,7 @@ func aclUser(t *testing.T) deployment {
 	}
 	return deployment{name: "acl", client: func(t *testing.T) *redis.Client {
 		return s.NewClient(t, func(o *redis.Options) { o.Username, o.Password = "nopubsub", "pw" })
-	}}
+	}, reach: reach{addr: s.Addr(), user: "nopubsub", password: "pw"}, direct: s.Addr()}
 }
 
 // deployments runs f on each deployment, as a subtest that starts it.
