@@ -50,7 +50,8 @@ const partLine = "-- part: "
 
 // Source returns the text Redis runs for the script in file name, such as
 // "rlock_acquire.lua": the file with each "-- part: <name>" line replaced
-// by part/<name>.lua.
+// by part/<name>.lua. A part line must start its line: an indented one is
+// an error, not a comment.
 func Source(name string) (string, error) {
 	b, err := Scripts.ReadFile(name)
 	if err != nil {
@@ -60,6 +61,11 @@ func Source(name string) (string, error) {
 	for line := range strings.Lines(string(b)) {
 		part, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), partLine)
 		if !ok {
+			if strings.HasPrefix(strings.TrimLeft(line, " \t"), strings.TrimSpace(partLine)) {
+				// Indented, it would stay a comment: the part's code
+				// silently missing from the script.
+				return "", fmt.Errorf("%s: a part line must start at the beginning of its line: %q", name, strings.TrimSpace(line))
+			}
 			out.WriteString(line)
 			continue
 		}

@@ -67,3 +67,21 @@ func TestPartFunctionsArePasted(t *testing.T) {
 		}
 	}
 }
+
+// Every script's text is what Source makes of it: no part line is left
+// unpasted (an indented one is refused rather than kept as a comment).
+func TestEveryPartPasted(t *testing.T) {
+	names, err := fs.Glob(lua.Scripts, "*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		src, err := lua.Source(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(src, "-- part:") {
+			t.Errorf("%s: a part line was left in the text Redis runs", name)
+		}
+	}
+}
