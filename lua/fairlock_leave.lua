@@ -30,15 +30,14 @@
 local lock, queue, timeouts, place = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id = ARGV[1]
 local owner = string.match(id, '^(.*):')
+-- part: later
 
 local at = redis.call('get', place)
 if at then
   -- A place of a later hold id of the handle (a higher number) is a later
   -- wait's: this copy ran late. This id's or an earlier one's is this
   -- wait's (it may have retired an id after an unknown outcome).
-  local named = string.sub(at, 1, #owner + 2) == 'f' .. owner .. ':' and string.sub(at, 2) or at
-  local n = tonumber(string.match(named, '^.*:(%d+)#%d+/%d+$') or '')
-  if n and n > tonumber(string.sub(id, #owner + 2)) then
+  if placedLater(at) then
     return 0
   end
 elseif redis.call('hexists', lock, id) == 1 then

@@ -21,12 +21,11 @@ local lock, queue, place = KEYS[1], KEYS[2], KEYS[3]
 local id = ARGV[1]
 
 local owner = string.match(id, '^(.*):')
+-- part: later
 local at = redis.call('get', place)
 if at then
-  local named = string.sub(at, 1, #owner + 2) == 'f' .. owner .. ':' and string.sub(at, 2) or at
-  local n = tonumber(string.match(named, '^.*:(%d+)#%d+$') or '')
-  if n and n > tonumber(string.sub(id, #owner + 2)) then
-    return 0
+  if placedLater(at) then
+    return 0 -- a later wait's place: this copy ran late
   end
   redis.call('del', place)
   redis.call('lrem', queue, 1, owner)
