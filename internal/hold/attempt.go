@@ -117,7 +117,8 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, g.Wait, err
 	}
-	if !t.acquired(id, g.Levels, g.Token, sent, sentFor) {
+	h := t.acquired(id, g.Levels, g.Token, sent, sentFor)
+	if h == nil {
 		// The hold ended while the script ran: the level it took is
 		// given back like any other the caller will not have, and the
 		// hold given up is not brought back. A downgrade fails with it;
@@ -128,7 +129,26 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, 0, errs.ErrStaleReply
 	}
+	took(ctx, h)
 	return true, 0, nil
+}
+
+// tookKey marks the ctx of a take that wants to know the hold its
+// successful attempt or claim was applied to (see tookInto): the caller
+// records its level in that hold, whatever hold is current by the time it
+// does.
+type tookKey struct{}
+
+// tookInto returns ctx, on which Attempt and Claim store the hold they
+// apply a success to in *h.
+func tookInto(ctx context.Context, h **hold) context.Context {
+	return context.WithValue(ctx, tookKey{}, h)
+}
+
+func took(ctx context.Context, h *hold) {
+	if p, _ := ctx.Value(tookKey{}).(**hold); p != nil {
+		*p = h
+	}
 }
 
 // errSentForEnded is the error of a downgrade whose hold ended while its

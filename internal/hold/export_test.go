@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -13,15 +14,23 @@ import (
 func SlowForget(x any, d time.Duration, forgot chan<- struct{}) {
 	l := WatcherOf(x).h.l
 	var once sync.Once
-	l.t.onLoss = func() {
+	l.t.onLoss = func(h *hold) {
 		slow := false
 		once.Do(func() { slow = true })
 		if slow {
 			time.Sleep(d) // fault injection: the window, not a wait for anything
 		}
-		l.owners.reset()
+		l.owners.reset(h)
 		if slow {
 			close(forgot)
 		}
 	}
+}
+
+// Current returns the Tracker's current hold, for ReleaseOf.
+func (t *Tracker) Current() any { return t.current() }
+
+// ReleaseOf releases a level of mode m of h, a hold Current returned.
+func (t *Tracker) ReleaseOf(ctx context.Context, h any, m Mode) error {
+	return t.releaseHold(ctx, h.(*hold), m)
 }

@@ -66,6 +66,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	t.begin(id, levels, token, base, lease)
+	took(ctx, t.begin(id, levels, token, base, lease))
 	return true, nil
 }

@@ -102,7 +102,7 @@ type Tracker struct {
 
 	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
 	// owners.reset), under mu.
-	onLoss func()
+	onLoss func(h *hold)
 
 	// runMu guards the run of every hold (see passOn). It is taken with
 	// no other lock held and none is taken under it: a local handoff asks
@@ -138,6 +138,14 @@ type hold struct {
 	lostWhile error
 
 	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.runMu
+
+	// The calls that hold it, in the process (see owners); guarded by the
+	// owners' lock. A record belongs to this hold alone: once the hold is
+	// over, nothing of it re-enters or releases anything.
+	x          *record              // the exclusive hold, if any
+	plainReads int64                // plain read holds, downgraded ones included
+	rdos       map[*record]struct{} // the read holds of RDo
+	over       bool                 // ended without its callers (lost, or force-unlocked): see owners.reset
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -215,22 +223,23 @@ func (t *Tracker) current() *hold {
 
 // acquired records a successful acquisition, sent at sent for hold
 // sentFor (nil: sent while the handle held nothing), after which Redis
-// counts levels for the handle. A reply is applied only to the hold it
-// was sent for: when sentFor ended while the script ran (lost, or
-// force-unlocked), acquired changes nothing and reports false; the levels
-// Redis reported belong to a hold the handle gave up.
-func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold) bool {
+// counts levels for the handle, and returns the hold it belongs to. A
+// reply is applied only to the hold it was sent for: when sentFor ended
+// while the script ran (lost, or force-unlocked), acquired changes
+// nothing and returns nil; the levels Redis reported belong to a hold
+// the handle gave up.
+func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold) *hold {
 	t.mu.Lock()
 	h := t.cur
 	if sentFor != nil && h != sentFor {
 		t.mu.Unlock()
-		return false
+		return nil
 	}
 	if h != nil && h.id == id && levels.Total() > 1 {
 		h.levels = levels
 		h.wd.Touch(sent)
 		t.mu.Unlock()
-		return true
+		return h
 	}
 	if h != nil && h.id == id {
 		// The attempt was made under h's id, and Redis began a hold under
@@ -244,8 +253,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		// lost before the watchdog noticed.
 		t.end(h, errs.ErrLost)
 	}
-	t.begin(id, levels, token, sent, t.cfg.Lease)
-	return true
+	return t.begin(id, levels, token, sent, t.cfg.Lease)
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
@@ -343,7 +351,7 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	}
 	t.cur = nil
 	if forget && t.onLoss != nil {
-		t.onLoss() // takes the owners' lock, never held while taking t.mu
+		t.onLoss(h) // takes the owners' lock, never held while taking t.mu
 	}
 	owes := lost != nil && !h.releasing
 	if lost != nil && h.releasing {

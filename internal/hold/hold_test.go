@@ -544,3 +544,28 @@ func TestHoldIDs(t *testing.T) {
 		t.Fatalf("the release scripts named %v; want %v", got, want)
 	}
 }
+
+// A release is sent for the hold its level is part of: once that hold has
+// ended (lost, or force-unlocked, and given up by the handle) and the
+// handle holds another, a release of the first changes nothing in Redis
+// and reports ErrNotHeld, instead of releasing the later hold (the Unlock
+// of a goroutine that found its hold before the loss, run after another
+// goroutine of the handle took the lock again).
+func TestReleaseIsForItsOwnHold(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Exclusive)
+	first := f.tracker.Current()
+	f.tracker.Drop()
+	f.mu.Lock()
+	f.levels = hold.Levels{} // force-unlocked
+	f.mu.Unlock()
+	f.mustAcquire(t, hold.Exclusive)
+	err := f.tracker.ReleaseOf(t.Context(), first, hold.Exclusive)
+	if !errors.Is(err, errs.ErrNotHeld) {
+		t.Fatalf("release of an ended hold = %v; want ErrNotHeld", err)
+	}
+	if len(f.calls) != 0 || f.held(hold.Exclusive) != 1 || f.tracker.Held(hold.Exclusive) != 1 {
+		t.Fatalf("release of an ended hold sent %v, left %d levels in Redis and %d counted; want nothing sent, 1 and 1",
+			f.calls, f.held(hold.Exclusive), f.tracker.Held(hold.Exclusive))
+	}
+}

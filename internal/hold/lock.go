@@ -470,11 +470,12 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
-// release releases one level of mode m in Redis, on ReleaseContext(ctx).
-func (l *Lock) release(ctx context.Context, m Mode) error {
+// release releases one level of mode m of hold h in Redis, on
+// ReleaseContext(ctx).
+func (l *Lock) release(ctx context.Context, h *hold, m Mode) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	return l.t.Release(ctx, m)
+	return l.t.releaseHold(ctx, h, m)
 }
 
 // forceTries bounds how many times ForceUnlock reads the holds again

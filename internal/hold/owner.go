@@ -47,9 +47,13 @@ import (
 //   - The line's units follow the holds: an exclusive hold has all of
 //     them, a read hold one; they are given back when the hold's last
 //     level is released, whatever Redis said (a lost hold is over too).
+//   - The records of a hold live in the Tracker's hold they were taken
+//     under (hold.x, plainReads, rdos): a record names its hold, and a
+//     release of it is sent for that hold only, never for whatever hold
+//     the handle has by the time it runs.
 //   - When the handle's hold ends without its holders (the watchdog
-//     finds it lost, or ForceUnlock), reset gives every unit back and
-//     forgets the holds (gen tells them apart). A call with the ctx of a
+//     finds it lost, or ForceUnlock), reset gives every unit of its
+//     records back and marks it over. A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
@@ -73,11 +77,7 @@ type owners struct {
 	gate  *semaphore.Weighted
 	units int64 // an exclusive hold's share of gate
 
-	mu         sync.Mutex
-	x          *record              // the exclusive hold, if any
-	plainReads int64                // plain read holds, downgraded ones included
-	rdos       map[*record]struct{} // the read holds of RDo
-	gen        uint64               // bumped by reset: releases of older holds change nothing
+	mu sync.Mutex // guards the records of every hold (hold.x, ...) and what follows
 
 	// Local handoff; see handOver.
 	queued int   // calls waiting at the gate for an exclusive hold
@@ -90,27 +90,26 @@ func (o *owners) init(modes int) {
 		o.units = allUnits
 	}
 	o.gate = semaphore.NewWeighted(o.units)
-	o.rdos = make(map[*record]struct{})
 }
 
-// reset forgets every hold of the handle and gives their units back: the
-// handle's hold ended without them (lost, or force-unlocked).
-func (o *owners) reset() {
+// reset forgets the records of hold h and gives their units back: h ended
+// without them (lost, or force-unlocked).
+func (o *owners) reset(h *hold) {
 	o.mu.Lock()
 	var units int64
-	if o.x != nil {
-		units += o.units - o.x.reads
-		o.x.depth = 0
-		o.x = nil
+	if h.x != nil {
+		units += o.units - h.x.reads
+		h.x.depth = 0
+		h.x = nil
 	}
-	units += o.plainReads
-	o.plainReads = 0
-	for r := range o.rdos {
+	units += h.plainReads
+	h.plainReads = 0
+	for r := range h.rdos {
 		units++
 		r.depth = 0
 	}
-	clear(o.rdos)
-	o.gen++
+	clear(h.rdos)
+	h.over = true
 	o.handed = nil
 	o.mu.Unlock()
 	if units > 0 {
@@ -123,10 +122,9 @@ func (o *owners) reset() {
 type record struct {
 	mode  Mode
 	plain bool
-	gen   uint64 // owners.gen when it was taken: reset ends it
-	h     *hold  // the Tracker's hold it is a part of: a downgrade is sent for it
-	depth int64  // levels taken through this record; guarded by owners.mu
-	reads int64  // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
+	h     *hold // the Tracker's hold it is a part of: its releases and downgrades are sent for it
+	depth int64 // levels taken through this record, 0 once it ended; guarded by owners.mu
+	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
 }
 
 type ctxKey struct{ l *Lock }
@@ -153,7 +151,7 @@ func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return r, r.depth > 0 && r.gen == l.gen
+	return r, r.depth > 0
 }
 
 func (o *owners) share(m Mode) int64 {
@@ -190,26 +188,42 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 			return r, taken, err
 		}
 	}
-	ok, err := l.redis(ctx, m, blocking)
+	var h *hold // the hold the level was taken in (see tookInto)
+	ok, err := l.redis(tookInto(ctx, &h), m, blocking)
 	if !ok || err != nil {
 		l.gate.Release(n)
 		return nil, ok, err
 	}
-	h := l.t.current() // taken with t.mu, never under the owners' lock
+	if h == nil {
+		h = l.t.current() // a success path that does not say; none today
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if h == nil || h.over {
+		// Lost or force-unlocked as it was taken: reset forgot it before
+		// it had a record, and its release is owed (Tracker.finish).
+		l.gate.Release(n)
+		return nil, false, errTakenEnded
+	}
 	if m == Shared && plain {
-		l.plainReads++
+		h.plainReads++
 		return nil, true, nil
 	}
-	r := &record{mode: m, plain: plain, gen: l.gen, depth: 1, h: h}
+	r := &record{mode: m, plain: plain, depth: 1, h: h}
 	if m == Exclusive {
-		l.x = r
+		h.x = r
 	} else {
-		l.rdos[r] = struct{}{}
+		if h.rdos == nil {
+			h.rdos = make(map[*record]struct{})
+		}
+		h.rdos[r] = struct{}{}
 	}
 	return r, true, nil
 }
+
+// errTakenEnded is the error of a take whose hold was lost or
+// force-unlocked before the call returned.
+var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLost)
 
 // behindOwn returns err, the error of a call that waited for mode m at
 // the handle's local line and gave up, saying so when the handle itself
@@ -220,8 +234,9 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 // sync.Mutex's is, and another goroutine's Lock must wait), so the call
 // waited; the error names the likely mistake and the way to re-enter.
 func (l *Lock) behindOwn(m Mode, err error) error {
+	h := l.t.current()
 	l.mu.Lock()
-	write, reads := l.x != nil, l.plainReads > 0 || len(l.rdos) > 0
+	write, reads := h != nil && h.x != nil, h.reads()
 	l.mu.Unlock()
 	var hint string
 	switch {
@@ -268,7 +283,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if c.depth == 0 || c.gen != l.gen {
+		if c.depth == 0 {
 			return nil, false, errEnded // lost while the renewal ran
 		}
 		c.depth++
@@ -304,32 +319,31 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, errReentryRefused
 	}
 	l.mu.Lock()
-	if c.depth == 0 || c.gen != l.gen {
+	if c.depth == 0 {
 		l.mu.Unlock()
-		_ = l.release(ctx, m)
+		_ = l.release(ctx, h, m) // changes nothing once h is over
 		return nil, false, errEnded
 	}
 	defer l.mu.Unlock()
 	c.reads++ // a downgrade: a plain read hold on the write hold's units
-	l.plainReads++
+	h.plainReads++
 	return nil, true, nil
 }
 
-// inner takes one level off r, a hold of generation gen, in the process
-// only, and reports whether it did: r was re-entered (see reenter), and
-// its last level is the one Redis holds. A hold of Do's that reset forgot
-// since (lost, or force-unlocked) is done with: errEnded, and nothing is
-// sent, since a release now would release a later hold of the handle.
-func (l *Lock) inner(r *record, gen uint64) (bool, error) {
+// inner takes one level off r in the process only, and reports whether
+// it did: r was re-entered (see reenter), and its last level is the one
+// Redis holds. A hold of Do's that reset forgot since (lost, or
+// force-unlocked) is done with: errEnded, and nothing is sent.
+func (l *Lock) inner(r *record) (bool, error) {
 	if r == nil || r == ended {
 		return false, nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case gen != l.gen && !r.plain:
+	case r.h.over && !r.plain:
 		return true, errEnded
-	case gen != l.gen || r.depth < 2:
+	case r.h.over || r.depth < 2:
 		return false, nil
 	}
 	r.depth--
@@ -401,7 +415,7 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 // Unlock releases one level of mode m: of the hold ctx carries, else of a
 // plain hold. It runs on ReleaseContext(ctx).
 func (l *Lock) Unlock(ctx context.Context, m Mode) error {
-	r, gen, ok := l.releasing(ctx, m)
+	r, h, ok := l.releasing(ctx, m)
 	if r == ended {
 		return l.Wrap(l.ops[m][1], errEnded)
 	}
@@ -412,16 +426,16 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		}
 		return l.Wrap(l.ops[m][1], err)
 	}
-	if done, err := l.inner(r, gen); done {
+	if done, err := l.inner(r); done {
 		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
 	}
-	if l.handOver(r, m, gen) {
-		l.released(r, m, gen)
+	if l.handOver(r, m) {
+		l.released(h, r, m)
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
-	err := l.release(ctx, m)
-	l.released(r, m, gen)
+	err := l.release(ctx, h, m)
+	l.released(h, r, m)
 	return l.Wrap(l.ops[m][1], err)
 }
 
@@ -441,8 +455,8 @@ const (
 	maxPassTime = 10 * time.Millisecond
 )
 
-// handOver decides whether the Unlock of a level of r, an exclusive hold
-// of generation gen, hands the handle's hold to the next call through the
+// handOver decides whether the Unlock of a level of r, an exclusive hold,
+// hands the handle's hold to the next call through the
 // gate instead of releasing it in Redis, and if so marks it handed. It
 // does for the last level of a hold when another call waits at the gate,
 // the kind allows it (a fencing token or a fixed lease needs Redis: the
@@ -450,7 +464,7 @@ const (
 // limits. The next holder then holds the lock without a round trip and
 // the processes waiting in Redis wait a little longer: maxPasses bounds
 // it.
-func (l *Lock) handOver(r *record, m Mode, gen uint64) bool {
+func (l *Lock) handOver(r *record, m Mode) bool {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
 		return false
 	}
@@ -460,7 +474,7 @@ func (l *Lock) handOver(r *record, m Mode, gen uint64) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r != l.x || r.depth != 1 || r.reads != 0 || gen != l.gen || l.queued == 0 ||
+	if r.h != cur || r != cur.x || r.depth != 1 || r.reads != 0 || l.queued == 0 ||
 		l.handed != nil || !l.t.passOn(cur) {
 		return false
 	}
@@ -493,8 +507,8 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 		return nil, false, ctx.Err()
 	}
 	l.handed = nil
-	r := &record{mode: Exclusive, plain: plain, gen: l.gen, depth: 1, h: cur}
-	l.x = r
+	r := &record{mode: Exclusive, plain: plain, depth: 1, h: cur}
+	cur.x = r
 	l.mu.Unlock()
 	return r, true, nil
 }
@@ -530,42 +544,45 @@ func (l *Lock) settleHanded(ctx context.Context) {
 		return
 	}
 	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
-		_ = l.t.Release(ctx, Exclusive)
+		_ = l.t.releaseHold(ctx, handed, Exclusive)
 		l.gate.Release(l.units)
 	})
 }
 
 // releasing finds the hold an Unlock of mode m with ctx releases a level
 // of: the hold ctx carries in that mode, else the plain exclusive hold,
-// else (r nil) a plain read hold.
-func (l *Lock) releasing(ctx context.Context, m Mode) (*record, uint64, bool) {
+// else (r nil) a plain read hold; and the Tracker's hold it is a part of.
+func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 	c, live := l.carried(ctx)
+	cur := l.t.current() // taken with t.mu, never under the owners' lock
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case c != nil && c.mode == m && !live:
-		return ended, l.gen, false // never another goroutine's plain hold
+		return ended, nil, false // never another goroutine's plain hold
 	case c != nil && c.mode == m:
-		return c, l.gen, true
+		return c, c.h, true
+	case cur == nil:
+		return nil, nil, false
 	case m == Exclusive:
-		return l.x, l.gen, l.x != nil && l.x.plain
+		return cur.x, cur, cur.x != nil && cur.x.plain
 	}
-	return nil, l.gen, l.plainReads > 0
+	return nil, cur, cur.plainReads > 0
 }
 
-// released records the release of a level of r (nil: a plain read hold),
-// whatever Redis said: a hold that is lost is over too. A hold whose last
-// level is gone gives its units of the line back.
-func (l *Lock) released(r *record, m Mode, gen uint64) {
+// released records the release of a level of r (nil: a plain read hold of
+// h), whatever Redis said: a hold that is lost is over too. A hold whose
+// last level is gone gives its units of the line back.
+func (l *Lock) released(h *hold, r *record, m Mode) {
 	l.mu.Lock()
 	var units int64
 	switch {
-	case gen != l.gen:
+	case h.over:
 		// reset forgot the hold meanwhile, and gave its units back.
 	case r == nil:
-		l.plainReads--
-		if l.x != nil && l.x.reads > 0 {
-			l.x.reads-- // a downgraded read, on the write hold's units
+		h.plainReads--
+		if h.x != nil && h.x.reads > 0 {
+			h.x.reads-- // a downgraded read, on the write hold's units
 		} else {
 			units = 1
 		}
@@ -573,9 +590,9 @@ func (l *Lock) released(r *record, m Mode, gen uint64) {
 		r.depth--
 		if r.depth == 0 {
 			units = l.share(m)
-			delete(l.rdos, r)
-			if r == l.x {
-				l.x = nil
+			delete(h.rdos, r)
+			if r == h.x {
+				h.x = nil
 				units -= r.reads // the downgraded reads keep theirs
 			}
 		}
@@ -586,10 +603,15 @@ func (l *Lock) released(r *record, m Mode, gen uint64) {
 	}
 }
 
+// reads reports whether the handle holds a read lock in h (nil: none);
+// the caller holds the owners' lock.
+func (h *hold) reads() bool { return h != nil && (h.plainReads > 0 || len(h.rdos) > 0) }
+
 func (l *Lock) holdsReads() bool {
+	h := l.t.current()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.plainReads > 0 || len(l.rdos) > 0
+	return h.reads()
 }
 
 // Do takes a level of mode m (re-entering the hold ctx carries, if any),
@@ -638,9 +660,10 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		defer l.mu.Unlock()
 		return int(c.depth), nil
 	}
+	h := l.t.current()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.x != nil && l.x.plain {
+	if h != nil && h.x != nil && h.x.plain {
 		return 1, nil
 	}
 	return 0, nil

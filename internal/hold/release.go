@@ -1,7 +1,9 @@
 package hold
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
@@ -76,16 +78,37 @@ const refusalTime = 2 * time.Second
 // reported to the Lost hook only if the release turns out not to have
 // ended the hold itself.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
+	return t.releaseHold(ctx, t.current(), m)
+}
+
+// errReleaseEnded is the error of a release of a hold that ended before
+// the release could run: lost or force-unlocked, its release is owed by
+// its id already (see finish).
+var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", errs.ErrNotHeld)
+
+// releaseHold is Release of a level of hold h (nil: the handle holds
+// nothing), the one the caller's level is part of: nothing is sent once h
+// is not the current hold, whatever hold the handle has by then.
+func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
-		t.abandon(t.current(), m, false)
+		t.abandon(h, m)
 		return err
 	}
 	defer t.op.Release(1)
+	switch {
+	case h == nil:
+		return cmp.Or(t.repay(ctx), errs.ErrNotHeld)
+	case h != t.current():
+		return cmp.Or(t.repay(ctx), errReleaseEnded)
+	}
 	// An owed give-back first: a level it gives back, which the handle
 	// does not count, would make this release mismatch, and that reads
-	// as its own earlier run. Should it fail again, it stays owed.
-	_ = t.repay(ctx)
-	h := t.current()
+	// as its own earlier run. Should it fail again, this release is owed
+	// too, and fails: Redis is out of reach.
+	if err := t.repay(ctx); err != nil {
+		t.abandon(h, m)
+		return err
+	}
 	levels := t.releasing(h)
 	// The release names the hold's id: a copy of it that Redis runs
 	// late, after a resend went through and the handle took the lock
@@ -101,7 +124,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	// of them is owed once it is settled (oweRest).
 	defer t.oweRest(h)
 	if err != nil {
-		t.abandon(h, m, true)
+		t.abandon(h, m)
 		t.report(h, lost)
 		return errs.CtxErr(ctx, err)
 	}
@@ -251,8 +274,7 @@ func (t *Tracker) oweRest(h *hold) {
 	t.mu.Unlock()
 }
 
-// abandon records a failed release of a level of mode m of hold h (sent
-// says whether it reached Redis, or could not even get op): the caller was
+// abandon records a failed release of a level of mode m of hold h: the caller was
 // told that level is gone, so the handle stops counting it and owes its
 // release, by the hold's id, which its next attempt or release sends
 // first (repay) and a renewal of the hold sends in the background
@@ -261,7 +283,7 @@ func (t *Tracker) oweRest(h *hold) {
 // hold has an id of its own. Counted, a level would outlive its caller
 // and be renewed with the hold for as long as that lasts; dropped without
 // owing it, it would stand in Redis, renewed with the other levels.
-func (t *Tracker) abandon(h *hold, m Mode, sent bool) {
+func (t *Tracker) abandon(h *hold, m Mode) {
 	if h == nil {
 		return
 	}
