@@ -155,20 +155,20 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	id := keyspace.NewOwnerID()
 	c := perclient.Attach(l.rdb)
 	defer c.Detach()
-	var late atomic.Bool // a give-back of an attempt under id may yet run
+	var late atomic.Bool // an attempt under id was given back: the next takes a new id
 	t := l.keeper(id, lease, &late)
 	var unset bool // the last attempt found no total at all
 	actx, report := l.probe.Begin(ctx, true)
 	err := wait.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			if late.Swap(false) {
-				// An attempt under id gave back its permit, and that
-				// give-back's outcome is unknown: Redis may run it late,
-				// after this attempt, when it would release the permit
-				// this attempt takes under the same id (or finds, the
-				// earlier attempt's). The attempts go on under a new id;
-				// the earlier one's permit, if it took one, goes when
-				// the give-back runs, or at the end of its lease.
+				// An attempt under id was given back: Redis may run that
+				// give-back (or a copy of it, or its second sending) after
+				// this attempt, when it would release the permit this
+				// attempt takes under the same id. The attempts go on
+				// under a new id; the earlier one's permit, if it took
+				// one, goes when the give-back runs, or at the end of its
+				// lease.
 				id = keyspace.NewOwnerID()
 				t = l.keeper(id, lease, &late)
 			}
@@ -206,8 +206,8 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 // engine's rules (see hold.Take): an attempt whose outcome is unknown, or
 // whose grant arrives after ctx ended or too late to trust, gives the
 // permit back. With lease 0 the permit is a hold of its own, t (see
-// keeper), which the watchdog keeps alive. A give-back whose outcome is
-// unknown sets late, if not nil (see Acquire).
+// keeper), which the watchdog keeps alive. A give-back retires id: it
+// sets late, if not nil (see Acquire).
 func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease time.Duration, unset *bool, late *atomic.Bool) (bool, time.Duration, error) {
 	try := func(ctx context.Context) (hold.Grant, error) {
 		var res script.LeaseTaken
@@ -219,10 +219,18 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		return hold.Grant{OK: res.OK, Levels: hold.Levels{hold.Exclusive: 1}, Wait: res.Wait}, err
 	}
 	if lease > 0 {
-		undo := func(ctx context.Context, _ *hold.Grant) {
+		began := time.Now()
+		undo := func(ctx context.Context, g *hold.Grant) {
+			if late != nil {
+				late.Store(true) // before the give-back, which may finish in the background
+			}
 			give := func(ctx context.Context) { _, _ = l.giveBack(ctx, id, late) }
-			if !perclient.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give) && late != nil {
-				late.Store(true) // it may run after the next attempt
+			perclient.TidyUp(ctx, l.rdb, hold.CleanupTimeout, give)
+			if g == nil {
+				// A copy of the attempt may yet run, after that give-back:
+				// the permit it takes is given back too (the watchdog's
+				// permits have the Tracker's).
+				hold.GiveBackAgain(l.rdb, began, func(ctx context.Context) { _, _ = l.releaseScript(ctx, id) })
 			}
 		}
 		g, _, err := hold.Take(ctx, lease, try, undo)
@@ -239,8 +247,8 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 
 // keeper returns the tracker of a request for the permit id with the given
 // lease: one for every attempt of the request under id, nil for a positive
-// lease, which the watchdog does not keep. A give-back whose outcome is
-// unknown sets late, if not nil (see Acquire).
+// lease, which the watchdog does not keep. A give-back retires id: it
+// sets late, if not nil (see Acquire).
 func (l *Leased) keeper(id string, lease time.Duration, late *atomic.Bool) *hold.Tracker {
 	if lease > 0 {
 		return nil
@@ -252,13 +260,15 @@ func (l *Leased) keeper(id string, lease time.Duration, late *atomic.Bool) *hold
 func (l *Leased) tracker(id string) *hold.Tracker { return l.trackerOf(id, nil) }
 
 // giveBack gives back the permit an attempt under id may have taken, and
-// sets late, if not nil, when Redis may yet run it.
+// retires id: it sets late, if not nil, so that the request's next attempt
+// takes a new id. A copy of the give-back that Redis runs late, or its
+// second sending (hold.GiveBackAgain), then never meets a permit taken
+// since.
 func (l *Leased) giveBack(ctx context.Context, id string, late *atomic.Bool) (bool, error) {
-	ok, err := l.releaseScript(ctx, id)
-	if late != nil && errs.OutcomeUnknown(err) {
+	if late != nil {
 		late.Store(true)
 	}
-	return ok, err
+	return l.releaseScript(ctx, id)
 }
 
 func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {

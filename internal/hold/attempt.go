@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/exactly"
 
@@ -189,17 +191,24 @@ const againAfter = exactly.RequestWindow + time.Second
 
 // undoAgain sends the give-back o of an attempt whose outcome is unknown,
 // made under a wait's hold id (retired by the first give-back), once more
-// when no copy of the attempt can run any more (againAfter from began).
-// A copy that Redis runs after the first give-back, before its deadline
-// (held up in a stalled server, or retransmitted by TCP), takes a free
-// lock under an id that no call of the handle releases or renews: without
-// this it would stand for a whole lease. The id is never used again, so
-// the give-back changes nothing when there was no such copy. It is best
-// effort: a timer, not a goroutine, waits for it (a process that exits
-// first leaves the copy's hold to its lease), and a failure is not owed.
+// (GiveBackAgain).
 func (t *Tracker) undoAgain(o owed, began time.Time) {
+	GiveBackAgain(t.cfg.RDB, began, func(ctx context.Context) { _ = t.send(ctx, o) })
+}
+
+// GiveBackAgain runs give, the give-back of an attempt begun at began
+// whose outcome is unknown, once more when no copy of the attempt can run
+// any more (againAfter from began). A copy that Redis runs after the
+// first give-back, before its deadline (held up in a stalled server, or
+// retransmitted by TCP), takes a free lock or permit under an id that no
+// call of the handle releases or renews: without this it would stand for
+// a whole lease. The id is never used again, so the give-back changes
+// nothing when there was no such copy. It is best effort: a timer, not a
+// goroutine, waits for it (a process that exits first leaves the copy's
+// hold to its lease), and a failure is not owed.
+func GiveBackAgain(rdb redis.UniversalClient, began time.Time, give func(ctx context.Context)) {
 	time.AfterFunc(time.Until(began.Add(againAfter)), func() {
-		perclient.TidyUp(background, t.cfg.RDB, CleanupTimeout, func(ctx context.Context) { _ = t.send(ctx, o) })
+		perclient.TidyUp(background, rdb, CleanupTimeout, give)
 	})
 }
 
