@@ -128,7 +128,6 @@ type hold struct {
 	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
 	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
-	unsure Levels               // per mode, the level of a release whose reply was lost; guarded by op
 
 	// releasing is set while a release of the hold is in flight, and
 	// lostWhile is the loss the watchdog reported meanwhile: a renewal

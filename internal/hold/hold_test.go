@@ -569,3 +569,28 @@ func TestReleaseIsForItsOwnHold(t *testing.T) {
 			f.calls, f.held(hold.Exclusive), f.tracker.Held(hold.Exclusive))
 	}
 }
+
+// A release behind an owed give-back that fails again: Redis still counts
+// the level the give-back is for, so the release, expecting the handle's
+// count, mismatches. That is not the release's own earlier run (nothing of
+// it was lost): it is owed behind the give-back and fails, and the handle's
+// next attempt sends both, in order, leaving nothing of the hold.
+func TestReleaseBehindOwedGiveBack(t *testing.T) {
+	f := newFake(t)
+	f.mustAcquire(t, hold.Shared)
+	refused := errors.New("connection refused")
+	f.failNext(fakeFail{err: refused}, fakeFail{err: refused}) // the give-back, then its repayment
+	if ok, err := f.acquire(t.Context(), hold.Shared, fakeFail{run: true, err: errLostReply}); ok || err == nil {
+		t.Fatalf("an attempt whose reply was lost = %v, %v; want an error", ok, err)
+	}
+	if err := f.tracker.Release(t.Context(), hold.Shared); err == nil {
+		t.Fatal("a release behind a give-back that failed again succeeded, though Redis counts the give-back's level")
+	}
+	if f.held(hold.Shared) != 2 || f.tracker.Held(hold.Shared) != 0 {
+		t.Fatalf("after the failed release: %d levels in Redis, %d counted; want 2 (owed) and 0", f.held(hold.Shared), f.tracker.Held(hold.Shared))
+	}
+	f.mustAcquire(t, hold.Shared) // repays the give-back, then the release, then takes a new hold
+	if f.held(hold.Shared) != 1 || f.tracker.Held(hold.Shared) != 1 {
+		t.Fatalf("after the next attempt: %d levels in Redis, %d counted; want 1 and 1", f.held(hold.Shared), f.tracker.Held(hold.Shared))
+	}
+}

@@ -3,6 +3,7 @@ package hold
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -102,20 +103,18 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
 		return cmp.Or(t.repay(ctx), errReleaseEnded)
 	}
 	// An owed give-back first: a level it gives back, which the handle
-	// does not count, would make this release mismatch, and that reads
-	// as its own earlier run. Should it fail again, this release is owed
-	// too, and fails: Redis is out of reach.
-	if err := t.repay(ctx); err != nil {
-		t.abandon(h, m)
-		return err
-	}
+	// does not count, would make this release mismatch. Should it fail
+	// again, the release is sent all the same (a give-back of another
+	// mode, or of an ended hold, is no matter to it), and a mismatch
+	// then says that the give-back holds a level of this one's.
+	owing := t.repay(ctx)
 	levels := t.releasing(h)
 	// The release names the hold's id: a copy of it that Redis runs
 	// late, after a resend went through and the handle took the lock
 	// again, finds that later hold under an id of its own and changes
 	// nothing.
 	sent := time.Now()
-	out, err := t.release(ctx, h, m, levels[m])
+	out, unsure, err := t.release(ctx, h, m, levels[m])
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -129,16 +128,23 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
 		return errs.CtxErr(ctx, err)
 	}
 	switch {
-	case out.Mismatch:
+	case out.Mismatch && unsure:
 		// A retry of a release that went through before its reply was
 		// lost: that release is this one.
 		levels[m]--
-	case out.NotHeld && h != nil && levels[m] == 1 && h.unsure[m] == 1:
+	case out.Mismatch:
+		// Redis counts other levels of m for the hold than the handle
+		// does: an owed give-back still holds one. This release is owed
+		// behind it, and sent once that has gone through.
+		t.abandon(h, m)
+		t.report(h, lost)
+		return cmp.Or(owing, errMismatch)
+	case out.NotHeld && levels[m] == 1 && unsure:
 		// The same: a release of the last level of m went through, but
 		// its reply was lost, and the level is gone since.
 		levels[m] = 0
 	case out.NotHeld:
-		if h != nil && levels[m] > 0 {
+		if levels[m] > 0 {
 			t.setLevel(h, m, 0) // not in Redis: nothing of it is owed
 			t.end(h, errs.ErrLost)
 		}
@@ -164,12 +170,13 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
 	return nil
 }
 
-// releasing marks hold h (nil when the handle holds nothing) as being
-// released and returns its levels.
+// errMismatch is the error of a release that Redis refused because the
+// hold has other levels than the handle counts, when no owed give-back
+// explains it.
+var errMismatch = errors.New("the hold's levels in Redis differ from the handle's: its release is owed")
+
+// releasing marks hold h as being released and returns its levels.
 func (t *Tracker) releasing(h *hold) Levels {
-	if h == nil {
-		return Levels{}
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.releasing = true
@@ -179,9 +186,6 @@ func (t *Tracker) releasing(h *hold) Levels {
 // released clears the mark of releasing and returns the loss the watchdog
 // reported while the release was in flight, if any.
 func (t *Tracker) released(h *hold) error {
-	if h == nil {
-		return nil
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.releasing = false
@@ -190,22 +194,17 @@ func (t *Tracker) released(h *hold) error {
 	return lost
 }
 
-// release runs the release script for hold h (nil when the handle holds
-// nothing: the script finds nothing under an empty id) expected at level
-// expect of mode m. When the reply is lost it retries, remembering in h
-// that a release of that level may have gone through, so that the retry's
-// answer is read right: at the last level the script is not idempotent by
+// release runs the release script for hold h expected at level expect of
+// mode m. When the reply is lost it retries, and reports unsure: a
+// release of that level may have gone through, which is how the retry's
+// answer is read (at the last level the script is not idempotent by
 // itself, since a successful first run leaves nothing to compare the
-// retry with.
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (Released, error) {
+// retry with).
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (out Released, unsure bool, err error) {
 	var refused time.Time
 	var backoff time.Duration
-	var id string
-	if h != nil {
-		id = h.id
-	}
 	for try := 0; ; {
-		out, err := t.cfg.Release(ctx, m, id, expect, false)
+		out, err = t.cfg.Release(ctx, m, h.id, expect, false)
 		unknown := errs.OutcomeUnknown(err)
 		if err != nil && !unknown && errs.Transient(err) {
 			if refused.IsZero() {
@@ -213,19 +212,13 @@ func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (R
 			}
 			backoff = wait.NextBackoff(backoff)
 			if time.Since(refused)+backoff > refusalTime || !wait.Sleep(ctx, backoff) {
-				return out, err
+				return out, unsure, err
 			}
 			continue
 		}
-		switch {
-		case h == nil:
-		case unknown:
-			h.unsure[m] = expect
-		case err == nil && !out.NotHeld:
-			h.unsure[m] = 0 // settled; a NotHeld is read by the caller first
-		}
+		unsure = unsure || unknown
 		if !unknown || errs.CtxDone(ctx) != nil || try == releaseRetries {
-			return out, err
+			return out, unsure, err
 		}
 		try++
 	}
@@ -274,8 +267,8 @@ func (t *Tracker) oweRest(h *hold) {
 	t.mu.Unlock()
 }
 
-// abandon records a failed release of a level of mode m of hold h: the caller was
-// told that level is gone, so the handle stops counting it and owes its
+// abandon records a failed release of a level of mode m of hold h: the
+// caller was told that level is gone, so the handle stops counting it and owes its
 // release, by the hold's id, which its next attempt or release sends
 // first (repay) and a renewal of the hold sends in the background
 // (repayBehind). The last level of the hold ends it: the holder wants the
@@ -294,10 +287,7 @@ func (t *Tracker) abandon(h *hold, m Mode) {
 		// that release have gone through unseen, the owed one finds a
 		// level fewer and changes nothing.
 		t.owed = append(t.owed, owed{m, h.levels[m], h.id})
-	}
-	if h.levels[m] > 0 {
 		h.levels[m]--
-		h.unsure[m] = 0
 	}
 	t.mu.Unlock()
 	if last {
