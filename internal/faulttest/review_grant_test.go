@@ -1,0 +1,143 @@
+package faulttest_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/fairlock"
+	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/redistest"
+	"github.com/redisync/redisync/rlock"
+)
+
+// afterScript is a go-redis hook that runs fn once, right after the
+// first call of a chosen script returns (before its caller sees the
+// reply): a moment the test picks between two scripts of one caller.
+type afterScript struct {
+	match func(args []string) bool
+	once  sync.Once
+	fn    func()
+}
+
+func (a *afterScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (a *afterScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if a.match(argStrings(cmd)) {
+			a.once.Do(a.fn)
+		}
+		return err
+	}
+}
+
+func (a *afterScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func argStrings(cmd redis.Cmder) []string {
+	args := make([]string, 0, len(cmd.Args()))
+	for _, a := range cmd.Args() {
+		args = append(args, fmt.Sprint(a))
+	}
+	return args
+}
+
+// A blocking waiter's attempt is refused in Redis (it joins the line,
+// its place naming the wait's hold id W) but its reply is lost. The
+// engine gives the attempt back by W and retires W: the wait goes on
+// under a new id. The holder's release then grants the lock to the place,
+// that is to W. Nothing of the handle completes or gives back that grant:
+// a grant message naming W is "left to an attempt" (claim compares it
+// with the wait's last id, which is W), and every attempt from now on
+// names the new id, which never finds W's grant. The lock is held by an
+// id nobody renews or releases until the grant lease runs out (or the
+// give-back sent once more after RequestWindow); the waiter, and every
+// waiter behind it, waits that long, and the waiter is put at the end of
+// the line.
+func TestGrantToRetiredWaitIDIsGivenBack(t *testing.T) {
+	defect(t, "a grant to a wait id retired by the undo of a lost-reply attempt is neither claimed nor given back: the lock idles for the grant lease")
+	type mutex interface {
+		Lock(ctx context.Context) error
+		Unlock(ctx context.Context) error
+	}
+	for _, k := range []struct {
+		kind string
+		new  func(rdb *redis.Client, name string) mutex
+	}{
+		{"rlock", func(rdb *redis.Client, name string) mutex { return rlock.New(rdb, name) }},
+		{"fairlock", func(rdb *redis.Client, name string) mutex { return fairlock.New(rdb, name) }},
+	} {
+		t.Run(k.kind, func(t *testing.T) {
+			direct, proxy, via := redistest.ProxiedServer(t)
+			name := redistest.UniqueName(t)
+			ctx := t.Context()
+			lockKey := keyspace.NewNames(name).Lock()
+
+			holder := k.new(direct, name)
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The waiter's first attempt runs in Redis (refused: it joins
+			// the line) and its reply is lost; its give-back by the wait's
+			// id finds nothing, and just after it the holder unlocks.
+			dropped := proxy.DropReply(scriptOn(t, k.kind+"_acquire.lua", name))
+			var unlocked time.Time
+			unlock := make(chan error, 1)
+			via.AddHook(&afterScript{match: scriptOn(t, k.kind+"_unlock.lua", name), fn: func() {
+				t.Logf("lock hash before the holder's unlock: %v", direct.HGetAll(ctx, lockKey).Val())
+				unlocked = time.Now()
+				unlock <- holder.Unlock(ctx)
+				t.Logf("lock hash after it: %v", direct.HGetAll(ctx, lockKey).Val())
+			}})
+			waiter := k.new(via, name)
+			got := make(chan error, 1)
+			go func() { got <- waiter.Lock(ctx) }()
+			mustDropped(t, dropped)
+			var err error
+			select {
+			case err = <-unlock:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter gave nothing back after its lost reply")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 4 {
+				time.Sleep(250 * time.Millisecond)
+				t.Logf("+%v lock hash %v", time.Since(unlocked).Round(time.Millisecond), direct.HGetAll(ctx, lockKey).Val())
+			}
+			select {
+			case err = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter never got the lock")
+			}
+			took := time.Since(unlocked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = waiter.Unlock(context.WithoutCancel(ctx)) }()
+			t.Logf("the waiter's hold: %v", direct.HGetAll(ctx, lockKey).Val())
+			t.Logf("the waiter took the lock %v after the holder's release", took.Round(time.Millisecond))
+			if took > time.Second {
+				t.Errorf("the waiter, alone in line, took the lock %v after the release: "+
+					"the release granted the lock to the wait's retired id, and nothing gave it back", took.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// defect skips a test that reproduces a known defect of the engine,
+// unless REDISYNC_RUN_DEFECTS=1 asks to run it.
+func defect(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("REDISYNC_RUN_DEFECTS") != "1" {
+		t.Skip("defect: " + what)
+	}
+}
