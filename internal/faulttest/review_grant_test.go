@@ -14,6 +14,7 @@ import (
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
+	"github.com/redisync/redisync/rwlock"
 )
 
 // afterScript is a go-redis hook that runs fn once, right after the
@@ -139,5 +140,75 @@ func defect(t *testing.T, what string) {
 	t.Helper()
 	if os.Getenv("REDISYNC_RUN_DEFECTS") != "1" {
 		t.Skip("defect: " + what)
+	}
+}
+
+// A read-write lock's plain RUnlock waits for the handle's op while
+// another goroutine's further RLock, sent under the same hold id, is in
+// flight for longer than the release's own bound (ReleaseTimeout, 5s: a
+// slow network or server). The RUnlock gives up on op and abandons its
+// level outside op: it owes the release {read, expect n} and counts one
+// level fewer, while the RLock's script still runs. The RLock's reply
+// then adds its level and sets the handle's count to Redis's (n+1), so
+// the owed release, sent with expect n, mismatches and is dropped as if
+// it had run. The abandoned level stays in Redis and in the count with
+// no caller to release it: after every reader's RUnlock the handle still
+// holds one read level, renewed by the watchdog for as long as the
+// process lives, and writers of other handles are shut out.
+func TestAbandonOutsideOpIsNotLost(t *testing.T) {
+	defect(t, "an RUnlock that times out on op abandons its level outside op; a further read in flight then makes the owed release mismatch, and a read level leaks, renewed forever")
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	rdb := srv.NewClient(t)
+	faults := addClientFaults(rdb)
+	// A lease the 5s the RLock is in flight does not make stale: its
+	// reply is applied, not given back.
+	const lease = 20 * time.Second
+	rw := rwlock.New(rdb, name, rwlock.WithWatchdogTimeout(lease))
+	lockKey := keyspace.NewNames(name).Lock()
+
+	// Goroutines A and B: two plain read holds, one hold id, two levels.
+	for range 2 {
+		if err := rw.RLock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Goroutine C: a third plain read, in flight (held before it reaches
+	// Redis) while A releases.
+	gate := faults.holdNextScript()
+	res := make(chan error, 1)
+	go func() { res <- rw.RLock(context.WithoutCancel(t.Context())) }()
+	<-gate.caught
+	start := time.Now()
+	errA := rw.RUnlock(t.Context()) // A: waits for op, ReleaseTimeout
+	t.Logf("A's RUnlock after %v: %v; lock hash %v", time.Since(start).Round(time.Millisecond), errA, admin.HGetAll(t.Context(), lockKey).Val())
+	faults.let(gate)
+	if err := <-res; err != nil {
+		t.Fatalf("C's RLock: %v", err)
+	}
+	t.Logf("after C's RLock: lock hash %v", admin.HGetAll(t.Context(), lockKey).Val())
+	for _, who := range []string{"B", "C"} {
+		if err := rw.RUnlock(t.Context()); err != nil {
+			t.Errorf("%s's RUnlock: %v", who, err)
+		}
+	}
+	if errA != nil {
+		// A was told its level is gone (owed): nobody has a read hold now.
+		waitUntil(2*time.Second, func() bool { return isClosed(rw.Done()) })
+	}
+	hash, closedDone := admin.HGetAll(t.Context(), lockKey).Val(), isClosed(rw.Done())
+	t.Logf("after every reader released: Done closed %v, lock hash %v", closedDone, hash)
+	other := rwlock.New(srv.NewClient(t), name, rwlock.WithWatchdogTimeout(lease41))
+	ok, err := other.TryLock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		_ = other.Unlock(t.Context())
+	} else {
+		_, _ = rw.ForceUnlock(t.Context())
+		t.Errorf("another handle's write TryLock is refused after every reader of the handle released: a read level leaked (Done closed %v, lock hash %v)",
+			closedDone, hash)
 	}
 }
