@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/election"
 	"github.com/redisync/redisync/fairlock"
 	"github.com/redisync/redisync/internal/exactly"
 	"github.com/redisync/redisync/internal/keyspace"
@@ -71,11 +72,12 @@ func TestGrantToRetiredWaitIDIsGivenBack(t *testing.T) {
 		Unlock(ctx context.Context) error
 	}
 	for _, k := range []struct {
-		kind string
-		new  func(rdb *redis.Client, name string) mutex
+		kind, scripts string
+		new           func(rdb *redis.Client, name string) mutex
 	}{
-		{"rlock", func(rdb *redis.Client, name string) mutex { return rlock.New(rdb, name) }},
-		{"fairlock", func(rdb *redis.Client, name string) mutex { return fairlock.New(rdb, name) }},
+		{"rlock", "rlock", func(rdb *redis.Client, name string) mutex { return rlock.New(rdb, name) }},
+		{"fairlock", "fairlock", func(rdb *redis.Client, name string) mutex { return fairlock.New(rdb, name) }},
+		{"election", "fairlock", func(rdb *redis.Client, name string) mutex { return campaigner{election.New(rdb, name)} }},
 	} {
 		t.Run(k.kind, func(t *testing.T) {
 			direct, proxy, via := redistest.ProxiedServer(t)
@@ -90,10 +92,10 @@ func TestGrantToRetiredWaitIDIsGivenBack(t *testing.T) {
 			// The waiter's first attempt runs in Redis (refused: it joins
 			// the line) and its reply is lost; its give-back by the wait's
 			// id finds nothing, and just after it the holder unlocks.
-			dropped := proxy.DropReply(scriptOn(t, k.kind+"_acquire.lua", name))
+			dropped := proxy.DropReply(scriptOn(t, k.scripts+"_acquire.lua", name))
 			var unlocked time.Time
 			unlock := make(chan error, 1)
-			via.AddHook(&afterScript{match: scriptOn(t, k.kind+"_unlock.lua", name), fn: func() {
+			via.AddHook(&afterScript{match: scriptOn(t, k.scripts+"_unlock.lua", name), fn: func() {
 				t.Logf("lock hash before the holder's unlock: %v", direct.HGetAll(ctx, lockKey).Val())
 				unlocked = time.Now()
 				unlock <- holder.Unlock(ctx)
@@ -135,6 +137,12 @@ func TestGrantToRetiredWaitIDIsGivenBack(t *testing.T) {
 		})
 	}
 }
+
+// campaigner campaigns and resigns as a mutex locks and unlocks.
+type campaigner struct{ e *election.Election }
+
+func (c campaigner) Lock(ctx context.Context) error   { return c.e.Campaign(ctx, "v") }
+func (c campaigner) Unlock(ctx context.Context) error { return c.e.Resign(ctx) }
 
 // defect skips a test that reproduces a known defect of the engine,
 // unless REDISYNC_RUN_DEFECTS=1 asks to run it.
