@@ -269,3 +269,65 @@ func TestLeasedPermitOutlivesUndoAgain(t *testing.T) {
 			id, n, ok, isClosed(l.Done(id)))
 	}
 }
+
+// Local handoffs between goroutines of one rlock handle racing with
+// ForceUnlock of that handle (which ends the hold, handed or not, and
+// makes its goroutines forget their holds): whatever the interleaving,
+// once every goroutine has returned, the handle's local line is free
+// (a Lock gets through), its Done is closed after the last Unlock, and
+// nothing of the handle is left in Redis. A regression test: it passes.
+func TestLocalHandoffRacingForceUnlock(t *testing.T) {
+	srv := redistest.SharedServer(t)
+	admin := srv.NewClient(t)
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	m := rlock.New(srv.NewClient(t), name, rlock.WithWatchdogTimeout(lease41))
+	var workers sync.WaitGroup
+	until := time.Now().Add(1500 * time.Millisecond)
+	for range 4 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for time.Now().Before(until) {
+				lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if err := m.Lock(lctx); err == nil {
+					_ = m.Unlock(ctx)
+				}
+				cancel()
+			}
+		}()
+	}
+	stop, forcer := make(chan struct{}), make(chan int)
+	go func() {
+		forced := 0
+		for {
+			select {
+			case <-stop:
+				forcer <- forced
+				return
+			case <-time.After(3 * time.Millisecond):
+			}
+			if ok, _ := m.ForceUnlock(ctx); ok {
+				forced++
+			}
+		}
+	}()
+	workers.Wait()
+	close(stop)
+	t.Logf("force-unlocked %d times", <-forcer)
+
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := m.Lock(lctx); err != nil {
+		t.Fatalf("Lock after every goroutine returned: %v (the handle's line or a hold was left behind)", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("Unlock: %v", err)
+	}
+	if !isClosed(m.Done()) {
+		t.Error("Done open after the last Unlock")
+	}
+	if gone, keys, hash := keysGoneWithin(ctx, admin, name, 3*lease41); !gone {
+		t.Errorf("keys of the lock left: %v, hash %v", keys, hash)
+	}
+}
