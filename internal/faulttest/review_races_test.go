@@ -331,3 +331,70 @@ func TestLocalHandoffRacingForceUnlock(t *testing.T) {
 		t.Errorf("keys of the lock left: %v, hash %v", keys, hash)
 	}
 }
+
+// A read-write lock's further read level (a second goroutine's RLock
+// while the handle holds a read) is sent under the current hold's id; its
+// reply is lost while the script is still on its way (held up in the
+// network). The engine gives it back with the level it would have made,
+// expect n+1, which mismatches (the copy has not run: nothing to give
+// back), and the RLock retries and takes its level (n+1). The held-up
+// copy then runs, within its deadline, and adds one more level nobody
+// counts. Unlike an attempt under a fresh wait id (undoAgain), nothing
+// gives it back: from then on Redis counts one read more than the handle,
+// every RUnlock mismatches and is read as a release that went through, so
+// none of them releases anything, and once the last one returns the
+// handle stops renewing a hold Redis still has with every level: writers
+// wait for its whole lease after every reader of the handle released.
+func TestLateFurtherReadIsGivenBack(t *testing.T) {
+	defect(t, "a further read of unknown outcome, run late within its deadline, adds a read level that is never given back: every RUnlock then mismatches, and the hold stands for a lease after the last one")
+	direct, proxy, _ := redistest.ProxiedServer(t)
+	via := proxy.NewClient(t, func(o *redis.Options) { o.ReadTimeout = 500 * time.Millisecond })
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	lockKey := keyspace.NewNames(name).Lock()
+	const lease = 6 * time.Second
+	rw := rwlock.New(via, name, rwlock.WithWatchdogTimeout(lease))
+	if err := rw.RLock(ctx); err != nil { // goroutine A
+		t.Fatal(err)
+	}
+	held := proxy.Hold(scriptOn(t, "rwlock_readlock.lua", name))
+	if err := rw.RLock(ctx); err != nil { // goroutine B: its first attempt is held up, the retry takes the level
+		t.Fatal(err)
+	}
+	if !redistest.Closed(held.Caught()) {
+		t.Fatal("no read attempt was held: the fault was not injected")
+	}
+	t.Logf("after B's RLock: lock hash %v", direct.HGetAll(ctx, lockKey).Val())
+	if reply, err := held.Deliver(ctx); err != nil {
+		t.Fatalf("the held-up attempt did not run: %q, %v", reply, err)
+	} else {
+		t.Logf("the held-up attempt ran late: %q; lock hash %v", reply, direct.HGetAll(ctx, lockKey).Val())
+	}
+	for _, who := range []string{"A", "B"} {
+		if err := rw.RUnlock(ctx); err != nil {
+			t.Errorf("%s's RUnlock: %v", who, err)
+		}
+		t.Logf("after %s's RUnlock: lock hash %v", who, direct.HGetAll(ctx, lockKey).Val())
+	}
+	t.Logf("handle's Done closed: %v", isClosed(rw.Done()))
+	writer := rwlock.New(direct, name)
+	start := time.Now()
+	for {
+		ok, err := writer.TryLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			_ = writer.Unlock(ctx)
+			break
+		}
+		if time.Since(start) > lease+time.Second {
+			t.Fatal("the write lock stayed refused")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("a writer waited %v after every reader of the handle released (the lease is %v): read levels nobody counts were left in Redis",
+			waited.Round(time.Millisecond), lease)
+	}
+}
