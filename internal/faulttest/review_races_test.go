@@ -398,3 +398,49 @@ func TestLateFurtherReadIsGivenBack(t *testing.T) {
 			waited.Round(time.Millisecond), lease)
 	}
 }
+
+// A leased Acquire with a lease of its own: its first attempt is held up
+// on its way and the client gives up on the reply; the engine gives it
+// back by the permit id (nothing there yet: the outcome is known, so the
+// attempts go on under the same id) and the retry takes the permit. The
+// caller releases it. The held-up copy then runs, within its deadline,
+// and takes a permit under that id: nobody holds or releases it, and it
+// stands for the whole lease the caller asked for. A lock's attempt under
+// a wait id is given back once more when no copy can run any more
+// (undoAgain); an Acquire with a lease of its own has nothing of the kind.
+func TestLeasedLateAttemptCopyIsGivenBack(t *testing.T) {
+	defect(t, "a leased Acquire(lease>0) attempt of unknown outcome, run late after the caller released the permit its retry took, takes a permit nobody holds for the whole lease")
+	direct, proxy, _ := redistest.ProxiedServer(t)
+	via := proxy.NewClient(t, func(o *redis.Options) { o.ReadTimeout = 500 * time.Millisecond })
+	name := redistest.UniqueName(t)
+	ctx := t.Context()
+	admin := semaphore.NewLeased(direct, name)
+	if ok, err := admin.TrySetPermits(ctx, 1); err != nil || !ok {
+		t.Fatalf("TrySetPermits: %v %v", ok, err)
+	}
+	l := semaphore.NewLeased(via, name)
+	held := proxy.Hold(scriptOn(t, "leased_acquire.lua", name))
+	id, err := l.Acquire(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !redistest.Closed(held.Caught()) {
+		t.Fatal("no attempt was held: the fault was not injected")
+	}
+	if err := l.Release(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := held.Deliver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the held-up attempt ran late: %q", reply)
+	time.Sleep(exactly.RequestWindow + 2*time.Second) // whatever gives it back has had its time
+	n, err := admin.Available(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("%d permits available after the only one was released (permit %s): the late copy of its first attempt holds it for the lease", n, id)
+	}
+}
