@@ -34,3 +34,16 @@ func (t *Tracker) Current() any { return t.current() }
 func (t *Tracker) ReleaseOf(ctx context.Context, h any, m Mode) error {
 	return t.releaseHold(ctx, h.(*hold), m)
 }
+
+// Ends returns how many cancel functions of Do the current hold of x's
+// handle keeps (x is a lock handle, such as an *rwlock.RWMutex): 0 when
+// it holds nothing.
+func Ends(x any) int {
+	t := WatcherOf(x).h.l.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return 0
+	}
+	return len(t.cur.ends)
+}
