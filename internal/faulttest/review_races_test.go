@@ -223,53 +223,6 @@ func TestAbandonOutsideOpIsNotLost(t *testing.T) {
 	}
 }
 
-// A leased permit kept by the watchdog (lease 0) is asked for under its
-// permit id by a Tracker whose hold ids the release ignores: every
-// give-back of the Tracker names the permit id. The first attempt's reply
-// is lost; the engine gives the attempt back (its outcome known: the late
-// flag stays clear, so Acquire keeps the permit id) and, the attempt
-// having been made under a fresh wait id, arms undoAgain to give it back
-// once more after RequestWindow+1s. Acquire's next attempt takes the
-// permit under the same permit id and returns it. undoAgain's timer then
-// releases that permit, which the caller holds: the semaphore is over
-// committed (another handle takes the permit) until the watchdog's next
-// renewal finds it gone and reports the caller's permit lost.
-func TestLeasedPermitOutlivesUndoAgain(t *testing.T) {
-	defect(t, "undoAgain of a lost-reply leased acquire releases, 6s later, the permit that Acquire's retry took under the same permit id")
-	direct, proxy, via := redistest.ProxiedServer(t)
-	name := redistest.UniqueName(t)
-	ctx := t.Context()
-	admin := semaphore.NewLeased(direct, name)
-	if ok, err := admin.TrySetPermits(ctx, 1); err != nil || !ok {
-		t.Fatalf("TrySetPermits: %v %v", ok, err)
-	}
-	l := semaphore.NewLeased(via, name)
-	dropped := proxy.DropReply(scriptOn(t, "leased_acquire.lua", name))
-	id, err := l.Acquire(ctx, 0)
-	mustDropped(t, dropped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Release(context.WithoutCancel(ctx), id) }()
-	if n, err := admin.Available(ctx); err != nil || n != 0 {
-		t.Fatalf("available after Acquire: %d %v, want 0", n, err)
-	}
-	time.Sleep(exactly.RequestWindow + 2*time.Second) // past undoAgain's timer
-	n, err := admin.Available(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, ok, err := admin.TryAcquire(ctx, time.Minute)
-	if ok {
-		defer func() { _ = admin.Release(context.WithoutCancel(ctx), other) }()
-	}
-	t.Logf("available %d; another handle's TryAcquire %v %v; the caller's Done closed %v", n, ok, err, isClosed(l.Done(id)))
-	if n != 0 || ok {
-		t.Errorf("the caller's permit %s was released behind its back: %d available, another handle took one: %v (the caller's Done closed: %v)",
-			id, n, ok, isClosed(l.Done(id)))
-	}
-}
-
 // Local handoffs between goroutines of one rlock handle racing with
 // ForceUnlock of that handle (which ends the hold, handed or not, and
 // makes its goroutines forget their holds): whatever the interleaving,
@@ -405,11 +358,11 @@ func TestLateFurtherReadIsGivenBack(t *testing.T) {
 // attempts go on under the same id) and the retry takes the permit. The
 // caller releases it. The held-up copy then runs, within its deadline,
 // and takes a permit under that id: nobody holds or releases it, and it
-// stands for the whole lease the caller asked for. A lock's attempt under
-// a wait id is given back once more when no copy can run any more
-// (undoAgain); an Acquire with a lease of its own has nothing of the kind.
+// stood for the whole lease the caller asked for. Now every give-back
+// retires its permit id, and an attempt of unknown outcome is given back
+// once more when no copy can run any more (hold.GiveBackAgain), as a
+// lock's is.
 func TestLeasedLateAttemptCopyIsGivenBack(t *testing.T) {
-	defect(t, "a leased Acquire(lease>0) attempt of unknown outcome, run late after the caller released the permit its retry took, takes a permit nobody holds for the whole lease")
 	direct, proxy, _ := redistest.ProxiedServer(t)
 	via := proxy.NewClient(t, func(o *redis.Options) { o.ReadTimeout = 500 * time.Millisecond })
 	name := redistest.UniqueName(t)

@@ -325,16 +325,22 @@ func (t *Tracker) sendOwed(ctx context.Context) error {
 	}
 }
 
-// onEnd registers cancel to be called when the current hold ends (lost,
-// or force-unlocked, or released); at once if the handle holds nothing.
-func (t *Tracker) onEnd(cancel context.CancelFunc) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if h := t.cur; h != nil {
-		h.ends = append(h.ends, cancel)
-		return
+// onEnd arranges for cancel to be called when hold h ends (lost,
+// force-unlocked or released), at once if it has ended or is nil, and
+// returns what undoes that: a Do that returns leaves nothing behind in a
+// hold that goes on.
+func (t *Tracker) onEnd(h *hold, cancel context.CancelFunc) (stop func()) {
+	if h == nil {
+		cancel()
+		return func() {}
 	}
-	cancel() // lost already
+	h.ends.Add(1)
+	after := context.AfterFunc(h.ended, cancel)
+	return func() {
+		if after() {
+			h.ends.Add(-1)
+		}
+	}
 }
 
 // repayBehind sends the owed releases in the background, when the handle

@@ -2,7 +2,6 @@ package hold_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/redisync/redisync/internal/hold"
@@ -12,17 +11,14 @@ import (
 )
 
 // Do registers the cancel of fn's ctx with the hold it runs in
-// (Tracker.onEnd), to cancel it should the hold end first, and never
-// takes it off when Do returns: the hold keeps every Do's cancel function,
-// and the ctx it cancels, until the hold ends. A hold that lasts keeps
+// (Tracker.onEnd), to cancel it should the hold end first, and takes it
+// off when Do returns. It used to keep every Do's cancel function, and
+// the ctx it cancels, until the hold ended, and a hold that lasts kept
 // growing: a read-write lock's hold spans every read level of the handle,
 // so a server whose requests each run RDo on a shared handle, with
 // another read always in progress, never ends its hold; a long Do that
 // re-enters with Do in a loop is the same on a mutex.
 func TestDoForgetsItsCancelWhenItReturns(t *testing.T) {
-	if os.Getenv("REDISYNC_RUN_DEFECTS") != "1" {
-		t.Skip("defect: every Do leaves its cancel function in the hold's ends until the hold ends: a hold that lasts grows without bound")
-	}
 	srv := redistest.SharedServer(t)
 	ctx := t.Context()
 	const calls = 200

@@ -90,7 +90,7 @@ type Tracker struct {
 	// ids numbers the handle's hold ids (see waitID).
 	ids atomic.Uint64
 
-	mu  sync.Mutex // protects cur, wait, and the levels and ends of every hold
+	mu  sync.Mutex // protects cur, wait, and the levels of every hold
 	cur *hold      // the current hold; nil when none
 	// wait is the hold id the attempts for the handle's next hold use
 	// ("" until one needs it). It passes to the hold they begin, and is
@@ -127,7 +127,9 @@ type hold struct {
 	client *perclient.Client
 	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
-	ends   []context.CancelFunc // contexts of Do to cancel when the hold ends
+	ended  context.Context    // cancelled when the hold ends: Do's contexts follow it (see onEnd)
+	end    context.CancelFunc // cancels ended
+	ends   atomic.Int64       // Do's contexts that follow it now
 
 	// releasing is set while a release of the hold is in flight, and
 	// lostWhile is the loss the watchdog reported meanwhile: a renewal
@@ -261,6 +263,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
 	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
+	h.ended, h.end = context.WithCancel(context.Background())
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -363,9 +366,7 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	h.wd.Remove()
 	h.client.Detach()
 	close(h.done)
-	for _, cancel := range h.ends {
-		cancel()
-	}
+	h.end()
 	h.report.End()
 	t.report(h, lost)
 	return true

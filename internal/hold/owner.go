@@ -634,14 +634,11 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 	}
 	fctx, cancel := context.WithCancel(fctx)
 	defer cancel()
-	l.t.onEnd(cancel)
+	h := l.t.current() // a downgrade's: its read is a plain one, without a record
 	if r != nil {
-		if _, live := l.carried(fctx); !live {
-			// The hold ended between take and onEnd, which may have
-			// registered cancel on a later hold (another goroutine's).
-			cancel()
-		}
+		h = r.h
 	}
+	defer l.t.onEnd(h, cancel)()
 	err = fn(fctx)
 	if uerr := l.Unlock(fctx, m); err == nil {
 		err = uerr
