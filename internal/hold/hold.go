@@ -296,6 +296,15 @@ func (t *Tracker) waitID(sentFor *hold) string {
 	return t.wait
 }
 
+// inUse reports whether id is the current hold's or the one the
+// handle's next attempt uses: an id of the handle's that is neither has
+// been given up, and whatever Redis holds under it is to be given back.
+func (t *Tracker) inUse(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return id == t.wait || t.cur != nil && t.cur.id == id
+}
+
 // retire makes sure that no attempt of the handle uses id again: a
 // release, a give-back or a leave names it now.
 func (t *Tracker) retire(id string) {

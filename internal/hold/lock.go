@@ -247,7 +247,13 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	// goroutine, one after the other.
 	var id string
 	var seq uint64
-	try := func(ctx context.Context) (bool, time.Duration, error) {
+	// lostPlace is set when an attempt whose outcome is unknown may have
+	// joined the line under an id it then gave up: a release may grant the
+	// lock to that id, and its message may have come before the wait was
+	// subscribed. The next refused attempt looks (recheck), and gives such
+	// a grant back.
+	lostPlace := false
+	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
 		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, wid string) (Grant, error) {
 			a.ID, a.Seq = wid, l.seq.Add(1)
@@ -260,6 +266,22 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			return g, err
 		})
 	}
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		ok, wait, err := attempt(ctx)
+		switch {
+		case !l.k.Grants:
+		case errs.OutcomeUnknown(err):
+			lostPlace = true
+		case lostPlace && err == nil && !ok:
+			lostPlace = false
+			if again, _ := l.recheck(ctx, m, a.ID); again {
+				// A grant to the given-up id was given back, which
+				// granted the lock on, maybe to this wait's place.
+				return attempt(ctx)
+			}
+		}
+		return ok, wait, err
+	}
 	channel, maxSleep := l.k.Channel(m), l.k.Keeping.Lease()
 	if l.k.MaxSleep != nil {
 		maxSleep = l.k.MaxSleep(m)
@@ -269,12 +291,13 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
 			if id == "" || g.ID != id || g.Seq != seq {
-				// Not a grant to the last refused attempt: one read late.
-				// A grant to an id the handle has given up, if it is still
-				// in Redis, is given back by that id (never reused, so
-				// nothing else can be under it). One to the wait's own id
-				// is left to an attempt, which finds it if it stands.
-				if g.ID != "" && g.ID != a.ID && script.OwnerOf(g.ID) == l.k.Owner {
+				// Not a grant to the last refused attempt: one read late,
+				// or one to an attempt whose reply was lost. A grant to an
+				// id the handle has given up (retired), if it is still in
+				// Redis, is given back by that id (never reused, so nothing
+				// else can be under it). One to the wait's own id is left
+				// to an attempt, which finds it if it stands.
+				if g.ID != "" && script.OwnerOf(g.ID) == l.k.Owner && !l.t.inUse(g.ID) {
 					l.t.Undo(ctx, m, 1, g.ID)
 				}
 				return false, nil
@@ -297,7 +320,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
 			sleep = maxSleep
 		}
-		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, a.ID) }
+		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
 		err = wait.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
 	case l.k.Place != nil:
 		err = wait.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
@@ -341,10 +364,23 @@ func placeValue(id string, seq uint64, fencing bool, lease time.Duration) string
 // lock (a release granted it meanwhile) or it is free (released another
 // way, ForceUnlock or an expired lease, with a wake-up published before
 // the subscription). One command: a mutex's hash has few fields, its
-// holder's id and, with fencing, the hold's token.
-func (l *Lock) recheck(ctx context.Context, id string) (bool, error) {
+// holder's id and, with fencing, the hold's token. A holder that is an id
+// the handle has given up is a grant to an earlier attempt of the wait
+// whose reply was lost (its message came before the subscription): it is
+// given back by that id, which grants the lock on, and the waiter
+// attempts again.
+func (l *Lock) recheck(ctx context.Context, m Mode, id string) (bool, error) {
 	f, err := l.k.RDB.HKeys(ctx, l.k.Keys.Lock()).Result()
-	return err == nil && (len(f) == 0 || slices.Contains(f, id)), err
+	if err != nil {
+		return false, err
+	}
+	for _, held := range f {
+		if script.OwnerOf(held) == l.k.Owner && !l.t.inUse(held) {
+			l.t.Undo(ctx, m, 1, held)
+			return true, nil
+		}
+	}
+	return len(f) == 0 || slices.Contains(f, id), nil
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
