@@ -1,8 +1,8 @@
 -- rwlock_readlock: take a read level of a read-write lock, or wait.
 --
 -- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'w:<hold id>' = 1 for
---          the write holder, 'r:<hold id>' = read levels of each reading
---          hold (see rwlock_writelock)
+--          the write holder, 'r:<hold id>' = 1 for each reading hold (see
+--          rwlock_writelock)
 -- KEYS[2]  zset of announced waiting writers: member = owner id, score =
 --          when the announcement lapses (server time, milliseconds)
 -- KEYS[3]  the hold's read timeout key: its read lease. It is the hold's,
@@ -25,15 +25,15 @@
 --          renews it, and the waiter's client while it is parked
 -- ARGV[5]  the attempt's deadline, server time in ms (see part late)
 --
--- Goroutines of one handle that read together share its hold, so Redis
--- counts a level per plain read hold (re-entry through a hold's ctx is
--- counted in the process). The handle sends one attempt of a hold at a
--- time, and gives back (by id, at a level it names) one whose outcome it
--- does not know before it sends the next: a read level of ARGV[1] found
--- here is the hold's, and this attempt adds one to it. A level taken
--- under the hold's own write level is a downgrade: let in at once, it
--- outlives the write level. A hold the handle gave up has another id: it
--- is another reader, or a writer to wait for.
+-- Goroutines of one handle that read together share its hold and its one
+-- read level: the handle counts its readers in the process, and attempts
+-- only for a hold without a read level. A read level of ARGV[1] found
+-- here is the hold's (a copy of this attempt that Redis runs late, or
+-- an attempt racing a release of the hold's readers): it stays one level,
+-- so a copy run late changes nothing. A level taken under the hold's own
+-- write level is a downgrade: let in at once, it outlives the write
+-- level. A hold the handle gave up has another id: it is another reader,
+-- or a writer to wait for.
 --
 -- A new read hold is refused while another hold has the write lock, and
 -- while any writer is announced, so that a stream of readers cannot
@@ -43,7 +43,7 @@
 -- leave the turn ends it (an empty zset is no key), and new writers may
 -- take the lock again.
 --
--- Returns {1, reads, writes}, the hold's levels, when it has a read level
+-- Returns {1, 1, writes}, the hold's levels, when it has a read level
 -- afterwards; {0, wait} when refused, wait being the remaining lease of
 -- the write holder or of the writers' announcements in milliseconds (-1
 -- when unknown).
@@ -85,7 +85,7 @@ end
 -- lost at its next renewal): it counts for nothing, and is taken afresh.
 local reads = 0
 if state[2] and redis.call('exists', timeout) == 1 then
-  reads = redis.call('hincrby', lock, rfield, 1)
+  reads = 1
 elseif writes == 0 then
   if mode == 'write' then
     return refuse(lock)

@@ -10,12 +10,11 @@
 -- ARGV[4]  the read levels the caller expects the hold to have before
 --          this release, or 0 for any; a mismatch changes nothing
 --
--- A hold id is never reused, so a copy that finds the id's read levels
--- gone changes nothing however late it runs. A hold may have several
--- read levels (one per plain read hold of the handle's goroutines), and
--- the id alone does not tell which of them a copy is for: ARGV[4] does,
--- so that a retry whose first copy went through, or a give-back of a
--- level the attempt never took, releases nothing more.
+-- A hold has one read level (the handle counts its readers in the
+-- process, and releases the level with the last of them). A copy that
+-- finds the id's read level gone changes nothing however late it runs.
+-- A hold of an earlier version may count several (one per plain read
+-- hold), which ARGV[4] keeps exact.
 --
 -- Keys derived in the script: the timeout keys of the other readers are
 -- KEYS[3] .. hold id, the one exception to "every key through KEYS": the

@@ -10,8 +10,11 @@
 // # Data layout
 //
 // A lock called name is one Redis hash, redisync:{name}, with a field mode
-// ("read" or "write") and one field per hold and mode: r:<hold id> counts
-// the read levels of a hold, w:<hold id> is the writer's one write level.
+// ("read" or "write") and one field per hold and mode: r:<hold id> is a
+// hold's one read level, whatever the number of its handle's readers
+// (counted in the process: the first takes the level, the others join it,
+// the last one's RUnlock releases it), w:<hold id> is the writer's one
+// write level.
 // A hold id is the handle's owner id, ":" and a number of the handle's:
 // each hold of a handle has its own, from its first level in either mode
 // to the end of its last, and an id is never used again once its hold (or
@@ -53,7 +56,8 @@
 // a plain read hold, released by a plain [RWMutex.RUnlock]. A re-entry is
 // counted in the process (Redis sees one level of the hold in its mode,
 // whatever its depth; the re-entry sends one renewal, and the unlock of an
-// inner level sends nothing); a downgrade takes a read level in Redis. A
+// inner level sends nothing); a downgrade takes the hold's read level in
+// Redis, or joins it. A
 // reply is applied only to the hold it was sent for: a downgrade whose
 // hold ended while its script ran gives the read level back. A write
 // Unlock that fails under downgraded read holds is sent again in the

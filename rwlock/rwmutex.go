@@ -35,8 +35,9 @@ type sides struct {
 }
 
 // acquire runs the acquire script of mode m once for hold a.ID: a new
-// hold's, or the handle's current one's (a downgrade, or a further plain
-// read level), so Redis needs no count of the caller's. A blocking waiter
+// hold's, or the handle's current one's (a downgrade), so Redis needs no
+// count of the caller's. A hold has one read level in Redis, whatever the
+// number of the handle's readers (counted in the process). A blocking waiter
 // that is refused announces itself: a writer so that new readers wait
 // behind it, a reader so that the next write release gives it its turn.
 // An announcement it may have made when its outcome is unknown is
@@ -63,7 +64,8 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, _ int64, a hold.Asking
 
 // release runs the release script of mode m once for hold id (see
 // hold.Config). A read release changes nothing unless the hold has expect
-// read levels (0: any); a hold has one write level, which its id names.
+// read levels (0: any; a hold has one); a hold has one write level, which
+// its id names.
 func (s *sides) release(ctx context.Context, m hold.Mode, id string, expect int64, _ bool) (hold.Released, error) {
 	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect}
 	var cmd script.RWHoldsCmd

@@ -93,11 +93,18 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	held := t.Held(m)
 	// The hold the attempt is sent for: a downgrade's, or the current hold
-	// (a read-write lock's further read level, under its id); nil for a
-	// new hold. Its reply is applied to that hold only (see acquired).
+	// (a level of a read-write lock's hold in the mode it lacks, under its
+	// id); nil for a new hold. Its reply is applied to that hold only (see
+	// acquired).
 	sentFor, downgrade := ctx.Value(sentForKey{}).(*hold)
 	if !downgrade {
 		sentFor = t.current()
+	}
+	// A read level of a hold that has one in Redis already is counted in
+	// the process only: Redis keeps one read level per hold, whatever
+	// the number of the handle's readers (see joinable).
+	if h := t.joinable(m, sentFor, downgrade); h != nil && tookIn(ctx, h, true) {
+		return true, 0, nil
 	}
 	fresh := sentFor == nil // id is a wait's, retired by any undo
 	id := t.waitID(sentFor)
@@ -131,26 +138,58 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, 0, errs.ErrStaleReply
 	}
-	took(ctx, h)
+	tookIn(ctx, h, false)
 	return true, 0, nil
 }
 
-// tookKey marks the ctx of a take that wants to know the hold its
-// successful attempt or claim was applied to (see tookInto): the caller
-// records its level in that hold, whatever hold is current by the time it
-// does.
-type tookKey struct{}
-
-// tookInto returns ctx, on which Attempt and Claim store the hold they
-// apply a success to in *h.
-func tookInto(ctx context.Context, h **hold) context.Context {
-	return context.WithValue(ctx, tookKey{}, h)
+// joinable returns the hold a read level of the attempt for mode m joins
+// instead of going to Redis, if any: the current hold (the downgrade's
+// own, sentFor), when it has its read level in Redis. The caller holds
+// op: no release of that level runs meanwhile, and the process's count
+// of reads of the hold is exact (see taking).
+func (t *Tracker) joinable(m Mode, sentFor *hold, downgrade bool) *hold {
+	if m != Shared {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := t.cur
+	if h == nil || h.levels[Shared] == 0 || downgrade && h != sentFor {
+		return nil
+	}
+	return h
 }
 
-func took(ctx context.Context, h *hold) {
-	if p, _ := ctx.Value(tookKey{}).(**hold); p != nil {
-		*p = h
+// taking is how a take records the level its attempt took, or joined, in
+// the process (see Lock.take): on the handle's op, in the same critical
+// section as the script that took the level, so that another goroutine's
+// release or join of the hold sees it at once.
+type taking struct {
+	// record records the level in hold h and reports whether it did: not
+	// when h has ended, nor, for a join, when the handle has no read in h
+	// any more.
+	record func(h *hold, join bool) bool
+	h      *hold // the hold the level was recorded in; nil: none
+}
+
+type takingKey struct{}
+
+// withTaking returns ctx, on which Attempt and Claim record what they take
+// through tk.
+func withTaking(ctx context.Context, tk *taking) context.Context {
+	return context.WithValue(ctx, takingKey{}, tk)
+}
+
+// tookIn records, through the taking ctx carries, a level of hold h taken
+// (join false) or joined, and reports whether it was recorded; without a
+// taking, only a take is.
+func tookIn(ctx context.Context, h *hold, join bool) bool {
+	tk, _ := ctx.Value(takingKey{}).(*taking)
+	if tk == nil || !tk.record(h, join) {
+		return !join && tk == nil
 	}
+	tk.h = h
+	return true
 }
 
 // errSentForEnded is the error of a downgrade whose hold ended while its

@@ -33,11 +33,12 @@
 // never touches a later hold of the handle; and a hold the handle gave
 // up (lost, a failed release, a wait that ended) is never taken back:
 // its release is owed by id, and the handle's next hold waits behind it
-// like any other owner's. Re-entry depth and a read-write lock's levels
-// per caller live in the process (owners); Redis counts one level per
-// hold and mode. A read-write lock's further levels while the handle
-// holds (a downgrade, another goroutine's read) are taken under the
-// current hold's id.
+// like any other owner's. Re-entry depth and a read-write lock's readers
+// live in the process (owners); Redis keeps one level per hold and mode.
+// A read-write lock's downgrade takes its read level under the current
+// hold's id; a read of another goroutine while the hold has its read
+// level joins it in the process, on the handle's op (see taking), and the
+// last reader's release lets the level go.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what

@@ -32,7 +32,7 @@ func (t *Tracker) Current() any { return t.current() }
 
 // ReleaseOf releases a level of mode m of h, a hold Current returned.
 func (t *Tracker) ReleaseOf(ctx context.Context, h any, m Mode) error {
-	return t.releaseHold(ctx, h.(*hold), m)
+	return t.releaseHold(ctx, h.(*hold), m, nil)
 }
 
 // Ends returns how many cancel functions of Do the current hold of x's

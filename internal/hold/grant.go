@@ -66,6 +66,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	took(ctx, t.begin(id, levels, token, base, lease))
+	tookIn(ctx, t.begin(id, levels, token, base, lease), false)
 	return true, nil
 }

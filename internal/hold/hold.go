@@ -280,8 +280,8 @@ func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, 
 
 // waitID returns the hold id an attempt uses: that of hold sentFor, or of
 // the current hold (a read-write lock's read level taken while the handle
-// holds), or else the id of the handle's wait for its next hold, made
-// when first needed.
+// holds the write level), or else the id of the handle's wait for its
+// next hold, made when first needed.
 func (t *Tracker) waitID(sentFor *hold) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -507,11 +507,20 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // release releases one level of mode m of hold h in Redis, on
-// ReleaseContext(ctx).
-func (l *Lock) release(ctx context.Context, h *hold, m Mode) error {
+// ReleaseContext(ctx). settle, if set (a read), does the process's part
+// on the handle's op first, and says whether Redis's read level goes:
+// only with the handle's last read of h (see taking).
+func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	return l.t.releaseHold(ctx, h, m)
+	return l.t.releaseHold(ctx, h, m, settle)
+}
+
+// lastRead reports whether the handle has no read of hold h left.
+func (l *Lock) lastRead(h *hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !h.reads()
 }
 
 // forceTries bounds how many times ForceUnlock reads the holds again

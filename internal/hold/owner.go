@@ -21,10 +21,12 @@ import (
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
 // holds the lock, every other Lock on it waits, whichever goroutine calls
 // it, and only a ctx that carries a hold re-enters it. Redis records each
-// hold of the handle under a hold id of its own, with one level per mode
-// (a read-write lock's plain read holds are counted there too); re-entry
-// depth is counted here, and this file decides, in the process, which
-// calls the levels belong to.
+// hold of the handle under a hold id of its own, with one level per mode;
+// re-entry depth and a read-write lock's readers are counted here, and
+// this file decides, in the process, which calls the levels belong to.
+// What a take records, and a read's release counts down, is changed on
+// the handle's op, with the scripts (see taking): a read joins the hold's
+// read level, or the last reader lets it go, never both at once.
 //
 // Invariants, guarded by owners.mu:
 //
@@ -188,37 +190,47 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 			return r, taken, err
 		}
 	}
-	var h *hold // the hold the level was taken in (see tookInto)
-	ok, err := l.redis(tookInto(ctx, &h), m, blocking)
+	var r *record
+	tk := &taking{record: func(h *hold, join bool) bool { return l.record(h, m, plain, join, &r) }}
+	ok, err := l.redis(withTaking(ctx, tk), m, blocking)
 	if !ok || err != nil {
 		l.gate.Release(n)
 		return nil, ok, err
 	}
-	if h == nil {
-		h = l.t.current() // a success path that does not say; none today
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h == nil || h.over {
+	if tk.h == nil {
 		// Lost or force-unlocked as it was taken: reset forgot it before
 		// it had a record, and its release is owed (Tracker.finish).
 		l.gate.Release(n)
 		return nil, false, errTakenEnded
 	}
+	return r, true, nil
+}
+
+// record records a level of mode m taken (or, with join, joined) in hold
+// h, plain or Do's, and reports whether it did: not once h has ended, nor
+// a join when the handle reads h no more. An exclusive level, or a read
+// of RDo, gets a record of its own in *r. It runs on the handle's op (see
+// taking).
+func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h.over || join && !h.reads() {
+		return false
+	}
 	if m == Shared && plain {
 		h.plainReads++
-		return nil, true, nil
+		return true
 	}
-	r := &record{mode: m, plain: plain, depth: 1, h: h}
+	*r = &record{mode: m, plain: plain, depth: 1, h: h}
 	if m == Exclusive {
-		h.x = r
-	} else {
-		if h.rdos == nil {
-			h.rdos = make(map[*record]struct{})
-		}
-		h.rdos[r] = struct{}{}
+		h.x = *r
+		return true
 	}
-	return r, true, nil
+	if h.rdos == nil {
+		h.rdos = make(map[*record]struct{})
+	}
+	h.rdos[*r] = struct{}{}
+	return true
 }
 
 // errTakenEnded is the error of a take whose hold was lost or
@@ -289,8 +301,21 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		c.depth++
 		return c, true, nil
 	}
-	// The downgrade's reply is applied to h only (see Tracker.Attempt).
+	// The downgrade's reply is applied to h only (see Tracker.Attempt),
+	// and recorded on the handle's op: a plain read hold on the write
+	// hold's units, while the write hold lasts.
 	ctx = context.WithValue(ctx, sentForKey{}, h)
+	tk := &taking{record: func(h *hold, join bool) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if c.depth == 0 || h.over || join && !h.reads() {
+			return false
+		}
+		c.reads++
+		h.plainReads++
+		return true
+	}}
+	ctx = withTaking(ctx, tk)
 	try := func(ctx context.Context) (bool, error) {
 		ok, err := l.redis(ctx, m, false)
 		if err != nil || ok {
@@ -318,15 +343,13 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		l.t.lose(h, errReentryRefused)
 		return nil, false, errReentryRefused
 	}
-	l.mu.Lock()
-	if c.depth == 0 {
-		l.mu.Unlock()
-		_ = l.release(ctx, h, m) // changes nothing once h is over
+	if tk.h == nil {
+		// The write hold ended while the script ran: the read level it
+		// took is released, unless another read of the handle keeps it
+		// (nothing is sent once h is over).
+		_ = l.release(ctx, h, m, func() bool { return l.lastRead(h) })
 		return nil, false, errEnded
 	}
-	defer l.mu.Unlock()
-	c.reads++ // a downgrade: a plain read hold on the write hold's units
-	h.plainReads++
 	return nil, true, nil
 }
 
@@ -434,8 +457,16 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
-	err := l.release(ctx, h, m)
-	l.released(h, r, m)
+	var settle func() bool
+	if m == Shared {
+		// On the handle's op, with the joins: the last read of the hold
+		// releases its level in Redis, the others only count down.
+		settle = func() bool { l.released(h, r, m); return l.lastRead(h) }
+	}
+	err := l.release(ctx, h, m, settle)
+	if settle == nil {
+		l.released(h, r, m)
+	}
 	return l.Wrap(l.ops[m][1], err)
 }
 
@@ -544,7 +575,7 @@ func (l *Lock) settleHanded(ctx context.Context) {
 		return
 	}
 	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
-		_ = l.t.releaseHold(ctx, handed, Exclusive)
+		_ = l.t.releaseHold(ctx, handed, Exclusive, nil)
 		l.gate.Release(l.units)
 	})
 }

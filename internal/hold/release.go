@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
+	"github.com/redisync/redisync/internal/perclient"
 
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/wait"
@@ -79,7 +80,7 @@ const refusalTime = 2 * time.Second
 // reported to the Lost hook only if the release turns out not to have
 // ended the hold itself.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
-	return t.releaseHold(ctx, t.current(), m)
+	return t.releaseHold(ctx, t.current(), m, nil)
 }
 
 // errReleaseEnded is the error of a release of a hold that ended before
@@ -89,13 +90,28 @@ var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", er
 
 // releaseHold is Release of a level of hold h (nil: the handle holds
 // nothing), the one the caller's level is part of: nothing is sent once h
-// is not the current hold, whatever hold the handle has by then.
-func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
+// is not the current hold, whatever hold the handle has by then. settle,
+// if set, runs first on op and says whether the level goes in Redis (a
+// read: see Lock.release); op that cannot be had in time leaves it to the
+// background (releaseLater).
+func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode, settle func() bool) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
+		if settle != nil {
+			t.releaseLater(h, m, settle)
+			return err
+		}
 		t.abandon(h, m)
 		return err
 	}
 	defer t.op.Release(1)
+	return t.releaseOnOp(ctx, h, m, settle)
+}
+
+// releaseOnOp is releaseHold once the caller holds op.
+func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func() bool) error {
+	if settle != nil && !settle() {
+		return nil // another read of the handle keeps the level
+	}
 	switch {
 	case h == nil:
 		return cmp.Or(t.repay(ctx), errs.ErrNotHeld)
@@ -174,6 +190,24 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode) error {
 // hold has other levels than the handle counts, when no owed give-back
 // explains it.
 var errMismatch = errors.New("the hold's levels in Redis differ from the handle's: its release is owed")
+
+// releaseLater runs a read's release, whose op the caller could not have
+// in time, in the background: its settle must run on op, or a join of
+// another goroutine could count on a level the release then takes away.
+// If op cannot be had then either, it settles without op and abandons the
+// level.
+func (t *Tracker) releaseLater(h *hold, m Mode, settle func() bool) {
+	perclient.TidyUp(background, t.cfg.RDB, ReleaseTimeout, func(ctx context.Context) {
+		if err := t.op.Acquire(ctx, 1); err != nil {
+			if settle() {
+				t.abandon(h, m)
+			}
+			return
+		}
+		defer t.op.Release(1)
+		_ = t.releaseOnOp(ctx, h, m, settle)
+	})
+}
 
 // releasing marks hold h as being released and returns its levels.
 func (t *Tracker) releasing(h *hold) Levels {

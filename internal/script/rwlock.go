@@ -97,8 +97,8 @@ type RWReadArgs struct {
 // RWReadTake runs rwlock_readlock.lua: add a read level to hold a.ID (see
 // the script's header for the writer preference and the turn of
 // readers), announcing a refused blocking attempt as a waiting reader for
-// a.Patience. A read level of a.ID found in Redis is the hold's: the
-// attempt adds one to it. A level under the hold's own write level is a
+// a.Patience. A read level of a.ID found in Redis is the hold's: it stays
+// one level (the handle counts its readers). A level under the hold's own write level is a
 // downgrade, let in at once. A copy that runs after a.Deadline (server
 // time in milliseconds) changes nothing and is answered with
 // exactly.Late's error.
