@@ -170,6 +170,7 @@ type taking struct {
 	// any more.
 	record func(h *hold, join bool) bool
 	h      *hold // the hold the level was recorded in; nil: none
+	joined bool  // the level joined h's read level, without a script
 }
 
 type takingKey struct{}
@@ -188,7 +189,7 @@ func tookIn(ctx context.Context, h *hold, join bool) bool {
 	if tk == nil || !tk.record(h, join) {
 		return !join && tk == nil
 	}
-	tk.h = h
+	tk.h, tk.joined = h, join
 	return true
 }
 

@@ -203,7 +203,32 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		l.gate.Release(n)
 		return nil, false, errTakenEnded
 	}
+	if tk.joined {
+		// A read that joined the hold's read level sends one renewal, as a
+		// re-entry does: it re-arms a fixed lease, and tells a hold gone
+		// from Redis at once.
+		if err := l.rearmJoined(ctx, tk.h, r, blocking); err != nil {
+			return nil, false, err
+		}
+	}
 	return r, true, nil
+}
+
+// rearmJoined renews hold h for a read that joined its read level (r: its
+// record, nil for a plain read), and counts the read out again when that
+// fails: a hold gone from Redis has forgotten it already (reset).
+func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking bool) error {
+	try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
+	var err error
+	if blocking {
+		_, err = wait.Retry(ctx, try)
+	} else {
+		_, err = try(ctx)
+	}
+	if err != nil && !errors.Is(err, errReentryRefused) {
+		_ = l.release(ctx, h, Shared, func() bool { l.released(h, r, Shared); return l.lastRead(h) })
+	}
+	return err
 }
 
 // record records a level of mode m taken (or, with join, joined) in hold
