@@ -36,11 +36,13 @@
 -- A free lock goes to the caller, whoever waits: a release never leaves it
 -- free while a live waiter is in line (it grants it to the first).
 --
--- Returns 1 for a first acquisition without a token (an integer costs
--- Redis less than a table), {1, 1, token} when the caller holds the lock
--- afterwards with a token, or {0, pttl} when another hold has it (pttl -1
--- when the key has no expiry). A read-write lock's or an election's hash
--- raises WRONGTYPE before anything is written.
+-- Returns 1 for a first acquisition without a token, the token (an
+-- integer above 1) for a first acquisition with one (an integer costs
+-- Redis less than a table), {1, 1, token} when the caller's hold was
+-- there already (token 0 when it has none), or {0, pttl} when another
+-- hold has the lock (pttl -1 when the key has no expiry). A read-write
+-- lock's or an election's hash raises WRONGTYPE before anything is
+-- written.
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
@@ -67,7 +69,7 @@ if ttl == -2 then
   if token == 0 then
     return 1
   end
-  return {1, 1, token}
+  return token
 end
 
 local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
