@@ -46,16 +46,15 @@
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local owner = string.match(id, '^(.*):')
 local patience, knows = tonumber(ARGV[4]), ARGV[6] or 'p'
 local deadline, window = tonumber(ARGV[5]), 10000
 -- part: late
--- part: token
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   local others, kinds = 5, #KEYS - 4
 -- part: kind
+-- part: token
   local token = 0
   if fencing then
     token = takeToken(clock, lock, fence, lease, id, 1)
@@ -64,7 +63,7 @@ if ttl == -2 then
   end
   redis.call('pexpire', lock, lease)
   if patience > 0 and string.find(knows, 'p', 1, true) and redis.call('del', place) == 1 then
-    redis.call('lrem', queue, 1, owner)
+    redis.call('lrem', queue, 1, string.match(id, '^(.*):'))
   end
   if token == 0 then
     return 1
@@ -89,6 +88,9 @@ end
 if string.find(knows, 'w', 1, true) then
   redis.call('hset', lock, '@watched', 1)
 end
+-- The owner id is read from the hold id only here, and on a free lock
+-- only to leave the line: the uncontended Lock does without.
+local owner = string.match(id, '^(.*):')
 -- part: later
 if patience > 0 and not later() then
   local entry = (fencing and 'f' or '') .. id .. '#' .. (ARGV[7] or '0')
