@@ -33,8 +33,9 @@
 -- keys share the lock's hash tag; in a migrating slot one not yet here
 -- fails MGET: TRYAGAIN, with only dead waiters dropped.
 --
--- Returns 1 for a first acquisition without a token, {1, 1, token} when
--- ARGV[1] holds, else {0, wait}: the holder's remaining lease, -1
+-- Returns 1 for a first acquisition without a token, the token (an
+-- integer above 1) for a first acquisition with one, {1, 1, token} when
+-- ARGV[1] held already (token 0 when it has none), else {0, wait}: the holder's remaining lease, -1
 -- unknown. WRONGTYPE, with nothing written, for a key of another type, a
 -- read-write lock's hash, an election's as a fair lock, a lock's without
 -- '@value' as an election.
@@ -137,7 +138,7 @@ if head then
 end
 if taking then
   local token = give(id, fencing, lease, ARGV[11], KEYS[6])
-  return token == 0 and 1 or {1, 1, token}
+  return token == 0 and 1 or token
 end
 -- A leading "f" asks for a token (a host name may begin with f itself).
 local body, own = string.match(entry, '^(.*)/(%d+)$')

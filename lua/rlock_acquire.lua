@@ -36,24 +36,25 @@
 -- A free lock goes to the caller, whoever waits: a release never leaves it
 -- free while a live waiter is in line (it grants it to the first).
 --
--- Returns 1 for a first acquisition without a token (an integer costs
--- Redis less than a table), {1, 1, token} when the caller holds the lock
--- afterwards with a token, or {0, pttl} when another hold has it (pttl -1
--- when the key has no expiry). A read-write lock's or an election's hash
--- raises WRONGTYPE before anything is written.
+-- Returns 1 for a first acquisition without a token, the token (an
+-- integer above 1) for a first acquisition with one (an integer costs
+-- Redis less than a table), {1, 1, token} when the caller's hold was
+-- there already (token 0 when it has none), or {0, pttl} when another
+-- hold has the lock (pttl -1 when the key has no expiry). A read-write
+-- lock's or an election's hash raises WRONGTYPE before anything is
+-- written.
 
 local lock, queue, place, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, fencing = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local owner = string.match(id, '^(.*):')
 local patience, knows = tonumber(ARGV[4]), ARGV[6] or 'p'
 local deadline, window = tonumber(ARGV[5]), 10000
 -- part: late
--- part: token
 
 local ttl = redis.call('pttl', lock)
 if ttl == -2 then
   local others, kinds = 5, #KEYS - 4
 -- part: kind
+-- part: token
   local token = 0
   if fencing then
     token = takeToken(clock, lock, fence, lease, id, 1)
@@ -62,12 +63,12 @@ if ttl == -2 then
   end
   redis.call('pexpire', lock, lease)
   if patience > 0 and string.find(knows, 'p', 1, true) and redis.call('del', place) == 1 then
-    redis.call('lrem', queue, 1, owner)
+    redis.call('lrem', queue, 1, string.match(id, '^(.*):'))
   end
   if token == 0 then
     return 1
   end
-  return {1, 1, token}
+  return token
 end
 
 local state = redis.call('hmget', lock, id, 'mode', '@value', '@token')
@@ -87,6 +88,9 @@ end
 if string.find(knows, 'w', 1, true) then
   redis.call('hset', lock, '@watched', 1)
 end
+-- The owner id is read from the hold id only here, and on a free lock
+-- only to leave the line: the uncontended Lock does without.
+local owner = string.match(id, '^(.*):')
 -- part: later
 if patience > 0 and not later() then
   local entry = (fencing and 'f' or '') .. id .. '#' .. (ARGV[7] or '0')

@@ -45,10 +45,9 @@
 -- the releasing process completes its hold without waiting for the
 -- message), {-1} when the id holds nothing (nothing changed).
 
-local lock, queue, fence, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local id, lease, sharded = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
-local prefix, grantLease, places, patience = ARGV[4], tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
--- part: token
+local lock, queue, fence, channel, id = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1]
+local sharded = ARGV[3] == '1'
+local publish = sharded and 'spublish' or 'publish'
 
 local state = redis.call('hmget', lock, id, '@watched')
 local watched = state[2]
@@ -56,40 +55,58 @@ if not state[1] then
   return {-1}
 end
 
-local publish = sharded and 'spublish' or 'publish'
-local owner = string.match(id, '^(.*):')
+-- grant pops owners off the line, from head, until one takes the lock
+-- (see above), and returns the reply of that grant, or nil when nobody
+-- live was in line. It reads the arguments only a grant needs, and
+-- defines takeToken, when it runs: the common release, with nobody in
+-- line, costs Redis about 0.6µs less than when the script read them all
+-- (5% of an uncontended Lock+Unlock's scripts).
+local function grant(head)
+  local lease, grantLease = tonumber(ARGV[2]), tonumber(ARGV[5])
+  local prefix, places, patience = ARGV[4], ARGV[6], tonumber(ARGV[7])
+  local owner = string.match(id, '^(.*):')
+-- part: token
+  while head do
+    local entry = redis.pcall('getdel', places .. head)
+    if type(entry) == 'table' and entry.err then
+      redis.call('lpush', queue, head)
+      redis.call('pexpire', queue, patience)
+      return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
+    end
+    -- A place holds a hold id of head's, which starts with head and ':',
+    -- "f" first when a grant to it takes a token (a host name may start
+    -- with "f" itself), and '#' and an attempt last. A place of a version
+    -- before hold ids (a mark) is passed over like a dead waiter's: that
+    -- waiter's next attempt joins the line again.
+    local fenced = entry and string.sub(entry, 1, #head + 2) == 'f' .. head .. ':'
+    local named = entry and (fenced and string.sub(entry, 2) or entry)
+    local grantee, attempt = string.match(named or '', '^(.*)#(%d+)$')
+    if grantee and head ~= owner and string.sub(grantee, 1, #head + 1) == head .. ':' then
+      local token = 0
+      redis.call('del', lock)
+      if fenced then
+        token = takeToken(nil, lock, fence, lease, grantee, 1)
+      else
+        redis.call('hset', lock, grantee, 1)
+      end
+      if watched then
+        redis.call('hset', lock, '@watched', watched)
+      end
+      redis.call('pexpire', lock, grantLease)
+      redis.pcall(publish, prefix .. head, string.format('h%.0f:%s', token, named))
+      return {0, grantee, token, attempt}
+    end
+    head = redis.call('lpop', queue)
+  end
+  return nil
+end
+
 local head = redis.call('lpop', queue)
-while head do
-  local entry = redis.pcall('getdel', places .. head)
-  if type(entry) == 'table' and entry.err then
-    redis.call('lpush', queue, head)
-    redis.call('pexpire', queue, patience)
-    return redis.error_reply('TRYAGAIN the place of the waiter at the head of the line is not on this node yet: ' .. entry.err)
+if head then
+  local granted = grant(head)
+  if granted then
+    return granted
   end
-  -- A place holds a hold id of head's, which starts with head and ':',
-  -- "f" first when a grant to it takes a token (a host name may start
-  -- with "f" itself), and '#' and an attempt last. A place of a version
-  -- before hold ids (a mark) is passed over like a dead waiter's: that
-  -- waiter's next attempt joins the line again.
-  local fenced = entry and string.sub(entry, 1, #head + 2) == 'f' .. head .. ':'
-  local named = entry and (fenced and string.sub(entry, 2) or entry)
-  local grantee, attempt = string.match(named or '', '^(.*)#(%d+)$')
-  if grantee and head ~= owner and string.sub(grantee, 1, #head + 1) == head .. ':' then
-    local token = 0
-    redis.call('del', lock)
-    if fenced then
-      token = takeToken(nil, lock, fence, lease, grantee, 1)
-    else
-      redis.call('hset', lock, grantee, 1)
-    end
-    if watched then
-      redis.call('hset', lock, '@watched', watched)
-    end
-    redis.call('pexpire', lock, grantLease)
-    redis.pcall(publish, prefix .. head, string.format('h%.0f:%s', token, named))
-    return {0, grantee, token, attempt}
-  end
-  head = redis.call('lpop', queue)
 end
 
 redis.call('del', lock)

@@ -58,8 +58,10 @@
 // wait is not cut short, as it may be another goroutine's. A
 // hold that Do took belongs to fn's ctx: a plain Unlock during it returns
 // [ErrNotHeld]. Each handle has an owner id of its own in Redis, which
-// names its process next to a random part: "<host>:<pid>:<uuid>" (the host
-// name cut to letters, digits, '.', '-' and '_'), so that redisync inspect
+// names its process next to a part that makes it unique:
+// "<host>:<pid>:<nonce><n>" (the host name cut to letters, digits, '.',
+// '-' and '_'; a random nonce drawn once per process and a count of the
+// process's handles), so that redisync inspect
 // and an operator's HGETALL show who holds the lock; one handle per
 // name per process is the normal use. When the hold is lost ([Mutex.Done]
 // closes) or force-unlocked ([Mutex.ForceUnlock]), the handle forgets it:

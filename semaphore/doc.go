@@ -79,7 +79,7 @@
 //
 // A Leased called name keeps its total number of permits in the string
 // redisync:{name}:permits and its acquired permits in the sorted set
-// redisync:{name}, member = permit id ("<host>:<pid>:<uuid>", naming the
+// redisync:{name}, member = permit id ("<host>:<pid>:<nonce><n>", naming the
 // process that acquired it, as a lock's owner id does), score = the expiry of the
 // permit's lease on the Redis server's clock. The available permits are the
 // total minus the acquired ones; SetPermits and AddPermits change the total,

@@ -1,21 +1,38 @@
 package keyspace
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 )
 
 // Owner ids. A handle's owner id is what Redis records for it: the holder
 // of a lock, a reader, a waiter in line, a leased permit's id. It says
-// who that is: "<host>:<pid>:<uuid>", the holding process's host name and
-// pid next to a random part that makes it unique without coordination, so
+// who that is: "<host>:<pid>:<nonce><n>", the holding process's host name
+// and pid next to a part that makes it unique without coordination, so
 // that an operator reading Redis (redisync inspect, HGETALL) sees which
-// process holds what.
+// process holds what. Earlier versions used a uuid as that part
+// ("<host>:<pid>:<uuid>"); ParseOwner reads both.
+//
+// The unique part is short, because every acquire and release sends it
+// (twice: in the hold id and in the waiter's place key) and Redis stores
+// it in every field, place and queue entry that names the owner: nonce is
+// nonceLen base62 characters drawn once per process from crypto/rand
+// (about 59.5 bits), and n counts the owner ids the process made (base
+// 36, from 1). Why that is unique: within a process, n never repeats.
+// Two processes share a prefix "<host>:<pid>:" only when a pid is reused
+// on one host (a restart, a container whose process is always pid 1) or
+// two hosts carry the same name, and then they differ unless they drew the
+// same nonce: with k such processes whose ids are in Redis at the same
+// time, the chance that two of them drew the same nonce is below
+// k*k / 2^60 (k = 10,000: about one in ten billion). A uuid's 122 random
+// bits bought nothing that matters next to that, at 36 bytes a copy.
 //
 // Owner ids become parts of keys and channel names (a waiter's place and
 // channel) and, as the start of hold ids ("<owner id>:<n>"), of hash
@@ -57,9 +74,43 @@ func safeHost(host string) string {
 	return string(b)
 }
 
+// nonceLen is the length of a process's nonce, in base62 characters.
+const nonceLen = 10
+
+// base62 are the characters of a nonce: letters and digits, safe in keys,
+// channels and hash fields (see above).
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// ownerStart is what every owner id of this process starts with:
+// "<host>:<pid>:<nonce>", the nonce telling it from another process with
+// the same host name and pid.
+var ownerStart = sync.OnceValue(func() string { return process() + newNonce() })
+
+// newNonce draws nonceLen base62 characters from crypto/rand. Each comes
+// from one byte below 248 (4 * 62), so every character is equally likely.
+func newNonce() string {
+	b := make([]byte, 0, nonceLen)
+	var buf [2 * nonceLen]byte
+	for len(b) < nonceLen {
+		rand.Read(buf[:]) // never fails (crypto/rand's contract)
+		for _, c := range buf {
+			if c < 4*62 && len(b) < nonceLen {
+				b = append(b, base62[c%62])
+			}
+		}
+	}
+	return string(b)
+}
+
+// made counts the owner ids this process made.
+var made atomic.Uint64
+
 // NewOwnerID returns a new owner id for a handle or a leased permit of
-// this process: "<host>:<pid>:<uuid>".
-func NewOwnerID() string { return process() + uuid.NewString() }
+// this process: "<host>:<pid>:<nonce><n>" (see above), such as
+// "web-3:4121:k3J9xQ2mZp7".
+func NewOwnerID() string {
+	return ownerStart() + strconv.FormatUint(made.Add(1), 36)
+}
 
 // NewRequestID returns a random id for a request's receipt: a uuid, which
 // names no process (a receipt holds nothing).
@@ -94,6 +145,8 @@ func ParseOwner(id string) (Owner, bool) {
 
 // DescribeOwner describes owner or hold id id for a person: "pid 4121
 // on web-3 (id web-3:4121:…)", or "id …" for an id that names no process.
+// Ids of either format (a nonce and a number, or a uuid) name their
+// process.
 func DescribeOwner(id string) string {
 	if o, ok := ParseOwner(id); ok {
 		return fmt.Sprintf("pid %d on %s (id %s)", o.PID, o.Host, id)

@@ -76,3 +76,35 @@ func TestParseOwnerOfIDsThatNameNoProcess(t *testing.T) {
 		}
 	}
 }
+
+// Owner ids are short: the process's nonce and a count, after its host and
+// pid; every one a process makes is new, and each parses as its process's
+// (as the uuid ids of earlier versions still do).
+func TestOwnerIDsAreShortAndNew(t *testing.T) {
+	host, _ := os.Hostname()
+	prefix := keyspace.OwnerPrefix(host, os.Getpid())
+	seen := map[string]bool{}
+	var nonce string
+	for range 1000 {
+		id := keyspace.NewOwnerID()
+		if seen[id] {
+			t.Fatalf("owner id %q made twice", id)
+		}
+		seen[id] = true
+		unique, ok := strings.CutPrefix(id, prefix)
+		if !ok || len(unique) < 11 || len(unique) > 16 {
+			t.Fatalf("owner id %q: want %q, a 10-character nonce and a count", id, prefix)
+		}
+		if strings.Trim(unique, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != "" {
+			t.Fatalf("owner id %q: the unique part holds more than letters and digits", id)
+		}
+		if nonce == "" {
+			nonce = unique[:10]
+		} else if unique[:10] != nonce {
+			t.Fatalf("owner id %q: nonce %q, want the process's %q", id, unique[:10], nonce)
+		}
+		if o, ok := keyspace.ParseOwner(id + ":12"); !ok || o.PID != os.Getpid() {
+			t.Fatalf("ParseOwner of hold id %q:12 = %+v, %v", id, o, ok)
+		}
+	}
+}

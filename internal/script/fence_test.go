@@ -170,3 +170,30 @@ func TestGrantPublishesWholeToken(t *testing.T) {
 		}
 	})
 }
+
+// A token taken from the clock is written as the clock's seconds and its
+// microseconds padded to six digits: a clock early in its second gives
+// the same digits as the token's number (miniredis, whose clock a test
+// sets).
+func TestTokenDigitsEarlyInASecond(t *testing.T) {
+	mr, rdb := redistest.Mini(t)
+	for _, micros := range []int{0, 7, 4321, 99999, 999999} {
+		now := time.Now().Truncate(time.Second).Add(time.Duration(micros) * time.Microsecond)
+		mr.SetTime(now)
+		n := keyspace.NewNames(redistest.UniqueName(t))
+		for kind, k := range fencedKinds(n.Name) {
+			ok, token, err := k.acquire(t.Context(), rdb, "a")
+			if err != nil || !ok || token != uint64(now.UnixMicro()) {
+				t.Fatalf("%s at %dµs: acquisition = %v, %d, %v; want the clock's token %d", kind, micros, ok, token, err, now.UnixMicro())
+			}
+			digits := strconv.FormatInt(now.UnixMicro(), 10)
+			if got := rdb.HGet(t.Context(), n.Lock(), "@token").Val(); got != digits {
+				t.Fatalf("%s at %dµs: the hold records token %q, want %s", kind, micros, got, digits)
+			}
+			if err := k.release(t.Context(), rdb, "a"); err != nil {
+				t.Fatal(err)
+			}
+			rdb.Del(t.Context(), n.Fence(), n.Lock(), n.Sub("writers"), n.Sub("readers"))
+		}
+	}
+}

@@ -163,15 +163,15 @@ func Settled(err error) <-chan struct{} {
 // outlasts reports whether a command of c may outlast ctx's deadline: c
 // does not end a command when its ctx ends (go-redis'
 // ContextTimeoutEnabled off), and the deadline comes before c's own read
-// timeout would end it. A ctx without a deadline (cancelled, if at all,
-// by its caller) is left to c's timeouts, as go-redis leaves it: the
-// common Lock and Unlock start no goroutine.
+// timeout would end it, by more than outlastSlack. A ctx without a
+// deadline (cancelled, if at all, by its caller) is left to c's timeouts,
+// as go-redis leaves it: the common Lock and Unlock start no goroutine.
 func outlasts(c Processor, ctx context.Context) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return false
 	}
-	read := 3 * time.Second // go-redis' default ReadTimeout
+	read := 5 * time.Second // go-redis' default ReadTimeout (3s before v9.23)
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
@@ -188,8 +188,19 @@ func outlasts(c Processor, ctx context.Context) bool {
 	}
 	// A ReadTimeout of -1 (or 0 after go-redis' defaults: none) never ends
 	// a command; past its deadline ctx would wait for ever.
-	return read <= 0 || time.Until(deadline) < read
+	return read <= 0 || time.Until(deadline) < read-outlastSlack
 }
+
+// outlastSlack is how much later than its ctx's deadline a command may
+// end without a goroutine of its own (see Process): one whose deadline
+// comes less than this before the client's read timeout is left to the
+// client, and its caller returns at most outlastSlack after the deadline,
+// within the few milliseconds a wait promises (docs/guarantees.md). So a
+// release, bounded by hold.ReleaseTimeout (5s), runs on its caller's
+// goroutine on a client with go-redis' default read timeout (5s since
+// v9.23): a goroutine per Unlock cost an uncontended Lock+Unlock about a
+// third of its client time on a 2-core machine.
+const outlastSlack = 2 * time.Millisecond
 
 // queue runs s on c with Script.Run, which go-redis may resend, or queues
 // it on a pipeline. Only renewals and the leased semaphore's count use

@@ -44,10 +44,14 @@ type AcquireCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
 func (c AcquireCmd) Result() (Acquired, error) {
-	if n, ok := c.cmd.Val().(int64); ok && n == 1 && c.cmd.Err() == nil {
-		// A first acquisition without a token answers a bare 1 (see
-		// lua/rlock_acquire.lua): a table costs Redis more.
-		return Acquired{OK: true, Holds: 1}, nil
+	if n, ok := c.cmd.Val().(int64); ok && n >= 1 && c.cmd.Err() == nil {
+		// A first acquisition answers a bare 1, or its fencing token, a
+		// larger integer (see lua/rlock_acquire.lua): a table costs Redis
+		// more.
+		if n == 1 {
+			return Acquired{OK: true, Holds: 1}, nil
+		}
+		return Acquired{OK: true, Holds: 1, Token: uint64(n)}, nil
 	}
 	v, err := c.cmd.Slice()
 	if err != nil {

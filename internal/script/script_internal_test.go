@@ -1,12 +1,15 @@
 package script
 
 import (
+	"context"
 	"io/fs"
 	"slices"
-
-	"github.com/redisync/redisync/lua"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/lua"
 )
 
 func TestPTTL(t *testing.T) {
@@ -26,5 +29,40 @@ func TestEveryScriptLoaded(t *testing.T) {
 	}
 	if got := Loaded(); !slices.Equal(got, files) {
 		t.Fatalf("scripts run by wrappers %v, files %v", got, files)
+	}
+}
+
+// A release's ctx (hold.ReleaseContext: 5s) on a client with go-redis'
+// default read timeout (5s) runs on the caller's goroutine; a deadline
+// well before the read timeout gets a goroutine of its own, so that its
+// caller returns on time (see Process).
+func TestOutlasts(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})
+	defer c.Close()
+	for _, tc := range []struct {
+		within time.Duration
+		want   bool
+	}{
+		{5 * time.Second, false},
+		{5*time.Second - time.Millisecond, false},
+		{5*time.Second - 10*time.Millisecond, true},
+		{500 * time.Millisecond, true},
+		{time.Minute, false},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), tc.within)
+		if got := outlasts(c, ctx); got != tc.want {
+			t.Errorf("outlasts with a deadline in %v = %v, want %v", tc.within, got, tc.want)
+		}
+		cancel()
+	}
+	if outlasts(c, t.Context()) {
+		t.Error("outlasts without a deadline = true")
+	}
+	bounded := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0", ContextTimeoutEnabled: true})
+	defer bounded.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if outlasts(bounded, ctx) {
+		t.Error("outlasts on a client that bounds commands by ctx = true")
 	}
 }
