@@ -2,6 +2,7 @@ package faulttest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -48,7 +49,11 @@ func TestReadInFlightAcrossLossIsNotRevived(t *testing.T) {
 	gate := faults.holdNextScript()
 	res := make(chan error, 1)
 	go func() { res <- rw.RLock(context.WithoutCancel(t.Context())) }()
-	<-gate.caught
+	select {
+	case <-gate.caught:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's RLock sent nothing to hold: the fault was not injected")
+	}
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	faults.failPipes.Store(false)
 	faults.let(gate)
@@ -76,13 +81,15 @@ func TestReadInFlightAcrossLossIsNotRevived(t *testing.T) {
 	}
 }
 
-// A release of one read level in flight when the watchdog declares
-// the hold lost. end sees h.releasing and keeps the loss for the release
+// A release of one level of a hold in flight when the watchdog declares
+// the hold lost: end sees h.releasing and keeps the loss for the release
 // to report instead of owing the hold's levels; the release then removes
 // its one level and settle records the rest on a hold that is no longer
-// current. Nobody owes the release of the remaining level: the handle's
-// next hold (a new id) waits behind its own given-up read level for as
-// long as the server keeps it, instead of sending its release first.
+// current. The rest must be owed: without it, the handle's next hold (a
+// new id) waited behind its own given-up level for as long as the server
+// kept it, instead of sending its release first. A hold has one level per
+// mode (readers are counted in the process), so the release in flight is
+// a write Do's, under the read level it took (a downgrade).
 func TestReleaseAcrossLossOwesTheRest(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
@@ -91,26 +98,39 @@ func TestReleaseAcrossLossOwesTheRest(t *testing.T) {
 	faults := addClientFaults(rdb)
 	rw := rwlock.New(rdb, name, rwlock.WithWatchdogTimeout(lease41))
 
-	// Two plain read holds of two goroutines: one hold id, two levels.
-	for range 2 {
-		if err := rw.RLock(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const stand = 4 * lease41
-	standFor(t.Context(), admin, name, stand) // a slow server clock
-	if !faults.holdRenewals(lease41) {
-		t.Fatal("no renewal failed: the fault was not injected")
-	}
-	gate := faults.holdNextScript()
+	var gate *scriptGate
+	armed := make(chan struct{})
 	res := make(chan error, 1)
-	go func() { res <- rw.RUnlock(t.Context()) }()
-	<-gate.caught
+	go func() {
+		res <- rw.Do(t.Context(), func(ctx context.Context) error {
+			if err := rw.RLock(ctx); err != nil { // a downgrade: outlives the write level
+				return err
+			}
+			standFor(t.Context(), admin, name, stand) // a slow server clock
+			if !faults.holdRenewals(lease41) {
+				return errors.New("no renewal failed: the fault was not injected")
+			}
+			gate = faults.holdNextScript() // Do's write release
+			close(armed)
+			return nil
+		})
+	}()
+	select {
+	case <-armed:
+	case err := <-res:
+		t.Fatalf("Do returned before its release was held: %v", err)
+	}
+	select {
+	case <-gate.caught:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Do's release was not held: the fault was not injected")
+	}
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	faults.failPipes.Store(false)
 	faults.let(gate)
-	t.Logf("first RUnlock (sent before the loss, run after it): %v", <-res)
-	t.Logf("second RUnlock: %v", rw.RUnlock(t.Context()))
+	t.Logf("Do's write release (sent before the loss, run after it): %v", <-res)
+	t.Logf("the downgraded read's RUnlock: %v", rw.RUnlock(t.Context()))
 	t.Logf("lock hash after every caller returned: %v", admin.HGetAll(t.Context(), keyspace.NewNames(name).Lock()).Val())
 
 	// The handle's next call sends what it owes for the given-up hold
@@ -224,7 +244,11 @@ func TestReadInFlightAcrossDataLossIsNotReleasedUnderIt(t *testing.T) {
 	gate := faults.holdNextScript()
 	res := make(chan error, 1)
 	go func() { res <- rw.RLock(context.WithoutCancel(t.Context())) }()
-	<-gate.caught
+	select {
+	case <-gate.caught:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's RLock sent nothing to hold: the fault was not injected")
+	}
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	for _, k := range nameKeys(t.Context(), admin, name) {
 		admin.Del(t.Context(), k) // Redis lost the hold

@@ -228,7 +228,17 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 	if err != nil && !errors.Is(err, errReentryRefused) {
 		_ = l.release(ctx, h, Shared, func() bool { l.released(h, r, Shared); return l.lastRead(h) })
 	}
+	if err == nil && l.ended(h) {
+		return errTakenEnded // lost while the renewal ran: reset forgot the read
+	}
 	return err
+}
+
+// ended reports whether hold h ended without its callers (see reset).
+func (l *Lock) ended(h *hold) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return h.over
 }
 
 // record records a level of mode m taken (or, with join, joined) in hold
