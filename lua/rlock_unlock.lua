@@ -56,11 +56,9 @@ if not state[1] then
 end
 
 -- grant pops owners off the line, from head, until one takes the lock
--- (see above), and returns the reply of that grant, or nil when nobody
--- live was in line. It reads the arguments only a grant needs, and
--- defines takeToken, when it runs: the common release, with nobody in
--- line, costs Redis about 0.6µs less than when the script read them all
--- (5% of an uncontended Lock+Unlock's scripts).
+-- (see above), and returns that grant's reply, or nil when nobody live
+-- was in line. Only a grant reads its arguments (a release with nobody
+-- in line costs Redis about 0.6µs less).
 local function grant(head)
   local lease, grantLease = tonumber(ARGV[2]), tonumber(ARGV[5])
   local prefix, places, patience = ARGV[4], ARGV[6], tonumber(ARGV[7])
@@ -101,12 +99,9 @@ local function grant(head)
   return nil
 end
 
-local head = redis.call('lpop', queue)
-if head then
-  local granted = grant(head)
-  if granted then
-    return granted
-  end
+local granted = grant(redis.call('lpop', queue))
+if granted then
+  return granted
 end
 
 redis.call('del', lock)

@@ -63,9 +63,8 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, _ int64, a hold.Asking
 }
 
 // release runs the release script of mode m once for hold id (see
-// hold.Config). A read release changes nothing unless the hold has expect
-// read levels (0: any; a hold has one); a hold has one write level, which
-// its id names.
+// hold.Config). A hold has one level of each mode, which its id names:
+// expect is not needed.
 func (s *sides) release(ctx context.Context, m hold.Mode, id string, expect int64, _ bool) (hold.Released, error) {
 	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect}
 	var cmd script.RWHoldsCmd

@@ -134,18 +134,17 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, args...)}
 }
 
-// RWReadUnlock runs rwlock_readunlock.lua: release one read level of hold
-// a.ID, re-arming a.Lease while read levels remain; when the lock becomes
-// free, one waiting writer per process is woken. a.Expect is the read
-// levels the caller believes the hold has, or 0 for any: a hold may have
-// several, and a mismatch (a retry whose first copy went through, a
-// give-back of a level never taken) changes nothing. An id is never
-// reused, so a copy that runs late never touches a later hold. go-redis
-// never retries it: after a network error the outcome is unknown, and
-// only the caller knows how to read a retry.
+// RWReadUnlock runs rwlock_readunlock.lua: release the read level of hold
+// a.ID (a hold has one: the handle counts its readers); when the lock
+// becomes free, one waiting writer per process is woken. The id names the
+// level exactly, as a write release's does: a.Expect and a.Lease are not
+// needed, and a copy that runs late, or a retry whose first copy went
+// through, changes nothing. go-redis never retries it: after a network
+// error the outcome is unknown, and only the caller knows how to read a
+// retry.
 func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.ReaderKey(a.ID), k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Sharded), a.Expect), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, flag(a.Sharded)), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release the write level of
