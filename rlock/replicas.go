@@ -62,7 +62,7 @@ func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int
 		err = fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, acked, d.cfg.ackReplicas, d.cfg.ackTimeout)
 	}
 	if err != nil {
-		t.Undo(ctx, hold.Exclusive, holds+1, a.ID)
+		t.Undo(ctx, hold.Exclusive, a.ID)
 		return script.Acquired{}, err
 	}
 	return res, nil

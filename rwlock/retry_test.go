@@ -35,10 +35,10 @@ func testRetriedScripts(t *testing.T, e env) {
 	if v := rdb.HGet(ctx, keys.Lock, "r:o:1").Val(); v != "1" {
 		t.Fatalf("read levels = %q after a retried acquisition, want 1", v)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Expect: 1}).Result(); err != nil || !res.OK {
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded}).Result(); err != nil || !res.OK {
 		t.Fatalf("RWReadUnlock = %+v, %v", res, err)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Expect: 1}).Result(); err != nil || !res.NotHeld {
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded}).Result(); err != nil || !res.NotHeld {
 		t.Fatalf("retried RWReadUnlock = %+v, %v; want not held", res, err)
 	}
 	for range 2 {

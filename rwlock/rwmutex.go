@@ -63,10 +63,9 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, _ int64, a hold.Asking
 }
 
 // release runs the release script of mode m once for hold id (see
-// hold.Config). A hold has one level of each mode, which its id names:
-// expect is not needed.
-func (s *sides) release(ctx context.Context, m hold.Mode, id string, expect int64, _ bool) (hold.Released, error) {
-	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded, Expect: expect}
+// hold.Config). A hold has one level of each mode, which its id names.
+func (s *sides) release(ctx context.Context, m hold.Mode, id string, _ bool) (hold.Released, error) {
+	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded}
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
 		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, args)
@@ -74,7 +73,7 @@ func (s *sides) release(ctx context.Context, m hold.Mode, id string, expect int6
 		cmd = script.RWWriteUnlock(ctx, s.RDB, s.keys, args)
 	}
 	res, err := cmd.Result()
-	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld, Mismatch: res.Mismatch}, err
+	return hold.Released{Levels: levels(res), NotHeld: res.NotHeld}, err
 }
 
 func (s *sides) renew(ctx context.Context, sc redis.Scripter, id string) func() (bool, error) {

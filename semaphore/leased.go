@@ -276,7 +276,7 @@ func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
 	// not used): Acquire asks under a new id after a give-back whose
 	// outcome is unknown, so that a give-back that Redis runs late finds
 	// that attempt's permit or nothing, as a lock's hold id does.
-	release := func(ctx context.Context, _ hold.Mode, _ string, _ int64, giveBack bool) (hold.Released, error) {
+	release := func(ctx context.Context, _ hold.Mode, _ string, giveBack bool) (hold.Released, error) {
 		var ok bool
 		var err error
 		if giveBack {

@@ -110,13 +110,9 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	id := t.waitID(sentFor)
 	began := time.Now()
 	undo := func(ctx context.Context, g *Grant) {
-		expect := held + 1 // what an attempt whose outcome is unknown took
-		if g != nil {
-			expect = g.Levels[m]
-		}
-		t.undo(ctx, owed{m, expect, id})
+		t.undo(ctx, owed{m, id})
 		if g == nil && fresh {
-			t.undoAgain(owed{m, expect, id}, began)
+			t.undoAgain(owed{m, id}, began)
 		}
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, id) }, undo)
@@ -198,8 +194,8 @@ func tookIn(ctx context.Context, h *hold, join bool) bool {
 var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", errs.ErrLost)
 
 // Undo gives back the level of mode m that an acquisition with an unknown
-// outcome may have taken under hold id (or a grant to id): the release
-// script changes nothing unless id holds exactly expect levels. An id the
+// outcome may have taken under hold id (or a grant to id), by that id: a
+// hold has one level of each mode, which the id names. An id the
 // handle was waiting with is retired (see Tracker.wait): its next attempt
 // takes a new one, so a copy of the give-back that Redis runs late never
 // meets a hold taken since. It runs
@@ -213,8 +209,8 @@ var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", err
 // has ended returns at once, and the give-back finishes in the
 // background (perclient.TidyUp). The handle's next attempt or release
 // waits for it first (see repay).
-func (t *Tracker) Undo(ctx context.Context, m Mode, expect int64, id string) {
-	t.undo(ctx, owed{m, expect, id})
+func (t *Tracker) Undo(ctx context.Context, m Mode, id string) {
+	t.undo(ctx, owed{m, id})
 }
 
 // undo runs the give-back o as Undo says.
@@ -294,9 +290,8 @@ func (t *Tracker) settled(ctx context.Context) error {
 
 // owed is a give-back: the arguments of its release (see Config.Release).
 type owed struct {
-	m      Mode
-	expect int64
-	id     string
+	m  Mode
+	id string
 }
 
 // giveBack runs the give-back o, and owes it when it fails. A level that
@@ -319,7 +314,7 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 // (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
-	out, err := t.cfg.Release(ctx, o.m, o.id, o.expect, true)
+	out, err := t.cfg.Release(ctx, o.m, o.id, true)
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}

@@ -42,7 +42,7 @@
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what
-// the caller believes (an expected level, a receipt), so that a resend
+// the caller believes (a hold id, a receipt), so that a resend
 // changes nothing the first run did. Undo and cleanup run without the
 // caller's cancellation, bounded by CleanupTimeout, and the caller waits
 // for them only until its ctx ends: then they finish in the background

@@ -47,7 +47,7 @@ func (c *Config) grantLease() time.Duration {
 // Kind.Leave, and given back by the wait's hold id.)
 func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, id string) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		t.Undo(ctx, m, 1, id)
+		t.Undo(ctx, m, id)
 		return false, err
 	}
 	// The hold's first validity is the shorter of the grant lease and its

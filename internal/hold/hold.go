@@ -53,15 +53,14 @@ type Config struct {
 	// watchdog.Entry). Nil for a fixed lease: the hold then ends when the
 	// lease runs out.
 	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
-	// Release runs the primitive's release script once for one level of
-	// mode m of hold id, changing nothing unless the hold has exactly
-	// expect levels of m (expect 0: any; a mutex has one). A hold id is
+	// Release runs the primitive's release script once for the level of
+	// mode m of hold id (a hold has one level of each mode). A hold id is
 	// never reused, so a copy that Redis runs late, after the handle's
 	// next hold began, finds its id gone and changes nothing. giveBack
 	// says it gives back a level the caller never had (see Undo). It
 	// must not be retried by go-redis (see package script): the Tracker
 	// retries it knowing what a retry means.
-	Release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error)
+	Release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
 	// released, with an error wrapping errs.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
@@ -390,7 +389,7 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 func (t *Tracker) owe(h *hold) {
 	for m, n := range h.levels {
 		for range n {
-			t.owed = append(t.owed, owed{Mode(m), 0, h.id})
+			t.owed = append(t.owed, owed{Mode(m), h.id})
 		}
 	}
 }

@@ -35,7 +35,7 @@ type Kind struct {
 	// attempt it is.
 	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
-	Release func(ctx context.Context, m Mode, id string, expect int64, giveBack bool) (Released, error)
+	Release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error)
 	// Renew queues a renewal of hold id, everything the handle holds (see
 	// Config).
 	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
@@ -298,7 +298,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 				// else can be under it). One to the wait's own id is left
 				// to an attempt, which finds it if it stands.
 				if g.ID != "" && script.OwnerOf(g.ID) == l.k.Owner && !l.t.inUse(g.ID) {
-					l.t.Undo(ctx, m, 1, g.ID)
+					l.t.Undo(ctx, m, g.ID)
 				}
 				return false, nil
 			}
@@ -376,7 +376,7 @@ func (l *Lock) recheck(ctx context.Context, m Mode, id string) (bool, error) {
 	}
 	for _, held := range f {
 		if script.OwnerOf(held) == l.k.Owner && !l.t.inUse(held) {
-			l.t.Undo(ctx, m, 1, held)
+			l.t.Undo(ctx, m, held)
 			return true, nil
 		}
 	}
@@ -413,7 +413,7 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 			if granted {
 				// A grant to the wait that gave up: given back by its
 				// id, which nothing of the handle uses any more.
-				l.t.Undo(ctx, m, 1, id)
+				l.t.Undo(ctx, m, id)
 			}
 			if err == nil || errs.IsWrongType(err) || ctx.Err() != nil {
 				return

@@ -3,7 +3,6 @@ package hold
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -16,11 +15,10 @@ import (
 
 // Released is what a release script reports.
 type Released struct {
-	Levels   Levels       // the handle's levels afterwards
-	NotHeld  bool         // the handle held no level of the mode: nothing changed
-	Mismatch bool         // the handle's level was not the expected one: nothing changed
-	Grantee  string       // the owner the release granted the lock to, if any
-	Grant    script.Grant // what the grant's message carries
+	Levels  Levels       // the handle's levels afterwards
+	NotHeld bool         // the handle held no level of the mode: nothing changed
+	Grantee string       // the owner the release granted the lock to, if any
+	Grant   script.Grant // what the grant's message carries
 }
 
 // UnlockedGrant converts the reply of a mutex release script that may
@@ -32,13 +30,10 @@ func UnlockedGrant(u script.Unlocked) Released {
 }
 
 // Unlocked converts the reply of a one-mode release script: the remaining
-// hold count, script.UnlockNotHeld or script.UnlockMismatch.
+// hold count, or script.UnlockNotHeld.
 func Unlocked(n int64) Released {
-	switch n {
-	case script.UnlockNotHeld:
+	if n == script.UnlockNotHeld {
 		return Released{NotHeld: true}
-	case script.UnlockMismatch:
-		return Released{Mismatch: true}
 	}
 	return Released{Levels: Levels{Exclusive: n}}
 }
@@ -118,19 +113,18 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	case h != t.current():
 		return cmp.Or(t.repay(ctx), errReleaseEnded)
 	}
-	// An owed give-back first: a level it gives back, which the handle
-	// does not count, would make this release mismatch. Should it fail
-	// again, the release is sent all the same (a give-back of another
-	// mode, or of an ended hold, is no matter to it), and a mismatch
-	// then says that the give-back holds a level of this one's.
-	owing := t.repay(ctx)
+	// What the handle owes goes first, in order; should it fail again,
+	// it stays owed, and the release is sent all the same: a give-back
+	// or release owed is of another id, or of another mode of this one
+	// (a hold takes each mode's level once).
+	_ = t.repay(ctx)
 	levels := t.releasing(h)
 	// The release names the hold's id: a copy of it that Redis runs
 	// late, after a resend went through and the handle took the lock
 	// again, finds that later hold under an id of its own and changes
 	// nothing.
 	sent := time.Now()
-	out, unsure, err := t.release(ctx, h, m, levels[m])
+	out, unsure, err := t.release(ctx, h, m)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -144,20 +138,9 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		return errs.CtxErr(ctx, err)
 	}
 	switch {
-	case out.Mismatch && unsure:
+	case out.NotHeld && unsure:
 		// A retry of a release that went through before its reply was
 		// lost: that release is this one.
-		levels[m]--
-	case out.Mismatch:
-		// Redis counts other levels of m for the hold than the handle
-		// does: an owed give-back still holds one. This release is owed
-		// behind it, and sent once that has gone through.
-		t.abandon(h, m)
-		t.report(h, lost)
-		return cmp.Or(owing, errMismatch)
-	case out.NotHeld && levels[m] == 1 && unsure:
-		// The same: a release of the last level of m went through, but
-		// its reply was lost, and the level is gone since.
 		levels[m] = 0
 	case out.NotHeld:
 		if levels[m] > 0 {
@@ -185,11 +168,6 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	}
 	return nil
 }
-
-// errMismatch is the error of a release that Redis refused because the
-// hold has other levels than the handle counts, when no owed give-back
-// explains it.
-var errMismatch = errors.New("the hold's levels in Redis differ from the handle's: its release is owed")
 
 // releaseLater runs a read's release, whose op the caller could not have
 // in time, in the background: its settle must run on op, or a join of
@@ -228,17 +206,16 @@ func (t *Tracker) released(h *hold) error {
 	return lost
 }
 
-// release runs the release script for hold h expected at level expect of
-// mode m. When the reply is lost it retries, and reports unsure: a
-// release of that level may have gone through, which is how the retry's
-// answer is read (at the last level the script is not idempotent by
-// itself, since a successful first run leaves nothing to compare the
-// retry with).
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode, expect int64) (out Released, unsure bool, err error) {
+// release runs the release script for the level of mode m of hold h.
+// When the reply is lost it retries, and reports unsure: a release may
+// have gone through, which is how the retry's "not held" is read (the
+// script is not idempotent by itself, since a successful first run
+// leaves nothing to compare the retry with).
+func (t *Tracker) release(ctx context.Context, h *hold, m Mode) (out Released, unsure bool, err error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
-		out, err = t.cfg.Release(ctx, m, h.id, expect, false)
+		out, err = t.cfg.Release(ctx, m, h.id, false)
 		unknown := errs.OutcomeUnknown(err)
 		if err != nil && !unknown && errs.Transient(err) {
 			if refused.IsZero() {
@@ -317,10 +294,9 @@ func (t *Tracker) abandon(h *hold, m Mode) {
 	t.mu.Lock()
 	last := h.levels[m] == 1 && h.levels.Total() == 1
 	if h.levels[m] > 0 {
-		// Owed by id, at the level the failed release expected: should
-		// that release have gone through unseen, the owed one finds a
-		// level fewer and changes nothing.
-		t.owed = append(t.owed, owed{m, h.levels[m], h.id})
+		// Owed by id: should the failed release have gone through
+		// unseen, the owed one finds the level gone and changes nothing.
+		t.owed = append(t.owed, owed{m, h.id})
 		h.levels[m]--
 	}
 	t.mu.Unlock()

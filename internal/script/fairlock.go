@@ -70,8 +70,7 @@ func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) Acqu
 // own grant lease if shorter (see FairTake). The reply's Holds is 0 or
 // UnlockNotHeld (the id holds nothing: released already, granted on or
 // expired; nothing changed), and names the grantee of a grant. An id is
-// never reused, so a copy that runs late changes nothing. a.Expect is
-// not used: Redis holds one level per hold id. go-redis never retries
+// never reused, so a copy that runs late changes nothing. go-redis never retries
 // it: after a network error the outcome is unknown, and only the caller
 // knows how to read a retry.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, a ReleaseArgs) UnlockCmd {

@@ -55,7 +55,7 @@ func fencedKinds(name string) map[string]fencedKind {
 				return h.OK, h.Token, err
 			},
 			release: func(ctx context.Context, rdb *redis.Client, owner string) error {
-				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(), script.ReleaseArgs{ID: owner + ":1", Lease: fenceLease, Sharded: false, Expect: 1}).Result()
+				_, err := script.RWWriteUnlock(ctx, rdb, n.RWKeys(), script.ReleaseArgs{ID: owner + ":1", Lease: fenceLease, Sharded: false}).Result()
 				return err
 			},
 		},

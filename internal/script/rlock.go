@@ -115,11 +115,10 @@ func ReentrantTake(ctx context.Context, c Processor, k LockKeys, a TakeArgs) Acq
 	return AcquireCmd{rlockAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience), a.Deadline, knows, a.Seq)}
 }
 
-// Unlock outcomes of ReentrantUnlock besides a remaining hold count >= 0.
-const (
-	UnlockNotHeld  = -1 // the owner does not hold the lock
-	UnlockMismatch = -2 // the hold count was not the expected one
-)
+// UnlockNotHeld is the outcome of a release script (ReentrantUnlock,
+// FairUnlock, ...) whose hold id holds nothing, besides a remaining hold
+// count >= 0.
+const UnlockNotHeld = -1
 
 // ReentrantUnlock runs rlock_unlock.lua: release hold a.ID and grant
 // the lock to the first live waiter in line, for a.GrantLease. The reply's
@@ -140,9 +139,6 @@ type ReleaseArgs struct {
 	ID      string        // the hold id
 	Lease   time.Duration // the lease the script may set (the fencing counter's, a hold left)
 	Sharded bool          // notify with SPUBLISH (Redis Cluster 7+)
-	// Expect is the level the caller believes it has, or 0 for any: a
-	// mismatch changes nothing (a read-write lock's release).
-	Expect int64
 	// GrantLease bounds the lease of a grant to the waiter first in line
 	// (a mutex's release).
 	GrantLease time.Duration

@@ -42,14 +42,13 @@ func (k RWKeys) ReaderKey(id string) string { return k.ReaderPrefix + id }
 
 // RWHolds is the outcome of a read-write lock acquire attempt or release.
 type RWHolds struct {
-	OK       bool          // acquired, or released
-	NotHeld  bool          // release: the hold had no level of that mode; nothing changed
-	Mismatch bool          // read release: the read levels differed from the expected ones; nothing changed
-	Upgrade  bool          // write acquire: refused, the hold has read levels
-	Reads    int64         // the hold's read levels afterwards, when OK
-	Writes   int64         // the hold's write level afterwards (0 or 1), when OK
-	Token    uint64        // write acquire, when OK: the write level's fencing token, else 0
-	Wait     time.Duration // acquire refused: how long the blocker's lease runs; 0 if unknown
+	OK      bool          // acquired, or released
+	NotHeld bool          // release: the hold had no level of that mode; nothing changed
+	Upgrade bool          // write acquire: refused, the hold has read levels
+	Reads   int64         // the hold's read level afterwards (0 or 1), when OK
+	Writes  int64         // the hold's write level afterwards (0 or 1), when OK
+	Token   uint64        // write acquire, when OK: the write level's fencing token, else 0
+	Wait    time.Duration // acquire refused: how long the blocker's lease runs; 0 if unknown
 }
 
 // RWHoldsCmd is the reply of the read-write lock's acquire and release
@@ -72,8 +71,6 @@ func (c RWHoldsCmd) Result() (RWHolds, error) {
 		return RWHolds{OK: true, Reads: v[1], Writes: v[2]}, nil
 	case c.release && v[0] == UnlockNotHeld:
 		return RWHolds{NotHeld: true}, nil
-	case c.release && v[0] == UnlockMismatch:
-		return RWHolds{Mismatch: true}, nil
 	case !c.release && v[0] == 0 && len(v) == 2:
 		return RWHolds{Wait: pttl(v[1])}, nil
 	case !c.release && v[0] == -1:
@@ -137,8 +134,7 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 // RWReadUnlock runs rwlock_readunlock.lua: release the read level of hold
 // a.ID (a hold has one: the handle counts its readers); when the lock
 // becomes free, one waiting writer per process is woken. The id names the
-// level exactly, as a write release's does: a.Expect and a.Lease are not
-// needed, and a copy that runs late, or a retry whose first copy went
+// level exactly, as a write release's does: a.Lease is not needed, and a copy that runs late, or a retry whose first copy went
 // through, changes nothing. go-redis never retries it: after a network
 // error the outcome is unknown, and only the caller knows how to read a
 // retry.
@@ -151,7 +147,7 @@ func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWH
 // hold a.ID. It wakes every waiting reader and one waiting writer per
 // process; a hold with read levels stays a reader. A hold takes its write
 // level once at most and an id is never reused, so the id names the level
-// exactly: a.Expect and a.Lease are not needed, and a copy that runs
+// exactly: a.Lease is not needed, and a copy that runs
 // late, or a retry whose first copy went through, changes nothing. Like
 // RWReadUnlock, go-redis never retries it.
 func RWWriteUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {

@@ -49,7 +49,7 @@ func (h rwHolds) write(id string, fencing bool) script.RWHolds {
 
 func (h rwHolds) readUnlock(id string, expect int64) script.RWHolds {
 	h.t.Helper()
-	res, err := script.RWReadUnlock(h.t.Context(), h.rdb, h.k, script.ReleaseArgs{ID: id, Lease: time.Minute, Expect: expect}).Result()
+	res, err := script.RWReadUnlock(h.t.Context(), h.rdb, h.k, script.ReleaseArgs{ID: id, Lease: time.Minute}).Result()
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func (h rwHolds) readUnlock(id string, expect int64) script.RWHolds {
 
 func (h rwHolds) writeUnlock(id string) script.RWHolds {
 	h.t.Helper()
-	res, err := script.RWWriteUnlock(h.t.Context(), h.rdb, h.k, script.ReleaseArgs{ID: id, Expect: 1}).Result()
+	res, err := script.RWWriteUnlock(h.t.Context(), h.rdb, h.k, script.ReleaseArgs{ID: id}).Result()
 	if err != nil {
 		h.t.Fatal(err)
 	}
