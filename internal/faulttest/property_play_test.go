@@ -139,7 +139,7 @@ func (r *netRun) release(s netStep) {
 	if ops.Unlock(r.ctx) != nil {
 		m.mayLose = true
 	}
-	*n--
+	*n = max(*n-1, 0) // a give-up before the call took every level already
 }
 
 // do plays Do (RDo) with s.Body as fn, on a handle that holds nothing.

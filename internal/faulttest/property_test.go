@@ -100,6 +100,9 @@ var (
 	// took (a downgrade); the probe after it is another reader: defect 5.
 	failedUnderRead = netStep{Op: opDo, Fault: faultRefuse, Body: []netStep{{Op: opDowngrade}}}
 	lockH0          = netStep{Op: opLock}
+	// The net's own: a release given up before the call took the
+	// model's count of the handle's levels below zero.
+	releaseAfterGiveUp = []netStep{{Op: opTryLock}, {Op: opUnlock, Fault: faultGiveUp}, {Op: opDo, Body: []netStep{{Op: opReenter}}}}
 )
 
 var netRegressions = []struct {
@@ -124,6 +127,7 @@ var netRegressions = []struct {
 	{"4-token-0/rwlock-write", netRWlock, true, []netStep{revived, lockH0}},
 	{"4-token-0/rwlock-downgrade", netRWlock, true, []netStep{revivedDowngrade, lockH0}},
 	{"5-failed-write-unlock-under-read", netRWlock, false, []netStep{failedUnderRead}},
+	{"net-release-after-give-up", netRlock, false, releaseAfterGiveUp},
 }
 
 func TestNetRegressions(t *testing.T) {
