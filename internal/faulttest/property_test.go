@@ -103,6 +103,18 @@ var (
 	// The net's own: a release given up before the call took the
 	// model's count of the handle's levels below zero.
 	releaseAfterGiveUp = []netStep{{Op: opTryLock}, {Op: opUnlock, Fault: faultGiveUp}, {Op: opDo, Body: []netStep{{Op: opReenter}}}}
+	// The races a review of the hold-id engine found (hold_races_test.go),
+	// each found again by the net with its fix undone: a second
+	// goroutine's RLock in flight while the hold is lost, the keys
+	// standing on (it revived the given-up hold) or lost by Redis (its new
+	// level was released under it); a second goroutine's RUnlock in flight
+	// across the loss (nobody owed the level left); a late copy of a
+	// given-up wait's attempt while the handle's next wait is in line (it
+	// took that wait's place).
+	readAcrossLoss     = netStep{Op: opLock, Read: true, Fault: faultLoss}
+	readAcrossDataLoss = netStep{Op: opLock, Read: true, Fault: faultDataLoss}
+	releaseAcrossLoss  = netStep{Op: opUnlock, Read: true, Fault: faultLoss}
+	lateAttempt        = netStep{Op: opLate}
 )
 
 var netRegressions = []struct {
@@ -128,6 +140,11 @@ var netRegressions = []struct {
 	{"4-token-0/rwlock-downgrade", netRWlock, true, []netStep{revivedDowngrade, lockH0}},
 	{"5-failed-write-unlock-under-read", netRWlock, false, []netStep{failedUnderRead}},
 	{"net-release-after-give-up", netRlock, false, releaseAfterGiveUp},
+	{"review-read-across-loss", netRWlock, true, []netStep{readAcrossLoss}},
+	{"review-read-across-data-loss", netRWlock, false, []netStep{readAcrossDataLoss}},
+	{"review-release-across-loss", netRWlock, true, []netStep{releaseAcrossLoss}},
+	{"review-late-attempt/rlock", netRlock, false, []netStep{lateAttempt}},
+	{"review-late-attempt/fairlock", netFairlock, false, []netStep{lateAttempt}},
 }
 
 func TestNetRegressions(t *testing.T) {
