@@ -173,7 +173,11 @@ func (r *netRun) do(s netStep) {
 		for ; m.do > 1; m.do-- {
 			_ = ops.Unlock(ctx)
 		}
-		if !refusing {
+		switch across, dataLoss := s.Fault.across(); {
+		case refusing:
+		case across && onA(h):
+			end = r.lossAround(dataLoss) // Do's own release in flight across it
+		default:
 			end = r.inject(s.Fault, h) // around Do's own release
 		}
 		return nil

@@ -66,7 +66,8 @@ const (
 	// goroutine, with a ctx the loss does not cancel: in flight while the
 	// watchdog gives client A's holds up, the keys standing on (Loss), or
 	// while Redis loses every key of the name (DataLoss). In Do's fn, on a
-	// re-entry or an inner Unlock, it is the same without the first level.
+	// re-entry or an inner Unlock, it is the same without the first level;
+	// on a Do, the call in flight is Do's own release.
 	faultLoss
 	faultDataLoss
 )

@@ -107,13 +107,15 @@ var (
 	// each found again by the net with its fix undone: a second
 	// goroutine's RLock in flight while the hold is lost, the keys
 	// standing on (it revived the given-up hold) or lost by Redis (its new
-	// level was released under it); a second goroutine's RUnlock in flight
+	// level was released under it); a second goroutine's RUnlock, or a
+	// write Do's own release under the read level it took, in flight
 	// across the loss (nobody owed the level left); a late copy of a
 	// given-up wait's attempt while the handle's next wait is in line (it
 	// took that wait's place).
 	readAcrossLoss     = netStep{Op: opLock, Read: true, Fault: faultLoss}
 	readAcrossDataLoss = netStep{Op: opLock, Read: true, Fault: faultDataLoss}
 	releaseAcrossLoss  = netStep{Op: opUnlock, Read: true, Fault: faultLoss}
+	doReleaseAcross    = netStep{Op: opDo, Fault: faultLoss, Body: []netStep{{Op: opDowngrade}}}
 	lateAttempt        = netStep{Op: opLate}
 )
 
@@ -143,6 +145,7 @@ var netRegressions = []struct {
 	{"review-read-across-loss", netRWlock, true, []netStep{readAcrossLoss}},
 	{"review-read-across-data-loss", netRWlock, false, []netStep{readAcrossDataLoss}},
 	{"review-release-across-loss", netRWlock, true, []netStep{releaseAcrossLoss}},
+	{"review-release-across-loss/do-downgrade", netRWlock, false, []netStep{doReleaseAcross}},
 	{"review-late-attempt/rlock", netRlock, false, []netStep{lateAttempt}},
 	{"review-late-attempt/fairlock", netFairlock, false, []netStep{lateAttempt}},
 }
