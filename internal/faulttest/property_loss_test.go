@@ -49,6 +49,7 @@ func (r *netRun) lossAcross(call func() error, dataLoss bool) error {
 		for _, k := range nameKeys(r.ctx, r.b, r.name) {
 			r.b.Del(r.ctx, k)
 		}
+		r.mayLoseAll()
 	}
 	r.faults.failPipes.Store(false)
 	r.faults.let(gate)
@@ -111,10 +112,21 @@ func (r *netRun) lossAround(dataLoss bool) (end func()) {
 		if !<-closed {
 			r.fail("d-loss", "(d) a Done of client A still open %v after renewals began to fail, with a release in flight", 3*netLease)
 		}
+		if dataLoss {
+			r.mayLoseAll()
+		}
 		r.lost(holders...)
 		for _, h := range holders {
 			r.stands[h] = r.settled.Add(netSlack)
 		}
+	}
+}
+
+// mayLoseAll marks every hold as possibly ended: Redis lost the keys of
+// client B's holds too.
+func (r *netRun) mayLoseAll() {
+	for h := range r.m {
+		r.m[h].mayLose = true
 	}
 }
 

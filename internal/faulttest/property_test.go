@@ -103,6 +103,10 @@ var (
 	// The net's own: a release given up before the call took the
 	// model's count of the handle's levels below zero.
 	releaseAfterGiveUp = []netStep{{Op: opTryLock}, {Op: opUnlock, Fault: faultGiveUp}, {Op: opDo, Body: []netStep{{Op: opReenter}}}}
+	// The net's own: a data loss took client B's hold too, which the
+	// model counted as standing.
+	dataLossOfB = []netStep{{Op: opLock, H: 2, Read: true, Fault: faultLoss}, {Op: opTryLock, H: 1, Read: true, Fault: faultDataLoss},
+		{Op: opTryLock, H: 1, Read: true}, {Op: opTryLock, H: 2, Fault: faultLoss}}
 	// The races a review of the hold-id engine found (hold_races_test.go),
 	// each found again by the net with its fix undone: a second
 	// goroutine's RLock in flight while the hold is lost, the keys
@@ -142,6 +146,7 @@ var netRegressions = []struct {
 	{"4-token-0/rwlock-downgrade", netRWlock, true, []netStep{revivedDowngrade, lockH0}},
 	{"5-failed-write-unlock-under-read", netRWlock, false, []netStep{failedUnderRead}},
 	{"net-release-after-give-up", netRlock, false, releaseAfterGiveUp},
+	{"net-data-loss-of-client-b", netRWlock, true, dataLossOfB},
 	{"review-read-across-loss", netRWlock, true, []netStep{readAcrossLoss}},
 	{"review-read-across-data-loss", netRWlock, false, []netStep{readAcrossDataLoss}},
 	{"review-release-across-loss", netRWlock, true, []netStep{releaseAcrossLoss}},
