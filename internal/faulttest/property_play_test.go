@@ -46,26 +46,37 @@ func (r *netRun) step(s netStep) {
 	case opCut:
 		r.mayLose()
 		r.proxy.Cut()
+	case opLate:
+		r.late(s)
+	}
+	if s.Op == opStall || s.Op == opCut {
+		r.noise(0, 1)
 	}
 }
 
 // inject arms fault f around a call of handle h and returns what ends it.
 // The proxy's faults reach client A only. A give-up here comes before the
-// call; the one across a call in flight is reenter's.
+// call (a loss with a call in flight is played by across and reenter;
+// where neither plays it, it is a give-up before the call).
 func (r *netRun) inject(f netFault, h int) func() {
-	switch {
-	case f == faultGiveUp:
+	if across, _ := f.across(); across || f == faultGiveUp {
 		r.giveUp()
-	case !onA(h):
-	case f == faultRefuse:
+		return func() {}
+	}
+	if !onA(h) || f == faultNone {
+		return func() {}
+	}
+	r.noise(0, 1) // a renewal's, or the call's, left in Redis
+	switch f {
+	case faultRefuse:
 		r.mayLose()
 		r.proxy.Refuse(true)
 		r.proxy.Cut()
-		return func() { r.proxy.Refuse(false) }
-	case f == faultDrop:
+		return func() { r.proxy.Refuse(false); r.noise(0, 1) }
+	case faultDrop:
 		r.mayLose() // the reply lost may be a renewal's
 		lock := keyspace.NewNames(r.name).Lock()
-		r.proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, lock) })
+		r.drop = r.proxy.DropReply(func(args []string) bool { return redistest.IsScriptCall(args, lock) })
 	}
 	return func() {}
 }
@@ -74,6 +85,10 @@ func (r *netRun) inject(f netFault, h int) func() {
 func (r *netRun) acquire(s netStep) {
 	r.t.Helper()
 	m := &r.m[s.H]
+	if across, _ := s.Fault.across(); across && s.Op != opCancelled && onA(s.H) {
+		r.across(s) // a second goroutine's: it may wait for the handle's own hold
+		return
+	}
 	if s.Op == opLock && m.levels() > 0 {
 		return // it would wait for the handle's own hold until its ctx ends
 	}
@@ -92,6 +107,8 @@ func (r *netRun) acquire(s netStep) {
 		ok = ops.Lock(ctx) == nil
 	}
 	switch {
+	case !ok && s.Op != opTryLock:
+		r.noise(s.H) // a wait given up: a place or a grant may stay a while
 	case !ok:
 	case read:
 		m.r++
@@ -111,6 +128,10 @@ func (r *netRun) release(s netStep) {
 	if read {
 		n = &m.r
 	}
+	if across, _ := s.Fault.across(); across && onA(s.H) {
+		r.across(s)
+		return
+	}
 	if *n == 0 {
 		return
 	}
@@ -118,7 +139,7 @@ func (r *netRun) release(s netStep) {
 	if ops.Unlock(r.ctx) != nil {
 		m.mayLose = true
 	}
-	*n--
+	*n = max(*n-1, 0) // a give-up before the call took every level already
 }
 
 // do plays Do (RDo) with s.Body as fn, on a handle that holds nothing.
@@ -152,7 +173,11 @@ func (r *netRun) do(s netStep) {
 		for ; m.do > 1; m.do-- {
 			_ = ops.Unlock(ctx)
 		}
-		if !refusing {
+		switch across, dataLoss := s.Fault.across(); {
+		case refusing:
+		case across && onA(h):
+			end = r.lossAround(dataLoss) // Do's own release in flight across it
+		default:
 			end = r.inject(s.Fault, h) // around Do's own release
 		}
 		return nil
@@ -199,6 +224,10 @@ func (r *netRun) inner(doCtx context.Context, h int, read bool, in netStep) bool
 		if m.do < 2 {
 			return false
 		}
+		if across, dataLoss := in.Fault.across(); across && onA(h) {
+			_ = r.lossAcross(func() error { return ops.Unlock(ctx) }, dataLoss)
+			return false
+		}
 		defer r.inject(in.Fault, h)()
 		_ = ops.Unlock(ctx)
 		m.do--
@@ -218,6 +247,7 @@ func (r *netRun) inner(doCtx context.Context, h int, read bool, in netStep) bool
 	case opRefuseRest:
 		if onA(h) {
 			r.mayLose()
+			r.noise(0, 1)
 			r.proxy.Refuse(true)
 			r.proxy.Cut()
 			return true
@@ -245,10 +275,11 @@ func (r *netRun) reenter(ctx context.Context, h int, read bool, in netStep) {
 			return nil
 		}
 	}
-	if in.Fault == faultGiveUp && onA(h) && m.do > 0 {
+	across, dataLoss := in.Fault.across()
+	if (across || in.Fault == faultGiveUp) && onA(h) && m.do > 0 {
 		// The call is in flight while the watchdog gives the hold up. A
 		// level it got back is given back, as its caller would.
-		if r.giveUpAcross(func() error { return lock(ctx) }) == nil {
+		if r.lossAcross(func() error { return lock(ctx) }, dataLoss) == nil {
 			_ = unlock(ctx)
 		}
 		return

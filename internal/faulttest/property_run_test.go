@@ -60,6 +60,16 @@ type netRun struct {
 	last    uint64    // the name's last token of a new hold
 	settled time.Time // when what the last fault left in Redis may lapse
 	failed  map[string]bool
+	// For the checks that need a Redis with nothing in it the model does
+	// not count (e): until when a hold each handle gave up may stand
+	// (it may shut out others, never its own handle), until when
+	// anything else a fault left of each handle may, and the lost reply
+	// armed last (see standing).
+	stands, noisy [3]time.Time
+	drop          <-chan struct{}
+	// attempts match client A's acquire scripts on the name, write and
+	// read (see late).
+	attempts [2]func(args []string) bool
 }
 
 // fail reports a broken check once per key and lets the run go on, so
@@ -84,6 +94,11 @@ func newNetRun(t rapid.TB, outer testing.TB, cleanup func(func()), k netKind, fe
 	b := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	r := &netRun{t: t, ctx: context.Background(), kind: k, fenced: fenced, name: redistest.UniqueName(outer),
 		proxy: proxy, faults: addClientFaults(a), b: b, settled: time.Now(), failed: map[string]bool{}}
+	for i, file := range lateScripts[k.name] {
+		if file != "" {
+			r.attempts[i] = redistest.ScriptCall(outer, file, keyspace.NewNames(r.name).Lock())
+		}
+	}
 	for i := range r.hs {
 		rdb := a
 		if !onA(i) {
@@ -209,6 +224,7 @@ func (r *netRun) probe(where string) {
 	default:
 		return
 	}
+	r.ownFirst(ops == p.read)
 	within := max(time.Until(r.settled), 0) + netFree
 	var ok bool
 	waitUntil(within, func() bool { ok, _ = ops.TryLock(r.ctx); return ok })

@@ -34,6 +34,11 @@ const (
 	opOutlive // the proxy stalls until A's holds have run out in Redis
 	opStall   // a stall shorter than a renewal interval
 	opCut     // every connection reset
+	// Handle H's Lock (RLock when Read) whose attempt the proxy holds
+	// until the Lock has given up; the held copy arrives late, while the
+	// handle's next wait is in line (behind the holders the model counts,
+	// which then release, and ahead of another handle's wait) or holds.
+	opLate
 	// Inner steps, in Do's fn, with the ctx Do gives (Keep: WithoutCancel
 	// of it).
 	opReenter     // Lock (RLock for RDo) through Do's ctx
@@ -45,7 +50,7 @@ const (
 )
 
 var opNames = [...]string{"lock", "tryLock", "unlock", "cancelled", "do", "force", "probe",
-	"giveUp", "outlive", "stall", "cut",
+	"giveUp", "outlive", "stall", "cut", "late",
 	"reenter", "tryReenter", "unlockInner", "downgrade", "otherTry", "refuseRest"}
 
 // netFault is a fault injected around one call.
@@ -55,10 +60,24 @@ const (
 	faultNone   netFault = iota
 	faultRefuse          // the call goes through a proxy refusing connections
 	faultDrop            // the reply of the next script call on the name is lost
-	faultGiveUp          // the call is in flight while the watchdog gives the hold up
+	faultGiveUp          // the watchdog gives client A's holds up before the call (a re-entry's: with it in flight)
+	// A call of a handle that holds (a first goroutine's level of the
+	// mode, taken first when the model counts none) made by a second
+	// goroutine, with a ctx the loss does not cancel: in flight while the
+	// watchdog gives client A's holds up, the keys standing on (Loss), or
+	// while Redis loses every key of the name (DataLoss). In Do's fn, on a
+	// re-entry or an inner Unlock, it is the same without the first level;
+	// on a Do, the call in flight is Do's own release.
+	faultLoss
+	faultDataLoss
 )
 
-var faultNames = [...]string{"", "refuse", "drop", "giveUp"}
+var faultNames = [...]string{"", "refuse", "drop", "giveUp", "loss", "dataLoss"}
+
+// across reports whether f is a loss with the call in flight, and which.
+func (f netFault) across() (yes, dataLoss bool) {
+	return f == faultLoss || f == faultDataLoss, f == faultDataLoss
+}
 
 // netStep is one step of a sequence.
 type netStep struct {
@@ -74,7 +93,7 @@ func (s netStep) String() string {
 	var b strings.Builder
 	b.WriteString(opNames[s.Op] + "(")
 	switch s.Op {
-	case opLock, opTryLock, opUnlock, opCancelled, opDo, opForce, opOtherTry:
+	case opLock, opTryLock, opUnlock, opCancelled, opDo, opForce, opOtherTry, opLate:
 		fmt.Fprintf(&b, "h%d", s.H)
 	}
 	if s.Read {
@@ -96,18 +115,42 @@ func (s netStep) String() string {
 // GoString makes rapid's log of a drawn sequence readable and pastable.
 func (s netStep) GoString() string { return s.String() }
 
-// stepsGen draws sequences of at most maxLen steps, with the read side
-// only for an rwlock, and with faultGiveUp only when giveUp is set: the
-// give-up finds a defect in most sequences, and a run stops at its first
-// failing sequence, so a profile without it lets the others show.
-func stepsGen(rw, giveUp bool, maxLen int) *rapid.Generator[[]netStep] {
+// netProfile is a choice of the steps and faults a sequence is drawn
+// from. A run stops at its first failing sequence, so each profile lets
+// the defects of its own class show.
+type netProfile struct {
+	name string
+	// giveUp adds the watchdog's give-ups, before a call or with a call
+	// in flight: a give-up found a defect in most sequences.
+	giveUp bool
+	// inFlight draws short sequences of second goroutines' calls in
+	// flight across losses and of late copies, without the faults that
+	// leave Redis noisy (refused connections, lost replies), so that the
+	// checks that need a quiet Redis (e) apply.
+	inFlight bool
+}
+
+var netProfiles = []netProfile{{"giveUp=false", false, false}, {"giveUp=true", true, false}, {"inFlight", true, true}}
+
+// stepsGen draws sequences of at most maxLen steps (netInFlightSteps in
+// the in-flight profile) of profile p, with the read side only for an
+// rwlock.
+func stepsGen(rw bool, p netProfile, maxLen int) *rapid.Generator[[]netStep] {
 	// rapid draws the first entries a little more often and shrinks
 	// towards them: the calls and faults that reach the engine's hardest
 	// paths (re-entries, their Unlocks, releases that fail) come first.
 	faults := []netFault{faultRefuse, faultNone, faultNone, faultDrop}
-	tops := []netOp{opDo, opDo, opDo, opLock, opUnlock, opTryLock, opOutlive, opForce, opCancelled, opStall, opCut}
-	if giveUp {
-		faults = append([]netFault{faultGiveUp}, faults...)
+	tops := []netOp{opDo, opDo, opDo, opLock, opUnlock, opTryLock, opOutlive, opForce, opCancelled, opStall, opCut, opLate}
+	inners := []netOp{opReenter, opUnlockInner, opReenter, opUnlockInner, opDowngrade, opRefuseRest,
+		opReenter, opUnlockInner, opDowngrade, opTryReenter, opOtherTry, opForce}
+	switch {
+	case p.inFlight:
+		faults = []netFault{faultLoss, faultDataLoss, faultNone}
+		tops = []netOp{opUnlock, opLock, opTryLock, opLate, opDo}
+		inners = []netOp{opReenter, opUnlockInner, opDowngrade, opTryReenter}
+		maxLen = netInFlightSteps
+	case p.giveUp:
+		faults = append([]netFault{faultGiveUp, faultLoss, faultDataLoss}, faults...)
 		tops = append(tops, opGiveUp)
 	}
 	fault := rapid.SampledFrom(faults)
@@ -115,8 +158,6 @@ func stepsGen(rw, giveUp bool, maxLen int) *rapid.Generator[[]netStep] {
 	if rw {
 		read = rapid.Bool()
 	}
-	inners := []netOp{opReenter, opUnlockInner, opReenter, opUnlockInner, opDowngrade, opRefuseRest,
-		opReenter, opUnlockInner, opDowngrade, opTryReenter, opOtherTry, opForce}
 	inner := rapid.Custom(func(t *rapid.T) netStep {
 		s := netStep{Op: rapid.SampledFrom(inners).Draw(t, "inner")}
 		switch s.Op {
@@ -136,6 +177,9 @@ func stepsGen(rw, giveUp bool, maxLen int) *rapid.Generator[[]netStep] {
 			s.H = rapid.IntRange(0, 2).Draw(t, "h")
 			s.Read = read.Draw(t, "read")
 			s.Fault = fault.Draw(t, "fault")
+		case opLate:
+			s.H = rapid.IntRange(0, 1).Draw(t, "h") // on client A: the proxy holds the attempt
+			s.Read = read.Draw(t, "read")
 		case opDo:
 			s.H = rapid.IntRange(0, 2).Draw(t, "h")
 			s.Read = read.Draw(t, "read")
