@@ -365,16 +365,22 @@ func (t *Tracker) sendOwed(ctx context.Context) error {
 // returns what undoes that: a Do that returns leaves nothing behind in a
 // hold that goes on.
 func (t *Tracker) onEnd(h *hold, cancel context.CancelFunc) (stop func()) {
-	if h == nil {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h == nil || t.cur != h {
 		cancel()
 		return func() {}
 	}
-	h.ends.Add(1)
-	after := context.AfterFunc(h.ended, cancel)
+	if h.ends == nil {
+		h.ends = make(map[int]context.CancelFunc)
+	}
+	n := h.endN
+	h.endN++
+	h.ends[n] = cancel
 	return func() {
-		if after() {
-			h.ends.Add(-1)
-		}
+		t.mu.Lock()
+		delete(h.ends, n)
+		t.mu.Unlock()
 	}
 }
 

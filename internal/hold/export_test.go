@@ -45,5 +45,5 @@ func Ends(x any) int {
 	if t.cur == nil {
 		return 0
 	}
-	return int(t.cur.ends.Load())
+	return len(t.cur.ends)
 }

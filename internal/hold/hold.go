@@ -126,9 +126,8 @@ type hold struct {
 	client *perclient.Client
 	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
-	ended  context.Context    // cancelled when the hold ends: Do's contexts follow it (see onEnd)
-	end    context.CancelFunc // cancels ended
-	ends   atomic.Int64       // Do's contexts that follow it now
+	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
+	endN   int                        // numbers the entries of ends
 
 	// releasing is set while a release of the hold is in flight, and
 	// lostWhile is the loss the watchdog reported meanwhile: a renewal
@@ -262,7 +261,6 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
 	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
-	h.ended, h.end = context.WithCancel(context.Background())
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -370,11 +368,15 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 	if owes {
 		t.owe(h)
 	}
+	ends := h.ends
+	h.ends = nil
 	t.mu.Unlock()
 	h.wd.Remove()
 	h.client.Detach()
 	close(h.done)
-	h.end()
+	for _, cancel := range ends {
+		cancel()
+	}
 	h.report.End()
 	t.report(h, lost)
 	return true
