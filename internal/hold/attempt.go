@@ -124,10 +124,11 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	}
 	h := t.acquired(id, g.Levels, g.Token, sent, sentFor)
 	if h == nil {
-		// The hold ended while the script ran: the level it took is
-		// given back like any other the caller will not have, and the
-		// hold given up is not brought back. A downgrade fails with it;
-		// a further level is tried again, under an id of its own.
+		// The hold ended while the script ran, or the reply says it is
+		// lost: the level it took is given back like any other the
+		// caller will not have, and the hold given up is not brought
+		// back. A downgrade fails with it; a further level is tried
+		// again, under an id of its own.
 		undo(ctx, &g)
 		if downgrade {
 			return false, 0, errSentForEnded

@@ -226,7 +226,11 @@ func (t *Tracker) current() *hold {
 // reply is applied only to the hold it was sent for: when sentFor ended
 // while the script ran (lost, or force-unlocked), acquired changes
 // nothing and returns nil; the levels Redis reported belong to a hold
-// the handle gave up.
+// the handle gave up. A reply under the current hold's id that lacks a
+// level the hold has says that the hold is lost (its lease ran out
+// unseen, or it was force-unlocked): it ends, and nothing begins under
+// its id (ids are never used again); the caller gives back what the
+// attempt took, by that id.
 func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold) *hold {
 	t.mu.Lock()
 	h := t.cur
@@ -234,17 +238,16 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		t.mu.Unlock()
 		return nil
 	}
-	if h != nil && h.id == id && levels.Total() > 1 {
-		h.levels = levels
-		h.wd.Touch(sent)
-		t.mu.Unlock()
-		return h
-	}
 	if h != nil && h.id == id {
-		// The attempt was made under h's id, and Redis began a hold under
-		// it: whatever h had is gone, and a release owed for h would
-		// release the new hold's levels.
-		h.levels = Levels{}
+		if levels[Exclusive] >= h.levels[Exclusive] && levels[Shared] >= h.levels[Shared] {
+			h.levels = levels
+			h.wd.Touch(sent)
+			t.mu.Unlock()
+			return h
+		}
+		t.mu.Unlock()
+		t.end(h, errs.ErrLost)
+		return nil
 	}
 	t.mu.Unlock()
 	if h != nil {

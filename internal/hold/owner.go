@@ -645,6 +645,8 @@ func (l *Lock) released(h *hold, r *record, m Mode) {
 	switch {
 	case h.over:
 		// reset forgot the hold meanwhile, and gave its units back.
+	case r == nil && h.plainReads == 0:
+		// Counted down already: two RUnlocks of one RLock racing.
 	case r == nil:
 		h.plainReads--
 		if h.x != nil && h.x.reads > 0 {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redisync/redisync/internal/errs"
-	"github.com/redisync/redisync/internal/perclient"
 
 	"github.com/redisync/redisync/internal/script"
 	"github.com/redisync/redisync/internal/wait"
@@ -87,20 +86,31 @@ var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", er
 // nothing), the one the caller's level is part of: nothing is sent once h
 // is not the current hold, whatever hold the handle has by then. settle,
 // if set, runs first on op and says whether the level goes in Redis (a
-// read: see Lock.release); op that cannot be had in time leaves it to the
-// background (releaseLater).
+// read: see Lock.release). Its op is waited for past ctx's deadline, for
+// as long as the handle's scripts can keep it (settleTimeout): settled
+// without op, a read could be counted down while another goroutine joins
+// the level the release then takes away.
 func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode, settle func() bool) error {
-	if err := t.op.Acquire(ctx, 1); err != nil {
-		if settle != nil {
-			t.releaseLater(h, m, settle)
-			return err
+	octx := ctx
+	if settle != nil {
+		var cancel context.CancelFunc
+		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+		defer cancel()
+	}
+	if err := t.op.Acquire(octx, 1); err != nil {
+		if settle == nil || settle() {
+			t.abandon(h, m)
 		}
-		t.abandon(h, m)
 		return err
 	}
 	defer t.op.Release(1)
 	return t.releaseOnOp(ctx, h, m, settle)
 }
+
+// settleTimeout bounds how long a read's release waits for the handle's
+// op (see releaseHold): longer than any script of the handle keeps it,
+// each bounded by the client's timeouts and the engine's retries.
+const settleTimeout = 30 * time.Second
 
 // releaseOnOp is releaseHold once the caller holds op.
 func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func() bool) error {
@@ -167,24 +177,6 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		t.report(h, lost)
 	}
 	return nil
-}
-
-// releaseLater runs a read's release, whose op the caller could not have
-// in time, in the background: its settle must run on op, or a join of
-// another goroutine could count on a level the release then takes away.
-// If op cannot be had then either, it settles without op and abandons the
-// level.
-func (t *Tracker) releaseLater(h *hold, m Mode, settle func() bool) {
-	perclient.TidyUp(background, t.cfg.RDB, ReleaseTimeout, func(ctx context.Context) {
-		if err := t.op.Acquire(ctx, 1); err != nil {
-			if settle() {
-				t.abandon(h, m)
-			}
-			return
-		}
-		defer t.op.Release(1)
-		_ = t.releaseOnOp(ctx, h, m, settle)
-	})
 }
 
 // releasing marks hold h as being released and returns its levels.
