@@ -9,8 +9,9 @@
 --
 -- A hold has one read level (the handle counts its readers in the
 -- process, and releases the level with the last of them), so the id
--- names it exactly: a retry whose first copy went through, or a copy
--- that Redis runs late, finds it gone and changes nothing.
+-- names it: a retry whose first copy went through, or a copy that Redis
+-- runs late, finds it gone and changes nothing, unless the hold took its
+-- read level again since (a downgrade released, then taken again).
 -- (A hold of an earlier release, which counted its plain read holds, is
 -- released by its own process with that release's script.)
 --

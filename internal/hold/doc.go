@@ -38,7 +38,11 @@
 // A read-write lock's downgrade takes its read level under the current
 // hold's id; a read of another goroutine while the hold has its read
 // level joins it in the process, on the handle's op (see taking), and the
-// last reader's release lets the level go.
+// last reader's release lets the level go. A hold's read level can be
+// taken again after its release (a downgrade, released, then taken again
+// under the write hold): a copy of the first release that Redis runs late
+// would remove the second, as an expected count could not tell them
+// apart either; an id per read level would.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what

@@ -124,9 +124,10 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		return cmp.Or(t.repay(ctx), errReleaseEnded)
 	}
 	// What the handle owes goes first, in order; should it fail again,
-	// it stays owed, and the release is sent all the same: a give-back
-	// or release owed is of another id, or of another mode of this one
-	// (a hold takes each mode's level once).
+	// it stays owed, and the release is sent all the same. (An owed
+	// release of this id and mode would remove the level this one is
+	// for: only a read level taken again under one hold id, a downgrade
+	// released and taken again, can meet one; see the package doc.)
 	_ = t.repay(ctx)
 	levels := t.releasing(h)
 	// The release names the hold's id: a copy of it that Redis runs
