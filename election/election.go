@@ -115,7 +115,7 @@ func (e *Election) with(ctx context.Context, value string) context.Context {
 
 // acquire runs one attempt of a candidate: it leads, or it joins the line
 // (or keeps its place there) with its value, for WaiterTimeout.
-func (e *Election) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
+func (e *Election) acquire(ctx context.Context, _ hold.Mode, a hold.Asking) (hold.Grant, error) {
 	value, _ := ctx.Value(valueKey{e}).(string)
 	var patience time.Duration
 	if a.Blocking {

@@ -57,7 +57,7 @@ type line struct {
 // or keeps its place there when it does not get the lock, for the waiter
 // timeout. A place it may have taken when its outcome is unknown is left
 // by leave.
-func (l *line) acquire(ctx context.Context, _ hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
+func (l *line) acquire(ctx context.Context, _ hold.Mode, a hold.Asking) (hold.Grant, error) {
 	var patience time.Duration
 	if a.Blocking {
 		patience = l.cfg.waiterTimeout

@@ -33,8 +33,8 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 	m := &Mutex{}
 	m.l = hold.NewLock(hold.Kind{
 		Base: b, Keeping: cfg.Keeping,
-		Acquire: func(ctx context.Context, _ hold.Mode, held int64, a hold.Asking) (hold.Grant, error) {
-			return d.acquire(ctx, m.l.Tracker(), held, a)
+		Acquire: func(ctx context.Context, _ hold.Mode, a hold.Asking) (hold.Grant, error) {
+			return d.acquire(ctx, m.l.Tracker(), a)
 		},
 		Release:     d.release,
 		Renew:       d.renew,
@@ -84,7 +84,7 @@ type described struct {
 // lock held joins the line or keeps its place there. The script is never
 // resent by go-redis, so a lost reply is an error the engine undoes, not a
 // second run that would refuse the hold the first one took.
-func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a hold.Asking) (hold.Grant, error) {
+func (d *described) acquire(ctx context.Context, t *hold.Tracker, a hold.Asking) (hold.Grant, error) {
 	var patience time.Duration
 	if a.Blocking {
 		patience = WaiterTimeout
@@ -92,7 +92,7 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, held int64, a 
 	var res script.Acquired
 	var err error
 	if d.cfg.ackReplicas > 0 {
-		res, err = d.acquireAcked(ctx, t, held, patience, a)
+		res, err = d.acquireAcked(ctx, t, patience, a)
 	} else {
 		res, err = script.ReentrantTake(ctx, d.RDB, d.keys, script.TakeArgs{
 			ID: a.ID, Lease: d.cfg.Lease(), Fencing: d.cfg.fencing, Patience: patience,

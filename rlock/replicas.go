@@ -44,7 +44,7 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // acquireAcked runs the acquire script and, when it took the lock, WAIT
 // on the same connection. It undoes an acquisition that was not
 // acknowledged in time.
-func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, holds int64, patience time.Duration, a hold.Asking) (script.Acquired, error) {
+func (d *described) acquireAcked(ctx context.Context, t *hold.Tracker, patience time.Duration, a hold.Asking) (script.Acquired, error) {
 	conn, err := perclient.PrimaryConn(ctx, d.RDB, d.keys.Lock)
 	if err != nil {
 		return script.Acquired{}, err

@@ -42,7 +42,7 @@ type sides struct {
 // behind it, a reader so that the next write release gives it its turn.
 // An announcement it may have made when its outcome is unknown is
 // withdrawn by withdraw.
-func (s *sides) acquire(ctx context.Context, m hold.Mode, _ int64, a hold.Asking) (hold.Grant, error) {
+func (s *sides) acquire(ctx context.Context, m hold.Mode, a hold.Asking) (hold.Grant, error) {
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{

@@ -236,7 +236,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
-	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ int64, _ string) (hold.Grant, error) { return try(ctx) })
+	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ string) (hold.Grant, error) { return try(ctx) })
 	if ok {
 		l.mu.Lock()
 		l.kept[id] = t

@@ -72,12 +72,11 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 	return g, sent, nil
 }
 
-// Try runs an acquire script once for hold id, for a handle that holds
-// held levels of the mode it asks for. id is the current hold's (a
-// read-write lock's further level), or that of the handle's wait for a
-// new hold (see Tracker.waitID): every attempt of one wait names the same
-// id, until something is given back under it.
-type Try func(ctx context.Context, held int64, id string) (Grant, error)
+// Try runs an acquire script once for hold id: the current hold's (a
+// read-write lock's level in the mode the hold lacks), or that of the
+// handle's wait for a new hold (see Tracker.waitID): every attempt of one
+// wait names the same id, until something is given back under it.
+type Try func(ctx context.Context, id string) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
 // with the handle's other scripts, under the rules of Take, and records
@@ -91,7 +90,6 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	if err := t.repay(ctx); err != nil {
 		return false, 0, err
 	}
-	held := t.Held(m)
 	// The hold the attempt is sent for: a downgrade's, or the current hold
 	// (a level of a read-write lock's hold in the mode it lacks, under its
 	// id); nil for a new hold. Its reply is applied to that hold only (see
@@ -115,7 +113,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 			t.undoAgain(owed{m, id}, began)
 		}
 	}
-	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, held, id) }, undo)
+	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, id) }, undo)
 	if err != nil || !g.OK {
 		if err == nil {
 			err = g.Refused

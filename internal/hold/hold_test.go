@@ -103,7 +103,7 @@ func (f *fake) release(ctx context.Context, m hold.Mode, _ string, _ bool) (hold
 
 // acquire takes one level of m, with the outcome given by fail.
 func (f *fake) acquire(ctx context.Context, m hold.Mode, fail fakeFail) (bool, error) {
-	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, int64, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, string) (hold.Grant, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if fail.err != nil && !fail.run {
@@ -244,7 +244,7 @@ func TestAttemptUndo(t *testing.T) {
 func TestAttemptRefused(t *testing.T) {
 	f := newFake(t)
 	refusal := errors.New("refused")
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
 		return hold.Grant{Refused: refusal}, nil
 	})
 	if ok || !errors.Is(err, refusal) || len(f.calls) != 0 {
@@ -279,7 +279,7 @@ func TestLateGrantIsGivenBack(t *testing.T) {
 	f := &fake{}
 	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 100 * time.Millisecond, Release: f.release})
 	t.Cleanup(f.tracker.Drop)
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++
 		levels := f.levels
@@ -442,7 +442,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	f.failNext(fakeFail{block: slow}) // the give-back
 	ctx, cancel := context.WithCancel(t.Context())
 	start := time.Now()
-	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++ // it ran, and ctx ended before its reply
 		f.mu.Unlock()
@@ -455,7 +455,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	next := make(chan error, 1)
 	ran := make(chan struct{})
 	go func() {
-		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, int64, string) (hold.Grant, error) {
+		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
 			close(ran)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -507,9 +507,9 @@ func TestHoldIDs(t *testing.T) {
 	var ids []string
 	attempt := func(ok bool, err error) {
 		t.Helper()
-		_, _, _ = tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, held int64, id string) (hold.Grant, error) {
+		_, _, _ = tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, id string) (hold.Grant, error) {
 			ids = append(ids, id)
-			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: held + 1}}, err
+			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: 1}}, err
 		})
 	}
 	attempt(false, nil) // o:1 refused: kept

@@ -30,10 +30,9 @@ type Kind struct {
 	Base
 	Keeping Keeping
 
-	// Acquire runs the acquire script once for mode m under hold id a.ID,
-	// for a handle that holds held levels of m; a says what kind of
-	// attempt it is.
-	Acquire func(ctx context.Context, m Mode, held int64, a Asking) (Grant, error)
+	// Acquire runs the acquire script once for mode m under hold id a.ID;
+	// a says what kind of attempt it is.
+	Acquire func(ctx context.Context, m Mode, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
 	Release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error)
 	// Renew queues a renewal of hold id, everything the handle holds (see
@@ -255,9 +254,9 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	lostPlace := false
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
-		return l.t.Attempt(ctx, m, func(ctx context.Context, held int64, wid string) (Grant, error) {
+		return l.t.Attempt(ctx, m, func(ctx context.Context, wid string) (Grant, error) {
 			a.ID, a.Seq = wid, l.seq.Add(1)
-			g, err := l.acquire(ctx, m, held, a)
+			g, err := l.acquire(ctx, m, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			a.Placed = a.Placed || err != nil || !g.OK
 			if a.Refused && l.k.Grants {
@@ -424,8 +423,8 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
-	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, held int64, id string) (Grant, error) {
-		return l.acquire(ctx, m, held, Asking{ID: id, Seq: l.seq.Add(1)})
+	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, id string) (Grant, error) {
+		return l.acquire(ctx, m, Asking{ID: id, Seq: l.seq.Add(1)})
 	})
 	wait.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
@@ -435,12 +434,12 @@ func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
 // Asking.Deadline), and once more if Redis refused it as late (see
 // exactly.InTime): a copy that Redis runs after the deadline, when the
 // handle has given the attempt up, takes nothing and joins no line.
-func (l *Lock) acquire(ctx context.Context, m Mode, held int64, a Asking) (Grant, error) {
+func (l *Lock) acquire(ctx context.Context, m Mode, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
 	err := exactly.InTime(&l.clock, func(deadline int64) (err error) {
 		a.Deadline = deadline
-		g, err = l.k.Acquire(ctx, m, held, a)
+		g, err = l.k.Acquire(ctx, m, a)
 		return err
 	})
 	return g, err

@@ -24,7 +24,7 @@ func (f *memLock) kind(rdb redis.UniversalClient, lease time.Duration) hold.Kind
 		Base:    hold.NewBase("mem", rdb, "stale"),
 		Keeping: hold.Keeping{WatchdogTimeout: lease},
 		Channel: func(hold.Mode) string { return "mem" },
-		Acquire: func(context.Context, hold.Mode, int64, hold.Asking) (hold.Grant, error) {
+		Acquire: func(context.Context, hold.Mode, hold.Asking) (hold.Grant, error) {
 			f.mu.Lock()
 			f.levels[hold.Exclusive]++
 			g := hold.Grant{OK: true, Levels: f.levels}
