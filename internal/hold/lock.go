@@ -296,7 +296,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 				// Redis, is given back by that id (never reused, so nothing
 				// else can be under it). One to the wait's own id is left
 				// to an attempt, which finds it if it stands.
-				if g.ID != "" && script.OwnerOf(g.ID) == l.k.Owner && !l.t.inUse(g.ID) {
+				if g.ID != "" && l.givenUp(g.ID) {
 					l.t.Undo(ctx, m, g.ID)
 				}
 				return false, nil
@@ -374,12 +374,18 @@ func (l *Lock) recheck(ctx context.Context, m Mode, id string) (bool, error) {
 		return false, err
 	}
 	for _, held := range f {
-		if script.OwnerOf(held) == l.k.Owner && !l.t.inUse(held) {
+		if l.givenUp(held) {
 			l.t.Undo(ctx, m, held)
 			return true, nil
 		}
 	}
 	return len(f) == 0 || slices.Contains(f, id), nil
+}
+
+// givenUp reports whether id is a hold id of the handle's that it has
+// given up: whatever Redis holds under it is to be given back.
+func (l *Lock) givenUp(id string) bool {
+	return script.OwnerOf(id) == l.k.Owner && !l.t.inUse(id)
 }
 
 // deliver hands a grant that a release of the handle, sent at sent, made
@@ -513,6 +519,12 @@ func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool)
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
 	return l.t.releaseHold(ctx, h, m, settle)
+}
+
+// countOut is the settle of the release of r, a read of hold h (nil: a
+// plain one): it counts the read out and reports whether it was h's last.
+func (l *Lock) countOut(h *hold, r *record) func() bool {
+	return func() bool { l.released(h, r, Shared); return l.lastRead(h) }
 }
 
 // lastRead reports whether the handle has no read of hold h left.

@@ -226,7 +226,7 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 		_, err = try(ctx)
 	}
 	if err != nil && !errors.Is(err, errReentryRefused) {
-		_ = l.release(ctx, h, Shared, func() bool { l.released(h, r, Shared); return l.lastRead(h) })
+		_ = l.release(ctx, h, Shared, l.countOut(h, r))
 	}
 	if err == nil && l.ended(h) {
 		return errTakenEnded // lost while the renewal ran: reset forgot the read
@@ -249,6 +249,11 @@ func (l *Lock) ended(h *hold) bool {
 func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.recordLocked(h, m, plain, join, r)
+}
+
+// recordLocked is record; the caller holds the owners' lock.
+func (l *Lock) recordLocked(h *hold, m Mode, plain, join bool, r **record) bool {
 	if h.over || join && !h.reads() {
 		return false
 	}
@@ -343,11 +348,10 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 	tk := &taking{record: func(h *hold, join bool) bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if c.depth == 0 || h.over || join && !h.reads() {
+		if c.depth == 0 || !l.recordLocked(h, Shared, true, join, nil) {
 			return false
 		}
 		c.reads++
-		h.plainReads++
 		return true
 	}}
 	ctx = withTaking(ctx, tk)
@@ -496,7 +500,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	if m == Shared {
 		// On the handle's op, with the joins: the last read of the hold
 		// releases its level in Redis, the others only count down.
-		settle = func() bool { l.released(h, r, m); return l.lastRead(h) }
+		settle = l.countOut(h, r)
 	}
 	err := l.release(ctx, h, m, settle)
 	if settle == nil {
