@@ -135,11 +135,7 @@ func reenterWhileGivenUp(t *testing.T, l netLevel, h *netHandle, faults *clientF
 		gate := faults.holdNextScript()
 		res := make(chan error, 1)
 		go func() { res <- lock(keep) }()
-		select {
-		case <-gate.caught:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the call sent nothing to hold: the fault was not injected")
-		}
+		gate.mustCatch(t, "the call sent nothing to hold")
 		redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(h.Done()) })
 		faults.failPipes.Store(false)
 		faults.let(gate)

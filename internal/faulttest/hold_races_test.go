@@ -49,11 +49,7 @@ func TestReadInFlightAcrossLossIsNotRevived(t *testing.T) {
 	gate := faults.holdNextScript()
 	res := make(chan error, 1)
 	go func() { res <- rw.RLock(context.WithoutCancel(t.Context())) }()
-	select {
-	case <-gate.caught:
-	case <-time.After(10 * time.Second):
-		t.Fatal("B's RLock sent nothing to hold: the fault was not injected")
-	}
+	gate.mustCatch(t, "B's RLock sent nothing to hold")
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	faults.failPipes.Store(false)
 	faults.let(gate)
@@ -121,11 +117,7 @@ func TestReleaseAcrossLossOwesTheRest(t *testing.T) {
 	case err := <-res:
 		t.Fatalf("Do returned before its release was held: %v", err)
 	}
-	select {
-	case <-gate.caught:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Do's release was not held: the fault was not injected")
-	}
+	gate.mustCatch(t, "Do's release was not held")
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	faults.failPipes.Store(false)
 	faults.let(gate)
@@ -244,11 +236,7 @@ func TestReadInFlightAcrossDataLossIsNotReleasedUnderIt(t *testing.T) {
 	gate := faults.holdNextScript()
 	res := make(chan error, 1)
 	go func() { res <- rw.RLock(context.WithoutCancel(t.Context())) }()
-	select {
-	case <-gate.caught:
-	case <-time.After(10 * time.Second):
-		t.Fatal("B's RLock sent nothing to hold: the fault was not injected")
-	}
+	gate.mustCatch(t, "B's RLock sent nothing to hold")
 	redistest.WaitFor(t, 3*lease41, func() bool { return isClosed(rw.Done()) })
 	for _, k := range nameKeys(t.Context(), admin, name) {
 		admin.Del(t.Context(), k) // Redis lost the hold

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -181,6 +182,18 @@ type clientFaults struct {
 // scriptGate is one held script call: caught closes when it is held,
 // and the call goes on to Redis once open is closed.
 type scriptGate struct{ caught, open chan struct{} }
+
+// mustCatch fails t with what unless g catches a call within 10 seconds:
+// a call that sends nothing to hold would otherwise be waited for for
+// ever.
+func (g *scriptGate) mustCatch(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-g.caught:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what + ": the fault was not injected")
+	}
+}
 
 func addClientFaults(rdb *redis.Client) *clientFaults {
 	f := &clientFaults{}
