@@ -139,7 +139,7 @@ const (
 
 // Unlocked is the outcome of a mutex release script.
 type Unlocked struct {
-	Holds   int64  // the hold's remaining levels, UnlockNotHeld or UnlockMismatch
+	Holds   int64  // the hold's remaining levels or UnlockNotHeld
 	Grantee string // when the release granted the lock: the hold id it went to
 	Token   uint64 // the grant's fencing token (0 when none was taken)
 	Seq     uint64 // the grantee's attempt whose place the grant took (see Grant)
