@@ -128,7 +128,7 @@ func (e *Election) acquire(ctx context.Context, _ hold.Mode, a hold.Asking) (hol
 	return hold.Granted(res), err
 }
 
-func (e *Election) release(ctx context.Context, _ hold.Mode, id string, _ bool) (hold.Released, error) {
+func (e *Election) release(ctx context.Context, _ hold.Mode, id string, _ uint64, _ bool) (hold.Released, error) {
 	u, err := script.ElectionResign(ctx, e.b.RDB, e.keys, script.ReleaseArgs{ID: id, Lease: e.cfg.Lease(), Sharded: e.b.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }

@@ -69,7 +69,7 @@ func (l *line) acquire(ctx context.Context, _ hold.Mode, a hold.Asking) (hold.Gr
 	return hold.Granted(res), err
 }
 
-func (l *line) release(ctx context.Context, _ hold.Mode, id string, _ bool) (hold.Released, error) {
+func (l *line) release(ctx context.Context, _ hold.Mode, id string, _ uint64, _ bool) (hold.Released, error) {
 	u, err := script.FairUnlock(ctx, l.RDB, l.keys, script.ReleaseArgs{ID: id, Lease: l.cfg.Lease(), Sharded: l.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }

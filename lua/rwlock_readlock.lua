@@ -1,8 +1,6 @@
 -- rwlock_readlock: take a read level of a read-write lock, or wait.
 --
--- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'w:<hold id>' = 1 for
---          the write holder, 'r:<hold id>' = 1 for each reading hold (see
---          rwlock_writelock)
+-- KEYS[1]  lock hash (see rwlock_writelock)
 -- KEYS[2]  zset of announced waiting writers: member = owner id, score =
 --          when the announcement lapses (server time, milliseconds)
 -- KEYS[3]  the hold's read timeout key: its read lease. It is the hold's,
@@ -24,16 +22,20 @@
 -- ARGV[4]  how long an announcement lasts, in milliseconds; each attempt
 --          renews it, and the waiter's client while it is parked
 -- ARGV[5]  the attempt's deadline, server time in ms (see part late)
+-- ARGV[6]  the attempt's tag: its number, higher than any earlier attempt
+--          of the handle's, which 'r:<hold id>' keeps for the read level
 --
 -- Goroutines of one handle that read together share its hold and its one
 -- read level: the handle counts its readers in the process, and attempts
--- only for a hold without a read level. A read level of ARGV[1] found
--- here is the hold's (a copy of this attempt that Redis runs late, or
--- an attempt racing a release of the hold's readers): it stays one level,
--- so a copy run late changes nothing. A level taken under the hold's own
--- write level is a downgrade: let in at once, it outlives the write
--- level. A hold the handle gave up has another id: it is another reader,
--- or a writer to wait for.
+-- only for a hold without a read level. The level's tag names it to its
+-- release: a hold may take a read level again (a downgrade, released,
+-- then taken again), and a late copy of the first release must not
+-- remove the second. A live level of ARGV[1] found here with a lower tag
+-- (an earlier attempt's copy run late) becomes this attempt's; with a
+-- higher one, this is a copy run late: it changes nothing. A level taken
+-- under the hold's own write level is a downgrade: let in at once, it
+-- outlives the write level. A hold the handle gave up has another id: it
+-- is another reader, or a writer to wait for.
 --
 -- A new read hold is refused while another hold has the write lock, and
 -- while any writer is announced, so that a stream of readers cannot
@@ -46,7 +48,7 @@
 -- Returns {1, 1, writes}, the hold's levels, when it has a read level
 -- afterwards; {0, wait} when refused, wait being the remaining lease of
 -- the write holder or of the writers' announcements in milliseconds (-1
--- when unknown).
+-- when unknown, or a later attempt has the level).
 -- A key of another type, or a hash without a mode (another primitive's
 -- lock under the same name), raises WRONGTYPE before anything is written.
 
@@ -54,7 +56,7 @@ local lock, writers, timeout, readers, turn = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, lease, announce, patience = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1', tonumber(ARGV[4])
 local owner, rfield, wfield = string.match(id, '^(.*):'), 'r:' .. id, 'w:' .. id
 
-local deadline, window = tonumber(ARGV[5]), 10000
+local deadline, window, tag = tonumber(ARGV[5]), 10000, tonumber(ARGV[6])
 -- part: late
 
 local state = redis.call('hmget', lock, 'mode', rfield, wfield)
@@ -85,6 +87,9 @@ end
 -- lost at its next renewal): it counts for nothing, and is taken afresh.
 local reads = 0
 if state[2] and redis.call('exists', timeout) == 1 then
+  if tonumber(state[2]) > tag then
+    return {0, -1}
+  end
   reads = 1
 elseif writes == 0 then
   if mode == 'write' then
@@ -98,14 +103,13 @@ elseif writes == 0 then
   end
 end
 if reads == 0 then
-  reads = 1
-  redis.call('hset', lock, 'mode', mode or 'read', rfield, 1)
   redis.call('zrem', readers, owner)
   redis.call('zrem', turn, owner)
 end
+redis.call('hset', lock, 'mode', mode or 'read', rfield, ARGV[6])
 
 redis.call('set', timeout, '1', 'px', lease)
 if redis.call('pttl', lock) < lease then
   redis.call('pexpire', lock, lease)
 end
-return {1, reads, writes}
+return {1, 1, writes}

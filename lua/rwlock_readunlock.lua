@@ -6,13 +6,13 @@
 -- KEYS[4]  the writers' wake-up channel
 -- ARGV[1]  hold id
 -- ARGV[2]  "1": notify with SPUBLISH (Redis Cluster 7+), else PUBLISH
+-- ARGV[3]  the tag of the read level (see rwlock_readlock)
 --
--- A hold has one read level (the handle counts its readers in the
--- process, and releases the level with the last of them), so the id
--- names it: a retry whose first copy went through, or a copy that Redis
--- runs late, finds it gone and changes nothing, unless the hold took its
--- read level again since (a downgrade released, then taken again).
--- (A hold of an earlier release, which counted its plain read holds, is
+-- A hold has one read level at a time (the handle counts its readers in
+-- the process), which the id and tag name: a retry whose first copy went
+-- through, or a copy that Redis runs late, finds it gone, or the level
+-- the hold took again since under another tag, and changes nothing. (A
+-- hold of an earlier release, whose field counts its read holds, is
 -- released by its own process with that release's script.)
 --
 -- Keys derived in the script: the timeout keys of the other readers are
@@ -27,13 +27,13 @@
 -- is deleted and one waiting writer per subscribed process is woken.
 --
 -- Returns {1, 0, writes}, the hold's levels afterwards; {-1} when the
--- id has no read level (nothing changed).
+-- id has no read level of that tag (nothing changed).
 
 local lock, timeout, prefix, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local id, rfield = ARGV[1], 'r:' .. ARGV[1]
 
 local state = redis.call('hmget', lock, rfield, 'w:' .. id)
-if not state[1] or redis.call('exists', timeout) == 0 then
+if state[1] ~= ARGV[3] or redis.call('exists', timeout) == 0 then
   return {-1}
 end
 local writes = tonumber(state[2] or 0)

@@ -1,8 +1,9 @@
 -- rwlock_writelock: take the write lock of a read-write lock, or wait.
 --
 -- KEYS[1]  lock hash: 'mode' = 'read' or 'write'; 'w:<hold id>' = 1 for
---          the write holder, 'r:<hold id>' = read levels of each reading
---          hold; '@token' the write hold's fencing token
+--          the write holder, 'r:<hold id>' = the tag of each reading
+--          hold's one read level (see rwlock_readlock); '@token' the
+--          write hold's fencing token
 -- KEYS[2]  zset of announced waiting writers: member = owner id (the
 --          handle part of a hold id), score = when the announcement
 --          lapses (server time, milliseconds)
@@ -65,7 +66,7 @@ end
 -- a lost hold's, which the next read release drops.
 local reads = 0
 if state[3] and redis.call('exists', timeout) == 1 then
-  reads = tonumber(state[3])
+  reads = 1
 end
 
 if state[2] then

@@ -42,7 +42,7 @@ if state[1] ~= 'write' or not state[2] then
 end
 local reads = 0
 if state[3] and redis.call('exists', timeout) == 1 then
-  reads = tonumber(state[3])
+  reads = 1
 end
 
 redis.call('del', writers, turn)

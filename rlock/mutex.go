@@ -102,7 +102,7 @@ func (d *described) acquire(ctx context.Context, t *hold.Tracker, a hold.Asking)
 	return hold.Granted(res), err
 }
 
-func (d *described) release(ctx context.Context, _ hold.Mode, id string, _ bool) (hold.Released, error) {
+func (d *described) release(ctx context.Context, _ hold.Mode, id string, _ uint64, _ bool) (hold.Released, error) {
 	u, err := script.ReentrantUnlock(ctx, d.RDB, d.keys, script.ReleaseArgs{ID: id, Lease: d.cfg.Lease(), Sharded: d.Sharded, GrantLease: hold.GrantLease}).Result()
 	return hold.UnlockedGrant(u), err
 }

@@ -14,7 +14,11 @@
 // hold's one read level, whatever the number of its handle's readers
 // (counted in the process: the first takes the level, the others join it,
 // the last one's RUnlock releases it), w:<hold id> is the writer's one
-// write level.
+// write level. The read field's value is a tag, the number of the
+// handle's attempt that took the level, which its release names: a hold
+// may take its read level again (a downgrade, released, then taken
+// again), and a copy of the first release that Redis runs late then
+// finds another tag and leaves the second level alone.
 // A hold id is the handle's owner id, ":" and a number of the handle's:
 // each hold of a handle has its own, from its first level in either mode
 // to the end of its last, and an id is never used again once its hold (or

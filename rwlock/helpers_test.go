@@ -41,8 +41,9 @@ func mustUnlock(t testing.TB, rw *rwlock.RWMutex) {
 	}
 }
 
-// field returns the value of the only field of the lock hash of name that
-// starts with prefix.
+// field returns the level that the only field of the lock hash of name
+// that starts with prefix records: its value, "1" for a write level, and
+// "1" for a read level, whose value is the tag of the attempt that took it.
 func field(t testing.TB, rdb redis.UniversalClient, name, prefix string) string {
 	t.Helper()
 	all, err := rdb.HGetAll(t.Context(), lockKey(name)).Result()
@@ -52,6 +53,9 @@ func field(t testing.TB, rdb redis.UniversalClient, name, prefix string) string 
 	var got []string
 	for f, v := range all {
 		if len(f) > len(prefix) && f[:len(prefix)] == prefix {
+			if strings.HasPrefix(f, "r:") {
+				v = "1"
+			}
 			got = append(got, v)
 		}
 	}

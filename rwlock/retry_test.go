@@ -27,18 +27,18 @@ func testRetriedScripts(t *testing.T, e env) {
 	rdb, name := e.client(t), redistest.UniqueName(t)
 	keys := rwKeys(name)
 	for range 2 { // the second run is a retry of the first
-		res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{ID: "o:1", Lease: time.Minute, Patience: time.Second, Deadline: redistest.InTime()}).Result()
+		res, err := script.RWReadTake(ctx, rdb, keys, script.RWReadArgs{ID: "o:1", Lease: time.Minute, Patience: time.Second, Deadline: redistest.InTime(), Tag: 1}).Result()
 		if err != nil || !res.OK || res.Reads != 1 {
 			t.Fatalf("RWReadTake = %+v, %v; want the hold's one read level", res, err)
 		}
 	}
 	if v := rdb.HGet(ctx, keys.Lock, "r:o:1").Val(); v != "1" {
-		t.Fatalf("read levels = %q after a retried acquisition, want 1", v)
+		t.Fatalf("read level's tag = %q after a retried acquisition, want 1", v)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded}).Result(); err != nil || !res.OK {
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Tag: 1}).Result(); err != nil || !res.OK {
 		t.Fatalf("RWReadUnlock = %+v, %v", res, err)
 	}
-	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded}).Result(); err != nil || !res.NotHeld {
+	if res, err := script.RWReadUnlock(ctx, rdb, keys, script.ReleaseArgs{ID: "o:1", Lease: time.Minute, Sharded: e.sharded, Tag: 1}).Result(); err != nil || !res.NotHeld {
 		t.Fatalf("retried RWReadUnlock = %+v, %v; want not held", res, err)
 	}
 	for range 2 {

@@ -37,7 +37,8 @@ type sides struct {
 // acquire runs the acquire script of mode m once for hold a.ID: a new
 // hold's, or the handle's current one's (a downgrade), so Redis needs no
 // count of the caller's. A hold has one read level in Redis, whatever the
-// number of the handle's readers (counted in the process). A blocking waiter
+// number of the handle's readers (counted in the process), tagged with
+// the attempt's number (a.Seq) so that its release names it exactly. A blocking waiter
 // that is refused announces itself: a writer so that new readers wait
 // behind it, a reader so that the next write release gives it its turn.
 // An announcement it may have made when its outcome is unknown is
@@ -47,6 +48,7 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, a hold.Asking) (hold.G
 	if m == hold.Shared {
 		cmd = script.RWReadTake(ctx, s.RDB, s.keys, script.RWReadArgs{
 			ID: a.ID, Lease: s.cfg.Lease(), Announce: a.Blocking, Patience: WaiterTimeout, Deadline: a.Deadline,
+			Tag: a.Seq,
 		})
 	} else {
 		cmd = script.RWWriteTake(ctx, s.RDB, s.keys, script.RWWriteArgs{
@@ -63,9 +65,11 @@ func (s *sides) acquire(ctx context.Context, m hold.Mode, a hold.Asking) (hold.G
 }
 
 // release runs the release script of mode m once for hold id (see
-// hold.Config). A hold has one level of each mode, which its id names.
-func (s *sides) release(ctx context.Context, m hold.Mode, id string, _ bool) (hold.Released, error) {
-	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded}
+// hold.Config). A hold has one level of each mode at a time, which its id
+// names, and for a read level, which a hold may take again, the tag of
+// the attempt that took it.
+func (s *sides) release(ctx context.Context, m hold.Mode, id string, tag uint64, _ bool) (hold.Released, error) {
+	args := script.ReleaseArgs{ID: id, Lease: s.cfg.Lease(), Sharded: s.Sharded, Tag: tag}
 	var cmd script.RWHoldsCmd
 	if m == hold.Shared {
 		cmd = script.RWReadUnlock(ctx, s.RDB, s.keys, args)

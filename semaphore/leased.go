@@ -236,7 +236,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 		g, _, err := hold.Take(ctx, lease, try, undo)
 		return g.OK, g.Wait, err
 	}
-	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ string) (hold.Grant, error) { return try(ctx) })
+	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ string, _ uint64) (hold.Grant, error) { return try(ctx) })
 	if ok {
 		l.mu.Lock()
 		l.kept[id] = t
@@ -276,7 +276,7 @@ func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
 	// not used): Acquire asks under a new id after a give-back whose
 	// outcome is unknown, so that a give-back that Redis runs late finds
 	// that attempt's permit or nothing, as a lock's hold id does.
-	release := func(ctx context.Context, _ hold.Mode, _ string, giveBack bool) (hold.Released, error) {
+	release := func(ctx context.Context, _ hold.Mode, _ string, _ uint64, giveBack bool) (hold.Released, error) {
 		var ok bool
 		var err error
 		if giveBack {

@@ -12,8 +12,11 @@ import (
 const rwModeField = "mode"
 
 // decodeRWLock recognises a read-write lock: a hash with the field mode
-// ("read" or "write") and one field per holder (r:<owner> for a reader,
-// w:<owner> for the writer) with its hold count. Each reader's timeout key
+// ("read" or "write") and one field per hold (r:<hold id> for a reader,
+// w:<hold id> for the writer). A hold has one level of each mode in
+// Redis: a reader's field holds the tag of its read level, which is
+// reported as 1 (an earlier release's r:<owner id> held a count, reported
+// as it is). Each reader's timeout key
 // carries its own lease; the writers zset holds the waiting writers'
 // announcements, which hold new readers back; the readers zset holds the
 // waiting readers' announcements, and the turn zset the readers that
@@ -53,9 +56,12 @@ func decodeRWLock(r *report, keys map[string]*key, n keyspace.Names, now time.Ti
 		r.Mode = mode
 		r.Holders = holdersOf(h, rwModeField)
 		for i, hd := range r.Holders {
-			// A field is the mode's letter and the owner id.
-			_, id, _ := strings.Cut(hd.ID, ":")
+			// A field is the mode's letter and the hold (or owner) id.
+			mode, id, _ := strings.Cut(hd.ID, ":")
 			r.Holders[i].process = processOf(id)
+			if mode == "r" && isHoldID(id) {
+				r.Holders[i].Count = 1 // the value is the level's tag
+			}
 		}
 		r.TTLms = &k.TTLms
 		k.explained = true
@@ -75,4 +81,12 @@ func decodeRWLock(r *report, keys map[string]*key, n keyspace.Names, now time.Ti
 	}
 	r.note = strings.Join(notes, "; ")
 	return true
+}
+
+// isHoldID reports whether id is a hold id, "<owner id>:<n>", rather than
+// an owner id of an earlier release ("<host>:<pid>:<uuid>"): a host name
+// in an id holds no ':' (see keyspace.NewOwnerID).
+func isHoldID(id string) bool {
+	_, ok := keyspace.ParseOwner(id)
+	return ok && strings.Count(id, ":") == 3
 }

@@ -124,8 +124,10 @@ func TestInspectKinds(t *testing.T) {
 	rdb.RPush(ctx, fair.Queue(), "w1", "w2")
 	rdb.ZAdd(ctx, fair.Timeouts(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 9000)}, redis.Z{Member: "w2", Score: float64(now.UnixMilli() + 19000)})
 	rdb.Set(ctx, fair.Place("w1"), "3", 3*time.Second) // w2's place lapsed: it went silent
-	// The layout rwlock leaves with two readers, one holding three levels.
-	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:web-2:99:o2", 3)
+	// The layout rwlock leaves with three readers: one of this release,
+	// whose field holds its read level's tag, and two of an earlier one,
+	// whose fields count their levels.
+	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:web-2:99:o2", 3, "r:web-3:7:k3J9xQ2mZp1:4", 42)
 	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
 	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
 	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)},
@@ -150,8 +152,8 @@ func TestInspectKinds(t *testing.T) {
 		r.Queue[0].RemainingMs != 9000 || len(r.Holders) != 1 || r.Queue[0].Lapsed || !r.Queue[1].Lapsed {
 		t.Errorf("fair lock report = %+v", r)
 	}
-	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 2 || r.Holders[1] != (holder{ID: "r:web-2:99:o2", process: process{Host: "web-2", PID: 99}, Count: 3}) ||
-		r.Holders[0].process != (process{}) {
+	if r := rs[1]; r.Kind != kindRWLock || r.Mode != "read" || len(r.Holders) != 3 || r.Holders[1] != (holder{ID: "r:web-2:99:o2", process: process{Host: "web-2", PID: 99}, Count: 3}) ||
+		r.Holders[0].process != (process{}) || r.Holders[2] != (holder{ID: "r:web-3:7:k3J9xQ2mZp1:4", process: process{Host: "web-3", PID: 7}, Count: 1}) {
 		t.Errorf("rwlock report = %+v", r)
 	}
 	if r := rs[2]; r.Kind != kindSemaphore || r.Permits == nil || *r.Permits != 7 {
@@ -174,7 +176,7 @@ func TestInspectKinds(t *testing.T) {
 	}
 	for _, want := range []string{
 		"queue        1. w1  deadline in 9.00s", "2. w2  deadline in 19.0s; place lapsed",
-		"mode         read", "readers      r:o1  holds 1\n", "r:web-2:99:o2  holds 3  pid 99 on web-2",
+		"mode         read", "readers      r:o1  holds 1\n", "r:web-2:99:o2  holds 3  pid 99 on web-2", "r:web-3:7:k3J9xQ2mZp1:4  holds 1  pid 7 on web-3",
 		"holder       web-7:4121:p1  lease 30.0s  pid 4121 on web-7", "1 writer(s) waiting ahead of new readers (1 more lapsed); 1 reader(s) to come ahead of new writers",
 		"permits      7 available", "semaphore (1 request receipt(s), expiring within 10s)",
 		`key          redisync:{odd}  string  ttl none  "hello"`,

@@ -186,13 +186,17 @@ func hashLevels(name string) func(ctx context.Context, rdb *redis.Client) int64 
 
 // rwLevels sums the hold counts of the fields of a lock hash that start
 // with prefix (a read-write lock's "w:" or "r:"). Fields starting with "@"
-// hold the marks of attempts, not counts, whatever their value looks like.
+// hold the marks of attempts, not counts, whatever their value looks like;
+// a read field holds the tag of its hold's one read level.
 func rwLevels(name, prefix string) func(ctx context.Context, rdb *redis.Client) int64 {
 	return func(ctx context.Context, rdb *redis.Client) int64 {
 		var n int64
 		for f, v := range rdb.HGetAll(ctx, mainKey(name)).Val() {
 			if strings.HasPrefix(f, "@") {
 				continue
+			}
+			if strings.HasPrefix(f, "r:") {
+				v = "1"
 			}
 			if c, err := strconv.ParseInt(v, 10, 64); err == nil && strings.HasPrefix(f, prefix) {
 				n += c

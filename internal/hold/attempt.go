@@ -75,8 +75,10 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 // Try runs an acquire script once for hold id: the current hold's (a
 // read-write lock's level in the mode the hold lacks), or that of the
 // handle's wait for a new hold (see Tracker.waitID): every attempt of one
-// wait names the same id, until something is given back under it.
-type Try func(ctx context.Context, id string) (Grant, error)
+// wait names the same id, until something is given back under it. seq is
+// the attempt's number (Asking.Seq), higher than any earlier attempt's of
+// the handle.
+type Try func(ctx context.Context, id string, seq uint64) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized
 // with the handle's other scripts, under the rules of Take, and records
@@ -105,22 +107,33 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		return true, 0, nil
 	}
 	fresh := sentFor == nil // id is a wait's, retired by any undo
-	id := t.waitID(sentFor)
+	id, seq := t.waitID(sentFor), t.seqs.Add(1)
+	// A read level is tagged with the number of the attempt that took it
+	// (see hold.tag), and given back by it: a give-back, however late it
+	// runs, never removes a read level the hold took again since. So an
+	// attempt under the current hold's id (a downgrade) whose outcome is
+	// unknown is given back a second time, as one under a wait's retired
+	// id is: a copy of it run after the first give-back would otherwise
+	// leave a read level under the hold, renewed with it.
+	var tag uint64
+	if m == Shared {
+		tag = seq
+	}
 	began := time.Now()
 	undo := func(ctx context.Context, g *Grant) {
-		t.undo(ctx, owed{m, id})
-		if g == nil && fresh {
-			t.undoAgain(owed{m, id}, began)
+		t.undo(ctx, owed{m, id, tag})
+		if g == nil && (fresh || tag != 0) {
+			t.undoAgain(owed{m, id, tag}, began)
 		}
 	}
-	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, id) }, undo)
+	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, id, seq) }, undo)
 	if err != nil || !g.OK {
 		if err == nil {
 			err = g.Refused
 		}
 		return false, g.Wait, err
 	}
-	h := t.acquired(id, g.Levels, g.Token, sent, sentFor)
+	h := t.acquired(id, g.Levels, g.Token, sent, sentFor, tag)
 	if h == nil {
 		// The hold ended while the script ran, or the reply says it is
 		// lost: the level it took is given back like any other the
@@ -209,7 +222,7 @@ var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", err
 // background (perclient.TidyUp). The handle's next attempt or release
 // waits for it first (see repay).
 func (t *Tracker) Undo(ctx context.Context, m Mode, id string) {
-	t.undo(ctx, owed{m, id})
+	t.undo(ctx, owed{m, id, 0})
 }
 
 // undo runs the give-back o as Undo says.
@@ -225,8 +238,8 @@ func (t *Tracker) undo(ctx context.Context, o owed) {
 const againAfter = exactly.RequestWindow + time.Second
 
 // undoAgain sends the give-back o of an attempt whose outcome is unknown,
-// made under a wait's hold id (retired by the first give-back), once more
-// (GiveBackAgain).
+// made under a wait's hold id (retired by the first give-back) or tagged
+// (a read level: see Attempt), once more (GiveBackAgain).
 func (t *Tracker) undoAgain(o owed, began time.Time) {
 	GiveBackAgain(t.cfg.RDB, began, func(ctx context.Context) { _ = t.send(ctx, o) })
 }
@@ -289,8 +302,9 @@ func (t *Tracker) settled(ctx context.Context) error {
 
 // owed is a give-back: the arguments of its release (see Config.Release).
 type owed struct {
-	m  Mode
-	id string
+	m   Mode
+	id  string
+	tag uint64
 }
 
 // giveBack runs the give-back o, and owes it when it fails. A level that
@@ -313,7 +327,7 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 // (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
-	out, err := t.cfg.Release(ctx, o.m, o.id, true)
+	out, err := t.cfg.Release(ctx, o.m, o.id, o.tag, true)
 	if err == nil && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}

@@ -40,9 +40,14 @@
 // level joins it in the process, on the handle's op (see taking), and the
 // last reader's release lets the level go. A hold's read level can be
 // taken again after its release (a downgrade, released, then taken again
-// under the write hold): a copy of the first release that Redis runs late
-// would remove the second, as an expected count could not tell them
-// apart either; an id per read level would.
+// under the write hold), so each read level is tagged in Redis with the
+// number of the attempt that took it (Asking.Seq, never reused by the
+// handle), and its release, owed release and give-backs name the tag: a
+// copy of the first release that Redis runs late finds the second level
+// under another tag and changes nothing, and an attempt under the current
+// hold's id (a downgrade) whose outcome is unknown can be given back a
+// second time, once no copy of it can run (see Tracker.Attempt), as one
+// under a wait's id is.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what

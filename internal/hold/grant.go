@@ -66,6 +66,6 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	tookIn(ctx, t.begin(id, levels, token, base, lease), false)
+	tookIn(ctx, t.begin(id, levels, token, base, lease, 0), false)
 	return true, nil
 }

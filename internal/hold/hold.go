@@ -54,13 +54,17 @@ type Config struct {
 	// lease runs out.
 	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
 	// Release runs the primitive's release script once for the level of
-	// mode m of hold id (a hold has one level of each mode). A hold id is
-	// never reused, so a copy that Redis runs late, after the handle's
-	// next hold began, finds its id gone and changes nothing. giveBack
-	// says it gives back a level the caller never had (see Undo). It
-	// must not be retried by go-redis (see package script): the Tracker
-	// retries it knowing what a retry means.
-	Release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error)
+	// mode m of hold id (a hold has one level of each mode at a time). A
+	// hold id is never reused, so a copy that Redis runs late, after the
+	// handle's next hold began, finds its id gone and changes nothing.
+	// For a level of mode Shared, tag is the number of the attempt that
+	// took it (Asking.Seq), which names it too: a read-write lock's hold
+	// may take its read level again (see Tracker.Attempt). It is 0 for a
+	// level of mode Exclusive, which a hold takes once at most.
+	// giveBack says it gives back a level the caller never had (see
+	// Undo). It must not be retried by go-redis (see package script): the
+	// Tracker retries it knowing what a retry means.
+	Release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error)
 	// Lost, if set, is called once when a hold is lost rather than
 	// released, with an error wrapping errs.ErrLost. It runs on the
 	// watchdog goroutine or the caller's and must not block.
@@ -86,8 +90,9 @@ type Tracker struct {
 	// trip, never across a wait.
 	op *semaphore.Weighted
 
-	// ids numbers the handle's hold ids (see waitID).
-	ids atomic.Uint64
+	// ids numbers the handle's hold ids (see waitID), and seqs its
+	// attempts (Asking.Seq, the tag of a read level: see Attempt).
+	ids, seqs atomic.Uint64
 
 	mu  sync.Mutex // protects cur, wait, and the levels of every hold
 	cur *hold      // the current hold; nil when none
@@ -121,6 +126,12 @@ type Tracker struct {
 type hold struct {
 	id     string // the hold id Redis records it under
 	levels Levels
+	// tag is the number of the attempt that took the hold's read level
+	// (Asking.Seq), which names that level to its release: a hold may take
+	// a read level again (a downgrade, released, then taken again), and a
+	// late copy of the first release must not remove the second. Guarded
+	// by Tracker.mu.
+	tag    uint64
 	token  uint64
 	done   chan struct{}
 	client *perclient.Client
@@ -231,7 +242,7 @@ func (t *Tracker) current() *hold {
 // unseen, or it was force-unlocked): it ends, and nothing begins under
 // its id (ids are never used again); the caller gives back what the
 // attempt took, by that id.
-func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold) *hold {
+func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold, tag uint64) *hold {
 	t.mu.Lock()
 	h := t.cur
 	if sentFor != nil && h != sentFor {
@@ -241,6 +252,9 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 	if h != nil && h.id == id {
 		if levels[Exclusive] >= h.levels[Exclusive] && levels[Shared] >= h.levels[Shared] {
 			h.levels = levels
+			if tag != 0 {
+				h.tag = tag
+			}
 			h.wd.Touch(sent)
 			t.mu.Unlock()
 			return h
@@ -255,14 +269,14 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		// lost before the watchdog noticed.
 		t.end(h, errs.ErrLost)
 	}
-	return t.begin(id, levels, token, sent, t.cfg.Lease)
+	return t.begin(id, levels, token, sent, t.cfg.Lease, tag)
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
 // its first renewal, is lease from sent, and returns it. The id is the
 // hold's from now on: the next wait of the handle takes a new one.
-func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration) *hold {
-	h := &hold{id: id, levels: levels, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
+func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64) *hold {
+	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
@@ -394,9 +408,19 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 func (t *Tracker) owe(h *hold) {
 	for m, n := range h.levels {
 		for range n {
-			t.owed = append(t.owed, owed{Mode(m), h.id})
+			t.owed = append(t.owed, owed{Mode(m), h.id, h.tagOf(Mode(m))})
 		}
 	}
+}
+
+// tagOf returns the tag that names hold h's level of mode m to its
+// release (see hold.tag): 0 for a write level, which a hold takes once.
+// The caller holds t.mu.
+func (h *hold) tagOf(m Mode) uint64 {
+	if m == Shared {
+		return h.tag
+	}
+	return 0
 }
 
 // report runs the Lost hook for a loss of hold h, if any.
@@ -436,5 +460,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 		return
 	}
 	t.mu.Unlock()
-	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil)
+	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0)
 }

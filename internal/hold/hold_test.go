@@ -66,7 +66,7 @@ func (f *fake) onLost(err error) {
 	f.mu.Unlock()
 }
 
-func (f *fake) release(ctx context.Context, m hold.Mode, _ string, _ bool) (hold.Released, error) {
+func (f *fake) release(ctx context.Context, m hold.Mode, _ string, _ uint64, _ bool) (hold.Released, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, f.levels[m])
@@ -103,7 +103,7 @@ func (f *fake) release(ctx context.Context, m hold.Mode, _ string, _ bool) (hold
 
 // acquire takes one level of m, with the outcome given by fail.
 func (f *fake) acquire(ctx context.Context, m hold.Mode, fail fakeFail) (bool, error) {
-	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, m, func(context.Context, string, uint64) (hold.Grant, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if fail.err != nil && !fail.run {
@@ -244,7 +244,7 @@ func TestAttemptUndo(t *testing.T) {
 func TestAttemptRefused(t *testing.T) {
 	f := newFake(t)
 	refusal := errors.New("refused")
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string, uint64) (hold.Grant, error) {
 		return hold.Grant{Refused: refusal}, nil
 	})
 	if ok || !errors.Is(err, refusal) || len(f.calls) != 0 {
@@ -279,7 +279,7 @@ func TestLateGrantIsGivenBack(t *testing.T) {
 	f := &fake{}
 	f.tracker = hold.New(hold.Config{RDB: rdb, Lease: 100 * time.Millisecond, Release: f.release})
 	t.Cleanup(f.tracker.Drop)
-	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string, uint64) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++
 		levels := f.levels
@@ -415,7 +415,7 @@ func TestGiveBackHandsOver(t *testing.T) {
 	tr := hold.New(hold.Config{
 		RDB:   rdb,
 		Lease: time.Minute,
-		Release: func(_ context.Context, _ hold.Mode, undoes string, _ bool) (hold.Released, error) {
+		Release: func(_ context.Context, _ hold.Mode, undoes string, _ uint64, _ bool) (hold.Released, error) {
 			return hold.Released{Grantee: "next:1", Grant: script.Grant{ID: "next:1", Seq: 4, Token: uint64(len(undoes))}}, nil
 		},
 		Granted: func(grantee string, g script.Grant, _ time.Time) { got <- handed{grantee, g} },
@@ -442,7 +442,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	f.failNext(fakeFail{block: slow}) // the give-back
 	ctx, cancel := context.WithCancel(t.Context())
 	start := time.Now()
-	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
+	ok, _, err := f.tracker.Attempt(ctx, hold.Exclusive, func(context.Context, string, uint64) (hold.Grant, error) {
 		f.mu.Lock()
 		f.levels[hold.Exclusive]++ // it ran, and ctx ended before its reply
 		f.mu.Unlock()
@@ -455,7 +455,7 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	next := make(chan error, 1)
 	ran := make(chan struct{})
 	go func() {
-		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string) (hold.Grant, error) {
+		_, _, err := f.tracker.Attempt(t.Context(), hold.Exclusive, func(context.Context, string, uint64) (hold.Grant, error) {
 			close(ran)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -481,6 +481,22 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	}
 }
 
+// recordingTracker returns a Tracker of owner "o" whose release script is
+// release, which records what it was asked.
+func recordingTracker(t *testing.T, release func(m hold.Mode, id string, tag uint64, giveBack bool) hold.Released) *hold.Tracker {
+	_, rdb := redistest.Mini(t)
+	tr := hold.New(hold.Config{
+		RDB:   rdb,
+		Lease: time.Minute,
+		Owner: "o",
+		Release: func(_ context.Context, m hold.Mode, id string, tag uint64, giveBack bool) (hold.Released, error) {
+			return release(m, id, tag, giveBack), nil
+		},
+	})
+	t.Cleanup(tr.Drop)
+	return tr
+}
+
 // TestHoldIDs: every attempt for a new hold names the handle's wait id,
 // "<owner>:<n>"; the hold takes it, and once the hold ends, or anything is
 // given back under an id, the next attempt names a new one, so that a
@@ -488,26 +504,19 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 // (see TestLateUnlockSameHandle in internal/faulttest). A clean refusal
 // keeps the id: nothing was left under it.
 func TestHoldIDs(t *testing.T) {
-	_, rdb := redistest.Mini(t)
 	type named struct {
 		id       string
 		giveBack bool
 	}
 	var got []named
-	tr := hold.New(hold.Config{
-		RDB:   rdb,
-		Lease: time.Minute,
-		Owner: "o",
-		Release: func(_ context.Context, _ hold.Mode, id string, giveBack bool) (hold.Released, error) {
-			got = append(got, named{id, giveBack})
-			return hold.Released{}, nil
-		},
+	tr := recordingTracker(t, func(_ hold.Mode, id string, _ uint64, giveBack bool) hold.Released {
+		got = append(got, named{id, giveBack})
+		return hold.Released{}
 	})
-	t.Cleanup(tr.Drop)
 	var ids []string
 	attempt := func(ok bool, err error) {
 		t.Helper()
-		_, _, _ = tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, id string) (hold.Grant, error) {
+		_, _, _ = tr.Attempt(t.Context(), hold.Exclusive, func(_ context.Context, id string, _ uint64) (hold.Grant, error) {
 			ids = append(ids, id)
 			return hold.Grant{OK: ok, Levels: hold.Levels{hold.Exclusive: 1}}, err
 		})
@@ -550,5 +559,54 @@ func TestReleaseIsForItsOwnHold(t *testing.T) {
 	if len(f.calls) != 0 || f.held(hold.Exclusive) != 1 || f.tracker.Held(hold.Exclusive) != 1 {
 		t.Fatalf("release of an ended hold sent %v, left %d levels in Redis and %d counted; want nothing sent, 1 and 1",
 			f.calls, f.held(hold.Exclusive), f.tracker.Held(hold.Exclusive))
+	}
+}
+
+// TestReadLevelTags: a read level is named to its release, and to the
+// give-back of an attempt whose outcome is unknown, by the number of the
+// attempt that took it (Asking.Seq), so that a hold that takes its read
+// level again (a downgrade, released, then taken again) has a new name
+// for it; a write level names none.
+func TestReadLevelTags(t *testing.T) {
+	type named struct {
+		m        hold.Mode
+		tag      uint64
+		giveBack bool
+	}
+	var mu sync.Mutex
+	var got []named
+	tr := recordingTracker(t, func(m hold.Mode, _ string, tag uint64, giveBack bool) hold.Released {
+		mu.Lock()
+		got = append(got, named{m, tag, giveBack})
+		mu.Unlock()
+		return hold.Released{Levels: hold.Levels{hold.Exclusive: 1}}
+	})
+	var seqs []uint64
+	attempt := func(m hold.Mode, levels hold.Levels, err error) {
+		t.Helper()
+		_, _, _ = tr.Attempt(t.Context(), m, func(_ context.Context, _ string, seq uint64) (hold.Grant, error) {
+			seqs = append(seqs, seq)
+			return hold.Grant{OK: true, Levels: levels}, err
+		})
+	}
+	both := hold.Levels{hold.Exclusive: 1, hold.Shared: 1}
+	attempt(hold.Exclusive, hold.Levels{hold.Exclusive: 1}, nil)
+	attempt(hold.Shared, both, nil) // a downgrade
+	if err := tr.Release(t.Context(), hold.Shared); err != nil {
+		t.Fatal(err)
+	}
+	attempt(hold.Shared, both, errLostReply) // given back
+	attempt(hold.Shared, both, nil)          // taken again
+	if err := tr.Release(t.Context(), hold.Shared); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seqs) != 4 || !slices.IsSorted(seqs) || seqs[0] == seqs[1] || seqs[2] == seqs[3] {
+		t.Fatalf("attempt numbers %v, want 4 increasing", seqs)
+	}
+	want := []named{{hold.Shared, seqs[1], false}, {hold.Shared, seqs[2], true}, {hold.Shared, seqs[3], false}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the release scripts named %v; want %v", got, want)
 	}
 }

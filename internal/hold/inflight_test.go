@@ -25,8 +25,8 @@ func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fa
 		Renew: func(context.Context, redis.Scripter, string) func() (bool, error) {
 			return func() (bool, error) { return f.held(hold.Exclusive) > 0, nil }
 		},
-		Release: func(ctx context.Context, m hold.Mode, id string, giveBack bool) (hold.Released, error) {
-			out, err := f.release(ctx, m, id, giveBack)
+		Release: func(ctx context.Context, m hold.Mode, id string, _ uint64, giveBack bool) (hold.Released, error) {
+			out, err := f.release(ctx, m, id, 0, giveBack)
 			if during != nil {
 				during(f)
 			}

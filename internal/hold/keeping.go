@@ -69,7 +69,7 @@ func (k Keeping) Lease() time.Duration {
 // (package, operation, name) before the OnLost hook sees it.
 func (k Keeping) Config(
 	rdb redis.UniversalClient,
-	release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error),
+	release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error),
 	renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error),
 	wrap func(error) error,
 ) Config {

@@ -14,7 +14,7 @@ import (
 )
 
 func TestKeepingConfig(t *testing.T) {
-	release := func(context.Context, hold.Mode, string, bool) (hold.Released, error) {
+	release := func(context.Context, hold.Mode, string, uint64, bool) (hold.Released, error) {
 		return hold.Released{}, nil
 	}
 	renew := func(context.Context, redis.Scripter, string) func() (bool, error) { return nil }

@@ -34,7 +34,7 @@ type Kind struct {
 	// a says what kind of attempt it is.
 	Acquire func(ctx context.Context, m Mode, a Asking) (Grant, error)
 	// Release runs the release script once (see Config.Release).
-	Release func(ctx context.Context, m Mode, id string, giveBack bool) (Released, error)
+	Release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error)
 	// Renew queues a renewal of hold id, everything the handle holds (see
 	// Config).
 	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
@@ -117,7 +117,8 @@ type Asking struct {
 	ID string
 	// Seq numbers the handle's attempts, each higher than the last: a
 	// blocking attempt refused leaves it in its place in line, and a
-	// grant to the place names it (see script.Grant.Seq).
+	// grant to the place names it (see script.Grant.Seq); a read-write
+	// lock's read level is tagged with it (see Config.Release).
 	Seq uint64
 	// Deadline is the latest time, on the server's clock in milliseconds,
 	// at which a copy of the script may still run (see
@@ -146,8 +147,6 @@ type Lock struct {
 	ops    [2][2]string        // the names of each mode's take and release in errors
 	owners
 	waits waits
-	// seq numbers the handle's attempts (Asking.Seq).
-	seq atomic.Uint64
 	// watched counts the handle's open Watches (see Watcher): while there
 	// are any, its refused attempts ask for the release to be announced.
 	watched atomic.Int32
@@ -254,8 +253,8 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	lostPlace := false
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
-		return l.t.Attempt(ctx, m, func(ctx context.Context, wid string) (Grant, error) {
-			a.ID, a.Seq = wid, l.seq.Add(1)
+		return l.t.Attempt(ctx, m, func(ctx context.Context, wid string, n uint64) (Grant, error) {
+			a.ID, a.Seq = wid, n
 			g, err := l.acquire(ctx, m, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
 			a.Placed = a.Placed || err != nil || !g.OK
@@ -429,8 +428,8 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 
 // try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
-	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, id string) (Grant, error) {
-		return l.acquire(ctx, m, Asking{ID: id, Seq: l.seq.Add(1)})
+	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, id string, seq uint64) (Grant, error) {
+		return l.acquire(ctx, m, Asking{ID: id, Seq: seq})
 	})
 	wait.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err

@@ -125,17 +125,17 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	}
 	// What the handle owes goes first, in order; should it fail again,
 	// it stays owed, and the release is sent all the same. (An owed
-	// release of this id and mode would remove the level this one is
-	// for: only a read level taken again under one hold id, a downgrade
-	// released and taken again, can meet one; see the package doc.)
+	// release under this id names the level it is for: a read level
+	// taken again since, a downgrade released and taken again, has a tag
+	// of its own; see the package doc.)
 	_ = t.repay(ctx)
-	levels := t.releasing(h)
+	levels, tag := t.releasing(h, m)
 	// The release names the hold's id: a copy of it that Redis runs
 	// late, after a resend went through and the handle took the lock
 	// again, finds that later hold under an id of its own and changes
 	// nothing.
 	sent := time.Now()
-	out, unsure, err := t.release(ctx, h, m)
+	out, unsure, err := t.release(ctx, h.id, m, tag)
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled.
 	lost := t.released(h)
@@ -180,12 +180,13 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	return nil
 }
 
-// releasing marks hold h as being released and returns its levels.
-func (t *Tracker) releasing(h *hold) Levels {
+// releasing marks hold h as being released and returns its levels and
+// the tag of its level of mode m (see hold.tag).
+func (t *Tracker) releasing(h *hold, m Mode) (Levels, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h.releasing = true
-	return h.levels
+	return h.levels, h.tagOf(m)
 }
 
 // released clears the mark of releasing and returns the loss the watchdog
@@ -199,16 +200,17 @@ func (t *Tracker) released(h *hold) error {
 	return lost
 }
 
-// release runs the release script for the level of mode m of hold h.
+// release runs the release script for the level of mode m and tag tag
+// of hold id.
 // When the reply is lost it retries, and reports unsure: a release may
 // have gone through, which is how the retry's "not held" is read (the
 // script is not idempotent by itself, since a successful first run
 // leaves nothing to compare the retry with).
-func (t *Tracker) release(ctx context.Context, h *hold, m Mode) (out Released, unsure bool, err error) {
+func (t *Tracker) release(ctx context.Context, id string, m Mode, tag uint64) (out Released, unsure bool, err error) {
 	var refused time.Time
 	var backoff time.Duration
 	for try := 0; ; {
-		out, err = t.cfg.Release(ctx, m, h.id, false)
+		out, err = t.cfg.Release(ctx, m, id, tag, false)
 		unknown := errs.OutcomeUnknown(err)
 		if err != nil && !unknown && errs.Transient(err) {
 			if refused.IsZero() {
@@ -289,7 +291,7 @@ func (t *Tracker) abandon(h *hold, m Mode) {
 	if h.levels[m] > 0 {
 		// Owed by id: should the failed release have gone through
 		// unseen, the owed one finds the level gone and changes nothing.
-		t.owed = append(t.owed, owed{m, h.id})
+		t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
 		h.levels[m]--
 	}
 	t.mu.Unlock()

@@ -142,6 +142,8 @@ type ReleaseArgs struct {
 	// GrantLease bounds the lease of a grant to the waiter first in line
 	// (a mutex's release).
 	GrantLease time.Duration
+	// Tag names the read level RWReadUnlock releases (see RWReadArgs.Tag).
+	Tag uint64
 }
 
 // ReentrantRenew runs rlock_renew.lua: extend the lease if hold id still

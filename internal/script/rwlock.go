@@ -89,19 +89,25 @@ type RWReadArgs struct {
 	Announce bool
 	Patience time.Duration
 	Deadline int64 // server time in milliseconds
+	// Tag names the read level the attempt takes, to its release (see
+	// RWReadUnlock): the attempt's number, higher than any earlier
+	// attempt's of the handle (hold.Asking.Seq).
+	Tag uint64
 }
 
 // RWReadTake runs rwlock_readlock.lua: add a read level to hold a.ID (see
 // the script's header for the writer preference and the turn of
 // readers), announcing a refused blocking attempt as a waiting reader for
-// a.Patience. A read level of a.ID found in Redis is the hold's: it stays
-// one level (the handle counts its readers). A level under the hold's own write level is a
-// downgrade, let in at once. A copy that runs after a.Deadline (server
+// a.Patience. The level is recorded under a.Tag. A read level of a.ID
+// found in Redis is the hold's: it stays one level (the handle counts its
+// readers), and takes a.Tag unless a later attempt's tag has it (then
+// this is a copy run late, refused). A level under the hold's own write
+// level is a downgrade, let in at once. A copy that runs after a.Deadline (server
 // time in milliseconds) changes nothing and is answered with
 // exactly.Late's error.
 func RWReadTake(ctx context.Context, c Processor, k RWKeys, a RWReadArgs) RWHoldsCmd {
 	keys := append([]string{k.Lock, k.Writers, k.ReaderKey(a.ID), k.Readers, k.Turn}, k.Others...)
-	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), a.Deadline}
+	args := []any{a.ID, ms(a.Lease), flag(a.Announce), ms(a.Patience), a.Deadline, a.Tag}
 	return RWHoldsCmd{cmd: rwReadLock.run(ctx, c, keys, args...)}
 }
 
@@ -132,15 +138,16 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 }
 
 // RWReadUnlock runs rwlock_readunlock.lua: release the read level of hold
-// a.ID (a hold has one: the handle counts its readers); when the lock
-// becomes free, one waiting writer per process is woken. The id names the
-// level exactly, as a write release's does: a.Lease is not needed, and a copy that runs late, or a retry whose first copy went
-// through, changes nothing. go-redis never retries it: after a network
-// error the outcome is unknown, and only the caller knows how to read a
-// retry.
+// a.ID tagged a.Tag (a hold has one at a time: the handle counts its
+// readers); when the lock becomes free, one waiting writer per process is
+// woken. The id and tag name the level exactly: a.Lease is not needed,
+// and a copy that runs late, or a retry whose first copy went through,
+// changes nothing, even when the hold has taken a read level again since
+// (under another tag). go-redis never retries it: after a network error
+// the outcome is unknown, and only the caller knows how to read a retry.
 func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.ReaderKey(a.ID), k.ReaderPrefix, k.WriterChannel}
-	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, flag(a.Sharded)), release: true}
+	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, flag(a.Sharded), a.Tag), release: true}
 }
 
 // RWWriteUnlock runs rwlock_writeunlock.lua: release the write level of
