@@ -14,7 +14,7 @@ import (
 func SlowForget(x any, d time.Duration, forgot chan<- struct{}) {
 	l := WatcherOf(x).h.l
 	var once sync.Once
-	l.t.onLoss = func(h *hold) {
+	l.t.forget = func(h *hold) {
 		slow := false
 		once.Do(func() { slow = true })
 		if slow {

@@ -214,7 +214,7 @@ func NewLock(k Kind) *Lock {
 	l.t = New(cfg)
 	l.owners.init(k.Modes)
 	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
-	l.t.onLoss = l.owners.reset
+	l.t.forget = l.owners.reset
 	return l
 }
 

@@ -79,7 +79,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 
 // errReleaseEnded is the error of a release of a hold that ended before
 // the release could run: lost or force-unlocked, its release is owed by
-// its id already (see finish).
+// its id already (see end).
 var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", errs.ErrNotHeld)
 
 // releaseHold is Release of a level of hold h (nil: the handle holds
@@ -160,12 +160,22 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		}
 		t.report(h, lost)
 		return errs.ErrNotHeld
+	case out.Levels[Shared-m] < levels[Shared-m]:
+		// A release of m changes no level of the other mode: a reply
+		// that lacks one the hold has says it went from Redis unseen,
+		// as a reply to an attempt would (see acquired). The hold is
+		// lost, and nothing of it is left to owe.
+		t.mu.Lock()
+		h.levels = Levels{}
+		t.mu.Unlock()
+		t.end(h, errs.ErrLost)
+		t.report(h, lost)
+		return nil
 	default:
-		// A release of m changes no level of the other mode: Redis
-		// reporting more of it than the handle counts reports a level
-		// the handle let go of (a write level whose release failed under
-		// read levels, still owed: see abandon). Counted again, it would
-		// be renewed with nobody to release it.
+		// Redis reporting more of the other mode than the handle counts
+		// reports a level the handle let go of (a write level whose
+		// release failed under read levels, still owed: see abandon).
+		// Counted again, it would be renewed with nobody to release it.
 		o := Shared - m
 		out.Levels[o] = min(out.Levels[o], levels[o])
 		levels = out.Levels
@@ -256,7 +266,7 @@ func (t *Tracker) setLevel(h *hold, m Mode, n int64) {
 }
 
 // oweRest owes the release of every level hold h still counts, when h
-// ended while a release of it was in flight (see finish): the loss left
+// ended while a release of it was in flight (see end): the loss left
 // them to the release, which has settled now. The handle's next attempt
 // sends them first, as for any hold given up.
 func (t *Tracker) oweRest(h *hold) {
