@@ -129,7 +129,8 @@ type hold struct {
 	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
 	endN   int                        // numbers the entries of ends
 
-	// releasing is set while a release of the hold is in flight, and
+	// releasing is set while a release of the hold is in flight, until
+	// its outcome is recorded (see releaseOnOp), and
 	// lostWhile is the loss the watchdog reported meanwhile: a renewal
 	// that runs after the release finds the lock gone, and only the
 	// release's outcome tells whether that was a loss. Guarded by mu.

@@ -136,24 +136,26 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	// nothing.
 	sent := time.Now()
 	out, unsure, err := t.release(ctx, h, m)
-	// A loss the watchdog found meanwhile stands unless this release
-	// ended the hold: it is reported once the outcome is settled.
-	lost := t.released(h)
 	// A loss found meanwhile ended the hold without owing its levels (the
 	// release's outcome was still to come): whatever this release leaves
 	// of them is owed once it is settled (oweRest).
 	defer t.oweRest(h)
-	if err != nil {
+	// A loss the watchdog found meanwhile stands unless this release
+	// ended the hold: it is reported once the outcome is settled, and
+	// until then the release is in flight (released), so that a renewal
+	// that finds the lock gone once the release ran is no loss either.
+	switch {
+	case err != nil:
+		lost := t.released(h)
 		t.abandon(h, m)
 		t.report(h, lost)
 		return errs.CtxErr(ctx, err)
-	}
-	switch {
 	case out.NotHeld && unsure:
 		// A retry of a release that went through before its reply was
 		// lost: that release is this one.
 		levels[m] = 0
 	case out.NotHeld:
+		lost := t.released(h)
 		if levels[m] > 0 {
 			t.setLevel(h, m, 0) // not in Redis: nothing of it is owed
 			t.end(h, errs.ErrLost)
@@ -165,6 +167,7 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		// that lacks one the hold has says it went from Redis unseen,
 		// as a reply to an attempt would (see acquired). The hold is
 		// lost, and nothing of it is left to owe.
+		lost := t.released(h)
 		t.mu.Lock()
 		h.levels = Levels{}
 		t.mu.Unlock()
@@ -184,7 +187,7 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
 	t.settle(h, levels, m, sent)
-	if levels.Total() > 0 {
+	if lost := t.released(h); levels.Total() > 0 {
 		t.report(h, lost)
 	}
 	return nil
