@@ -395,13 +395,16 @@ func (t *Tracker) end(h *hold, lost error) bool {
 // unseen). By its id, which nothing else uses, the release is exact
 // whenever it runs; the handle's next attempt sends it first (repay), so
 // that the handle's next hold does not wait for the lease of the one it
-// gave up. The caller holds mu.
+// gave up. What is owed is no longer counted: a caller that gives its
+// level up afterwards (abandon) finds nothing left to owe. The caller
+// holds mu.
 func (t *Tracker) owe(h *hold) {
 	for m, n := range h.levels {
 		for range n {
 			t.owed = append(t.owed, owed{Mode(m), h.id})
 		}
 	}
+	h.levels = Levels{}
 }
 
 // report runs the Lost hook for a loss of hold h, if any.

@@ -279,7 +279,6 @@ func (t *Tracker) oweRest(h *hold) {
 	t.mu.Lock()
 	if t.cur != h && !h.releasing {
 		t.owe(h)
-		h.levels = Levels{}
 	}
 	t.mu.Unlock()
 }
