@@ -180,8 +180,12 @@ type clientFaults struct {
 }
 
 // scriptGate is one held script call: caught closes when it is held,
-// and the call goes on to Redis once open is closed.
-type scriptGate struct{ caught, open chan struct{} }
+// and the call goes on to Redis once open is closed; with reply, the call
+// has run in Redis, and its reply is held.
+type scriptGate struct {
+	caught, open chan struct{}
+	reply        bool
+}
 
 // mustCatch fails t with what unless g catches a call within 10 seconds:
 // a call that sends nothing to hold would otherwise be waited for for
@@ -203,7 +207,17 @@ func addClientFaults(rdb *redis.Client) *clientFaults {
 
 // holdNextScript arms the one-shot hold of the next script call.
 func (f *clientFaults) holdNextScript() *scriptGate {
-	g := &scriptGate{caught: make(chan struct{}), open: make(chan struct{})}
+	return f.arm(&scriptGate{caught: make(chan struct{}), open: make(chan struct{})})
+}
+
+// holdNextReply arms the one-shot hold of the next script call's reply:
+// the script runs in Redis, and its reply comes back once the test lets
+// it.
+func (f *clientFaults) holdNextReply() *scriptGate {
+	return f.arm(&scriptGate{caught: make(chan struct{}), open: make(chan struct{}), reply: true})
+}
+
+func (f *clientFaults) arm(g *scriptGate) *scriptGate {
 	f.mu.Lock()
 	f.gate = g
 	f.mu.Unlock()
@@ -234,17 +248,26 @@ func (f *clientFaults) DialHook(next redis.DialHook) redis.DialHook { return nex
 
 func (f *clientFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		var g *scriptGate
 		if name := cmd.Name(); name == "evalsha" || name == "eval" {
 			f.mu.Lock()
-			g := f.gate
+			g = f.gate
 			f.gate = nil
 			f.mu.Unlock()
-			if g != nil {
-				close(g.caught)
-				<-g.open
-			}
 		}
-		return next(ctx, cmd)
+		if g == nil {
+			return next(ctx, cmd)
+		}
+		var err error
+		if g.reply {
+			err = next(ctx, cmd)
+		}
+		close(g.caught)
+		<-g.open
+		if !g.reply {
+			err = next(ctx, cmd)
+		}
+		return err
 	}
 }
 

@@ -97,14 +97,16 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	// id); nil for a new hold. Its reply is applied to that hold only (see
 	// acquired).
 	sentFor, downgrade := ctx.Value(sentForKey{}).(*hold)
-	if !downgrade {
-		sentFor = t.current()
-	}
 	// A read level of a hold that has one in Redis already is counted in
 	// the process only: Redis keeps one read level per hold, whatever
 	// the number of the handle's readers (see joinable).
 	if h := t.joinable(m, sentFor, downgrade); h != nil && tookIn(ctx, h, true) {
 		return true, 0, nil
+	}
+	// Read after the join: a hold that ended as the read joined it (lost,
+	// or force-unlocked) is not the one a plain attempt is sent for.
+	if !downgrade {
+		sentFor = t.current()
 	}
 	fresh := sentFor == nil // id is a wait's, retired by any undo
 	id, seq := t.waitID(sentFor), t.seqs.Add(1)

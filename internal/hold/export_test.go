@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redisync/redisync/internal/errs"
 )
 
 // SlowForget makes the first forgetting of the holds of x's handle (x is
@@ -14,7 +16,7 @@ import (
 func SlowForget(x any, d time.Duration, forgot chan<- struct{}) {
 	l := WatcherOf(x).h.l
 	var once sync.Once
-	l.t.onLoss = func(h *hold) {
+	l.t.forget = func(h *hold) {
 		slow := false
 		once.Do(func() { slow = true })
 		if slow {
@@ -46,4 +48,28 @@ func Ends(x any) int {
 		return 0
 	}
 	return len(t.cur.ends)
+}
+
+// RLockAcrossEnd takes a plain read of x's handle (x is a lock handle,
+// such as an *rwlock.RWMutex) in one attempt, as TryRLock does, except
+// that the hold the read joins ends (lost) just as the read is recorded
+// in it: the watchdog's loss, or a ForceUnlock, in that instant.
+func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
+	l := WatcherOf(x).h.l
+	if !l.gate.TryAcquire(1) {
+		return false, nil
+	}
+	var r *record
+	tk := &taking{record: func(h *hold, join bool) bool {
+		if join {
+			l.t.lose(h, errs.ErrLost)
+		}
+		return l.record(h, Shared, true, join, &r)
+	}}
+	ok, err := l.try(withTaking(ctx, tk), Shared)
+	if !ok || err != nil || tk.h == nil {
+		l.gate.Release(1)
+		return false, err
+	}
+	return true, nil
 }

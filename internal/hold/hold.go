@@ -104,13 +104,13 @@ type Tracker struct {
 	// later hold under its id.
 	wait string
 
-	// onLoss, if set, runs when a hold ends lost or force-unlocked (see
-	// owners.reset), under mu.
-	onLoss func(h *hold)
+	// forget, if set, runs when a hold ends, however it ends, under mu:
+	// the handle's goroutines forget their records of it (owners.reset).
+	forget func(h *hold)
 
 	// runMu guards the run of every hold (see passOn). It is taken with
 	// no other lock held and none is taken under it: a local handoff asks
-	// under the owners' lock, which mu's holder (finish) takes.
+	// under the owners' lock, which mu's holder (end) takes.
 	runMu sync.Mutex
 
 	// owed lists the give-backs that failed (see Undo), oldest first,
@@ -140,7 +140,8 @@ type hold struct {
 	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
 	endN   int                        // numbers the entries of ends
 
-	// releasing is set while a release of the hold is in flight, and
+	// releasing is set while a release of the hold is in flight, until
+	// its outcome is recorded (see releaseOnOp), and
 	// lostWhile is the loss the watchdog reported meanwhile: a renewal
 	// that runs after the release finds the lock gone, and only the
 	// release's outcome tells whether that was a loss. Guarded by mu.
@@ -155,7 +156,7 @@ type hold struct {
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
 	rdos       map[*record]struct{} // the read holds of RDo
-	over       bool                 // ended without its callers (lost, or force-unlocked): see owners.reset
+	over       bool                 // ended, its records forgotten: see owners.reset
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -221,9 +222,9 @@ func (t *Tracker) Drop() {
 }
 
 // dropIf ends hold h as Drop does if it is still the current hold, and
-// reports whether it was; the handle's goroutines then forget their holds
-// (onLoss) as for a loss: whoever deleted the lock, their holds are over.
-func (t *Tracker) dropIf(h *hold) bool { return t.finish(h, nil, true) }
+// reports whether it was: whoever deleted the lock, the holds of the
+// handle's goroutines in h are over (see end).
+func (t *Tracker) dropIf(h *hold) bool { return t.end(h, nil) }
 
 func (t *Tracker) current() *hold {
 	t.mu.Lock()
@@ -361,22 +362,26 @@ func (t *Tracker) lose(h *hold, err error) {
 // hook runs, unless a release of h is in flight: then the loss is kept for
 // the release to report if it does not end the hold itself. It reports
 // whether it ended h.
-func (t *Tracker) end(h *hold, lost error) bool { return t.finish(h, lost, lost != nil) }
-
-// finish is end; forget runs onLoss, which makes the handle's goroutines
-// forget their holds, in the same critical section that ends h. Run any
-// later, a goroutine could pass the local line meanwhile (the Unlock of a
-// forgotten hold gave its unit back), take a new hold, and then be
-// forgotten in it, its unit given to a second holder.
-func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
+//
+// However h ends, the handle's goroutines forget their records of it
+// (forget) in the critical section that ends it. A release that ends
+// the hold has counted its own record out, or does once it returns, and
+// leaves nothing else; but a reply may end it with records still counted
+// (it says a level is gone that a goroutine holds), and a record of a
+// hold that is over would keep its units of the local line for ever: its
+// release finds no hold to release. Forgotten any later, a goroutine
+// could pass the local line meanwhile (the Unlock of a forgotten hold
+// gave its unit back), take a new hold, and then be forgotten in it, its
+// unit given to a second holder.
+func (t *Tracker) end(h *hold, lost error) bool {
 	t.mu.Lock()
 	if t.cur != h {
 		t.mu.Unlock()
 		return false
 	}
 	t.cur = nil
-	if forget && t.onLoss != nil {
-		t.onLoss(h) // takes the owners' lock, never held while taking t.mu
+	if t.forget != nil {
+		t.forget(h) // takes the owners' lock, never held while taking t.mu
 	}
 	owes := lost != nil && !h.releasing
 	if lost != nil && h.releasing {
@@ -404,13 +409,16 @@ func (t *Tracker) finish(h *hold, lost error, forget bool) bool {
 // unseen). By its id, which nothing else uses, the release is exact
 // whenever it runs; the handle's next attempt sends it first (repay), so
 // that the handle's next hold does not wait for the lease of the one it
-// gave up. The caller holds mu.
+// gave up. What is owed is no longer counted: a caller that gives its
+// level up afterwards (abandon) finds nothing left to owe. The caller
+// holds mu.
 func (t *Tracker) owe(h *hold) {
 	for m, n := range h.levels {
 		for range n {
 			t.owed = append(t.owed, owed{Mode(m), h.id, h.tagOf(Mode(m))})
 		}
 	}
+	h.levels = Levels{}
 }
 
 // tagOf returns the tag that names hold h's level of mode m to its

@@ -15,11 +15,12 @@ import (
 
 // newRenewedFake is newFake with a watchdog that renews the hold every
 // third of lease, finding it gone when the fake holds no level. during,
-// if set, runs inside every release, after the fake's own.
-func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fake {
+// if set, runs inside every release, after the fake's own; each of more
+// changes the Tracker's Config before the Tracker is made.
+func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake), more ...func(c *hold.Config)) *fake {
 	_, rdb := redistest.Mini(t)
 	f := &fake{}
-	f.tracker = hold.New(hold.Config{
+	cfg := hold.Config{
 		RDB:   rdb,
 		Lease: lease,
 		Renew: func(context.Context, redis.Scripter, string) func() (bool, error) {
@@ -33,7 +34,11 @@ func newRenewedFake(t *testing.T, lease time.Duration, during func(f *fake)) *fa
 			return out, err
 		},
 		Lost: f.onLost,
-	})
+	}
+	for _, change := range more {
+		change(&cfg)
+	}
+	f.tracker = hold.New(cfg)
 	t.Cleanup(f.tracker.Drop)
 	return f
 }
@@ -53,6 +58,13 @@ func TestRenewalDuringFinalReleaseIsNoLoss(t *testing.T) {
 		// finds the lock gone.
 		redistest.WaitFor(t, 5*time.Second, func() bool { return redistest.Closed(f.tracker.Done()) })
 	})
+	f.mustReleaseWithoutLoss(t)
+}
+
+// mustReleaseWithoutLoss takes a level and releases it, and fails t
+// unless the release succeeds with no loss reported.
+func (f *fake) mustReleaseWithoutLoss(t *testing.T) {
+	t.Helper()
 	f.mustAcquire(t, hold.Exclusive)
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatalf("Release = %v", err)

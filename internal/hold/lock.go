@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -213,7 +214,7 @@ func NewLock(k Kind) *Lock {
 	l.t = New(cfg)
 	l.owners.init(k.Modes)
 	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
-	l.t.onLoss = l.owners.reset
+	l.t.forget = l.owners.reset
 	return l
 }
 
@@ -545,35 +546,62 @@ const forceTries = 8
 // after the lock was released and taken again, deletes nothing. When the
 // holds changed between the read and the script, it reads them again.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	// The hold the script ends, if this handle has one: a hold that one of
-	// its goroutines takes after the script deleted the lock is not it.
+	// The hold the handle has now: whoever deletes the lock, it is over.
 	before := l.t.current()
 	var outcome int64 = script.ForceMoved
+	var aim []any
 	var err error
 	for try := 0; outcome == script.ForceMoved && err == nil; try++ {
 		if try == forceTries {
 			err = errors.New("the lock's holds kept changing; try again")
 			break
 		}
-		outcome, err = l.forceOnce(ctx)
+		outcome, aim, err = l.forceOnce(ctx)
 	}
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	if before != nil {
-		// Whoever deleted it, this handle's hold is over, and so are
-		// the holds of its goroutines (dropIf forgets them).
-		l.t.dropIf(before)
-	}
+	l.dropForced(ctx, before, aim)
 	return outcome == script.ForceDeleted, nil
 }
 
+// dropForced ends the handle's hold after a ForceUnlock that aimed at aim,
+// if it is before or one the script deleted: one whose id it found in
+// Redis, taken by an attempt of a goroutine of the handle that ran before
+// the script, whatever the order of the replies. On the handle's op, such
+// an attempt has recorded its hold by then; a hold begun since is not
+// one of aim's (ids are never reused). The handle's goroutines forget
+// their holds in it (see Tracker.end).
+func (l *Lock) dropForced(ctx context.Context, before *hold, aim []any) {
+	if err := l.t.op.Acquire(ctx, 1); err != nil {
+		if before != nil {
+			l.t.dropIf(before)
+		}
+		return
+	}
+	defer l.t.op.Release(1)
+	h := l.t.current()
+	if h != nil && (h == before || aimsAt(aim, h.id)) {
+		l.t.dropIf(h)
+	}
+}
+
+// aimsAt reports whether aim names hold id: a lock hash's field is a hold
+// id, or one prefixed with a mode and ":" (a read-write lock's "w:" and
+// "r:").
+func aimsAt(aim []any, id string) bool {
+	return slices.ContainsFunc(aim, func(f any) bool {
+		s, _ := f.(string)
+		return s == id || strings.HasSuffix(s, ":"+id)
+	})
+}
+
 // forceOnce reads the lock's holds and runs the force-unlock script aimed
-// at them, under a receipt of its own.
-func (l *Lock) forceOnce(ctx context.Context) (int64, error) {
+// at them, under a receipt of its own; it returns the outcome and the aim.
+func (l *Lock) forceOnce(ctx context.Context) (int64, []any, error) {
 	fields, err := l.k.RDB.HGetAll(ctx, l.k.Keys.Lock()).Result()
 	if err != nil && !errs.IsWrongType(err) {
-		return 0, err
+		return 0, nil, err
 	}
 	// A key of another type is the script's to report, as every script
 	// does, naming the key.
@@ -592,7 +620,7 @@ func (l *Lock) forceOnce(ctx context.Context) (int64, error) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	l.k.RDB.Del(dctx, receipt)
 	cancel()
-	return outcome, err
+	return outcome, aim, err
 }
 
 // IsLocked reports whether anyone holds the lock.

@@ -95,7 +95,7 @@ func (o *owners) init(modes int) {
 }
 
 // reset forgets the records of hold h and gives their units back: h ended
-// without them (lost, or force-unlocked).
+// (lost, force-unlocked, or released: see Tracker.end).
 func (o *owners) reset(h *hold) {
 	o.mu.Lock()
 	var units int64
@@ -199,7 +199,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	}
 	if tk.h == nil {
 		// Lost or force-unlocked as it was taken: reset forgot it before
-		// it had a record, and its release is owed (Tracker.finish).
+		// it had a record, and its release is owed (Tracker.end).
 		l.gate.Release(n)
 		return nil, false, errTakenEnded
 	}

@@ -79,7 +79,7 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 
 // errReleaseEnded is the error of a release of a hold that ended before
 // the release could run: lost or force-unlocked, its release is owed by
-// its id already (see finish).
+// its id already (see end).
 var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", errs.ErrNotHeld)
 
 // releaseHold is Release of a level of hold h (nil: the handle holds
@@ -136,36 +136,49 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	// nothing.
 	sent := time.Now()
 	out, unsure, err := t.release(ctx, h.id, m, tag)
-	// A loss the watchdog found meanwhile stands unless this release
-	// ended the hold: it is reported once the outcome is settled.
-	lost := t.released(h)
 	// A loss found meanwhile ended the hold without owing its levels (the
 	// release's outcome was still to come): whatever this release leaves
 	// of them is owed once it is settled (oweRest).
 	defer t.oweRest(h)
-	if err != nil {
+	// A loss the watchdog found meanwhile stands unless this release
+	// ended the hold: it is reported once the outcome is settled, and
+	// until then the release is in flight (released), so that a renewal
+	// that finds the lock gone once the release ran is no loss either.
+	switch {
+	case err != nil:
+		lost := t.released(h)
 		t.abandon(h, m)
 		t.report(h, lost)
 		return errs.CtxErr(ctx, err)
-	}
-	switch {
 	case out.NotHeld && unsure:
 		// A retry of a release that went through before its reply was
 		// lost: that release is this one.
 		levels[m] = 0
 	case out.NotHeld:
+		lost := t.released(h)
 		if levels[m] > 0 {
 			t.setLevel(h, m, 0) // not in Redis: nothing of it is owed
 			t.end(h, errs.ErrLost)
 		}
 		t.report(h, lost)
 		return errs.ErrNotHeld
+	case out.Levels[Shared-m] < levels[Shared-m]:
+		// A release of m changes no level of the other mode: a reply
+		// that lacks one the hold has says it went from Redis unseen,
+		// as a reply to an attempt would (see acquired). The hold is
+		// lost, and nothing of it is left to owe.
+		lost := t.released(h)
+		t.mu.Lock()
+		h.levels = Levels{}
+		t.mu.Unlock()
+		t.end(h, errs.ErrLost)
+		t.report(h, lost)
+		return nil
 	default:
-		// A release of m changes no level of the other mode: Redis
-		// reporting more of it than the handle counts reports a level
-		// the handle let go of (a write level whose release failed under
-		// read levels, still owed: see abandon). Counted again, it would
-		// be renewed with nobody to release it.
+		// Redis reporting more of the other mode than the handle counts
+		// reports a level the handle let go of (a write level whose
+		// release failed under read levels, still owed: see abandon).
+		// Counted again, it would be renewed with nobody to release it.
 		o := Shared - m
 		out.Levels[o] = min(out.Levels[o], levels[o])
 		levels = out.Levels
@@ -174,7 +187,7 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
 	t.settle(h, levels, m, sent)
-	if levels.Total() > 0 {
+	if lost := t.released(h); levels.Total() > 0 {
 		t.report(h, lost)
 	}
 	return nil
@@ -258,7 +271,7 @@ func (t *Tracker) setLevel(h *hold, m Mode, n int64) {
 }
 
 // oweRest owes the release of every level hold h still counts, when h
-// ended while a release of it was in flight (see finish): the loss left
+// ended while a release of it was in flight (see end): the loss left
 // them to the release, which has settled now. The handle's next attempt
 // sends them first, as for any hold given up.
 func (t *Tracker) oweRest(h *hold) {
@@ -268,7 +281,6 @@ func (t *Tracker) oweRest(h *hold) {
 	t.mu.Lock()
 	if t.cur != h && !h.releasing {
 		t.owe(h)
-		h.levels = Levels{}
 	}
 	t.mu.Unlock()
 }
