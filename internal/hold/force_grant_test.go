@@ -21,7 +21,6 @@ import (
 // race as TestForceUnlockEndsHoldTakenMidLock (an attempt's reply after
 // the force), for a grant.
 func TestForceUnlockEndsGrantClaimedAfter(t *testing.T) {
-	t.Skip("defect: ForceUnlock that deletes a grant to the handle's wait leaves the wait free to Claim it afterwards (a double holder until the next renewal)")
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)
 	name := redistest.UniqueName(t)

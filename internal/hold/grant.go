@@ -66,6 +66,10 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	}
 	var levels Levels
 	levels[m] = 1
-	tookIn(ctx, t.begin(id, levels, token, base, lease, 0), false)
+	h := t.begin(id, levels, token, base, lease, 0)
+	if h == nil {
+		return false, nil // id retired: an attempt under a new one finds the lock
+	}
+	tookIn(ctx, h, false)
 	return true, nil
 }

@@ -274,8 +274,9 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
-// its first renewal, is lease from sent, and returns it. The id is the
-// hold's from now on: the next wait of the handle takes a new one.
+// its first renewal, is lease from sent, and returns it; nil when id is
+// no longer the id of the handle's wait (retired). The id is the hold's
+// from now on: the next wait of the handle takes a new one.
 func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64) *hold {
 	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
@@ -284,13 +285,36 @@ func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, 
 	// current, and end must find h.wd set, or the loss would be dropped and
 	// Done would never close.
 	t.mu.Lock()
-	t.cur = h
-	if t.wait == id {
-		t.wait = ""
+	if t.wait != id {
+		// Retired since the attempt or the grant was made (a ForceUnlock
+		// deleted what it took: see forced): nothing begins under it.
+		t.mu.Unlock()
+		h.client.Detach()
+		return nil
 	}
+	t.cur = h
+	t.wait = ""
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 	return h
+}
+
+// forced ends, after a ForceUnlock that deleted the holds named names,
+// what it took from the handle: the current hold, if it is before or
+// named, and the id of the handle's wait, if named (a grant to the wait
+// not yet claimed, or the level of an attempt whose reply is still on its
+// way), which it retires. Nothing begins under a retired id (begin), so
+// such a reply or grant, however late, is given back instead of held.
+func (t *Tracker) forced(before *hold, named func(id string) bool) {
+	t.mu.Lock()
+	if t.wait != "" && named(t.wait) {
+		t.wait = ""
+	}
+	h := t.cur
+	t.mu.Unlock()
+	if h != nil && (h == before || named(h.id)) {
+		t.dropIf(h)
+	}
 }
 
 // waitID returns the hold id an attempt uses: that of hold sentFor, or of

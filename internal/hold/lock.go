@@ -561,29 +561,18 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	l.dropForced(ctx, before, aim)
+	l.dropForced(before, aim)
 	return outcome == script.ForceDeleted, nil
 }
 
-// dropForced ends the handle's hold after a ForceUnlock that aimed at aim,
-// if it is before or one the script deleted: one whose id it found in
-// Redis, taken by an attempt of a goroutine of the handle that ran before
-// the script, whatever the order of the replies. On the handle's op, such
-// an attempt has recorded its hold by then; a hold begun since is not
-// one of aim's (ids are never reused). The handle's goroutines forget
-// their holds in it (see Tracker.end).
-func (l *Lock) dropForced(ctx context.Context, before *hold, aim []any) {
-	if err := l.t.op.Acquire(ctx, 1); err != nil {
-		if before != nil {
-			l.t.dropIf(before)
-		}
-		return
-	}
-	defer l.t.op.Release(1)
-	h := l.t.current()
-	if h != nil && (h == before || aimsAt(aim, h.id)) {
-		l.t.dropIf(h)
-	}
+// dropForced ends what a ForceUnlock that aimed at aim took from the
+// handle: the hold it had before (whoever deleted the lock, it is over),
+// and the holds and waits whose ids the script found in Redis and
+// deleted, whatever the order of the replies (see Tracker.forced). It
+// waits for nothing: a Lost hook or a ctx with a deadline may call it
+// while a script of the handle is in flight.
+func (l *Lock) dropForced(before *hold, aim []any) {
+	l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
 }
 
 // aimsAt reports whether aim names hold id: a lock hash's field is a hold
