@@ -48,8 +48,9 @@ import (
 // the Lost hook, finding another Tracker under the id, leaves it there.
 // The new Tracker adopts the permit under l.mu, so that a Release that
 // takes it out of kept finds its hold begun. No deadlock: Adopt takes
-// the Tracker's mu and the watchdog's, and neither is held while the
-// Lost hook runs (it takes l.mu: see trackerOf).
+// the Tracker's mu and the watchdog's, neither of which is held while
+// the Lost hook runs (it takes l.mu: see trackerOf), and a new Tracker
+// has no hold for Adopt to end, which would run the hook under l.mu.
 func (l *Leased) keep(id string, sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -60,6 +61,22 @@ func (l *Leased) keep(id string, sent time.Time) {
 	t := l.tracker(id)
 	l.kept[id] = t
 	t.Adopt(sent)
+}
+
+// took puts t, the Tracker whose attempt took the permit id, in kept. Its
+// hold may have ended already (lost as the attempt returned, its Lost
+// hook finding another entry under the id, or none): then it goes to owed
+// if it owes the release. Under l.mu, the hold is over or its hook will
+// find t in kept.
+func (l *Leased) took(id string, t *hold.Tracker) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case t.Held(hold.Exclusive) > 0:
+		l.kept[id] = t
+	case t.Owes():
+		l.owed[id] = t
+	}
 }
 
 // forget stops tracking the permit id and returns its tracker, the one

@@ -247,9 +247,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 	}
 	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ string, _ uint64) (hold.Grant, error) { return try(ctx) })
 	if ok {
-		l.mu.Lock()
-		l.kept[id] = t
-		l.mu.Unlock()
+		l.took(id, t)
 	}
 	return ok, wait, err
 }
