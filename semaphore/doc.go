@@ -99,7 +99,13 @@
 // most the watchdog timeout. When a renewal finds the permit gone, or
 // renewals keep failing until its lease has run out, the watchdog gives it
 // up: [Leased.Done] closes for its id, the [WithOnLost] hook runs, and its
-// Release returns [ErrNotHeld]. Release of an id that holds no permit
+// Release returns [ErrNotHeld]. The server may still have it (its clock
+// running slow, or a renewal gone through unseen): the handle sends its
+// release at once, and again before its next Acquire, TryAcquire, Release
+// or Renew until it goes through. A Renew of the id through the handle
+// takes the permit up again and cancels that release; a renewal through
+// another handle or process does not, and the release frees the permit
+// it renewed. Release of an id that holds no permit
 // (unknown, expired or already released) returns an error wrapping
 // ErrNotHeld and changes nothing; Renew of such an id reports false. A
 // Release whose reply is lost is retried knowing that the first may have

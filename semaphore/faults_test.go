@@ -182,6 +182,27 @@ func TestLeasedFailedReleaseStopsRenewalMini(t *testing.T) {
 	wantLeasedAvailable(t, l, 1)
 }
 
+// The release a failed Release owes is sent before the handle's next
+// call: the permit returns to the pool before its lease runs out.
+func TestLeasedFailedReleaseIsRepaidMini(t *testing.T) {
+	_, rdb := redistest.Mini(t)
+	faults := redistest.AddScriptFaults(rdb)
+	l := semaphore.NewLeased(rdb, "repaid-leased")
+	if err := l.SetPermits(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	id := mustTryAcquireLeased(t, l, 0)
+	faults.Refuse(true)
+	if err := l.Release(t.Context(), id); err == nil {
+		t.Fatal("Release with every script failing succeeded")
+	}
+	faults.Refuse(false)
+	wantLeasedAvailable(t, l, 0) // a query sends nothing owed
+	if _, ok, err := l.TryAcquire(t.Context(), time.Minute); !ok || err != nil {
+		t.Fatalf("TryAcquire after the failed Release = %v, %v; want the permit it owed back", ok, err)
+	}
+}
+
 func TestLeasedTryAcquireReplyLostMini(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	faults := redistest.AddScriptFaults(rdb)

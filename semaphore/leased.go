@@ -36,10 +36,16 @@ type Leased struct {
 	cfg     config
 	clock   exactly.ServerClock // the server's clock, for the deadlines of requests
 
-	mu   sync.Mutex               // protects kept
+	mu   sync.Mutex               // protects kept and owed
 	kept map[string]*hold.Tracker // permits the watchdog keeps alive, by id: one hold each
+	owed map[string]*hold.Tracker // permits the watchdog gave up, by id: the Tracker that owes the release (see kept.go)
 
 	probe wait.Probe // what its acquires and holds report as (package observe)
+
+	// lostAt, if set, runs first in the Lost hook of a permit's Tracker,
+	// with no lock held: tests hold there the instant between the end of
+	// a permit's hold and the hook (export_test.go).
+	lostAt func()
 }
 
 // NewLeased returns a handle on the leased semaphore called name. It does
@@ -63,6 +69,7 @@ func NewLeased(rdb redis.UniversalClient, name string, opts ...LeasedOption) *Le
 		sharded: perclient.Sharded(rdb),
 		cfg:     cfg,
 		kept:    make(map[string]*hold.Tracker),
+		owed:    make(map[string]*hold.Tracker),
 		probe:   wait.NewProbe(rdb, "leased", name),
 	}
 }
@@ -152,6 +159,7 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	if lease < 0 {
 		return "", l.wrap("acquire", negative("lease", lease))
 	}
+	l.repay(ctx)
 	id := keyspace.NewOwnerID()
 	c := perclient.Attach(l.rdb)
 	defer c.Detach()
@@ -191,6 +199,7 @@ func (l *Leased) TryAcquire(ctx context.Context, lease time.Duration) (string, b
 	if lease < 0 {
 		return "", false, l.wrap("acquire", negative("lease", lease))
 	}
+	l.repay(ctx)
 	id := keyspace.NewOwnerID()
 	actx, report := l.probe.Begin(ctx, false)
 	ok, _, err := l.attempt(actx, l.keeper(id, lease, nil), id, lease, new(bool), nil)
@@ -238,9 +247,7 @@ func (l *Leased) attempt(ctx context.Context, t *hold.Tracker, id string, lease 
 	}
 	ok, wait, err := t.Attempt(ctx, hold.Exclusive, func(ctx context.Context, _ string, _ uint64) (hold.Grant, error) { return try(ctx) })
 	if ok {
-		l.mu.Lock()
-		l.kept[id] = t
-		l.mu.Unlock()
+		l.took(id, t)
 	}
 	return ok, wait, err
 }
@@ -294,16 +301,16 @@ func (l *Leased) trackerOf(id string, late *atomic.Bool) *hold.Tracker {
 		return l.wrap("permit "+id, err)
 	})
 	cfg.Probes[hold.Exclusive] = l.probe
-	// A lost permit leaves the handle's map, so that an id nobody releases
-	// does not stay in it; the WithOnLost hook runs after.
+	// A lost permit leaves kept, and its owed release goes to the handle
+	// (see lost); the WithOnLost hook runs after. The hook runs with
+	// neither t's mu nor the watchdog's held (see hold.Tracker.end).
 	var t *hold.Tracker
 	onLost := cfg.Lost
 	cfg.Lost = func(err error) {
-		l.mu.Lock()
-		if l.kept[id] == t {
-			delete(l.kept, id)
+		if l.lostAt != nil {
+			l.lostAt()
 		}
-		l.mu.Unlock()
+		l.lost(id, t)
 		if onLost != nil {
 			onLost(err)
 		}
@@ -325,8 +332,9 @@ func (l *Leased) releaseScript(ctx context.Context, id string) (bool, error) {
 // the first may have gone through: a retry that finds no permit reports
 // success. If Release fails nonetheless, this handle stops renewing the
 // permit all the same (its Done closes), so that it returns to the pool
-// when its lease runs out, if not before; a later Release still gives it
-// back if it can.
+// when its lease runs out, if not before: the handle sends the release
+// again before its next Acquire, TryAcquire, Release or Renew, and a later
+// Release still gives it back if it can.
 //
 // Release runs even when ctx is done or its deadline has passed: it uses
 // ctx's values without its cancellation, bounded by a timeout of its own
@@ -336,9 +344,11 @@ func (l *Leased) Release(ctx context.Context, id string) error {
 	ctx, cancel := hold.ReleaseContext(ctx) // not abandoned because ctx ended
 	defer cancel()
 	t := l.forget(id)
+	l.repay(ctx)
 	var err error
 	if t != nil {
 		err = t.Release(ctx, hold.Exclusive)
+		l.stillOwed(id, t)
 	} else {
 		var ok bool
 		ok, err = hold.ReleaseUntracked(ctx, func(ctx context.Context) (bool, error) { return l.releaseScript(ctx, id) })
@@ -364,6 +374,12 @@ func (l *Leased) Renew(ctx context.Context, id string, lease time.Duration) (boo
 	if lease < 0 {
 		return false, l.wrap("renew", negative("lease", lease))
 	}
+	// Forgiven first: an owed release of id must not run after the renewal
+	// (see kept.go).
+	if err := l.forgive(ctx, id); err != nil {
+		return false, l.wrap("renew", err)
+	}
+	l.repay(ctx)
 	sent := time.Now()
 	ok, err := script.LeasedRenew(ctx, l.rdb, l.keys, id, l.leaseOf(lease), l.sharded).Result()
 	if err != nil {
