@@ -26,19 +26,7 @@ func TestForceUnlockWithDeadlineEndsHoldTakenMidLock(t *testing.T) {
 	m := rlock.New(rdb, name) // the default lease: no renewal within the test
 	other := rlock.New(srv.NewClient(t), name)
 
-	// The client's first script is its server check: run it before
-	// arming the gate, which then holds the Lock's acquire.
-	warm := rlock.New(rdb, name+"-warm")
-	if ok, err := warm.TryLock(t.Context()); !ok || err != nil {
-		t.Fatalf("warm-up TryLock = %v, %v", ok, err)
-	}
-	if err := warm.Unlock(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	gate := faults.holdNextReply()
-	locked := make(chan error, 1)
-	go func() { locked <- m.Lock(t.Context()) }()
-	gate.mustCatch(t, "the Lock's acquire was not held")
+	gate, locked := lockInFlight(t, rdb, faults, m)
 
 	fctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redisync/redisync/internal/keyspace"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/rlock"
@@ -25,19 +27,7 @@ func TestForceUnlockEndsHoldTakenMidLock(t *testing.T) {
 	faults := addClientFaults(rdb)
 	m := rlock.New(rdb, name, rlock.WithWatchdogTimeout(lease41))
 
-	// The client's first script is its server check: run it before
-	// arming the gate, which then holds the Lock's acquire.
-	warm := rlock.New(rdb, name+"-warm")
-	if ok, err := warm.TryLock(t.Context()); !ok || err != nil {
-		t.Fatalf("warm-up TryLock = %v, %v", ok, err)
-	}
-	if err := warm.Unlock(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	gate := faults.holdNextReply()
-	locked := make(chan error, 1)
-	go func() { locked <- m.Lock(t.Context()) }()
-	gate.mustCatch(t, "the Lock's acquire was not held")
+	gate, locked := lockInFlight(t, rdb, faults, m)
 	forced := make(chan error, 1)
 	go func() {
 		ok, err := m.ForceUnlock(t.Context())
@@ -61,4 +51,24 @@ func TestForceUnlockEndsHoldTakenMidLock(t *testing.T) {
 		t.Errorf("the handle holds (Done open) a lock Redis does not have (IsHeld = %v, %v)", held, err)
 	}
 	_ = m.Unlock(t.Context())
+}
+
+// lockInFlight starts m.Lock, a handle on rdb, with the reply of its
+// acquire held back by a gate of faults, and returns the gate and the
+// Lock's outcome. The client's first script is its server check: a
+// warm-up runs it before the gate is armed, which then holds the acquire.
+func lockInFlight(t *testing.T, rdb *redis.Client, faults *clientFaults, m *rlock.Mutex) (*scriptGate, <-chan error) {
+	t.Helper()
+	warm := rlock.New(rdb, redistest.UniqueName(t)+"-warm")
+	if ok, err := warm.TryLock(t.Context()); !ok || err != nil {
+		t.Fatalf("warm-up TryLock = %v, %v", ok, err)
+	}
+	if err := warm.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gate := faults.holdNextReply()
+	locked := make(chan error, 1)
+	go func() { locked <- m.Lock(t.Context()) }()
+	gate.mustCatch(t, "the Lock's acquire was not held")
+	return gate, locked
 }

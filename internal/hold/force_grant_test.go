@@ -13,13 +13,13 @@ import (
 // the lock to the handle's parked wait, whose grant message (or the
 // waiter's goroutine) comes after the force: the force read the grant
 // (the wait's hold id is the lock's field), deleted it, and found no
-// current hold to end; dropForced only ends a hold that is current once
-// it has the op, and a grant is completed by Claim, on the op, after it.
-// The wait then claims the grant it read before, without a round trip:
+// current hold to end, and the wait then claimed the grant it read
+// before, without a round trip:
 // the handle holds a lock that Redis no longer has, and another handle
 // can take it, until the watchdog's next renewal finds it gone. The same
 // race as TestForceUnlockEndsHoldTakenMidLock (an attempt's reply after
-// the force), for a grant.
+// the force), for a grant: the force retires the wait's id, and nothing
+// begins under a retired id.
 func TestForceUnlockEndsGrantClaimedAfter(t *testing.T) {
 	srv := redistest.SharedServer(t)
 	admin := srv.NewClient(t)

@@ -485,12 +485,8 @@ var closed = func() chan struct{} {
 // a new hold when it holds nothing, else the hold's validity counted from
 // sent.
 func (t *Tracker) Adopt(sent time.Time) {
-	t.mu.Lock()
-	if h := t.cur; h != nil {
-		h.wd.Touch(sent)
-		t.mu.Unlock()
+	if t.Touch(sent) {
 		return
 	}
-	t.mu.Unlock()
 	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0)
 }

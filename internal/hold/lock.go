@@ -561,18 +561,13 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	l.dropForced(before, aim)
-	return outcome == script.ForceDeleted, nil
-}
-
-// dropForced ends what a ForceUnlock that aimed at aim took from the
-// handle: the hold it had before (whoever deleted the lock, it is over),
-// and the holds and waits whose ids the script found in Redis and
-// deleted, whatever the order of the replies (see Tracker.forced). It
-// waits for nothing: a Lost hook or a ctx with a deadline may call it
-// while a script of the handle is in flight.
-func (l *Lock) dropForced(before *hold, aim []any) {
+	// Whoever deleted the lock, the hold the handle had is over; so are
+	// the holds and waits whose ids the script found and deleted, whatever
+	// the order of the replies. It waits for nothing: a Lost hook, or a
+	// ctx with a deadline, may call it while a script of the handle is in
+	// flight (see Tracker.forced).
 	l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
+	return outcome == script.ForceDeleted, nil
 }
 
 // aimsAt reports whether aim names hold id: a lock hash's field is a hold
