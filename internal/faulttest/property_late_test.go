@@ -2,18 +2,29 @@ package faulttest_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redisync/redisync/internal/keyspace"
+	"github.com/redisync/redisync/internal/redistest"
 )
 
 // lateScripts names each kind's acquire scripts, write and read, which
-// the late step holds back.
-var lateScripts = map[string][2]string{
-	"rlock":    {"rlock_acquire.lua", ""},
-	"fairlock": {"fairlock_acquire.lua", ""},
-	"rwlock":   {"rwlock_writelock.lua", "rwlock_readlock.lua"},
-}
+// the late step holds back, and lateReleases its release scripts, which
+// the lateUnlock step holds back.
+var (
+	lateScripts = map[string][2]string{
+		"rlock":    {"rlock_acquire.lua", ""},
+		"fairlock": {"fairlock_acquire.lua", ""},
+		"rwlock":   {"rwlock_writelock.lua", "rwlock_readlock.lua"},
+	}
+	lateReleases = map[string][2]string{
+		"rlock":    {"rlock_unlock.lua", ""},
+		"fairlock": {"fairlock_unlock.lua", ""},
+		"rwlock":   {"rwlock_writeunlock.lua", "rwlock_readunlock.lua"},
+	}
+)
 
 // netWait is a Lock running in the background.
 type netWait struct {
@@ -147,4 +158,119 @@ func (r *netRun) settleWaits(waits []*netWait, exact, read bool) {
 			r.newHold(w.h)
 		}
 	}
+}
+
+// lateUnlock plays opLateUnlock: handle s.H's Unlock (RUnlock) of the
+// only level it holds, whose release the proxy holds and whose connection
+// it then cuts; then the handle takes the mode again (the release it owes
+// goes first), handle 2 waits for the lock behind it, and the held copy
+// arrives late. A release is for its own hold, by hold id (and a read
+// level's tag): the copy must change nothing, so the handle holds on and
+// the wait gets the lock only from the handle's own release.
+func (r *netRun) lateUnlock(s netStep) {
+	r.t.Helper()
+	h, m := s.H, &r.m[s.H]
+	ops, read := r.side(h, s.Read)
+	n, mode := &m.w, 0
+	if read {
+		n, mode = &m.r, 1
+	}
+	if !onA(h) || m.mayLose || *n != 1 || m.levels() != 1 || r.releases[mode] == nil {
+		return
+	}
+	held, err := r.heldRelease(r.ctx, mode, ops.Unlock)
+	*n = 0
+	if err != nil {
+		m.mayLose = true // the last level's release failed: the hold ends
+	}
+	r.check("after the held release")
+	if r.taken(h, read) {
+		return
+	}
+	lctx, lcancel := context.WithTimeout(r.ctx, 2*netLease)
+	err = ops.Lock(lctx)
+	lcancel()
+	if err != nil {
+		r.fail("late-unlock-relock", "handle %d could not take the mode (read: %v) again after its release was held back: %v", h, read, err)
+		return
+	}
+	*n, m.mayLose = 1, false
+	if !read {
+		r.newHold(h)
+	}
+	var waits []*netWait
+	if r.m[2].levels() == 0 {
+		waits = append(waits, r.wait(2, false))
+		queue := keyspace.NewNames(r.name).Queue()
+		waitUntil(time.Second, func() bool { return r.b.LLen(r.ctx, queue).Val() > 0 })
+	}
+	reply := r.deliver(held, "handle %d's release", h)
+	for _, w := range waits {
+		select {
+		case err := <-w.res:
+			w.res <- err
+			if err == nil && !isClosed(r.hs[h].Done()) {
+				r.fail("late-unlock", "a late copy of handle %d's release (%q) let handle 2 take the lock while handle %d holds it again", h, reply, h)
+			}
+		case <-time.After(netLease / 2):
+		}
+	}
+	r.check("after the late copy of a release")
+	r.release(netStep{Op: opUnlock, H: h, Read: read})
+	r.settleWaits(waits, false, false)
+}
+
+// lateReadUnderWrite plays opLateUnlock in a write Do's fn (ctx: the one
+// Do gives): handle h's RUnlock of the read level a downgrade took, held
+// and cut as in lateUnlock; then a downgrade again, and the held copy
+// arrives late. A read level is tagged with the attempt that took it, so
+// the copy must leave the new one standing under the write hold.
+func (r *netRun) lateReadUnderWrite(ctx context.Context, h int) {
+	r.t.Helper()
+	m, rw := &r.m[h], r.hs[h].rw
+	if !onA(h) || m.mayLose || m.r != 1 || r.releases[1] == nil || rw == nil {
+		return
+	}
+	held, _ := r.heldRelease(ctx, 1, rw.RUnlock)
+	m.r = 0
+	if rw.RLock(ctx) != nil {
+		return
+	}
+	m.r = 1
+	reply := r.deliver(held, "handle %d's read release under its write hold", h)
+	fields := r.b.HKeys(r.ctx, keyspace.NewNames(r.name).Lock()).Val()
+	if !slices.ContainsFunc(fields, func(f string) bool { return strings.HasPrefix(f, "r:") }) {
+		r.fail("late-read-release", "a late copy of handle %d's read release (%q) removed the read level its downgrade took again: lock fields %v", h, reply, fields)
+	}
+}
+
+// heldRelease runs release (an Unlock or RUnlock of mode, 1 for read) on
+// ctx while the proxy holds its script, and cuts client A's connections
+// once the script is held: the release fails at once, as on a broken
+// connection, and the server has not seen it. The held copy is returned,
+// to arrive late (deliver).
+func (r *netRun) heldRelease(ctx context.Context, mode int, release func(context.Context) error) (*redistest.Held, error) {
+	r.t.Helper()
+	held := r.proxy.Hold(r.releases[mode])
+	res := make(chan error, 1)
+	go func() { res <- release(ctx) }()
+	select {
+	case <-held.Caught():
+		r.mayLose()
+		r.proxy.Cut()
+	case err := <-res:
+		r.t.Fatalf("the release was not held (it returned %v): the fault was not injected", err)
+	}
+	r.noise(0, 1) // the release owed, renewals cut, and the late copy
+	return held, <-res
+}
+
+// deliver sends a held copy to the server and logs its reply.
+func (r *netRun) deliver(held *redistest.Held, what string, args ...any) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(r.ctx, 2*time.Second)
+	defer cancel()
+	reply, err := held.Deliver(ctx)
+	r.t.Logf("late copy of "+what+": %q %v", append(args, reply, err)...)
+	return reply
 }

@@ -48,6 +48,8 @@ func (r *netRun) step(s netStep) {
 		r.proxy.Cut()
 	case opLate:
 		r.late(s)
+	case opLateUnlock:
+		r.lateUnlock(s)
 	}
 	if s.Op == opStall || s.Op == opCut {
 		r.noise(0, 1)
@@ -231,6 +233,10 @@ func (r *netRun) inner(doCtx context.Context, h int, read bool, in netStep) bool
 		defer r.inject(in.Fault, h)()
 		_ = ops.Unlock(ctx)
 		m.do--
+	case opLateUnlock:
+		if !read {
+			r.lateReadUnderWrite(ctx, h)
+		}
 	case opOtherTry:
 		o := in.H
 		if o == h {

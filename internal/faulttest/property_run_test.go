@@ -70,6 +70,9 @@ type netRun struct {
 	// attempts match client A's acquire scripts on the name, write and
 	// read (see late).
 	attempts [2]func(args []string) bool
+	// releases match client A's release scripts on the name, write and
+	// read (see lateUnlock).
+	releases [2]func(args []string) bool
 }
 
 // fail reports a broken check once per key and lets the run go on, so
@@ -97,6 +100,11 @@ func newNetRun(t rapid.TB, outer testing.TB, cleanup func(func()), k netKind, fe
 	for i, file := range lateScripts[k.name] {
 		if file != "" {
 			r.attempts[i] = redistest.ScriptCall(outer, file, keyspace.NewNames(r.name).Lock())
+		}
+	}
+	for i, file := range lateReleases[k.name] {
+		if file != "" {
+			r.releases[i] = redistest.ScriptCall(outer, file, keyspace.NewNames(r.name).Lock())
 		}
 	}
 	for i := range r.hs {

@@ -39,6 +39,12 @@ const (
 	// handle's next wait is in line (behind the holders the model counts,
 	// which then release, and ahead of another handle's wait) or holds.
 	opLate
+	// Handle H's Unlock (RUnlock) of its only level, whose release the
+	// proxy holds until the Unlock has given up; the handle takes the
+	// mode again, handle 2 waits behind it, and the held copy arrives
+	// late. In a write Do's fn: the same of the read level a downgrade
+	// took, taken again by a downgrade.
+	opLateUnlock
 	// Inner steps, in Do's fn, with the ctx Do gives (Keep: WithoutCancel
 	// of it).
 	opReenter     // Lock (RLock for RDo) through Do's ctx
@@ -50,7 +56,7 @@ const (
 )
 
 var opNames = [...]string{"lock", "tryLock", "unlock", "cancelled", "do", "force", "probe",
-	"giveUp", "outlive", "stall", "cut", "late",
+	"giveUp", "outlive", "stall", "cut", "late", "lateUnlock",
 	"reenter", "tryReenter", "unlockInner", "downgrade", "otherTry", "refuseRest"}
 
 // netFault is a fault injected around one call.
@@ -93,7 +99,7 @@ func (s netStep) String() string {
 	var b strings.Builder
 	b.WriteString(opNames[s.Op] + "(")
 	switch s.Op {
-	case opLock, opTryLock, opUnlock, opCancelled, opDo, opForce, opOtherTry, opLate:
+	case opLock, opTryLock, opUnlock, opCancelled, opDo, opForce, opOtherTry, opLate, opLateUnlock:
 		fmt.Fprintf(&b, "h%d", s.H)
 	}
 	if s.Read {
@@ -140,14 +146,14 @@ func stepsGen(rw bool, p netProfile, maxLen int) *rapid.Generator[[]netStep] {
 	// towards them: the calls and faults that reach the engine's hardest
 	// paths (re-entries, their Unlocks, releases that fail) come first.
 	faults := []netFault{faultRefuse, faultNone, faultNone, faultDrop}
-	tops := []netOp{opDo, opDo, opDo, opLock, opUnlock, opTryLock, opOutlive, opForce, opCancelled, opStall, opCut, opLate}
+	tops := []netOp{opDo, opDo, opDo, opLock, opUnlock, opTryLock, opOutlive, opForce, opCancelled, opStall, opCut, opLate, opLateUnlock}
 	inners := []netOp{opReenter, opUnlockInner, opReenter, opUnlockInner, opDowngrade, opRefuseRest,
-		opReenter, opUnlockInner, opDowngrade, opTryReenter, opOtherTry, opForce}
+		opReenter, opUnlockInner, opDowngrade, opTryReenter, opOtherTry, opForce, opLateUnlock}
 	switch {
 	case p.inFlight:
 		faults = []netFault{faultLoss, faultDataLoss, faultNone}
-		tops = []netOp{opUnlock, opLock, opTryLock, opLate, opDo}
-		inners = []netOp{opReenter, opUnlockInner, opDowngrade, opTryReenter}
+		tops = []netOp{opUnlock, opLock, opTryLock, opLate, opLateUnlock, opDo}
+		inners = []netOp{opReenter, opUnlockInner, opDowngrade, opTryReenter, opLateUnlock}
 		maxLen = netInFlightSteps
 	case p.giveUp:
 		faults = append([]netFault{faultGiveUp, faultLoss, faultDataLoss}, faults...)
@@ -163,7 +169,7 @@ func stepsGen(rw bool, p netProfile, maxLen int) *rapid.Generator[[]netStep] {
 		switch s.Op {
 		case opOtherTry, opForce:
 			s.H = rapid.IntRange(0, 2).Draw(t, "h")
-		case opRefuseRest:
+		case opRefuseRest, opLateUnlock:
 		default:
 			s.Keep = rapid.Bool().Draw(t, "keep")
 			s.Fault = fault.Draw(t, "fault")
@@ -177,8 +183,8 @@ func stepsGen(rw bool, p netProfile, maxLen int) *rapid.Generator[[]netStep] {
 			s.H = rapid.IntRange(0, 2).Draw(t, "h")
 			s.Read = read.Draw(t, "read")
 			s.Fault = fault.Draw(t, "fault")
-		case opLate:
-			s.H = rapid.IntRange(0, 1).Draw(t, "h") // on client A: the proxy holds the attempt
+		case opLate, opLateUnlock:
+			s.H = rapid.IntRange(0, 1).Draw(t, "h") // on client A: the proxy holds the script
 			s.Read = read.Draw(t, "read")
 		case opDo:
 			s.H = rapid.IntRange(0, 2).Draw(t, "h")

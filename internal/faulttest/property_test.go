@@ -121,6 +121,14 @@ var (
 	releaseAcrossLoss  = netStep{Op: opUnlock, Read: true, Fault: faultLoss}
 	doReleaseAcross    = netStep{Op: opDo, Fault: faultLoss, Body: []netStep{{Op: opDowngrade}}}
 	lateAttempt        = netStep{Op: opLate}
+	// The net's own: a late copy of a release, held until its Unlock gave
+	// up, arriving once the handle holds again; for a read level taken
+	// by a downgrade, the read-level tags' case (the copy removed the
+	// read level the handle took again).
+	lateRelease          = []netStep{{Op: opTryLock}, {Op: opLateUnlock}}
+	lateReadRelease      = []netStep{{Op: opTryLock, Read: true}, {Op: opLateUnlock, Read: true}}
+	lateDowngradeRelease = []netStep{{Op: opDo, Body: []netStep{{Op: opDowngrade}}}, {Op: opLateUnlock, Read: true}}
+	lateReadUnderWrite   = netStep{Op: opDo, Body: []netStep{{Op: opDowngrade}, {Op: opLateUnlock}}}
 )
 
 var netRegressions = []struct {
@@ -153,6 +161,12 @@ var netRegressions = []struct {
 	{"review-release-across-loss/do-downgrade", netRWlock, false, []netStep{doReleaseAcross}},
 	{"review-late-attempt/rlock", netRlock, false, []netStep{lateAttempt}},
 	{"review-late-attempt/fairlock", netFairlock, false, []netStep{lateAttempt}},
+	{"net-late-release/rlock", netRlock, true, lateRelease},
+	{"net-late-release/fairlock", netFairlock, false, lateRelease},
+	{"net-late-release/rwlock-write", netRWlock, true, lateRelease},
+	{"net-late-release/rwlock-read", netRWlock, false, lateReadRelease},
+	{"net-late-release/rwlock-downgrade", netRWlock, false, lateDowngradeRelease},
+	{"net-late-release/rwlock-read-under-write", netRWlock, true, []netStep{lateReadUnderWrite}},
 }
 
 func TestNetRegressions(t *testing.T) {
