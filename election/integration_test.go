@@ -259,6 +259,7 @@ func TestRunLossIntegration(t *testing.T) {
 	defer cancel()
 	lost, otherLed := make(chan time.Time, 1), make(chan time.Time, 1)
 	var runs atomic.Int64
+	var otherLeads atomic.Bool
 	ran := make(chan error, 1)
 	go func() {
 		ran <- e.Run(ctx, "runner", func(fctx context.Context) error {
@@ -266,7 +267,13 @@ func TestRunLossIntegration(t *testing.T) {
 			case 2:
 				// Redis may still have the lost leadership (the renewal
 				// the pause held back ran after it): Run led again at
-				// once. Resigning hands it to the other candidate.
+				// once. Resigning hands it to the other candidate, once
+				// its wait is live in line again: the pause may have
+				// outlasted its deadline there (the keeper's refresh is
+				// a write), and a release passes a dead waiter over.
+				if !otherLeads.Load() {
+					waitLive(t, admin, name)
+				}
 				return nil
 			case 3:
 				<-fctx.Done()
@@ -277,6 +284,7 @@ func TestRunLossIntegration(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				otherLeads.Store(true)
 				otherLed <- time.Now()
 			}()
 			waitLine(t, admin, name, 1)

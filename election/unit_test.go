@@ -3,6 +3,7 @@ package election_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,17 @@ func mustLeader(t testing.TB, e *election.Election) election.Leader {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// waitLive waits until a waiter of the election name is live in line: its
+// deadline there, on the server's clock, has not passed.
+func waitLive(t testing.TB, rdb redis.UniversalClient, name string) {
+	t.Helper()
+	timeouts := keyspace.NewNames(name).Timeouts()
+	redistest.WaitFor(t, 5*time.Second, func() bool {
+		now, err := rdb.Time(context.Background()).Result()
+		return err == nil && rdb.ZCount(context.Background(), timeouts, "("+strconv.FormatInt(now.UnixMilli(), 10), "+inf").Val() > 0
+	})
 }
 
 // waitLine waits until n candidates wait in the line of the election
