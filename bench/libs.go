@@ -99,6 +99,9 @@ var contenders = []contender{
 	// Not a library: the Redisson algorithm's two scripts, a reference for
 	// rlock's server time (see redissonAlg). It cannot wait.
 	{name: redissonAlg, newLocker: newRedissonAlg},
+	// Not a library: the least two scripts cost that make rlock's checks
+	// (see guardedFloor). It cannot wait.
+	{name: guardedFloor, newLocker: newGuardedFloor},
 	{name: bareLk, newLocker: newBare, bare: true},
 }
 

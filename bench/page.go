@@ -173,6 +173,15 @@ client of the scenario.
   and publishes on a channel named after the key. It has no waiting
   protocol, so it runs only in the uncontended scenarios, as the
   reference for rlock's server time.
+- **rlock's checks alone**: not a library but a reference, written for
+  this page: the least two scripts cost that make the checks rlock's
+  uncontended pair makes. The acquire refuses a copy run after its
+  deadline on the server's clock (TIME), finds the name free with one
+  EXISTS of the lock and the keys other kinds keep under the name, and
+  takes it with HSET and PEXPIRE; the release checks the hold id's field,
+  pops the waiter list (where a grant would start) and deletes the hash.
+  No fencing, waiting or watchers. Uncontended scenarios only: what it
+  costs the server is a floor for rlock's.
 - **bare FIFO lock**: not a library but a reference, written for this
   page: a minimal strictly fair lock through Redis. A script takes the
   free key or puts the caller at the end of a list; the release makes

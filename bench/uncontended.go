@@ -97,6 +97,9 @@ func uncontended(ctx context.Context, e *env) (*table, error) {
 	if r, ok := ratioOf(e, "uncontended", "usec", us, redissonAlg); ok {
 		issue41 = append(issue41, fmt.Sprintf("redisync rlock's is %.2fx the Redisson algorithm's (target: at most 0.8x)", r))
 	}
+	if r, ok := ratioOf(e, "uncontended", "usec", guardedFloor, redissonAlg); ok {
+		issue41 = append(issue41, fmt.Sprintf("the least two scripts cost that make rlock's checks (\"%s\") are %.2fx the Redisson algorithm's", guardedFloor, r))
+	}
 	if r, ok := ratioOf(e, "uncontended", "usec", usFenced, us); ok {
 		issue41 = append(issue41, fmt.Sprintf("redisync rlock's with fencing is %.2fx its own without (target: at most 1.15x)", r))
 	}
