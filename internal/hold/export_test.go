@@ -2,6 +2,7 @@ package hold
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -72,4 +73,42 @@ func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// CheckRecord checks, between calls, that the current hold's levels agree
+// with its holders (the one-record plan's I2): the hold has its level of
+// mode Exclusive exactly when a record has it or it is handed, and its
+// level of mode Shared exactly when a plain or RDo read has it. With no
+// current hold there is nothing to agree on.
+func (l *Lock) CheckRecord() error {
+	l.t.mu.Lock()
+	h := l.t.cur
+	var levels Levels
+	if h != nil {
+		levels = h.levels
+	}
+	l.t.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	l.mu.Lock()
+	in := [2]bool{h.x != nil || l.handed == h, h.reads()}
+	l.mu.Unlock()
+	for m, n := range levels {
+		if (n > 0) != in[m] {
+			return fmt.Errorf("hold %s: levels %v, but mode %d held by the records: %v", h.id, levels, m, in[m])
+		}
+	}
+	return nil
+}
+
+// GateFree reports whether a call for mode m would pass the handle's local
+// line at once, for a test that must not wait there.
+func (l *Lock) GateFree(m Mode) bool {
+	n := l.share(m)
+	if !l.gate.TryAcquire(n) {
+		return false
+	}
+	l.gate.Release(n)
+	return true
 }
