@@ -82,18 +82,12 @@ func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 // current hold there is nothing to agree on.
 func (l *Lock) CheckRecord() error {
 	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	h := l.t.cur
-	var levels Levels
-	if h != nil {
-		levels = h.levels
-	}
-	l.t.mu.Unlock()
 	if h == nil {
 		return nil
 	}
-	l.mu.Lock()
-	in := [2]bool{h.x != nil || l.handed == h, h.reads()}
-	l.mu.Unlock()
+	levels, in := h.levels, [2]bool{h.x != nil || l.handed == h, h.reads()}
 	for m, n := range levels {
 		if (n > 0) != in[m] {
 			return fmt.Errorf("hold %s: levels %v, but mode %d held by the records: %v", h.id, levels, m, in[m])

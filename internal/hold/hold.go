@@ -94,8 +94,14 @@ type Tracker struct {
 	// attempts (Asking.Seq, the tag of a read level: see Attempt).
 	ids, seqs atomic.Uint64
 
-	mu  sync.Mutex // protects cur, wait, and the levels of every hold
-	cur *hold      // the current hold; nil when none
+	// mu is the handle's one lock over its holds: it protects cur, wait,
+	// owed, giving and given, every hold's levels, records, run and
+	// handoff mark, and the Lock's count of calls at its gate (owners). It
+	// is taken after op, never held across a wait or a script, and nothing
+	// that takes it is called while it is held; the Lost hook, Do's
+	// cancels and the close of Done run once it is let go.
+	mu  sync.Mutex
+	cur *hold // the current hold; nil when none
 	// wait is the hold id the attempts for the handle's next hold use
 	// ("" until one needs it). It passes to the hold they begin, and is
 	// retired as soon as anything is given back or left under it: an id
@@ -107,11 +113,6 @@ type Tracker struct {
 	// forget, if set, runs when a hold ends, however it ends, under mu:
 	// the handle's goroutines forget their records of it (owners.reset).
 	forget func(h *hold)
-
-	// runMu guards the run of every hold (see passOn). It is taken with
-	// no other lock held and none is taken under it: a local handoff asks
-	// under the owners' lock, which mu's holder (end) takes.
-	runMu sync.Mutex
 
 	// owed lists the give-backs that failed (see Undo), oldest first,
 	// under mu: the next attempt sends them again first.
@@ -148,10 +149,10 @@ type hold struct {
 	releasing bool
 	lostWhile error
 
-	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.runMu
+	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.mu
 
-	// The calls that hold it, in the process (see owners); guarded by the
-	// owners' lock. A record belongs to this hold alone: once the hold is
+	// The calls that hold it, in the process (see owners); guarded by
+	// Tracker.mu. A record belongs to this hold alone: once the hold is
 	// over, nothing of it re-enters or releases anything.
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
@@ -405,7 +406,7 @@ func (t *Tracker) end(h *hold, lost error) bool {
 	}
 	t.cur = nil
 	if t.forget != nil {
-		t.forget(h) // takes the owners' lock, never held while taking t.mu
+		t.forget(h)
 	}
 	owes := lost != nil && !h.releasing
 	if lost != nil && h.releasing {

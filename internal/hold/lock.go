@@ -472,15 +472,15 @@ func Probes(b Base, modes int) [2]wait.Probe {
 func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 	if m == Exclusive {
 		// Counted as waiting at the gate, for a local handoff (handOver).
-		l.mu.Lock()
+		l.t.mu.Lock()
 		l.queued++
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 	}
 	err := l.pass(ctx, n)
 	if m == Exclusive {
-		l.mu.Lock()
+		l.t.mu.Lock()
 		l.queued--
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		if err != nil {
 			l.settleHanded(ctx)
 		}
@@ -529,8 +529,8 @@ func (l *Lock) countOut(h *hold, r *record) func() bool {
 
 // lastRead reports whether the handle has no read of hold h left.
 func (l *Lock) lastRead(h *hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return !h.reads()
 }
 

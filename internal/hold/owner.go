@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -28,7 +27,7 @@ import (
 // the handle's op, with the scripts (see taking): a read joins the hold's
 // read level, or the last reader lets it go, never both at once.
 //
-// Invariants, guarded by owners.mu:
+// Invariants, guarded by Tracker.mu:
 //
 //   - The local line (gate) lets one exclusive hold or any number of read
 //     holds through at a time, in arrival order; a waiting writer holds
@@ -79,9 +78,8 @@ type owners struct {
 	gate  *semaphore.Weighted
 	units int64 // an exclusive hold's share of gate
 
-	mu sync.Mutex // guards the records of every hold (hold.x, ...) and what follows
-
-	// Local handoff; see handOver.
+	// Local handoff; see handOver. Guarded by Tracker.mu, as the records
+	// of every hold (hold.x, ...) are.
 	queued int   // calls waiting at the gate for an exclusive hold
 	handed *hold // the hold in Redis that waits for the next call through the gate
 }
@@ -95,9 +93,9 @@ func (o *owners) init(modes int) {
 }
 
 // reset forgets the records of hold h and gives their units back: h ended
-// (lost, force-unlocked, or released: see Tracker.end).
+// (lost, force-unlocked, or released: see Tracker.end). The caller holds
+// Tracker.mu.
 func (o *owners) reset(h *hold) {
-	o.mu.Lock()
 	var units int64
 	if h.x != nil {
 		units += o.units - h.x.reads
@@ -113,7 +111,6 @@ func (o *owners) reset(h *hold) {
 	clear(h.rdos)
 	h.over = true
 	o.handed = nil
-	o.mu.Unlock()
 	if units > 0 {
 		o.gate.Release(units)
 	}
@@ -125,8 +122,8 @@ type record struct {
 	mode  Mode
 	plain bool
 	h     *hold // the Tracker's hold it is a part of: its releases and downgrades are sent for it
-	depth int64 // levels taken through this record, 0 once it ended; guarded by owners.mu
-	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
+	depth int64 // levels taken through this record, 0 once it ended; guarded by Tracker.mu
+	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by Tracker.mu
 }
 
 type ctxKey struct{ l *Lock }
@@ -151,8 +148,8 @@ func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	if r == nil {
 		return nil, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return r, r.depth > 0
 }
 
@@ -236,8 +233,8 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 
 // ended reports whether hold h ended without its callers (see reset).
 func (l *Lock) ended(h *hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return h.over
 }
 
@@ -247,12 +244,12 @@ func (l *Lock) ended(h *hold) bool {
 // of RDo, gets a record of its own in *r. It runs on the handle's op (see
 // taking).
 func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return l.recordLocked(h, m, plain, join, r)
 }
 
-// recordLocked is record; the caller holds the owners' lock.
+// recordLocked is record; the caller holds Tracker.mu.
 func (l *Lock) recordLocked(h *hold, m Mode, plain, join bool, r **record) bool {
 	if h.over || join && !h.reads() {
 		return false
@@ -286,10 +283,10 @@ var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLos
 // sync.Mutex's is, and another goroutine's Lock must wait), so the call
 // waited; the error names the likely mistake and the way to re-enter.
 func (l *Lock) behindOwn(m Mode, err error) error {
-	h := l.t.current()
-	l.mu.Lock()
+	l.t.mu.Lock()
+	h := l.t.cur
 	write, reads := h != nil && h.x != nil, h.reads()
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	var hint string
 	switch {
 	case write && m == Exclusive:
@@ -333,8 +330,8 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		} else if _, err := try(ctx); err != nil {
 			return nil, false, err
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
 		if c.depth == 0 {
 			return nil, false, errEnded // lost while the renewal ran
 		}
@@ -346,8 +343,8 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 	// hold's units, while the write hold lasts.
 	ctx = context.WithValue(ctx, sentForKey{}, h)
 	tk := &taking{record: func(h *hold, join bool) bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
 		if c.depth == 0 || !l.recordLocked(h, Shared, true, join, nil) {
 			return false
 		}
@@ -400,8 +397,8 @@ func (l *Lock) inner(r *record) (bool, error) {
 	if r == nil || r == ended {
 		return false, nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	switch {
 	case r.h.over && !r.plain:
 		return true, errEnded
@@ -538,13 +535,10 @@ func (l *Lock) handOver(r *record, m Mode) bool {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
 		return false
 	}
-	cur := l.t.current()
-	if cur == nil {
-		return false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if r.h != cur || r != cur.x || r.depth != 1 || r.reads != 0 || l.queued == 0 ||
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	cur := l.t.cur
+	if cur == nil || r.h != cur || r != cur.x || r.depth != 1 || r.reads != 0 || l.queued == 0 ||
 		l.handed != nil || !l.t.passOn(cur) {
 		return false
 	}
@@ -560,18 +554,18 @@ func (l *Lock) handOver(r *record, m Mode) bool {
 // and returns ctx's error, having given its units back. It reports false
 // and no error when there is nothing to take: the caller goes to Redis.
 func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bool, error) {
-	cur := l.t.current()
-	l.mu.Lock()
+	l.t.mu.Lock()
+	cur := l.t.cur
 	switch {
 	case l.handed == nil:
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		return nil, false, nil
 	case l.handed != cur:
 		l.handed = nil // ended since it was handed over
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		return nil, false, nil
 	case ctx.Err() != nil:
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		l.gate.Release(n)
 		l.settleHanded(ctx)
 		return nil, false, ctx.Err()
@@ -579,15 +573,15 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 	l.handed = nil
 	r := &record{mode: Exclusive, plain: plain, depth: 1, h: cur}
 	cur.x = r
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	return r, true, nil
 }
 
 // Queued returns how many calls wait at the handle's local line for an
 // exclusive hold: for tests.
 func (l *Lock) Queued() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return l.queued
 }
 
@@ -598,17 +592,16 @@ func (l *Lock) Queued() int {
 // ReleaseContext(ctx), and is waited for until ctx is done: a Lock whose
 // ctx ended leaves it to the background (perclient.TidyUp).
 func (l *Lock) settleHanded(ctx context.Context) {
-	l.mu.Lock()
+	l.t.mu.Lock()
 	idle := l.handed != nil && l.queued == 0
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	if !idle || !l.gate.TryAcquire(l.units) {
 		return
 	}
-	cur := l.t.current()
-	l.mu.Lock()
-	handed := l.handed
+	l.t.mu.Lock()
+	cur, handed := l.t.cur, l.handed
 	l.handed = nil
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	if handed == nil || handed != cur {
 		l.gate.Release(l.units)
 		return
@@ -624,9 +617,9 @@ func (l *Lock) settleHanded(ctx context.Context) {
 // else (r nil) a plain read hold; and the Tracker's hold it is a part of.
 func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 	c, live := l.carried(ctx)
-	cur := l.t.current() // taken with t.mu, never under the owners' lock
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	cur := l.t.cur
 	switch {
 	case c != nil && c.mode == m && !live:
 		return ended, nil, false // never another goroutine's plain hold
@@ -644,7 +637,7 @@ func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 // h), whatever Redis said: a hold that is lost is over too. A hold whose
 // last level is gone gives its units of the line back.
 func (l *Lock) released(h *hold, r *record, m Mode) {
-	l.mu.Lock()
+	l.t.mu.Lock()
 	var units int64
 	switch {
 	case h.over:
@@ -669,21 +662,20 @@ func (l *Lock) released(h *hold, r *record, m Mode) {
 			}
 		}
 	}
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	if units > 0 {
 		l.gate.Release(units)
 	}
 }
 
 // reads reports whether the handle holds a read lock in h (nil: none);
-// the caller holds the owners' lock.
+// the caller holds Tracker.mu.
 func (h *hold) reads() bool { return h != nil && (h.plainReads > 0 || len(h.rdos) > 0) }
 
 func (l *Lock) holdsReads() bool {
-	h := l.t.current()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return h.reads()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	return l.t.cur.reads()
 }
 
 // Do takes a level of mode m (re-entering the hold ctx carries, if any),
@@ -725,14 +717,13 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		if !live {
 			return 0, nil
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
 		return int(c.depth), nil
 	}
-	h := l.t.current()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h != nil && h.x != nil && h.x.plain {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	if h := l.t.cur; h != nil && h.x != nil && h.x.plain {
 		return 1, nil
 	}
 	return 0, nil

@@ -12,10 +12,9 @@ type run struct {
 }
 
 // passOn reports whether hold h's run may pass the lock on once more
-// within the process (see maxPasses), and counts the pass if so.
+// within the process (see maxPasses), and counts the pass if so. The
+// caller holds mu.
 func (t *Tracker) passOn(h *hold) bool {
-	t.runMu.Lock()
-	defer t.runMu.Unlock()
 	if !h.run.open() {
 		return false
 	}
