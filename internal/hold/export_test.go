@@ -3,32 +3,9 @@ package hold
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/redisync/redisync/internal/errs"
 )
-
-// SlowForget makes the first forgetting of the holds of x's handle (x is
-// a lock handle, such as an *rlock.Mutex) take d longer, as a goroutine
-// descheduled there would, and closes forgot once it is done: it widens
-// the window between a hold's end and its goroutines forgetting their
-// holds, which must be none.
-func SlowForget(x any, d time.Duration, forgot chan<- struct{}) {
-	l := WatcherOf(x).h.l
-	var once sync.Once
-	l.t.forget = func(h *hold) {
-		slow := false
-		once.Do(func() { slow = true })
-		if slow {
-			time.Sleep(d) // fault injection: the window, not a wait for anything
-		}
-		l.owners.reset(h)
-		if slow {
-			close(forgot)
-		}
-	}
-}
 
 // Current returns the Tracker's current hold, for ReleaseOf.
 func (t *Tracker) Current() any { return t.current() }
@@ -63,7 +40,7 @@ func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 	var r *record
 	tk := &taking{record: func(h *hold, join bool) bool {
 		if join {
-			l.t.lose(h, errs.ErrLost)
+			l.t.end(h, errs.ErrLost)
 		}
 		return l.record(h, Shared, true, join, &r)
 	}}
@@ -87,7 +64,7 @@ func (l *Lock) CheckRecord() error {
 	if h == nil {
 		return nil
 	}
-	levels, in := h.levels, [2]bool{h.x != nil || l.handed == h, h.reads()}
+	levels, in := h.levels, [2]bool{h.x != nil || h.handed, h.reads()}
 	for m, n := range levels {
 		if (n > 0) != in[m] {
 			return fmt.Errorf("hold %s: levels %v, but mode %d held by the records: %v", h.id, levels, m, in[m])

@@ -149,15 +149,21 @@ type hold struct {
 	releasing bool
 	lostWhile error
 
-	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.mu
+	// The local handoffs of the hold (see Lock.handOver), guarded by
+	// Tracker.mu: handed is set while it waits in Redis for the next call
+	// through the gate, passes counts the handoffs so far, and since is
+	// when it began (see maxPasses).
+	handed bool
+	passes int
+	since  time.Time
 
 	// The calls that hold it, in the process (see owners); guarded by
 	// Tracker.mu. A record belongs to this hold alone: once the hold is
-	// over, nothing of it re-enters or releases anything.
+	// not the current one any more (ended), nothing of it re-enters or
+	// releases anything.
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
 	rdos       map[*record]struct{} // the read holds of RDo
-	over       bool                 // ended, its records forgotten: see owners.reset
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -222,16 +228,15 @@ func (t *Tracker) Drop() {
 	}
 }
 
-// dropIf ends hold h as Drop does if it is still the current hold, and
-// reports whether it was: whoever deleted the lock, the holds of the
-// handle's goroutines in h are over (see end).
-func (t *Tracker) dropIf(h *hold) bool { return t.end(h, nil) }
-
 func (t *Tracker) current() *hold {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cur
 }
+
+// live reports whether hold h is the current hold: once it is not, it
+// never is again (see end).
+func (t *Tracker) live(h *hold) bool { return t.current() == h }
 
 // acquired records a successful acquisition, sent at sent for hold
 // sentFor (nil: sent while the handle held nothing), after which Redis
@@ -280,7 +285,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 // from now on: the next wait of the handle takes a new one.
 func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64) *hold {
 	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
-		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
+		report: t.cfg.Probes[levels.began()].Hold(sent), since: time.Now()}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -314,7 +319,7 @@ func (t *Tracker) forced(before *hold, named func(id string) bool) {
 	h := t.cur
 	t.mu.Unlock()
 	if h != nil && (h == before || named(h.id)) {
-		t.dropIf(h)
+		t.end(h, nil) // whoever deleted the lock, the holds in h are over
 	}
 }
 
@@ -371,14 +376,6 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 		Lost: func(err error) {
 			t.end(h, fmt.Errorf("%w: %w", errs.ErrLost, err))
 		},
-	}
-}
-
-// lose ends hold h, if it is still current, as lost with err: Redis no
-// longer has it, though the watchdog has not noticed yet.
-func (t *Tracker) lose(h *hold, err error) {
-	if h != nil {
-		t.end(h, err)
 	}
 }
 

@@ -54,7 +54,9 @@ import (
 //     the handle has by the time it runs.
 //   - When the handle's hold ends without its holders (the watchdog
 //     finds it lost, or ForceUnlock), reset gives every unit of its
-//     records back and marks it over. A call with the ctx of a
+//     records back, in the critical section where it stops being the
+//     Tracker's current hold: a hold's records are live exactly while it
+//     is current, and it never is again. A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
@@ -78,10 +80,9 @@ type owners struct {
 	gate  *semaphore.Weighted
 	units int64 // an exclusive hold's share of gate
 
-	// Local handoff; see handOver. Guarded by Tracker.mu, as the records
-	// of every hold (hold.x, ...) are.
-	queued int   // calls waiting at the gate for an exclusive hold
-	handed *hold // the hold in Redis that waits for the next call through the gate
+	// calls waiting at the gate for an exclusive hold, for a local
+	// handoff (see handOver); guarded by Tracker.mu
+	queued int
 }
 
 func (o *owners) init(modes int) {
@@ -109,8 +110,6 @@ func (o *owners) reset(h *hold) {
 		r.depth = 0
 	}
 	clear(h.rdos)
-	h.over = true
-	o.handed = nil
 	if units > 0 {
 		o.gate.Release(units)
 	}
@@ -225,17 +224,10 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 	if err != nil && !errors.Is(err, errReentryRefused) {
 		_ = l.release(ctx, h, Shared, l.countOut(h, r))
 	}
-	if err == nil && l.ended(h) {
+	if err == nil && !l.t.live(h) {
 		return errTakenEnded // lost while the renewal ran: reset forgot the read
 	}
 	return err
-}
-
-// ended reports whether hold h ended without its callers (see reset).
-func (l *Lock) ended(h *hold) bool {
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	return h.over
 }
 
 // record records a level of mode m taken (or, with join, joined) in hold
@@ -251,7 +243,7 @@ func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
 
 // recordLocked is record; the caller holds Tracker.mu.
 func (l *Lock) recordLocked(h *hold, m Mode, plain, join bool, r **record) bool {
-	if h.over || join && !h.reads() {
+	if l.t.cur != h || join && !h.reads() {
 		return false
 	}
 	if m == Shared && plain {
@@ -376,7 +368,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, err
 	}
 	if !ok {
-		l.t.lose(h, errReentryRefused)
+		l.t.end(h, errReentryRefused)
 		return nil, false, errReentryRefused
 	}
 	if tk.h == nil {
@@ -400,9 +392,9 @@ func (l *Lock) inner(r *record) (bool, error) {
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	switch {
-	case r.h.over && !r.plain:
+	case l.t.cur != r.h && !r.plain:
 		return true, errEnded
-	case r.h.over || r.depth < 2:
+	case l.t.cur != r.h || r.depth < 2:
 		return false, nil
 	}
 	r.depth--
@@ -424,7 +416,7 @@ func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 		return false, err
 	}
 	if !held {
-		l.t.lose(h, errReentryRefused)
+		l.t.end(h, errReentryRefused)
 		return false, errReentryRefused
 	}
 	h.wd.Touch(sent)
@@ -506,7 +498,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	return l.Wrap(l.ops[m][1], err)
 }
 
-// The bounds of passing within a handle (see run): a hold taken in Redis
+// The bounds of passing within a handle (see handOver): a hold taken in Redis
 // passes between goroutines of the handle at most maxPasses times in a
 // row, and after the first pass only within maxPassTime of being taken,
 // before a release in Redis hands the lock to the first waiter in the
@@ -537,31 +529,27 @@ func (l *Lock) handOver(r *record, m Mode) bool {
 	}
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
-	cur := l.t.cur
-	if cur == nil || r.h != cur || r != cur.x || r.depth != 1 || r.reads != 0 || l.queued == 0 ||
-		l.handed != nil || !l.t.passOn(cur) {
+	h := l.t.cur
+	if h == nil || r.h != h || r != h.x || r.depth != 1 || r.reads != 0 || l.queued == 0 || h.handed ||
+		h.passes >= maxPasses || h.passes > 0 && time.Since(h.since) >= maxPassTime {
 		return false
 	}
-	l.handed = cur
+	h.handed = true
+	h.passes++
 	return true
 }
 
 // takeHanded takes the hold that the previous holder handed over (see
 // handOver), if any, for a call that passed the gate with n units: in one
 // critical section with the record, and only while that hold is still
-// the Tracker's current one (a loss or ForceUnlock ends it, and reset
-// forgets it). A caller whose ctx has ended leaves it to the next call
+// the Tracker's current one (a loss or ForceUnlock ends it). A caller whose ctx has ended leaves it to the next call
 // and returns ctx's error, having given its units back. It reports false
 // and no error when there is nothing to take: the caller goes to Redis.
 func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bool, error) {
 	l.t.mu.Lock()
-	cur := l.t.cur
+	h := l.t.cur
 	switch {
-	case l.handed == nil:
-		l.t.mu.Unlock()
-		return nil, false, nil
-	case l.handed != cur:
-		l.handed = nil // ended since it was handed over
+	case h == nil || !h.handed:
 		l.t.mu.Unlock()
 		return nil, false, nil
 	case ctx.Err() != nil:
@@ -570,9 +558,9 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 		l.settleHanded(ctx)
 		return nil, false, ctx.Err()
 	}
-	l.handed = nil
-	r := &record{mode: Exclusive, plain: plain, depth: 1, h: cur}
-	cur.x = r
+	h.handed = false
+	r := &record{mode: Exclusive, plain: plain, depth: 1, h: h}
+	h.x = r
 	l.t.mu.Unlock()
 	return r, true, nil
 }
@@ -593,16 +581,19 @@ func (l *Lock) Queued() int {
 // ctx ended leaves it to the background (perclient.TidyUp).
 func (l *Lock) settleHanded(ctx context.Context) {
 	l.t.mu.Lock()
-	idle := l.handed != nil && l.queued == 0
+	idle := l.t.cur != nil && l.t.cur.handed && l.queued == 0
 	l.t.mu.Unlock()
 	if !idle || !l.gate.TryAcquire(l.units) {
 		return
 	}
 	l.t.mu.Lock()
-	cur, handed := l.t.cur, l.handed
-	l.handed = nil
+	handed := l.t.cur
+	taken := handed == nil || !handed.handed
+	if !taken {
+		handed.handed = false
+	}
 	l.t.mu.Unlock()
-	if handed == nil || handed != cur {
+	if taken {
 		l.gate.Release(l.units)
 		return
 	}
@@ -640,8 +631,8 @@ func (l *Lock) released(h *hold, r *record, m Mode) {
 	l.t.mu.Lock()
 	var units int64
 	switch {
-	case h.over:
-		// reset forgot the hold meanwhile, and gave its units back.
+	case l.t.cur != h:
+		// The hold ended meanwhile: reset forgot it, and gave its units back.
 	case r == nil && h.plainReads == 0:
 		// Counted down already: two RUnlocks of one RLock racing.
 	case r == nil:
