@@ -37,7 +37,7 @@
 // live in the process (owners); Redis keeps one level per hold and mode.
 // A read-write lock's downgrade takes its read level under the current
 // hold's id; a read of another goroutine while the hold has its read
-// level joins it in the process, on the handle's op (see taking), and the
+// level joins it in the process, on the handle's op (see intent), and the
 // last reader's release lets the level go. A hold's read level can be
 // taken again after its release (a downgrade, released, then taken again
 // under the write hold), so each read level is tagged in Redis with the
@@ -84,7 +84,7 @@
 //     PEXPIRE), and wakes a waiter to attempt
 //     when its place is gone or its lock free; its last refresh that
 //     found the place holding the last refused attempt's id stands for
-//     that attempt when a grant is completed (see Claim): a grant takes
+//     that attempt when a grant is completed (see Tracker.claim): a grant takes
 //     the place, and nothing writes that id again (acquire scripts are
 //     never resent, and a script of an earlier attempt run late writes
 //     its own). 10000 parked waiters cost about 13000 Redis
@@ -122,7 +122,7 @@
 //     reaches it on a confirmed subscription (a message read before the
 //     confirmation belongs to an earlier subscription of the channel, a
 //     wait that has ended: it only wakes). The woken waiter hands the
-//     grant to Tracker.Claim, which makes it a hold (levels, Done, the
+//     grant to Tracker.claim, which makes it a hold (levels, Done, the
 //     fencing token, a watchdog entry) without a round trip. Its validity
 //     is counted from when the waiter's last refused attempt was sent:
 //     that script ran before the grant, so the server's grant lease ends
@@ -141,7 +141,7 @@
 //     finds the owner holding the lock and completes as above.
 //   - ctx. A waiter whose ctx ends returns ctx's error, and gives back a
 //     grant that reached it: one whose message it read with the end of
-//     ctx or after (Claim, as Take gives back a grant read after ctx
+//     ctx or after (Tracker.claim, as Take gives back a grant read after ctx
 //     ended), and one its Leave finds in Redis. The release script
 //     releases the level, which grants the lock to the next waiter. Leave
 //     itself only reports the grant; the engine gives it back by the

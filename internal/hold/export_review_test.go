@@ -13,5 +13,5 @@ func WaitID(x any) string { return WatcherOf(x).h.l.t.waitID(nil) }
 // parked wait of x's handle does on the grant's message (Lock.wait's
 // claim), its base being now.
 func ClaimGrant(ctx context.Context, x any, id string) (bool, error) {
-	return WatcherOf(x).h.l.t.Claim(ctx, Exclusive, 0, time.Now(), id)
+	return WatcherOf(x).h.l.t.claim(ctx, Exclusive, 0, time.Now(), id, nil)
 }

@@ -30,22 +30,22 @@ func Ends(x any) int {
 
 // RLockAcrossEnd takes a plain read of x's handle (x is a lock handle,
 // such as an *rwlock.RWMutex) in one attempt, as TryRLock does, except
-// that the hold the read joins ends (lost) just as the read is recorded
-// in it: the watchdog's loss, or a ForceUnlock, in that instant.
+// that the hold the read would join ends (lost) once the read is through
+// the local line: the watchdog's loss, or a ForceUnlock, in that instant.
+// A join is decided and recorded in the critical section where the hold
+// is current (Tracker.join), so this is the last instant the end can come
+// in before it.
 func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 	l := WatcherOf(x).h.l
 	if !l.gate.TryAcquire(1) {
 		return false, nil
 	}
-	var r *record
-	tk := &taking{record: func(h *hold, join bool) bool {
-		if join {
-			l.t.end(h, errs.ErrLost)
-		}
-		return l.record(h, Shared, true, join, &r)
-	}}
-	ok, err := l.try(withTaking(ctx, tk), Shared)
-	if !ok || err != nil || tk.h == nil {
+	if h := l.t.current(); h != nil {
+		l.t.end(h, errs.ErrLost)
+	}
+	in := &intent{m: Shared, plain: true}
+	ok, err := l.try(ctx, Shared, in)
+	if !ok || err != nil || in.h == nil {
 		l.gate.Release(1)
 		return false, err
 	}

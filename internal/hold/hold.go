@@ -248,8 +248,9 @@ func (t *Tracker) live(h *hold) bool { return t.current() == h }
 // level the hold has says that the hold is lost (its lease ran out
 // unseen, or it was force-unlocked): it ends, and nothing begins under
 // its id (ids are never used again); the caller gives back what the
-// attempt took, by that id.
-func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold, tag uint64) *hold {
+// attempt took, by that id. The level is recorded through in (see
+// intent) in the critical section that applies the reply.
+func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold, tag uint64, in *intent) *hold {
 	t.mu.Lock()
 	h := t.cur
 	if sentFor != nil && h != sentFor {
@@ -263,6 +264,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 				h.tag = tag
 			}
 			h.wd.Touch(sent)
+			in.record(h, false)
 			t.mu.Unlock()
 			return h
 		}
@@ -276,14 +278,15 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		// lost before the watchdog noticed.
 		t.end(h, errs.ErrLost)
 	}
-	return t.begin(id, levels, token, sent, t.cfg.Lease, tag)
+	return t.begin(id, levels, token, sent, t.cfg.Lease, tag, in)
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
 // its first renewal, is lease from sent, and returns it; nil when id is
 // no longer the id of the handle's wait (retired). The id is the hold's
-// from now on: the next wait of the handle takes a new one.
-func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64) *hold {
+// from now on: the next wait of the handle takes a new one. The level is
+// recorded through in (see intent) as the hold becomes current.
+func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64, in *intent) *hold {
 	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
 		report: t.cfg.Probes[levels.began()].Hold(sent), since: time.Now()}
 	// The hold is current before the watchdog knows it, and t.mu is held
@@ -300,6 +303,7 @@ func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, 
 	}
 	t.cur = h
 	t.wait = ""
+	in.record(h, false)
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 	return h
@@ -486,5 +490,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 	if t.Touch(sent) {
 		return
 	}
-	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0)
+	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0, nil)
 }

@@ -24,7 +24,7 @@ import (
 // re-entry depth and a read-write lock's readers are counted here, and
 // this file decides, in the process, which calls the levels belong to.
 // What a take records, and a read's release counts down, is changed on
-// the handle's op, with the scripts (see taking): a read joins the hold's
+// the handle's op, with the scripts (see intent): a read joins the hold's
 // read level, or the last reader lets it go, never both at once.
 //
 // Invariants, guarded by Tracker.mu:
@@ -186,28 +186,23 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 			return r, taken, err
 		}
 	}
-	var r *record
-	tk := &taking{record: func(h *hold, join bool) bool { return l.record(h, m, plain, join, &r) }}
-	ok, err := l.redis(withTaking(ctx, tk), m, blocking)
+	in := &intent{m: m, plain: plain}
+	ok, err := l.redis(ctx, m, blocking, in)
 	if !ok || err != nil {
 		l.gate.Release(n)
 		return nil, ok, err
 	}
-	if tk.h == nil {
-		// Lost or force-unlocked as it was taken: reset forgot it before
-		// it had a record, and its release is owed (Tracker.end).
-		l.gate.Release(n)
-		return nil, false, errTakenEnded
-	}
-	if tk.joined {
+	// Taken, so recorded: in the critical section that applied the reply
+	// (see intent). A loss or a ForceUnlock from now on finds the record.
+	if in.joined {
 		// A read that joined the hold's read level sends one renewal, as a
 		// re-entry does: it re-arms a fixed lease, and tells a hold gone
 		// from Redis at once.
-		if err := l.rearmJoined(ctx, tk.h, r, blocking); err != nil {
+		if err := l.rearmJoined(ctx, in.h, in.r, blocking); err != nil {
 			return nil, false, err
 		}
 	}
-	return r, true, nil
+	return in.r, true, nil
 }
 
 // rearmJoined renews hold h for a read that joined its read level (r: its
@@ -230,40 +225,8 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 	return err
 }
 
-// record records a level of mode m taken (or, with join, joined) in hold
-// h, plain or Do's, and reports whether it did: not once h has ended, nor
-// a join when the handle reads h no more. An exclusive level, or a read
-// of RDo, gets a record of its own in *r. It runs on the handle's op (see
-// taking).
-func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	return l.recordLocked(h, m, plain, join, r)
-}
-
-// recordLocked is record; the caller holds Tracker.mu.
-func (l *Lock) recordLocked(h *hold, m Mode, plain, join bool, r **record) bool {
-	if l.t.cur != h || join && !h.reads() {
-		return false
-	}
-	if m == Shared && plain {
-		h.plainReads++
-		return true
-	}
-	*r = &record{mode: m, plain: plain, depth: 1, h: h}
-	if m == Exclusive {
-		h.x = *r
-		return true
-	}
-	if h.rdos == nil {
-		h.rdos = make(map[*record]struct{})
-	}
-	h.rdos[*r] = struct{}{}
-	return true
-}
-
-// errTakenEnded is the error of a take whose hold was lost or
-// force-unlocked before the call returned.
+// errTakenEnded is the error of a read that joined a hold lost or
+// force-unlocked before the call returned (see rearmJoined).
 var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLost)
 
 // behindOwn returns err, the error of a call that waited for mode m at
@@ -330,22 +293,12 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		c.depth++
 		return c, true, nil
 	}
-	// The downgrade's reply is applied to h only (see Tracker.Attempt),
+	// The downgrade's reply is applied to h only (see Tracker.attempt),
 	// and recorded on the handle's op: a plain read hold on the write
 	// hold's units, while the write hold lasts.
-	ctx = context.WithValue(ctx, sentForKey{}, h)
-	tk := &taking{record: func(h *hold, join bool) bool {
-		l.t.mu.Lock()
-		defer l.t.mu.Unlock()
-		if c.depth == 0 || !l.recordLocked(h, Shared, true, join, nil) {
-			return false
-		}
-		c.reads++
-		return true
-	}}
-	ctx = withTaking(ctx, tk)
+	in := &intent{m: m, plain: true, down: c}
 	try := func(ctx context.Context) (bool, error) {
-		ok, err := l.redis(ctx, m, false)
+		ok, err := l.redis(ctx, m, false, in)
 		if err != nil || ok {
 			return ok, err
 		}
@@ -371,7 +324,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		l.t.end(h, errReentryRefused)
 		return nil, false, errReentryRefused
 	}
-	if tk.h == nil {
+	if in.h == nil {
 		// The write hold ended while the script ran: the read level it
 		// took is released, unless another read of the handle keeps it
 		// (nothing is sent once h is over).
@@ -436,13 +389,14 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	return held, err
 }
 
-// redis takes a level of mode m in Redis, waiting or in one attempt.
-func (l *Lock) redis(ctx context.Context, m Mode, blocking bool) (bool, error) {
+// redis takes a level of mode m in Redis, waiting or in one attempt, and
+// records it through in.
+func (l *Lock) redis(ctx context.Context, m Mode, blocking bool, in *intent) (bool, error) {
 	if blocking {
-		err := l.wait(ctx, m)
+		err := l.wait(ctx, m, in)
 		return err == nil, err
 	}
-	return l.try(ctx, m)
+	return l.try(ctx, m, in)
 }
 
 // Lock takes a level of mode m, waiting until it can or ctx is done.
