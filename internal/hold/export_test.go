@@ -55,20 +55,35 @@ func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 // CheckRecord checks, between calls, that the current hold's levels agree
 // with its holders (the one-record plan's I2): the hold has its level of
 // mode Exclusive exactly when a record has it or it is handed, and its
-// level of mode Shared exactly when a plain or RDo read has it. With no
-// current hold there is nothing to agree on.
+// level of mode Shared exactly when a plain or RDo read has it; and that
+// the local line's units follow the holders (I5): an exclusive record has
+// all of them but those its downgraded reads borrow, every read one.
 func (l *Lock) CheckRecord() error {
 	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
 	h := l.t.cur
-	if h == nil {
-		return nil
-	}
-	levels, in := h.levels, [2]bool{h.x != nil || h.handed, h.reads()}
-	for m, n := range levels {
-		if (n > 0) != in[m] {
-			return fmt.Errorf("hold %s: levels %v, but mode %d held by the records: %v", h.id, levels, m, in[m])
+	var want int64
+	if h != nil {
+		levels, in := h.levels, [2]bool{h.x != nil || h.handed, h.reads()}
+		for m, n := range levels {
+			if (n > 0) != in[m] {
+				l.t.mu.Unlock()
+				return fmt.Errorf("hold %s: levels %v, but mode %d held by the records: %v", h.id, levels, m, in[m])
+			}
 		}
+		if h.x != nil {
+			want = l.units - h.x.reads
+		}
+		want += h.plainReads + int64(len(h.rdos))
+	}
+	l.t.mu.Unlock()
+	free := l.units - want
+	if !l.gate.TryAcquire(free) {
+		return fmt.Errorf("the local line has fewer than %d units free; its holders hold %d", free, want)
+	}
+	l.gate.Release(free)
+	if want > 0 && l.gate.TryAcquire(free+1) {
+		l.gate.Release(free + 1)
+		return fmt.Errorf("the local line has more than %d units free; its holders hold %d", free, want)
 	}
 	return nil
 }
