@@ -113,6 +113,9 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	if t.join(m, sentFor, in) {
 		return true, 0, nil
 	}
+	if in == nil {
+		in = &intent{m: m, plain: true} // a Tracker on its own: a plain holder
+	}
 	// Read after the join: a hold that ended before the read could join
 	// it (lost, or force-unlocked) is not the one a plain attempt is sent
 	// for.
@@ -167,8 +170,8 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 // reports whether it did: when the hold has its read level in Redis and
 // another read of the handle keeps it. The caller holds op: no release
 // of that level runs meanwhile, and the process's count of reads of the
-// hold is exact. A Tracker on its own (in nil) records nothing, and never
-// joins.
+// hold is exact. A Tracker on its own (in nil) never joins: it records a
+// plain holder of each level it takes.
 func (t *Tracker) join(m Mode, sentFor *hold, in *intent) bool {
 	if m != Shared || in == nil {
 		return false
@@ -176,7 +179,7 @@ func (t *Tracker) join(m Mode, sentFor *hold, in *intent) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.cur
-	if h == nil || h.levels[Shared] == 0 || sentFor != nil && h != sentFor {
+	if h == nil || !h.in(Shared) || sentFor != nil && h != sentFor {
 		return false
 	}
 	return in.record(h, true)
@@ -200,13 +203,10 @@ type intent struct {
 }
 
 // record records in's level, taken (join false) or joined, in hold h,
-// and reports whether it did: not once h has ended (it is not current)
-// or its downgrade's record has, nor a join when the handle reads h no
-// more. The caller holds Tracker.mu.
+// the current hold, and reports whether it did: not once its downgrade's
+// record has ended, nor a join when the handle reads h no more. The
+// caller holds Tracker.mu.
 func (in *intent) record(h *hold, join bool) bool {
-	if in == nil {
-		return true
-	}
 	if in.down != nil && in.down.depth == 0 || join && !h.reads() {
 		return false
 	}

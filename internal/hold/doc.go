@@ -8,10 +8,10 @@
 //   - Lock serves a lock handle's exported methods from a Kind: the wait
 //     loop (wait.Wait), leaving what a failed wait left in Redis,
 //     ForceUnlock under a receipt, the read-only queries, Do.
-//   - Tracker is a handle's hold: how many levels it holds in each mode,
-//     the serialization of its state-changing scripts that keeps that
-//     view true to Redis, Done, the watchdog entry, the contexts of Do,
-//     the loss hook. A leased semaphore keeps one Tracker per permit id.
+//   - Tracker is a handle's hold: one record of it, whose holders say
+//     which levels Redis has, the serialization of its state-changing
+//     scripts that keeps that view true to Redis, Done, the watchdog
+//     entry, the contexts of Do, the loss hook. A leased semaphore keeps one Tracker per permit id.
 //   - Take is one acquisition attempt under the rules every primitive
 //     shares: an unknown outcome is undone, a grant read after ctx ended
 //     is given back (the caller moved on), a grant older than its

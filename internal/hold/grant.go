@@ -65,9 +65,10 @@ func (t *Tracker) claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	if t.Held(m) != 0 {
 		return false, nil
 	}
-	var levels Levels
-	levels[m] = 1
-	if t.begin(id, levels, token, base, lease, 0, in) == nil {
+	if in == nil {
+		in = &intent{m: m, plain: true}
+	}
+	if t.begin(id, token, base, lease, 0, in) == nil {
 		return false, nil // id retired: an attempt under a new one finds the lock
 	}
 	return true, nil

@@ -34,11 +34,10 @@ const (
 	Shared                // the read side of a read-write lock
 )
 
-// Levels counts a handle's hold levels, indexed by Mode.
+// Levels is what a script reports of a hold's levels in Redis, indexed by
+// Mode: a count above 0 says the level is there (Redis keeps one per mode
+// per hold; the handle counts none, see hold.in).
 type Levels [2]int64
-
-// Total returns the levels held in every mode.
-func (l Levels) Total() int64 { return l[Exclusive] + l[Shared] }
 
 // Config describes the primitive behind a Tracker.
 type Config struct {
@@ -125,8 +124,7 @@ type Tracker struct {
 
 // hold is one continuous hold of the lock by the handle.
 type hold struct {
-	id     string // the hold id Redis records it under
-	levels Levels
+	id string // the hold id Redis records it under
 	// tag is the number of the attempt that took the hold's read level
 	// (Asking.Seq), which names that level to its release: a hold may take
 	// a read level again (a downgrade, released, then taken again), and a
@@ -141,12 +139,13 @@ type hold struct {
 	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
 	endN   int                        // numbers the entries of ends
 
-	// releasing is set while a release of the hold is in flight, until
-	// its outcome is recorded (see releaseOnOp), and
-	// lostWhile is the loss the watchdog reported meanwhile: a renewal
-	// that runs after the release finds the lock gone, and only the
-	// release's outcome tells whether that was a loss. Guarded by mu.
-	releasing bool
+	// going is m+1 while the release of the hold's level of mode m is in
+	// flight, until its outcome is recorded (see releaseOnOp): its holder
+	// has left, and the level is the release's. lostWhile is the loss the
+	// watchdog reported meanwhile: a renewal that runs after the release
+	// finds the lock gone, and only the release's outcome tells whether
+	// that was a loss. Guarded by mu.
+	going     int
 	lostWhile error
 
 	// The local handoffs of the hold (see Lock.handOver), guarded by
@@ -171,19 +170,31 @@ func New(cfg Config) *Tracker {
 	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
 }
 
-// levels returns the handle's levels of both modes, as far as it knows
-// (none while it holds nothing).
-func (t *Tracker) levels() Levels {
+// Held returns 1 when the handle holds a level of mode m, as far as it
+// knows, else 0: Redis keeps one level per mode per hold.
+func (t *Tracker) Held(m Mode) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil {
-		return Levels{}
+	if t.cur != nil && t.cur.in(m) {
+		return 1
 	}
-	return t.cur.levels
+	return 0
 }
 
-// Held returns the levels of mode m the handle holds, as far as it knows.
-func (t *Tracker) Held(m Mode) int64 { return t.levels()[m] }
+// in reports whether Redis has hold h's level of mode m, as far as the
+// handle knows: one of its holders has it (a record, a read, the handed
+// mark), or its release is in flight (going). No count is kept: each
+// level has one holder, or is owed (see owe). The caller holds
+// Tracker.mu.
+func (h *hold) in(m Mode) bool {
+	switch {
+	case h.going == int(m)+1:
+		return true
+	case m == Exclusive:
+		return h.x != nil || h.handed
+	}
+	return h.reads()
+}
 
 // Done returns a channel that is closed when the current hold ends; a
 // closed channel when the handle holds nothing.
@@ -202,7 +213,7 @@ func (t *Tracker) Done() <-chan struct{} {
 func (t *Tracker) Token() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
+	if t.cur == nil || !t.cur.in(Exclusive) {
 		return 0
 	}
 	return t.cur.token
@@ -214,7 +225,7 @@ func (t *Tracker) Token() uint64 {
 func (t *Tracker) Hold() (id string, token uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
+	if t.cur == nil || !t.cur.in(Exclusive) {
 		return "", 0
 	}
 	return t.cur.id, t.cur.token
@@ -258,8 +269,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		return nil
 	}
 	if h != nil && h.id == id {
-		if levels[Exclusive] >= h.levels[Exclusive] && levels[Shared] >= h.levels[Shared] {
-			h.levels = levels
+		if (levels[Exclusive] > 0 || !h.in(Exclusive)) && (levels[Shared] > 0 || !h.in(Shared)) {
 			if tag != 0 {
 				h.tag = tag
 			}
@@ -278,7 +288,7 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		// lost before the watchdog noticed.
 		t.end(h, errs.ErrLost)
 	}
-	return t.begin(id, levels, token, sent, t.cfg.Lease, tag, in)
+	return t.begin(id, token, sent, t.cfg.Lease, tag, in)
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
@@ -286,9 +296,9 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 // no longer the id of the handle's wait (retired). The id is the hold's
 // from now on: the next wait of the handle takes a new one. The level is
 // recorded through in (see intent) as the hold becomes current.
-func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64, in *intent) *hold {
-	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
-		report: t.cfg.Probes[levels.began()].Hold(sent), since: time.Now()}
+func (t *Tracker) begin(id string, token uint64, sent time.Time, lease time.Duration, tag uint64, in *intent) *hold {
+	h := &hold{id: id, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
+		report: t.cfg.Probes[in.m].Hold(sent), since: time.Now()}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -399,22 +409,25 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 // could pass the local line meanwhile (the Unlock of a forgotten hold
 // gave its unit back), take a new hold, and then be forgotten in it, its
 // unit given to a second holder.
-func (t *Tracker) end(h *hold, lost error) bool {
+func (t *Tracker) end(h *hold, lost error) bool { return t.endOwing(h, lost, lost != nil) }
+
+// endOwing is end, owing h's levels (see owe) only if owes: not when a
+// reply says they are gone from Redis.
+func (t *Tracker) endOwing(h *hold, lost error, owes bool) bool {
 	t.mu.Lock()
 	if t.cur != h {
 		t.mu.Unlock()
 		return false
 	}
 	t.cur = nil
+	if owes {
+		t.owe(h) // before forget: the holders say which levels there are
+	}
 	if t.forget != nil {
 		t.forget(h)
 	}
-	owes := lost != nil && !h.releasing
-	if lost != nil && h.releasing {
+	if lost != nil && h.going != 0 {
 		h.lostWhile, lost = lost, nil
-	}
-	if owes {
-		t.owe(h)
 	}
 	ends := h.ends
 	h.ends = nil
@@ -435,16 +448,16 @@ func (t *Tracker) end(h *hold, lost error) bool {
 // unseen). By its id, which nothing else uses, the release is exact
 // whenever it runs; the handle's next attempt sends it first (repay), so
 // that the handle's next hold does not wait for the lease of the one it
-// gave up. What is owed is no longer counted: a caller that gives its
-// level up afterwards (abandon) finds nothing left to owe. The caller
-// holds mu.
+// gave up. A level whose release is in flight is that release's to owe
+// if it fails (see releaseOnOp), so each is owed once; h is over, so a
+// caller that gives its level up afterwards (abandon) owes nothing. The
+// caller holds mu.
 func (t *Tracker) owe(h *hold) {
-	for m, n := range h.levels {
-		for range n {
-			t.owed = append(t.owed, owed{Mode(m), h.id, h.tagOf(Mode(m))})
+	for _, m := range [2]Mode{Exclusive, Shared} {
+		if h.in(m) && h.going != int(m)+1 {
+			t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
 		}
 	}
-	h.levels = Levels{}
 }
 
 // tagOf returns the tag that names hold h's level of mode m to its
@@ -468,14 +481,6 @@ func (t *Tracker) report(h *hold, lost error) {
 	}
 }
 
-// began is the mode of a first acquisition's levels.
-func (l Levels) began() Mode {
-	if l[Exclusive] > 0 {
-		return Exclusive
-	}
-	return Shared
-}
-
 var closed = func() chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -490,5 +495,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 	if t.Touch(sent) {
 		return
 	}
-	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0, nil)
+	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0, &intent{m: Exclusive, plain: true})
 }

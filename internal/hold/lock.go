@@ -524,16 +524,10 @@ func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool)
 }
 
 // countOut is the settle of the release of r, a read of hold h (nil: a
-// plain one): it counts the read out and reports whether it was h's last.
+// plain one): it counts the read out, gives its unit of the line back,
+// and reports whether it was h's last. It runs under Tracker.mu.
 func (l *Lock) countOut(h *hold, r *record) func() bool {
-	return func() bool { l.released(h, r, Shared); return l.lastRead(h) }
-}
-
-// lastRead reports whether the handle has no read of hold h left.
-func (l *Lock) lastRead(h *hold) bool {
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	return !h.reads()
+	return func() bool { l.gate.Release(l.released(h, r, Shared)); return !h.reads() }
 }
 
 // forceTries bounds how many times ForceUnlock reads the holds again

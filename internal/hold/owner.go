@@ -328,7 +328,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		// The write hold ended while the script ran: the read level it
 		// took is released, unless another read of the handle keeps it
 		// (nothing is sent once h is over).
-		_ = l.release(ctx, h, m, func() bool { return l.lastRead(h) })
+		_ = l.release(ctx, h, m, func() bool { return !h.reads() })
 		return nil, false, errEnded
 	}
 	return nil, true, nil
@@ -435,20 +435,24 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
 	}
 	if l.handOver(r, m) {
-		l.released(h, r, m)
+		l.t.mu.Lock()
+		units := l.released(h, r, m)
+		l.t.mu.Unlock()
+		l.gate.Release(units)
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
-	var settle func() bool
 	if m == Shared {
 		// On the handle's op, with the joins: the last read of the hold
 		// releases its level in Redis, the others only count down.
-		settle = l.countOut(h, r)
+		return l.Wrap(l.ops[m][1], l.release(ctx, h, m, l.countOut(h, r)))
 	}
-	err := l.release(ctx, h, m, settle)
-	if settle == nil {
-		l.released(h, r, m)
-	}
+	// The write record leaves on op, as the release begins; its units go
+	// back once the release is settled, so that the next call through the
+	// line finds the lock released in Redis.
+	var units int64
+	err := l.release(ctx, h, m, func() bool { units = l.released(h, r, m); return true })
+	l.gate.Release(units)
 	return l.Wrap(l.ops[m][1], err)
 }
 
@@ -541,18 +545,21 @@ func (l *Lock) settleHanded(ctx context.Context) {
 		return
 	}
 	l.t.mu.Lock()
-	handed := l.t.cur
-	taken := handed == nil || !handed.handed
-	if !taken {
-		handed.handed = false
-	}
+	h := l.t.cur
 	l.t.mu.Unlock()
-	if taken {
+	if h == nil {
 		l.gate.Release(l.units)
 		return
 	}
+	// The handed mark leaves on op, as the release begins (a call that
+	// took the hold meanwhile has cleared it: nothing is sent).
+	leave := func() bool {
+		handed := h.handed
+		h.handed = false
+		return handed
+	}
 	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
-		_ = l.t.releaseHold(ctx, handed, Exclusive, nil)
+		_ = l.t.releaseHold(ctx, h, Exclusive, leave)
 		l.gate.Release(l.units)
 	})
 }
@@ -578,11 +585,11 @@ func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 	return nil, cur, cur.plainReads > 0
 }
 
-// released records the release of a level of r (nil: a plain read hold of
-// h), whatever Redis said: a hold that is lost is over too. A hold whose
-// last level is gone gives its units of the line back.
-func (l *Lock) released(h *hold, r *record, m Mode) {
-	l.t.mu.Lock()
+// released counts a level of r (nil: a plain read hold of h) out,
+// whatever Redis will say: a hold that is lost is over too. It returns the
+// units of the line a hold whose last level is gone gives back. The
+// caller holds Tracker.mu.
+func (l *Lock) released(h *hold, r *record, m Mode) int64 {
 	var units int64
 	switch {
 	case l.t.cur != h:
@@ -607,10 +614,7 @@ func (l *Lock) released(h *hold, r *record, m Mode) {
 			}
 		}
 	}
-	l.t.mu.Unlock()
-	if units > 0 {
-		l.gate.Release(units)
-	}
+	return units
 }
 
 // reads reports whether the handle holds a read lock in h (nil: none);
