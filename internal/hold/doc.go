@@ -49,6 +49,15 @@
 // second time, once no copy of it can run (see Tracker.Attempt), as one
 // under a wait's id is.
 //
+// One record of a hold. The Tracker keeps a hold's Redis side and its
+// holders in the process in one record, under one mutex (Tracker.mu, taken
+// after op): the hold is live exactly while it is the Tracker's current
+// hold, and whether Redis has its level of a mode is derived from who holds
+// it (the write record, the handed mark, the reads, or a release in
+// flight), never counted apart; a level nobody holds any more is owed by
+// id, once. A take records its level in the critical section that applies
+// the reply, carried down as a parameter (intent), never a ctx value.
+//
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what
 // the caller believes (a hold id, a receipt), so that a resend

@@ -122,21 +122,42 @@ type Tracker struct {
 	given  chan struct{}
 }
 
-// hold is one continuous hold of the lock by the handle.
+// hold is one continuous hold of the lock by the handle: what Redis has
+// under its id and who in the process holds it, in one record. id, token,
+// done, client, report and since are set as it begins, wd in the same
+// critical section; the rest is guarded by Tracker.mu, under which:
+//
+//   - (I1) h is live exactly while Tracker.cur == h; once it is not, it
+//     never is again. A record of h then neither re-enters nor releases
+//     anything, and a reply sent for h changes nothing (see acquired).
+//   - (I2) Redis has h's level of mode m, as far as the handle knows,
+//     exactly when h.in(m): a holder has it, or its release is in flight
+//     (going). No count is kept: Redis keeps one level per mode per hold.
+//   - (I3) Each level in Redis has one holder (the write record or the
+//     handed mark; a plain or RDo read), or is the release's in flight,
+//     or is owed by mode, id and tag exactly once (see owe).
+//   - (I4) going is set only while its release holds op, and lostWhile
+//     only while going is.
+//   - (I5) The local line's units follow the holders: the write record
+//     has all of them but those its downgraded reads borrow, a read one
+//     (see owners). A hold that ends gives every unit back in the section
+//     that clears Tracker.cur (forget); a write record that leaves gives
+//     its units back once its release is settled.
+//   - (I6) A handed hold has no write record: a call past the gate takes
+//     it, or settleHanded releases it; passes stays within maxPasses.
 type hold struct {
 	id string // the hold id Redis records it under
 	// tag is the number of the attempt that took the hold's read level
 	// (Asking.Seq), which names that level to its release: a hold may take
 	// a read level again (a downgrade, released, then taken again), and a
-	// late copy of the first release must not remove the second. Guarded
-	// by Tracker.mu.
+	// late copy of the first release must not remove the second.
 	tag    uint64
 	token  uint64
 	done   chan struct{}
 	client *perclient.Client
 	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
-	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
+	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd)
 	endN   int                        // numbers the entries of ends
 
 	// going is m+1 while the release of the hold's level of mode m is in
@@ -144,22 +165,20 @@ type hold struct {
 	// has left, and the level is the release's. lostWhile is the loss the
 	// watchdog reported meanwhile: a renewal that runs after the release
 	// finds the lock gone, and only the release's outcome tells whether
-	// that was a loss. Guarded by mu.
+	// that was a loss.
 	going     int
 	lostWhile error
 
-	// The local handoffs of the hold (see Lock.handOver), guarded by
-	// Tracker.mu: handed is set while it waits in Redis for the next call
-	// through the gate, passes counts the handoffs so far, and since is
-	// when it began (see maxPasses).
+	// The local handoffs of the hold (see Lock.handOver): handed is set
+	// while it waits in Redis for the next call through the gate, passes
+	// counts the handoffs so far, and since is when it began (see
+	// maxPasses).
 	handed bool
 	passes int
 	since  time.Time
 
-	// The calls that hold it, in the process (see owners); guarded by
-	// Tracker.mu. A record belongs to this hold alone: once the hold is
-	// not the current one any more (ended), nothing of it re-enters or
-	// releases anything.
+	// The calls that hold it, in the process (see owners). A record
+	// belongs to this hold alone (I1).
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
 	rdos       map[*record]struct{} // the read holds of RDo

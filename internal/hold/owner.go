@@ -49,14 +49,12 @@ import (
 //     them, a read hold one; they are given back when the hold's last
 //     level is released, whatever Redis said (a lost hold is over too).
 //   - The records of a hold live in the Tracker's hold they were taken
-//     under (hold.x, plainReads, rdos): a record names its hold, and a
-//     release of it is sent for that hold only, never for whatever hold
-//     the handle has by the time it runs.
+//     under (hold.x, plainReads, rdos; see hold for its invariants): a
+//     record names its hold, and a release of it is sent for that hold
+//     only, never for whatever hold the handle has by the time it runs.
 //   - When the handle's hold ends without its holders (the watchdog
 //     finds it lost, or ForceUnlock), reset gives every unit of its
-//     records back, in the critical section where it stops being the
-//     Tracker's current hold: a hold's records are live exactly while it
-//     is current, and it never is again. A call with the ctx of a
+//     records back as it ends (I5). A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
@@ -434,10 +432,7 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	if done, err := l.inner(r); done {
 		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
 	}
-	if l.handOver(r, m) {
-		l.t.mu.Lock()
-		units := l.released(h, r, m)
-		l.t.mu.Unlock()
+	if units, ok := l.handOver(r, m); ok {
 		l.gate.Release(units)
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
@@ -480,21 +475,22 @@ const (
 // next hold must get its own), the hold is still current and within the
 // limits. The next holder then holds the lock without a round trip and
 // the processes waiting in Redis wait a little longer: maxPasses bounds
-// it.
-func (l *Lock) handOver(r *record, m Mode) bool {
+// it. r leaves in the same critical section, and the units of the line it
+// gives back are returned.
+func (l *Lock) handOver(r *record, m Mode) (int64, bool) {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
-		return false
+		return 0, false
 	}
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	h := l.t.cur
 	if h == nil || r.h != h || r != h.x || r.depth != 1 || r.reads != 0 || l.queued == 0 || h.handed ||
 		h.passes >= maxPasses || h.passes > 0 && time.Since(h.since) >= maxPassTime {
-		return false
+		return 0, false
 	}
 	h.handed = true
 	h.passes++
-	return true
+	return l.released(h, r, m), true
 }
 
 // takeHanded takes the hold that the previous holder handed over (see
