@@ -220,8 +220,8 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		t.report(h, lost)
 		return nil
 	}
-	// Gone, or a retry of a release that went through before its reply
-	// was lost (NotHeld, unsure): that release is this one. Redis
+	// Released, or a retry of a release that went through before its
+	// reply was lost (NotHeld, unsure): that release is this one. Redis
 	// reporting a level of the other mode that the hold has no holder of
 	// reports one the handle let go of (a write level whose release failed
 	// under read levels, still owed: see abandon): it is not the hold's.
