@@ -9,7 +9,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sync v0.24.0
-	pgregory.net/rapid v1.3.0 // tests only (internal/faulttest): small, no dependencies, stateful testing with shrinking
+	pgregory.net/rapid v1.3.0 // tests only (internal/faulttest, internal/hold): small, no dependencies, stateful testing with shrinking
 )
 
 require (

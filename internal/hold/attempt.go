@@ -85,6 +85,12 @@ type Try func(ctx context.Context, id string, seq uint64) (Grant, error)
 // its outcome. It has the shape of wait.Attempt: whether it succeeded
 // and, if not, how long the holder's lease still runs.
 func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Duration, error) {
+	return t.attempt(ctx, m, try, nil)
+}
+
+// attempt is Attempt for a take of the local line, which records in the
+// hold the level it takes or joins (see intent); nil records nothing.
+func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (bool, time.Duration, error) {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		return false, 0, err
 	}
@@ -96,15 +102,23 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 	// (a level of a read-write lock's hold in the mode it lacks, under its
 	// id); nil for a new hold. Its reply is applied to that hold only (see
 	// acquired).
-	sentFor, downgrade := ctx.Value(sentForKey{}).(*hold)
+	var sentFor *hold
+	downgrade := in != nil && in.down != nil
+	if downgrade {
+		sentFor = in.down.h
+	}
 	// A read level of a hold that has one in Redis already is counted in
 	// the process only: Redis keeps one read level per hold, whatever
-	// the number of the handle's readers (see joinable).
-	if h := t.joinable(m, sentFor, downgrade); h != nil && tookIn(ctx, h, true) {
+	// the number of the handle's readers (see join).
+	if t.join(m, sentFor, in) {
 		return true, 0, nil
 	}
-	// Read after the join: a hold that ended as the read joined it (lost,
-	// or force-unlocked) is not the one a plain attempt is sent for.
+	if in == nil {
+		in = &intent{m: m, plain: true} // a Tracker on its own: a plain holder
+	}
+	// Read after the join: a hold that ended before the read could join
+	// it (lost, or force-unlocked) is not the one a plain attempt is sent
+	// for.
 	if !downgrade {
 		sentFor = t.current()
 	}
@@ -135,7 +149,7 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, g.Wait, err
 	}
-	h := t.acquired(id, g.Levels, g.Token, sent, sentFor, tag)
+	h := t.acquired(id, g.Levels, g.Token, sent, sentFor, tag, in)
 	if h == nil {
 		// The hold ended while the script ran, or the reply says it is
 		// lost: the level it took is given back like any other the
@@ -148,58 +162,72 @@ func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Dura
 		}
 		return false, 0, errs.ErrStaleReply
 	}
-	tookIn(ctx, h, false)
 	return true, 0, nil
 }
 
-// joinable returns the hold a read level of the attempt for mode m joins
-// instead of going to Redis, if any: the current hold (the downgrade's
-// own, sentFor), when it has its read level in Redis. The caller holds
-// op: no release of that level runs meanwhile, and the process's count
-// of reads of the hold is exact (see taking).
-func (t *Tracker) joinable(m Mode, sentFor *hold, downgrade bool) *hold {
-	if m != Shared {
-		return nil
+// join records the read level of the attempt for mode m in the current
+// hold (the downgrade's own, sentFor) instead of going to Redis, and
+// reports whether it did: when the hold has its read level in Redis and
+// another read of the handle keeps it. The caller holds op: no release
+// of that level runs meanwhile, and the process's count of reads of the
+// hold is exact. A Tracker on its own (in nil) never joins: it records a
+// plain holder of each level it takes.
+func (t *Tracker) join(m Mode, sentFor *hold, in *intent) bool {
+	if m != Shared || in == nil {
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.cur
-	if h == nil || h.levels[Shared] == 0 || downgrade && h != sentFor {
-		return nil
+	if h == nil || !h.in(Shared) || sentFor != nil && h != sentFor {
+		return false
 	}
-	return h
+	return in.record(h, true)
 }
 
-// taking is how a take records the level its attempt took, or joined, in
-// the process (see Lock.take): on the handle's op, in the same critical
-// section as the script that took the level, so that another goroutine's
-// release or join of the hold sees it at once.
-type taking struct {
-	// record records the level in hold h and reports whether it did: not
-	// when h has ended, nor, for a join, when the handle has no read in h
-	// any more.
-	record func(h *hold, join bool) bool
-	h      *hold // the hold the level was recorded in; nil: none
-	joined bool  // the level joined h's read level, without a script
+// intent is what a take through the local line (see Lock.take) records
+// in the hold its attempt took, or joined: in the critical section that
+// applies the reply (acquired, begin, join), on the handle's op, so that
+// another goroutine's release or join of the hold sees it at once, and a
+// hold that ended meanwhile gets nothing.
+type intent struct {
+	m     Mode
+	plain bool    // a plain hold: no record of Do's
+	down  *record // a downgrade through this write record: a plain read on its units, sent for its hold only
+	// What was recorded: the record made (an exclusive level, or a read
+	// of RDo), the hold (nil: none, it ended), and whether the level
+	// joined the hold's read level without a script.
+	r      *record
+	h      *hold
+	joined bool
 }
 
-type takingKey struct{}
-
-// withTaking returns ctx, on which Attempt and Claim record what they take
-// through tk.
-func withTaking(ctx context.Context, tk *taking) context.Context {
-	return context.WithValue(ctx, takingKey{}, tk)
-}
-
-// tookIn records, through the taking ctx carries, a level of hold h taken
-// (join false) or joined, and reports whether it was recorded; without a
-// taking, only a take is.
-func tookIn(ctx context.Context, h *hold, join bool) bool {
-	tk, _ := ctx.Value(takingKey{}).(*taking)
-	if tk == nil || !tk.record(h, join) {
-		return !join && tk == nil
+// record records in's level, taken (join false) or joined, in hold h,
+// the current hold, and reports whether it did: not once its downgrade's
+// record has ended, nor a join when the handle reads h no more. The
+// caller holds Tracker.mu.
+func (in *intent) record(h *hold, join bool) bool {
+	if in.down != nil && in.down.depth == 0 || join && !h.reads() {
+		return false
 	}
-	tk.h, tk.joined = h, join
+	switch {
+	case in.down != nil:
+		in.down.reads++
+		h.plainReads++
+	case in.m == Shared && in.plain:
+		h.plainReads++
+	default:
+		in.r = &record{mode: in.m, plain: in.plain, depth: 1, h: h}
+		if in.m == Exclusive {
+			h.x = in.r
+		} else {
+			if h.rdos == nil {
+				h.rdos = make(map[*record]struct{})
+			}
+			h.rdos[in.r] = struct{}{}
+		}
+	}
+	in.h, in.joined = h, join
 	return true
 }
 
@@ -426,8 +454,3 @@ var background = func() context.Context {
 	cancel()
 	return ctx
 }()
-
-// sentForKey marks the ctx of an attempt made for a hold the handle has
-// (a downgrade: see Lock.reenter), whose reply is applied to that hold
-// only.
-type sentForKey struct{}

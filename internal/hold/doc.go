@@ -8,10 +8,10 @@
 //   - Lock serves a lock handle's exported methods from a Kind: the wait
 //     loop (wait.Wait), leaving what a failed wait left in Redis,
 //     ForceUnlock under a receipt, the read-only queries, Do.
-//   - Tracker is a handle's hold: how many levels it holds in each mode,
-//     the serialization of its state-changing scripts that keeps that
-//     view true to Redis, Done, the watchdog entry, the contexts of Do,
-//     the loss hook. A leased semaphore keeps one Tracker per permit id.
+//   - Tracker is a handle's hold: one record of it, whose holders say
+//     which levels Redis has, the serialization of its state-changing
+//     scripts that keeps that view true to Redis, Done, the watchdog
+//     entry, the contexts of Do, the loss hook. A leased semaphore keeps one Tracker per permit id.
 //   - Take is one acquisition attempt under the rules every primitive
 //     shares: an unknown outcome is undone, a grant read after ctx ended
 //     is given back (the caller moved on), a grant older than its
@@ -37,7 +37,7 @@
 // live in the process (owners); Redis keeps one level per hold and mode.
 // A read-write lock's downgrade takes its read level under the current
 // hold's id; a read of another goroutine while the hold has its read
-// level joins it in the process, on the handle's op (see taking), and the
+// level joins it in the process, on the handle's op (see intent), and the
 // last reader's release lets the level go. A hold's read level can be
 // taken again after its release (a downgrade, released, then taken again
 // under the write hold), so each read level is tagged in Redis with the
@@ -48,6 +48,15 @@
 // hold's id (a downgrade) whose outcome is unknown can be given back a
 // second time, once no copy of it can run (see Tracker.Attempt), as one
 // under a wait's id is.
+//
+// One record of a hold. The Tracker keeps a hold's Redis side and its
+// holders in the process in one record, under one mutex (Tracker.mu, taken
+// after op): the hold is live exactly while it is the Tracker's current
+// hold, and whether Redis has its level of a mode is derived from who holds
+// it (the write record, the handed mark, the reads, or a release in
+// flight), never counted apart; a level nobody holds any more is owed by
+// id, once. A take records its level in the critical section that applies
+// the reply, carried down as a parameter (intent), never a ctx value.
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what
@@ -84,7 +93,7 @@
 //     PEXPIRE), and wakes a waiter to attempt
 //     when its place is gone or its lock free; its last refresh that
 //     found the place holding the last refused attempt's id stands for
-//     that attempt when a grant is completed (see Claim): a grant takes
+//     that attempt when a grant is completed (see Tracker.claim): a grant takes
 //     the place, and nothing writes that id again (acquire scripts are
 //     never resent, and a script of an earlier attempt run late writes
 //     its own). 10000 parked waiters cost about 13000 Redis
@@ -122,7 +131,7 @@
 //     reaches it on a confirmed subscription (a message read before the
 //     confirmation belongs to an earlier subscription of the channel, a
 //     wait that has ended: it only wakes). The woken waiter hands the
-//     grant to Tracker.Claim, which makes it a hold (levels, Done, the
+//     grant to Tracker.claim, which makes it a hold (levels, Done, the
 //     fencing token, a watchdog entry) without a round trip. Its validity
 //     is counted from when the waiter's last refused attempt was sent:
 //     that script ran before the grant, so the server's grant lease ends
@@ -141,7 +150,7 @@
 //     finds the owner holding the lock and completes as above.
 //   - ctx. A waiter whose ctx ends returns ctx's error, and gives back a
 //     grant that reached it: one whose message it read with the end of
-//     ctx or after (Claim, as Take gives back a grant read after ctx
+//     ctx or after (Tracker.claim, as Take gives back a grant read after ctx
 //     ended), and one its Leave finds in Redis. The release script
 //     releases the level, which grants the lock to the next waiter. Leave
 //     itself only reports the grant; the engine gives it back by the

@@ -2,32 +2,10 @@ package hold
 
 import (
 	"context"
-	"sync"
-	"time"
+	"fmt"
 
 	"github.com/redisync/redisync/internal/errs"
 )
-
-// SlowForget makes the first forgetting of the holds of x's handle (x is
-// a lock handle, such as an *rlock.Mutex) take d longer, as a goroutine
-// descheduled there would, and closes forgot once it is done: it widens
-// the window between a hold's end and its goroutines forgetting their
-// holds, which must be none.
-func SlowForget(x any, d time.Duration, forgot chan<- struct{}) {
-	l := WatcherOf(x).h.l
-	var once sync.Once
-	l.t.forget = func(h *hold) {
-		slow := false
-		once.Do(func() { slow = true })
-		if slow {
-			time.Sleep(d) // fault injection: the window, not a wait for anything
-		}
-		l.owners.reset(h)
-		if slow {
-			close(forgot)
-		}
-	}
-}
 
 // Current returns the Tracker's current hold, for ReleaseOf.
 func (t *Tracker) Current() any { return t.current() }
@@ -52,24 +30,62 @@ func Ends(x any) int {
 
 // RLockAcrossEnd takes a plain read of x's handle (x is a lock handle,
 // such as an *rwlock.RWMutex) in one attempt, as TryRLock does, except
-// that the hold the read joins ends (lost) just as the read is recorded
-// in it: the watchdog's loss, or a ForceUnlock, in that instant.
+// that the hold the read would join ends (lost) once the read is through
+// the local line: the watchdog's loss, or a ForceUnlock, in that instant.
+// A join is decided and recorded in the critical section where the hold
+// is current (Tracker.join), so this is the last instant the end can come
+// in before it.
 func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 	l := WatcherOf(x).h.l
 	if !l.gate.TryAcquire(1) {
 		return false, nil
 	}
-	var r *record
-	tk := &taking{record: func(h *hold, join bool) bool {
-		if join {
-			l.t.lose(h, errs.ErrLost)
-		}
-		return l.record(h, Shared, true, join, &r)
-	}}
-	ok, err := l.try(withTaking(ctx, tk), Shared)
-	if !ok || err != nil || tk.h == nil {
+	if h := l.t.current(); h != nil {
+		l.t.end(h, errs.ErrLost)
+	}
+	in := &intent{m: Shared, plain: true}
+	ok, err := l.try(ctx, Shared, in)
+	if !ok || err != nil || in.h == nil {
 		l.gate.Release(1)
 		return false, err
 	}
 	return true, nil
+}
+
+// CheckRecord checks, between calls, that the local line's units follow
+// the current hold's holders (the one-record plan's I5): an exclusive
+// record has all of them but those its downgraded reads borrow, every
+// read one, and nothing else holds any.
+func (l *Lock) CheckRecord() error {
+	l.t.mu.Lock()
+	h := l.t.cur
+	var want int64
+	if h != nil {
+		if h.x != nil {
+			want = l.units - h.x.reads
+		}
+		want += h.plainReads + int64(len(h.rdos))
+	}
+	l.t.mu.Unlock()
+	free := l.units - want
+	if !l.gate.TryAcquire(free) {
+		return fmt.Errorf("the local line has fewer than %d units free; its holders hold %d", free, want)
+	}
+	l.gate.Release(free)
+	if want > 0 && l.gate.TryAcquire(free+1) {
+		l.gate.Release(free + 1)
+		return fmt.Errorf("the local line has more than %d units free; its holders hold %d", free, want)
+	}
+	return nil
+}
+
+// GateFree reports whether a call for mode m would pass the handle's local
+// line at once, for a test that must not wait there.
+func (l *Lock) GateFree(m Mode) bool {
+	n := l.share(m)
+	if !l.gate.TryAcquire(n) {
+		return false
+	}
+	l.gate.Release(n)
+	return true
 }

@@ -24,7 +24,7 @@ func (c *Config) grantLease() time.Duration {
 	return GrantLease
 }
 
-// Claim completes, without a round trip, a hold of one level of mode m
+// claim completes, without a round trip, a hold of one level of mode m
 // that a release granted to the handle, with fencing token token (0
 // without fencing). base is when the waiter's last attempt, refused
 // without error and not followed by another, was sent, or a later
@@ -36,16 +36,17 @@ func (c *Config) grantLease() time.Duration {
 // renewal: a renewal sets the hold's own lease, and one whose reply is
 // lost must not leave the local validity beyond what it set.
 //
-// Claim reports false, changing nothing, when the grant must be completed
+// claim reports false, changing nothing, when the grant must be completed
 // by an acquire attempt instead: the hold has a fixed lease (the grant's
 // lease is not its own), no base is known, less than a quarter of that
 // validity is left, or the handle somehow holds a level of m already.
 // When ctx is done the grant is given back, as Take gives back a grant
 // read after ctx ended: the release script releases the level, which
-// grants the lock to the next waiter; Claim returns ctx's error. (A
+// grants the lock to the next waiter; claim returns ctx's error. (A
 // grant whose message never reached a waiter that gave up is found by its
-// Kind.Leave, and given back by the wait's hold id.)
-func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Time, id string) (bool, error) {
+// Kind.Leave, and given back by the wait's hold id.) The level is
+// recorded through in (see intent) as the hold begins.
+func (t *Tracker) claim(ctx context.Context, m Mode, token uint64, base time.Time, id string, in *intent) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		t.Undo(ctx, m, id)
 		return false, err
@@ -64,12 +65,11 @@ func (t *Tracker) Claim(ctx context.Context, m Mode, token uint64, base time.Tim
 	if t.Held(m) != 0 {
 		return false, nil
 	}
-	var levels Levels
-	levels[m] = 1
-	h := t.begin(id, levels, token, base, lease, 0)
-	if h == nil {
+	if in == nil {
+		in = &intent{m: m, plain: true}
+	}
+	if t.begin(id, token, base, lease, 0, in) == nil {
 		return false, nil // id retired: an attempt under a new one finds the lock
 	}
-	tookIn(ctx, h, false)
 	return true, nil
 }

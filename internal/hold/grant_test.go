@@ -26,7 +26,7 @@ func TestClaimWithShortGrantLease(t *testing.T) {
 		claimed    bool
 	}{{time.Second, false}, {0, true}} {
 		tk := New(Config{RDB: rdb, Lease: time.Minute, Renew: renew, GrantLease: c.grantLease})
-		ok, err := tk.Claim(t.Context(), Exclusive, 0, base, tk.waitID(nil))
+		ok, err := tk.claim(t.Context(), Exclusive, 0, base, tk.waitID(nil), nil)
 		if err != nil || ok != c.claimed {
 			t.Errorf("grant lease %v: Claim 800ms after its base = %v, %v; want %v", c.grantLease, ok, err, c.claimed)
 		}

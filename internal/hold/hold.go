@@ -34,11 +34,10 @@ const (
 	Shared                // the read side of a read-write lock
 )
 
-// Levels counts a handle's hold levels, indexed by Mode.
+// Levels is what a script reports of a hold's levels in Redis, indexed by
+// Mode: a count above 0 says the level is there (Redis keeps one per mode
+// per hold; the handle counts none, see hold.in).
 type Levels [2]int64
-
-// Total returns the levels held in every mode.
-func (l Levels) Total() int64 { return l[Exclusive] + l[Shared] }
 
 // Config describes the primitive behind a Tracker.
 type Config struct {
@@ -94,8 +93,14 @@ type Tracker struct {
 	// attempts (Asking.Seq, the tag of a read level: see Attempt).
 	ids, seqs atomic.Uint64
 
-	mu  sync.Mutex // protects cur, wait, and the levels of every hold
-	cur *hold      // the current hold; nil when none
+	// mu is the handle's one lock over its holds: it protects cur, wait,
+	// owed, giving and given, every hold's levels, records, run and
+	// handoff mark, and the Lock's count of calls at its gate (owners). It
+	// is taken after op, never held across a wait or a script, and nothing
+	// that takes it is called while it is held; the Lost hook, Do's
+	// cancels and the close of Done run once it is let go.
+	mu  sync.Mutex
+	cur *hold // the current hold; nil when none
 	// wait is the hold id the attempts for the handle's next hold use
 	// ("" until one needs it). It passes to the hold they begin, and is
 	// retired as soon as anything is given back or left under it: an id
@@ -108,11 +113,6 @@ type Tracker struct {
 	// the handle's goroutines forget their records of it (owners.reset).
 	forget func(h *hold)
 
-	// runMu guards the run of every hold (see passOn). It is taken with
-	// no other lock held and none is taken under it: a local handoff asks
-	// under the owners' lock, which mu's holder (end) takes.
-	runMu sync.Mutex
-
 	// owed lists the give-backs that failed (see Undo), oldest first,
 	// under mu: the next attempt sends them again first.
 	owed []owed
@@ -122,41 +122,66 @@ type Tracker struct {
 	given  chan struct{}
 }
 
-// hold is one continuous hold of the lock by the handle.
+// hold is one continuous hold of the lock by the handle: what Redis has
+// under its id and who in the process holds it, in one record. id, token,
+// done, client, report and since are set as it begins, wd in the same
+// critical section; the rest is guarded by Tracker.mu, under which:
+//
+//   - (I1) h is live exactly while Tracker.cur == h; once it is not, it
+//     never is again. A record of h then neither re-enters nor releases
+//     anything, and a reply sent for h changes nothing (see acquired).
+//   - (I2) Redis has h's level of mode m, as far as the handle knows,
+//     exactly when h.in(m): a holder has it, or its release is in flight
+//     (going). No count is kept: Redis keeps one level per mode per hold.
+//   - (I3) Each level in Redis has one holder (the write record or the
+//     handed mark; a plain or RDo read), or is the release's in flight,
+//     or is owed by mode, id and tag exactly once (see owe).
+//   - (I4) going is set only while its release holds op, and lostWhile
+//     only while going is.
+//   - (I5) The local line's units follow the holders: the write record
+//     has all of them but those its downgraded reads borrow, a read one
+//     (see owners). A hold that ends gives every unit back in the section
+//     that clears Tracker.cur (forget); a write record that leaves gives
+//     its units back once its release is settled.
+//   - (I6) A handed hold has no write record: a call past the gate takes
+//     it, or settleHanded releases it; passes stays within maxPasses.
 type hold struct {
-	id     string // the hold id Redis records it under
-	levels Levels
+	id string // the hold id Redis records it under
 	// tag is the number of the attempt that took the hold's read level
 	// (Asking.Seq), which names that level to its release: a hold may take
 	// a read level again (a downgrade, released, then taken again), and a
-	// late copy of the first release must not remove the second. Guarded
-	// by Tracker.mu.
+	// late copy of the first release must not remove the second.
 	tag    uint64
 	token  uint64
 	done   chan struct{}
 	client *perclient.Client
 	report *wait.HoldReport // nil: not observed
 	wd     *watchdog.Hold
-	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd); guarded by Tracker.mu
+	ends   map[int]context.CancelFunc // Do's contexts to cancel when the hold ends (see onEnd)
 	endN   int                        // numbers the entries of ends
 
-	// releasing is set while a release of the hold is in flight, until
-	// its outcome is recorded (see releaseOnOp), and
-	// lostWhile is the loss the watchdog reported meanwhile: a renewal
-	// that runs after the release finds the lock gone, and only the
-	// release's outcome tells whether that was a loss. Guarded by mu.
-	releasing bool
+	// going is m+1 while the release of the hold's level of mode m is in
+	// flight, until its outcome is recorded (see releaseOnOp): its holder
+	// has left, and the level is the release's. lostWhile is the loss the
+	// watchdog reported meanwhile: a renewal that runs after the release
+	// finds the lock gone, and only the release's outcome tells whether
+	// that was a loss.
+	going     int
 	lostWhile error
 
-	run run // the handle's run of local handoffs this hold belongs to; guarded by Tracker.runMu
+	// The local handoffs of the hold (see Lock.handOver): handed is set
+	// while it waits in Redis for the next call through the gate, passes
+	// counts the handoffs so far, and since is when it began (see
+	// maxPasses).
+	handed bool
+	passes int
+	since  time.Time
 
-	// The calls that hold it, in the process (see owners); guarded by the
-	// owners' lock. A record belongs to this hold alone: once the hold is
-	// over, nothing of it re-enters or releases anything.
+	// The calls that hold it, in the process (see owners). A record
+	// belongs to this hold alone (I1).
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
 	rdos       map[*record]struct{} // the read holds of RDo
-	over       bool                 // ended, its records forgotten: see owners.reset
 }
 
 // New returns a Tracker for a handle that holds nothing. It does no I/O.
@@ -164,19 +189,31 @@ func New(cfg Config) *Tracker {
 	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
 }
 
-// levels returns the handle's levels of both modes, as far as it knows
-// (none while it holds nothing).
-func (t *Tracker) levels() Levels {
+// Held returns 1 when the handle holds a level of mode m, as far as it
+// knows, else 0: Redis keeps one level per mode per hold.
+func (t *Tracker) Held(m Mode) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil {
-		return Levels{}
+	if t.cur != nil && t.cur.in(m) {
+		return 1
 	}
-	return t.cur.levels
+	return 0
 }
 
-// Held returns the levels of mode m the handle holds, as far as it knows.
-func (t *Tracker) Held(m Mode) int64 { return t.levels()[m] }
+// in reports whether Redis has hold h's level of mode m, as far as the
+// handle knows: one of its holders has it (a record, a read, the handed
+// mark), or its release is in flight (going). No count is kept: each
+// level has one holder, or is owed (see owe). The caller holds
+// Tracker.mu.
+func (h *hold) in(m Mode) bool {
+	switch {
+	case h.going == int(m)+1:
+		return true
+	case m == Exclusive:
+		return h.x != nil || h.handed
+	}
+	return h.reads()
+}
 
 // Done returns a channel that is closed when the current hold ends; a
 // closed channel when the handle holds nothing.
@@ -195,7 +232,7 @@ func (t *Tracker) Done() <-chan struct{} {
 func (t *Tracker) Token() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
+	if t.cur == nil || !t.cur.in(Exclusive) {
 		return 0
 	}
 	return t.cur.token
@@ -207,7 +244,7 @@ func (t *Tracker) Token() uint64 {
 func (t *Tracker) Hold() (id string, token uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur == nil || t.cur.levels[Exclusive] == 0 {
+	if t.cur == nil || !t.cur.in(Exclusive) {
 		return "", 0
 	}
 	return t.cur.id, t.cur.token
@@ -221,16 +258,15 @@ func (t *Tracker) Drop() {
 	}
 }
 
-// dropIf ends hold h as Drop does if it is still the current hold, and
-// reports whether it was: whoever deleted the lock, the holds of the
-// handle's goroutines in h are over (see end).
-func (t *Tracker) dropIf(h *hold) bool { return t.end(h, nil) }
-
 func (t *Tracker) current() *hold {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.cur
 }
+
+// live reports whether hold h is the current hold: once it is not, it
+// never is again (see end).
+func (t *Tracker) live(h *hold) bool { return t.current() == h }
 
 // acquired records a successful acquisition, sent at sent for hold
 // sentFor (nil: sent while the handle held nothing), after which Redis
@@ -242,8 +278,9 @@ func (t *Tracker) current() *hold {
 // level the hold has says that the hold is lost (its lease ran out
 // unseen, or it was force-unlocked): it ends, and nothing begins under
 // its id (ids are never used again); the caller gives back what the
-// attempt took, by that id.
-func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold, tag uint64) *hold {
+// attempt took, by that id. The level is recorded through in (see
+// intent) in the critical section that applies the reply.
+func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Time, sentFor *hold, tag uint64, in *intent) *hold {
 	t.mu.Lock()
 	h := t.cur
 	if sentFor != nil && h != sentFor {
@@ -251,12 +288,12 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		return nil
 	}
 	if h != nil && h.id == id {
-		if levels[Exclusive] >= h.levels[Exclusive] && levels[Shared] >= h.levels[Shared] {
-			h.levels = levels
+		if (levels[Exclusive] > 0 || !h.in(Exclusive)) && (levels[Shared] > 0 || !h.in(Shared)) {
 			if tag != 0 {
 				h.tag = tag
 			}
 			h.wd.Touch(sent)
+			in.record(h, false)
 			t.mu.Unlock()
 			return h
 		}
@@ -270,16 +307,17 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 		// lost before the watchdog noticed.
 		t.end(h, errs.ErrLost)
 	}
-	return t.begin(id, levels, token, sent, t.cfg.Lease, tag)
+	return t.begin(id, token, sent, t.cfg.Lease, tag, in)
 }
 
 // begin makes a new hold of levels under id current, whose lease, until
 // its first renewal, is lease from sent, and returns it; nil when id is
 // no longer the id of the handle's wait (retired). The id is the hold's
-// from now on: the next wait of the handle takes a new one.
-func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, lease time.Duration, tag uint64) *hold {
-	h := &hold{id: id, levels: levels, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
-		report: t.cfg.Probes[levels.began()].Hold(sent), run: run{since: time.Now()}}
+// from now on: the next wait of the handle takes a new one. The level is
+// recorded through in (see intent) as the hold becomes current.
+func (t *Tracker) begin(id string, token uint64, sent time.Time, lease time.Duration, tag uint64, in *intent) *hold {
+	h := &hold{id: id, tag: tag, token: token, done: make(chan struct{}), client: perclient.Attach(t.cfg.RDB),
+		report: t.cfg.Probes[in.m].Hold(sent), since: time.Now()}
 	// The hold is current before the watchdog knows it, and t.mu is held
 	// across both: a loss the watchdog reports at once must find the hold
 	// current, and end must find h.wd set, or the loss would be dropped and
@@ -294,6 +332,7 @@ func (t *Tracker) begin(id string, levels Levels, token uint64, sent time.Time, 
 	}
 	t.cur = h
 	t.wait = ""
+	in.record(h, false)
 	h.wd = h.client.Watchdog.AddLease(t.entry(h), sent, lease)
 	t.mu.Unlock()
 	return h
@@ -313,7 +352,7 @@ func (t *Tracker) forced(before *hold, named func(id string) bool) {
 	h := t.cur
 	t.mu.Unlock()
 	if h != nil && (h == before || named(h.id)) {
-		t.dropIf(h)
+		t.end(h, nil) // whoever deleted the lock, the holds in h are over
 	}
 }
 
@@ -373,14 +412,6 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 	}
 }
 
-// lose ends hold h, if it is still current, as lost with err: Redis no
-// longer has it, though the watchdog has not noticed yet.
-func (t *Tracker) lose(h *hold, err error) {
-	if h != nil {
-		t.end(h, err)
-	}
-}
-
 // end finishes hold h if it is still current: Done closes, renewals stop,
 // the contexts of Do are cancelled, and for a loss (lost != nil) the Lost
 // hook runs, unless a release of h is in flight: then the loss is kept for
@@ -397,22 +428,25 @@ func (t *Tracker) lose(h *hold, err error) {
 // could pass the local line meanwhile (the Unlock of a forgotten hold
 // gave its unit back), take a new hold, and then be forgotten in it, its
 // unit given to a second holder.
-func (t *Tracker) end(h *hold, lost error) bool {
+func (t *Tracker) end(h *hold, lost error) bool { return t.endOwing(h, lost, lost != nil) }
+
+// endOwing is end, owing h's levels (see owe) only if owes: not when a
+// reply says they are gone from Redis.
+func (t *Tracker) endOwing(h *hold, lost error, owes bool) bool {
 	t.mu.Lock()
 	if t.cur != h {
 		t.mu.Unlock()
 		return false
 	}
 	t.cur = nil
-	if t.forget != nil {
-		t.forget(h) // takes the owners' lock, never held while taking t.mu
-	}
-	owes := lost != nil && !h.releasing
-	if lost != nil && h.releasing {
-		h.lostWhile, lost = lost, nil
-	}
 	if owes {
-		t.owe(h)
+		t.owe(h) // before forget: the holders say which levels there are
+	}
+	if t.forget != nil {
+		t.forget(h)
+	}
+	if lost != nil && h.going != 0 {
+		h.lostWhile, lost = lost, nil
 	}
 	ends := h.ends
 	h.ends = nil
@@ -433,16 +467,16 @@ func (t *Tracker) end(h *hold, lost error) bool {
 // unseen). By its id, which nothing else uses, the release is exact
 // whenever it runs; the handle's next attempt sends it first (repay), so
 // that the handle's next hold does not wait for the lease of the one it
-// gave up. What is owed is no longer counted: a caller that gives its
-// level up afterwards (abandon) finds nothing left to owe. The caller
-// holds mu.
+// gave up. A level whose release is in flight is that release's to owe
+// if it fails (see releaseOnOp), so each is owed once; h is over, so a
+// caller that gives its level up afterwards (abandon) owes nothing. The
+// caller holds mu.
 func (t *Tracker) owe(h *hold) {
-	for m, n := range h.levels {
-		for range n {
-			t.owed = append(t.owed, owed{Mode(m), h.id, h.tagOf(Mode(m))})
+	for _, m := range [2]Mode{Exclusive, Shared} {
+		if h.in(m) && h.going != int(m)+1 {
+			t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
 		}
 	}
-	h.levels = Levels{}
 }
 
 // tagOf returns the tag that names hold h's level of mode m to its
@@ -466,14 +500,6 @@ func (t *Tracker) report(h *hold, lost error) {
 	}
 }
 
-// began is the mode of a first acquisition's levels.
-func (l Levels) began() Mode {
-	if l[Exclusive] > 0 {
-		return Exclusive
-	}
-	return Shared
-}
-
 var closed = func() chan struct{} {
 	c := make(chan struct{})
 	close(c)
@@ -488,5 +514,5 @@ func (t *Tracker) Adopt(sent time.Time) {
 	if t.Touch(sent) {
 		return
 	}
-	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0)
+	t.acquired(t.waitID(nil), Levels{Exclusive: 1}, 0, sent, nil, 0, &intent{m: Exclusive, plain: true})
 }

@@ -167,16 +167,23 @@ func TestFailedLastReleaseEndsHold(t *testing.T) {
 	}
 }
 
+// A failed release of a level that is not the hold's last (here the
+// write level under a read level: Redis keeps one level per mode per
+// hold) keeps the hold: the level is owed, the read goes on.
 func TestFailedInnerReleaseKeepsHold(t *testing.T) {
 	f := newFake(t)
 	f.mustAcquire(t, hold.Exclusive)
-	f.mustAcquire(t, hold.Exclusive)
+	f.mustAcquire(t, hold.Shared)
 	f.failNext(fakeFail{err: replyErr("ERR boom")})
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err == nil {
 		t.Fatal("Release succeeded")
 	}
 	if redistest.Closed(f.tracker.Done()) || len(f.calls) != 1 {
 		t.Fatalf("Done closed %v after %d runs: an error reply is final and not the last level", redistest.Closed(f.tracker.Done()), len(f.calls))
+	}
+	if f.tracker.Held(hold.Exclusive) != 0 || f.tracker.Held(hold.Shared) != 1 {
+		t.Fatalf("held %d write, %d read after the failed write release; want 0 and 1 (the write level owed)",
+			f.tracker.Held(hold.Exclusive), f.tracker.Held(hold.Shared))
 	}
 }
 

@@ -77,7 +77,7 @@ type Kind struct {
 	Place func(m Mode) *perclient.Place
 	// Grants is set for a lock whose releases grant it to the first
 	// waiter in line (see the package doc): its waiters complete a grant
-	// with Tracker.Claim, and their place is refreshed at least every
+	// with Tracker.claim, and their place is refreshed at least every
 	// GrantLease/3 (by their attempts, or by the keeper: see Place).
 	// Channel is then the waiter's own.
 	Grants bool
@@ -86,11 +86,11 @@ type Kind struct {
 	// GrantLease, if set, is how long a grant to the handle's waiters
 	// lasts, at most GrantLease (fairlock: the shorter of that and the
 	// waiter timeout). Their places name it after the hold id (see
-	// placeValue) for the release that grants, and Claim counts a
+	// placeValue) for the release that grants, and Tracker.claim counts a
 	// grant's validity with it. Unset, grants last GrantLease.
 	GrantLease time.Duration
 	// ClaimByAttempt makes the waiters complete a grant by an acquire
-	// attempt rather than Tracker.Claim (rlock's WithReplicaAck: the
+	// attempt rather than Tracker.claim (rlock's WithReplicaAck: the
 	// attempt waits for the replicas).
 	ClaimByAttempt bool
 	// LocalHandoff lets an Unlock hand the handle's hold to another
@@ -228,8 +228,9 @@ func (l *Lock) Name() string { return l.k.Name }
 var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
 
 // wait takes a level of mode m in Redis, waiting until it can or ctx is
-// done; the local line (owners) has let the caller through already.
-func (l *Lock) wait(ctx context.Context, m Mode) error {
+// done, and records it through in; the local line (owners) has let the
+// caller through already.
+func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 	c := perclient.Attach(l.k.RDB)
 	defer c.Detach()
 	if err := l.waits.start(ctx, m); err != nil {
@@ -254,7 +255,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 	lostPlace := false
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
-		return l.t.Attempt(ctx, m, func(ctx context.Context, wid string, n uint64) (Grant, error) {
+		return l.t.attempt(ctx, m, func(ctx context.Context, wid string, n uint64) (Grant, error) {
 			a.ID, a.Seq = wid, n
 			g, err := l.acquire(ctx, m, a)
 			a.Refused = err == nil && !g.OK && g.Refused == nil
@@ -263,7 +264,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 				id, seq = wid, a.Seq
 			}
 			return g, err
-		})
+		}, in)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		ok, wait, err := attempt(ctx)
@@ -307,7 +308,7 @@ func (l *Lock) wait(ctx context.Context, m Mode) error {
 			if !l.k.Fencing {
 				g.Token = 0
 			}
-			return l.t.Claim(ctx, m, g.Token, base, id)
+			return l.t.claim(ctx, m, g.Token, base, id, in)
 		}
 		// A waiter refreshes its place in line by its attempts, at least
 		// every third of the grant lease, unless the client's keeper
@@ -427,11 +428,12 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 	})
 }
 
-// try makes one attempt to take a level of mode m in Redis.
-func (l *Lock) try(ctx context.Context, m Mode) (bool, error) {
-	ok, _, err := l.t.Attempt(ctx, m, func(ctx context.Context, id string, seq uint64) (Grant, error) {
+// try makes one attempt to take a level of mode m in Redis, and records
+// it through in.
+func (l *Lock) try(ctx context.Context, m Mode, in *intent) (bool, error) {
+	ok, _, err := l.t.attempt(ctx, m, func(ctx context.Context, id string, seq uint64) (Grant, error) {
 		return l.acquire(ctx, m, Asking{ID: id, Seq: seq})
-	})
+	}, in)
 	wait.ReportOf(ctx).Attempt(ctx, ok, err)
 	return ok, err
 }
@@ -472,15 +474,15 @@ func Probes(b Base, modes int) [2]wait.Probe {
 func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 	if m == Exclusive {
 		// Counted as waiting at the gate, for a local handoff (handOver).
-		l.mu.Lock()
+		l.t.mu.Lock()
 		l.queued++
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 	}
 	err := l.pass(ctx, n)
 	if m == Exclusive {
-		l.mu.Lock()
+		l.t.mu.Lock()
 		l.queued--
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		if err != nil {
 			l.settleHanded(ctx)
 		}
@@ -514,7 +516,7 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // release releases one level of mode m of hold h in Redis, on
 // ReleaseContext(ctx). settle, if set (a read), does the process's part
 // on the handle's op first, and says whether Redis's read level goes:
-// only with the handle's last read of h (see taking).
+// only with the handle's last read of h (see intent).
 func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
@@ -522,16 +524,10 @@ func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool)
 }
 
 // countOut is the settle of the release of r, a read of hold h (nil: a
-// plain one): it counts the read out and reports whether it was h's last.
+// plain one): it counts the read out, gives its unit of the line back,
+// and reports whether it was h's last. It runs under Tracker.mu.
 func (l *Lock) countOut(h *hold, r *record) func() bool {
-	return func() bool { l.released(h, r, Shared); return l.lastRead(h) }
-}
-
-// lastRead reports whether the handle has no read of hold h left.
-func (l *Lock) lastRead(h *hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return !h.reads()
+	return func() bool { l.gate.Release(l.released(h, r, Shared)); return !h.reads() }
 }
 
 // forceTries bounds how many times ForceUnlock reads the holds again

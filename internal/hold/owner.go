@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -25,10 +24,10 @@ import (
 // re-entry depth and a read-write lock's readers are counted here, and
 // this file decides, in the process, which calls the levels belong to.
 // What a take records, and a read's release counts down, is changed on
-// the handle's op, with the scripts (see taking): a read joins the hold's
+// the handle's op, with the scripts (see intent): a read joins the hold's
 // read level, or the last reader lets it go, never both at once.
 //
-// Invariants, guarded by owners.mu:
+// Invariants, guarded by Tracker.mu:
 //
 //   - The local line (gate) lets one exclusive hold or any number of read
 //     holds through at a time, in arrival order; a waiting writer holds
@@ -50,12 +49,12 @@ import (
 //     them, a read hold one; they are given back when the hold's last
 //     level is released, whatever Redis said (a lost hold is over too).
 //   - The records of a hold live in the Tracker's hold they were taken
-//     under (hold.x, plainReads, rdos): a record names its hold, and a
-//     release of it is sent for that hold only, never for whatever hold
-//     the handle has by the time it runs.
+//     under (hold.x, plainReads, rdos; see hold for its invariants): a
+//     record names its hold, and a release of it is sent for that hold
+//     only, never for whatever hold the handle has by the time it runs.
 //   - When the handle's hold ends without its holders (the watchdog
 //     finds it lost, or ForceUnlock), reset gives every unit of its
-//     records back and marks it over. A call with the ctx of a
+//     records back as it ends (I5). A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
@@ -79,11 +78,9 @@ type owners struct {
 	gate  *semaphore.Weighted
 	units int64 // an exclusive hold's share of gate
 
-	mu sync.Mutex // guards the records of every hold (hold.x, ...) and what follows
-
-	// Local handoff; see handOver.
-	queued int   // calls waiting at the gate for an exclusive hold
-	handed *hold // the hold in Redis that waits for the next call through the gate
+	// calls waiting at the gate for an exclusive hold, for a local
+	// handoff (see handOver); guarded by Tracker.mu
+	queued int
 }
 
 func (o *owners) init(modes int) {
@@ -95,9 +92,9 @@ func (o *owners) init(modes int) {
 }
 
 // reset forgets the records of hold h and gives their units back: h ended
-// (lost, force-unlocked, or released: see Tracker.end).
+// (lost, force-unlocked, or released: see Tracker.end). The caller holds
+// Tracker.mu.
 func (o *owners) reset(h *hold) {
-	o.mu.Lock()
 	var units int64
 	if h.x != nil {
 		units += o.units - h.x.reads
@@ -111,9 +108,6 @@ func (o *owners) reset(h *hold) {
 		r.depth = 0
 	}
 	clear(h.rdos)
-	h.over = true
-	o.handed = nil
-	o.mu.Unlock()
 	if units > 0 {
 		o.gate.Release(units)
 	}
@@ -125,8 +119,8 @@ type record struct {
 	mode  Mode
 	plain bool
 	h     *hold // the Tracker's hold it is a part of: its releases and downgrades are sent for it
-	depth int64 // levels taken through this record, 0 once it ended; guarded by owners.mu
-	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by owners.mu
+	depth int64 // levels taken through this record, 0 once it ended; guarded by Tracker.mu
+	reads int64 // exclusive: downgraded read holds borrowing its units; guarded by Tracker.mu
 }
 
 type ctxKey struct{ l *Lock }
@@ -151,8 +145,8 @@ func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	if r == nil {
 		return nil, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return r, r.depth > 0
 }
 
@@ -190,28 +184,23 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 			return r, taken, err
 		}
 	}
-	var r *record
-	tk := &taking{record: func(h *hold, join bool) bool { return l.record(h, m, plain, join, &r) }}
-	ok, err := l.redis(withTaking(ctx, tk), m, blocking)
+	in := &intent{m: m, plain: plain}
+	ok, err := l.redis(ctx, m, blocking, in)
 	if !ok || err != nil {
 		l.gate.Release(n)
 		return nil, ok, err
 	}
-	if tk.h == nil {
-		// Lost or force-unlocked as it was taken: reset forgot it before
-		// it had a record, and its release is owed (Tracker.end).
-		l.gate.Release(n)
-		return nil, false, errTakenEnded
-	}
-	if tk.joined {
+	// Taken, so recorded: in the critical section that applied the reply
+	// (see intent). A loss or a ForceUnlock from now on finds the record.
+	if in.joined {
 		// A read that joined the hold's read level sends one renewal, as a
 		// re-entry does: it re-arms a fixed lease, and tells a hold gone
 		// from Redis at once.
-		if err := l.rearmJoined(ctx, tk.h, r, blocking); err != nil {
+		if err := l.rearmJoined(ctx, in.h, in.r, blocking); err != nil {
 			return nil, false, err
 		}
 	}
-	return r, true, nil
+	return in.r, true, nil
 }
 
 // rearmJoined renews hold h for a read that joined its read level (r: its
@@ -228,53 +217,14 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 	if err != nil && !errors.Is(err, errReentryRefused) {
 		_ = l.release(ctx, h, Shared, l.countOut(h, r))
 	}
-	if err == nil && l.ended(h) {
+	if err == nil && !l.t.live(h) {
 		return errTakenEnded // lost while the renewal ran: reset forgot the read
 	}
 	return err
 }
 
-// ended reports whether hold h ended without its callers (see reset).
-func (l *Lock) ended(h *hold) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return h.over
-}
-
-// record records a level of mode m taken (or, with join, joined) in hold
-// h, plain or Do's, and reports whether it did: not once h has ended, nor
-// a join when the handle reads h no more. An exclusive level, or a read
-// of RDo, gets a record of its own in *r. It runs on the handle's op (see
-// taking).
-func (l *Lock) record(h *hold, m Mode, plain, join bool, r **record) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.recordLocked(h, m, plain, join, r)
-}
-
-// recordLocked is record; the caller holds the owners' lock.
-func (l *Lock) recordLocked(h *hold, m Mode, plain, join bool, r **record) bool {
-	if h.over || join && !h.reads() {
-		return false
-	}
-	if m == Shared && plain {
-		h.plainReads++
-		return true
-	}
-	*r = &record{mode: m, plain: plain, depth: 1, h: h}
-	if m == Exclusive {
-		h.x = *r
-		return true
-	}
-	if h.rdos == nil {
-		h.rdos = make(map[*record]struct{})
-	}
-	h.rdos[*r] = struct{}{}
-	return true
-}
-
-// errTakenEnded is the error of a take whose hold was lost or
-// force-unlocked before the call returned.
+// errTakenEnded is the error of a read that joined a hold lost or
+// force-unlocked before the call returned (see rearmJoined).
 var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLost)
 
 // behindOwn returns err, the error of a call that waited for mode m at
@@ -286,10 +236,10 @@ var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLos
 // sync.Mutex's is, and another goroutine's Lock must wait), so the call
 // waited; the error names the likely mistake and the way to re-enter.
 func (l *Lock) behindOwn(m Mode, err error) error {
-	h := l.t.current()
-	l.mu.Lock()
+	l.t.mu.Lock()
+	h := l.t.cur
 	write, reads := h != nil && h.x != nil, h.reads()
-	l.mu.Unlock()
+	l.t.mu.Unlock()
 	var hint string
 	switch {
 	case write && m == Exclusive:
@@ -333,30 +283,20 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		} else if _, err := try(ctx); err != nil {
 			return nil, false, err
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
 		if c.depth == 0 {
 			return nil, false, errEnded // lost while the renewal ran
 		}
 		c.depth++
 		return c, true, nil
 	}
-	// The downgrade's reply is applied to h only (see Tracker.Attempt),
+	// The downgrade's reply is applied to h only (see Tracker.attempt),
 	// and recorded on the handle's op: a plain read hold on the write
 	// hold's units, while the write hold lasts.
-	ctx = context.WithValue(ctx, sentForKey{}, h)
-	tk := &taking{record: func(h *hold, join bool) bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if c.depth == 0 || !l.recordLocked(h, Shared, true, join, nil) {
-			return false
-		}
-		c.reads++
-		return true
-	}}
-	ctx = withTaking(ctx, tk)
+	in := &intent{m: m, plain: true, down: c}
 	try := func(ctx context.Context) (bool, error) {
-		ok, err := l.redis(ctx, m, false)
+		ok, err := l.redis(ctx, m, false, in)
 		if err != nil || ok {
 			return ok, err
 		}
@@ -379,14 +319,14 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, err
 	}
 	if !ok {
-		l.t.lose(h, errReentryRefused)
+		l.t.end(h, errReentryRefused)
 		return nil, false, errReentryRefused
 	}
-	if tk.h == nil {
+	if in.h == nil {
 		// The write hold ended while the script ran: the read level it
 		// took is released, unless another read of the handle keeps it
 		// (nothing is sent once h is over).
-		_ = l.release(ctx, h, m, func() bool { return l.lastRead(h) })
+		_ = l.release(ctx, h, m, func() bool { return !h.reads() })
 		return nil, false, errEnded
 	}
 	return nil, true, nil
@@ -400,12 +340,12 @@ func (l *Lock) inner(r *record) (bool, error) {
 	if r == nil || r == ended {
 		return false, nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	switch {
-	case r.h.over && !r.plain:
+	case l.t.cur != r.h && !r.plain:
 		return true, errEnded
-	case r.h.over || r.depth < 2:
+	case l.t.cur != r.h || r.depth < 2:
 		return false, nil
 	}
 	r.depth--
@@ -427,7 +367,7 @@ func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 		return false, err
 	}
 	if !held {
-		l.t.lose(h, errReentryRefused)
+		l.t.end(h, errReentryRefused)
 		return false, errReentryRefused
 	}
 	h.wd.Touch(sent)
@@ -447,13 +387,14 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	return held, err
 }
 
-// redis takes a level of mode m in Redis, waiting or in one attempt.
-func (l *Lock) redis(ctx context.Context, m Mode, blocking bool) (bool, error) {
+// redis takes a level of mode m in Redis, waiting or in one attempt, and
+// records it through in.
+func (l *Lock) redis(ctx context.Context, m Mode, blocking bool, in *intent) (bool, error) {
 	if blocking {
-		err := l.wait(ctx, m)
+		err := l.wait(ctx, m, in)
 		return err == nil, err
 	}
-	return l.try(ctx, m)
+	return l.try(ctx, m, in)
 }
 
 // Lock takes a level of mode m, waiting until it can or ctx is done.
@@ -491,25 +432,26 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	if done, err := l.inner(r); done {
 		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
 	}
-	if l.handOver(r, m) {
-		l.released(h, r, m)
+	if units, ok := l.handOver(r, m); ok {
+		l.gate.Release(units)
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
-	var settle func() bool
 	if m == Shared {
 		// On the handle's op, with the joins: the last read of the hold
 		// releases its level in Redis, the others only count down.
-		settle = l.countOut(h, r)
+		return l.Wrap(l.ops[m][1], l.release(ctx, h, m, l.countOut(h, r)))
 	}
-	err := l.release(ctx, h, m, settle)
-	if settle == nil {
-		l.released(h, r, m)
-	}
+	// The write record leaves on op, as the release begins; its units go
+	// back once the release is settled, so that the next call through the
+	// line finds the lock released in Redis.
+	var units int64
+	err := l.release(ctx, h, m, func() bool { units = l.released(h, r, m); return true })
+	l.gate.Release(units)
 	return l.Wrap(l.ops[m][1], err)
 }
 
-// The bounds of passing within a handle (see run): a hold taken in Redis
+// The bounds of passing within a handle (see handOver): a hold taken in Redis
 // passes between goroutines of the handle at most maxPasses times in a
 // row, and after the first pass only within maxPassTime of being taken,
 // before a release in Redis hands the lock to the first waiter in the
@@ -533,61 +475,55 @@ const (
 // next hold must get its own), the hold is still current and within the
 // limits. The next holder then holds the lock without a round trip and
 // the processes waiting in Redis wait a little longer: maxPasses bounds
-// it.
-func (l *Lock) handOver(r *record, m Mode) bool {
+// it. r leaves in the same critical section, and the units of the line it
+// gives back are returned.
+func (l *Lock) handOver(r *record, m Mode) (int64, bool) {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
-		return false
+		return 0, false
 	}
-	cur := l.t.current()
-	if cur == nil {
-		return false
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	h := l.t.cur
+	if h == nil || r.h != h || r != h.x || r.depth != 1 || r.reads != 0 || l.queued == 0 || h.handed ||
+		h.passes >= maxPasses || h.passes > 0 && time.Since(h.since) >= maxPassTime {
+		return 0, false
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if r.h != cur || r != cur.x || r.depth != 1 || r.reads != 0 || l.queued == 0 ||
-		l.handed != nil || !l.t.passOn(cur) {
-		return false
-	}
-	l.handed = cur
-	return true
+	h.handed = true
+	h.passes++
+	return l.released(h, r, m), true
 }
 
 // takeHanded takes the hold that the previous holder handed over (see
 // handOver), if any, for a call that passed the gate with n units: in one
 // critical section with the record, and only while that hold is still
-// the Tracker's current one (a loss or ForceUnlock ends it, and reset
-// forgets it). A caller whose ctx has ended leaves it to the next call
+// the Tracker's current one (a loss or ForceUnlock ends it). A caller whose ctx has ended leaves it to the next call
 // and returns ctx's error, having given its units back. It reports false
 // and no error when there is nothing to take: the caller goes to Redis.
 func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bool, error) {
-	cur := l.t.current()
-	l.mu.Lock()
+	l.t.mu.Lock()
+	h := l.t.cur
 	switch {
-	case l.handed == nil:
-		l.mu.Unlock()
-		return nil, false, nil
-	case l.handed != cur:
-		l.handed = nil // ended since it was handed over
-		l.mu.Unlock()
+	case h == nil || !h.handed:
+		l.t.mu.Unlock()
 		return nil, false, nil
 	case ctx.Err() != nil:
-		l.mu.Unlock()
+		l.t.mu.Unlock()
 		l.gate.Release(n)
 		l.settleHanded(ctx)
 		return nil, false, ctx.Err()
 	}
-	l.handed = nil
-	r := &record{mode: Exclusive, plain: plain, depth: 1, h: cur}
-	cur.x = r
-	l.mu.Unlock()
+	h.handed = false
+	r := &record{mode: Exclusive, plain: plain, depth: 1, h: h}
+	h.x = r
+	l.t.mu.Unlock()
 	return r, true, nil
 }
 
 // Queued returns how many calls wait at the handle's local line for an
 // exclusive hold: for tests.
 func (l *Lock) Queued() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	return l.queued
 }
 
@@ -598,23 +534,28 @@ func (l *Lock) Queued() int {
 // ReleaseContext(ctx), and is waited for until ctx is done: a Lock whose
 // ctx ended leaves it to the background (perclient.TidyUp).
 func (l *Lock) settleHanded(ctx context.Context) {
-	l.mu.Lock()
-	idle := l.handed != nil && l.queued == 0
-	l.mu.Unlock()
+	l.t.mu.Lock()
+	idle := l.t.cur != nil && l.t.cur.handed && l.queued == 0
+	l.t.mu.Unlock()
 	if !idle || !l.gate.TryAcquire(l.units) {
 		return
 	}
-	cur := l.t.current()
-	l.mu.Lock()
-	handed := l.handed
-	l.handed = nil
-	l.mu.Unlock()
-	if handed == nil || handed != cur {
+	l.t.mu.Lock()
+	h := l.t.cur
+	l.t.mu.Unlock()
+	if h == nil {
 		l.gate.Release(l.units)
 		return
 	}
+	// The handed mark leaves on op, as the release begins (a call that
+	// took the hold meanwhile has cleared it: nothing is sent).
+	leave := func() bool {
+		handed := h.handed
+		h.handed = false
+		return handed
+	}
 	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
-		_ = l.t.releaseHold(ctx, handed, Exclusive, nil)
+		_ = l.t.releaseHold(ctx, h, Exclusive, leave)
 		l.gate.Release(l.units)
 	})
 }
@@ -624,9 +565,9 @@ func (l *Lock) settleHanded(ctx context.Context) {
 // else (r nil) a plain read hold; and the Tracker's hold it is a part of.
 func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 	c, live := l.carried(ctx)
-	cur := l.t.current() // taken with t.mu, never under the owners' lock
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	cur := l.t.cur
 	switch {
 	case c != nil && c.mode == m && !live:
 		return ended, nil, false // never another goroutine's plain hold
@@ -640,15 +581,15 @@ func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
 	return nil, cur, cur.plainReads > 0
 }
 
-// released records the release of a level of r (nil: a plain read hold of
-// h), whatever Redis said: a hold that is lost is over too. A hold whose
-// last level is gone gives its units of the line back.
-func (l *Lock) released(h *hold, r *record, m Mode) {
-	l.mu.Lock()
+// released counts a level of r (nil: a plain read hold of h) out,
+// whatever Redis will say: a hold that is lost is over too. It returns the
+// units of the line a hold whose last level is gone gives back. The
+// caller holds Tracker.mu.
+func (l *Lock) released(h *hold, r *record, m Mode) int64 {
 	var units int64
 	switch {
-	case h.over:
-		// reset forgot the hold meanwhile, and gave its units back.
+	case l.t.cur != h:
+		// The hold ended meanwhile: reset forgot it, and gave its units back.
 	case r == nil && h.plainReads == 0:
 		// Counted down already: two RUnlocks of one RLock racing.
 	case r == nil:
@@ -669,21 +610,17 @@ func (l *Lock) released(h *hold, r *record, m Mode) {
 			}
 		}
 	}
-	l.mu.Unlock()
-	if units > 0 {
-		l.gate.Release(units)
-	}
+	return units
 }
 
 // reads reports whether the handle holds a read lock in h (nil: none);
-// the caller holds the owners' lock.
+// the caller holds Tracker.mu.
 func (h *hold) reads() bool { return h != nil && (h.plainReads > 0 || len(h.rdos) > 0) }
 
 func (l *Lock) holdsReads() bool {
-	h := l.t.current()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return h.reads()
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	return l.t.cur.reads()
 }
 
 // Do takes a level of mode m (re-entering the hold ctx carries, if any),
@@ -725,14 +662,13 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 		if !live {
 			return 0, nil
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
 		return int(c.depth), nil
 	}
-	h := l.t.current()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h != nil && h.x != nil && h.x.plain {
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
+	if h := l.t.cur; h != nil && h.x != nil && h.x.plain {
 		return 1, nil
 	}
 	return 0, nil

@@ -85,21 +85,27 @@ var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", er
 // releaseHold is Release of a level of hold h (nil: the handle holds
 // nothing), the one the caller's level is part of: nothing is sent once h
 // is not the current hold, whatever hold the handle has by then. settle,
-// if set, runs first on op and says whether the level goes in Redis (a
-// read: see Lock.release). Its op is waited for past ctx's deadline, for
-// as long as the handle's scripts can keep it (settleTimeout): settled
-// without op, a read could be counted down while another goroutine joins
-// the level the release then takes away.
+// if set, runs first on op, under mu: it counts the caller out of h's
+// holders and says whether the level goes in Redis (only with its last
+// holder: see Lock.Unlock); unset, the Tracker's own plain holder of m
+// leaves (see leavePlain). A read's op is waited for past ctx's deadline,
+// for as long as the handle's scripts can keep it (settleTimeout):
+// settled without op, a read could be counted down while another
+// goroutine joins the level the release then takes away.
 func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode, settle func() bool) error {
 	octx := ctx
-	if settle != nil {
+	if settle != nil && m == Shared {
 		var cancel context.CancelFunc
 		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 		defer cancel()
 	}
 	if err := t.op.Acquire(octx, 1); err != nil {
-		if settle == nil || settle() {
-			t.abandon(h, m)
+		t.mu.Lock()
+		had, send := t.leave(h, m, settle)
+		last := send && had && t.abandon(h, m)
+		t.mu.Unlock()
+		if last {
+			t.end(h, nil)
 		}
 		return err
 	}
@@ -112,15 +118,50 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode, settle func(
 // each bounded by the client's timeouts and the engine's retries.
 const settleTimeout = 30 * time.Second
 
+// leave counts the caller of a release of mode m out of hold h's holders
+// (settle, else the plain holder), and reports whether h had the level
+// before and whether the release goes to Redis. The caller holds mu.
+func (t *Tracker) leave(h *hold, m Mode, settle func() bool) (had, send bool) {
+	if h == nil {
+		return false, settle == nil
+	}
+	had = h.in(m)
+	if settle != nil {
+		return had, settle()
+	}
+	h.leavePlain(m)
+	return had, true
+}
+
+// leavePlain counts out a plain holder of mode m of hold h: a Tracker on
+// its own records one for each level it takes (see intent). The caller
+// holds mu.
+func (h *hold) leavePlain(m Mode) {
+	switch {
+	case m == Exclusive:
+		h.x = nil
+	case h.plainReads > 0:
+		h.plainReads--
+	}
+}
+
 // releaseOnOp is releaseHold once the caller holds op.
 func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func() bool) error {
-	if settle != nil && !settle() {
-		return nil // another read of the handle keeps the level
+	t.mu.Lock()
+	had, send := t.leave(h, m, settle)
+	live, o := h != nil && t.cur == h, Shared-m
+	var tag uint64
+	var other bool // the hold has its level of the other mode
+	if send && live {
+		h.going, tag, other = int(m)+1, h.tagOf(m), h.in(o)
 	}
+	t.mu.Unlock()
 	switch {
+	case !send:
+		return nil // another read of the handle keeps the level
 	case h == nil:
 		return cmp.Or(t.repay(ctx), errs.ErrNotHeld)
-	case h != t.current():
+	case !live:
 		return cmp.Or(t.repay(ctx), errReleaseEnded)
 	}
 	// What the handle owes goes first, in order; should it fail again,
@@ -129,88 +170,67 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	// taken again since, a downgrade released and taken again, has a tag
 	// of its own; see the package doc.)
 	_ = t.repay(ctx)
-	levels, tag := t.releasing(h, m)
 	// The release names the hold's id: a copy of it that Redis runs
 	// late, after a resend went through and the handle took the lock
 	// again, finds that later hold under an id of its own and changes
 	// nothing.
 	sent := time.Now()
 	out, unsure, err := t.release(ctx, h.id, m, tag)
-	// A loss found meanwhile ended the hold without owing its levels (the
-	// release's outcome was still to come): whatever this release leaves
-	// of them is owed once it is settled (oweRest).
-	defer t.oweRest(h)
+	gone := err == nil && out.NotHeld && !unsure
+	// A release of m changes no level of the other mode: a reply that
+	// lacks the one the hold has says it went from Redis unseen, as a
+	// reply to an attempt would (see acquired).
+	lacks := err == nil && !out.NotHeld && other && out.Levels[o] == 0
+	if err == nil && !gone && !lacks && out.Grantee != "" && t.cfg.Granted != nil {
+		t.cfg.Granted(out.Grantee, out.Grant, sent)
+	}
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled, and
-	// until then the release is in flight (released), so that a renewal
+	// until then the release is in flight (going), so that a renewal
 	// that finds the lock gone once the release ran is no loss either.
+	// A loss that ended the hold meanwhile owed its other levels, not
+	// this one (see owe): a failed release owes it here.
+	t.mu.Lock()
+	h.going, live = 0, t.cur == h
+	lost := h.lostWhile
+	h.lostWhile = nil
+	if err != nil {
+		t.owed = append(t.owed, owed{m, h.id, tag})
+	}
+	empty := live && !h.in(Exclusive) && !h.in(Shared)
+	t.mu.Unlock()
 	switch {
 	case err != nil:
-		lost := t.released(h)
-		t.abandon(h, m)
+		// The caller was told the level is gone: it is owed, and the
+		// last level of the hold ends it (see abandon).
+		if empty {
+			t.end(h, nil)
+		}
 		t.report(h, lost)
 		return errs.CtxErr(ctx, err)
-	case out.NotHeld && unsure:
-		// A retry of a release that went through before its reply was
-		// lost: that release is this one.
-		levels[m] = 0
-	case out.NotHeld:
-		lost := t.released(h)
-		if levels[m] > 0 {
-			t.setLevel(h, m, 0) // not in Redis: nothing of it is owed
-			t.end(h, errs.ErrLost)
+	case gone:
+		if had {
+			t.end(h, errs.ErrLost) // not in Redis: nothing of it is owed
 		}
 		t.report(h, lost)
 		return errs.ErrNotHeld
-	case out.Levels[Shared-m] < levels[Shared-m]:
-		// A release of m changes no level of the other mode: a reply
-		// that lacks one the hold has says it went from Redis unseen,
-		// as a reply to an attempt would (see acquired). The hold is
-		// lost, and nothing of it is left to owe.
-		lost := t.released(h)
-		t.mu.Lock()
-		h.levels = Levels{}
-		t.mu.Unlock()
-		t.end(h, errs.ErrLost)
+	case lacks:
+		// The hold is lost, and nothing of it is left to owe.
+		t.endOwing(h, errs.ErrLost, false)
 		t.report(h, lost)
 		return nil
-	default:
-		// Redis reporting more of the other mode than the handle counts
-		// reports a level the handle let go of (a write level whose
-		// release failed under read levels, still owed: see abandon).
-		// Counted again, it would be renewed with nobody to release it.
-		o := Shared - m
-		out.Levels[o] = min(out.Levels[o], levels[o])
-		levels = out.Levels
 	}
-	if out.Grantee != "" && t.cfg.Granted != nil {
-		t.cfg.Granted(out.Grantee, out.Grant, sent)
-	}
-	t.settle(h, levels, m, sent)
-	if lost := t.released(h); levels.Total() > 0 {
+	// Released, or a retry of a release that went through before its
+	// reply was lost (NotHeld, unsure): that release is this one. Redis
+	// reporting a level of the other mode that the hold has no holder of
+	// reports one the handle let go of (a write level whose release failed
+	// under read levels, still owed: see abandon): it is not the hold's.
+	if empty {
+		t.end(h, nil)
+	} else if other {
 		t.report(h, lost)
 	}
 	return nil
-}
-
-// releasing marks hold h as being released and returns its levels and
-// the tag of its level of mode m (see hold.tag).
-func (t *Tracker) releasing(h *hold, m Mode) (Levels, uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	h.releasing = true
-	return h.levels, h.tagOf(m)
-}
-
-// released clears the mark of releasing and returns the loss the watchdog
-// reported while the release was in flight, if any.
-func (t *Tracker) released(h *hold) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	h.releasing = false
-	lost := h.lostWhile
-	h.lostWhile = nil
-	return lost
 }
 
 // release runs the release script for the level of mode m and tag tag
@@ -243,73 +263,26 @@ func (t *Tracker) release(ctx context.Context, id string, m Mode, tag uint64) (o
 	}
 }
 
-// settle records the levels of hold h after a release of mode m sent at
-// sent: when none is left, the hold ends. A release that leaves levels of
-// m re-arms the lease in Redis (every release script does), so the local
-// validity is counted from it too: with a fixed lease, nothing else would
-// move it, and Done would close while Redis still holds the lock.
-func (t *Tracker) settle(h *hold, levels Levels, m Mode, sent time.Time) {
-	if h == nil {
-		return
-	}
-	t.mu.Lock()
-	h.levels = levels
-	if levels[m] > 0 && t.cur == h {
-		h.wd.Touch(sent)
-	}
-	t.mu.Unlock()
-	if levels.Total() == 0 {
-		t.end(h, nil)
-	}
-}
-
-// setLevel records n levels of mode m for hold h.
-func (t *Tracker) setLevel(h *hold, m Mode, n int64) {
-	t.mu.Lock()
-	h.levels[m] = n
-	t.mu.Unlock()
-}
-
-// oweRest owes the release of every level hold h still counts, when h
-// ended while a release of it was in flight (see end): the loss left
-// them to the release, which has settled now. The handle's next attempt
-// sends them first, as for any hold given up.
-func (t *Tracker) oweRest(h *hold) {
-	if h == nil {
-		return
-	}
-	t.mu.Lock()
-	if t.cur != h && !h.releasing {
-		t.owe(h)
-	}
-	t.mu.Unlock()
-}
-
-// abandon records a failed release of a level of mode m of hold h: the
-// caller was told that level is gone, so the handle stops counting it and owes its
-// release, by the hold's id, which its next attempt or release sends
-// first (repay) and a renewal of the hold sends in the background
-// (repayBehind). The last level of the hold ends it: the holder wants the
-// lock released, so the watchdog must stop renewing it; the handle's next
-// hold has an id of its own. Counted, a level would outlive its caller
+// abandon records a release of a level of mode m of hold h that could
+// not be sent: the caller was told that level is gone, and has left its
+// holders (leave), so the handle owes its release, by the hold's id,
+// which its next attempt or release sends first (repay) and a renewal of
+// the hold sends in the background (repayBehind). It reports whether that
+// was the hold's last level: the holder wants the lock released, so the
+// caller ends the hold and the watchdog stops renewing it; the handle's
+// next hold has an id of its own. Kept, a level would outlive its caller
 // and be renewed with the hold for as long as that lasts; dropped without
-// owing it, it would stand in Redis, renewed with the other levels.
-func (t *Tracker) abandon(h *hold, m Mode) {
-	if h == nil {
-		return
+// owing it, it would stand in Redis, renewed with the other levels. A hold
+// that ended meanwhile owed its levels as it ended (see owe). The caller
+// holds mu.
+func (t *Tracker) abandon(h *hold, m Mode) bool {
+	if t.cur != h {
+		return false
 	}
-	t.mu.Lock()
-	last := h.levels[m] == 1 && h.levels.Total() == 1
-	if h.levels[m] > 0 {
-		// Owed by id: should the failed release have gone through
-		// unseen, the owed one finds the level gone and changes nothing.
-		t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
-		h.levels[m]--
-	}
-	t.mu.Unlock()
-	if last {
-		t.end(h, nil)
-	}
+	// Owed by id: should a failed release have gone through unseen, the
+	// owed one finds the level gone and changes nothing.
+	t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
+	return !h.in(Exclusive) && !h.in(Shared)
 }
 
 // ReleaseUntracked runs release, a release of something the handle does
