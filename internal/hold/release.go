@@ -198,6 +198,12 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 		t.owed = append(t.owed, owed{m, h.id, tag})
 	}
 	empty := live && !h.in(Exclusive) && !h.in(Shared)
+	if empty && err == nil && !gone && !lacks {
+		// The release ended the hold: it stays in flight until end below,
+		// so that a renewal that finds the lock gone in between finds this
+		// release, not a loss (end keeps it in lostWhile, and owes nothing).
+		h.going = int(m) + 1
+	}
 	t.mu.Unlock()
 	switch {
 	case err != nil:
