@@ -28,7 +28,7 @@ func (f *recLock) snapshot() (map[string][2]bool, map[string]uint64) {
 // Every level the fake Redis holds for the handle is held by the current
 // hold's holders (under the tag Redis has), or owed, exactly once, after
 // every call of a random sequence (I3).
-func TestReviewRedisLevelsHeldOrOwed(t *testing.T) {
+func TestRedisLevelsHeldOrOwed(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		f := &recLock{held: map[string]*[2]bool{}, tags: map[string]uint64{}}

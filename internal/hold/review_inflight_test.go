@@ -62,7 +62,7 @@ func (r *reviewLock) losses() int {
 // A write release under a downgraded read level, during which the
 // watchdog gives the hold up as lost: the release leaves the read level,
 // so the loss stands (reported once), and the read level is owed.
-func TestReviewLossDuringWriteReleaseUnderRead(t *testing.T) {
+func TestLossDuringWriteReleaseUnderRead(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	err := r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {
@@ -94,7 +94,7 @@ func TestReviewLossDuringWriteReleaseUnderRead(t *testing.T) {
 // The last read's release under the write hold (a downgraded read let go
 // while the write hold goes on), during which the watchdog gives the hold
 // up: the write level stays, so the loss stands, and it is owed.
-func TestReviewLossDuringReadReleaseUnderWrite(t *testing.T) {
+func TestLossDuringReadReleaseUnderWrite(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	_ = r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {
@@ -119,7 +119,7 @@ func TestReviewLossDuringReadReleaseUnderWrite(t *testing.T) {
 
 // The same with a release that fails: the level going is owed by the
 // release, the other by the loss, each once.
-func TestReviewLossDuringFailedWriteReleaseUnderRead(t *testing.T) {
+func TestLossDuringFailedWriteReleaseUnderRead(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	_ = r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {

@@ -15,7 +15,7 @@ import (
 // cleared its in-flight mark (hold.going) and before it ends the hold:
 // the Lost hook runs for a hold its holder released. The old engine kept
 // the release in flight until the hold had ended (settle, then released).
-func TestReviewRenewalBetweenGoingAndEndIsNoLoss(t *testing.T) {
+func TestRenewalBeforeReleaseEndsHoldIsNoLoss(t *testing.T) {
 	var during func()
 	f := newRenewedFake(t, time.Minute, func(*fake) {
 		if during != nil {
