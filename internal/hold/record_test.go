@@ -96,11 +96,28 @@ func (f *recLock) kind(rdb redis.UniversalClient, name string) hold.Kind {
 	}
 }
 
-// The handle's current hold has a level of a mode in its own count exactly
-// when one of its holders has it (a record, a read, or the handed mark),
-// after every call of a random sequence of takes, re-entries,
-// downgrades, releases, failed releases, losses found later, and
-// ForceUnlocks: the count can be derived from the holders.
+// snapshot copies the levels and the read tags the fake Redis holds.
+func (f *recLock) snapshot() (map[string][2]bool, map[string]uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held := map[string][2]bool{}
+	for id, h := range f.held {
+		held[id] = *h
+	}
+	tags := map[string]uint64{}
+	for id, tag := range f.tags {
+		tags[id] = tag
+	}
+	return held, tags
+}
+
+// After every call of a random sequence of takes, re-entries, downgrades,
+// releases, failed releases, losses found later or reported by the
+// watchdog, and ForceUnlocks: the handle's current hold has a level of a
+// mode exactly when one of its holders has it (a record, a read, or the
+// handed mark), so the count can be derived from the holders; and every
+// level the fake Redis holds for the handle is held by the current hold's
+// holders (under the tag Redis has), or owed, exactly once (I3).
 func TestLevelsFollowHolders(t *testing.T) {
 	_, rdb := redistest.Mini(t)
 	runs := 0
@@ -116,6 +133,10 @@ func TestLevelsFollowHolders(t *testing.T) {
 			if err := l.CheckRecord(); err != nil {
 				rt.Fatalf("after %s: %v", after, err)
 			}
+			held, tags := f.snapshot()
+			if err := l.Tracker().CheckRedis(held, tags); err != nil {
+				rt.Fatalf("after %s: %v", after, err)
+			}
 		}
 		faults := map[string]func(*rapid.T){
 			"lose": func(*rapid.T) { // the lease ran out unseen
@@ -123,6 +144,7 @@ func TestLevelsFollowHolders(t *testing.T) {
 				clear(f.held)
 				f.mu.Unlock()
 			},
+			"watchdogLoss": func(*rapid.T) { l.Tracker().LoseNow() },
 			"failRelease": func(rt *rapid.T) {
 				ff := rapid.SampledFrom([]fakeFail{{err: replyErr("ERR boom")}, {run: true, err: replyErr("ERR boom")}, {run: true, err: errLostReply}}).Draw(rt, "fail")
 				f.mu.Lock()
@@ -142,7 +164,7 @@ func TestLevelsFollowHolders(t *testing.T) {
 				_ = l.Do(ctx, m, func(ctx context.Context) error {
 					check("Do's take")
 					for range rapid.IntRange(0, 4).Draw(rt, "inner") {
-						switch op := rapid.SampledFrom([]string{"reenter", "downgrade", "unlock", "runlock", "lose", "failRelease", "force"}).Draw(rt, "op"); op {
+						switch op := rapid.SampledFrom([]string{"reenter", "downgrade", "unlock", "runlock", "lose", "watchdogLoss", "failRelease", "force"}).Draw(rt, "op"); op {
 						case "reenter":
 							_, _ = l.TryLock(ctx, m)
 						case "downgrade":

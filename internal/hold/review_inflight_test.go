@@ -53,6 +53,24 @@ func (r *reviewLock) check(t *testing.T, after string) {
 	}
 }
 
+// downgrade takes a read level through ctx, Do's of a write hold.
+func (r *reviewLock) downgrade(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if ok, err := r.l.TryLock(ctx, hold.Shared); !ok || err != nil {
+		t.Fatalf("downgrade: %v %v", ok, err)
+	}
+}
+
+// loseDuring has the watchdog give the hold up as lost while a release of
+// mode m runs, after the fake has run it.
+func (r *reviewLock) loseDuring(m hold.Mode) {
+	r.during = func(got hold.Mode) {
+		if got == m {
+			r.l.Tracker().LoseNow()
+		}
+	}
+}
+
 func (r *reviewLock) losses() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -66,14 +84,8 @@ func TestLossDuringWriteReleaseUnderRead(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	err := r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {
-		if ok, err := r.l.TryLock(ctx, hold.Shared); !ok || err != nil {
-			t.Fatalf("downgrade: %v %v", ok, err)
-		}
-		r.during = func(m hold.Mode) {
-			if m == hold.Exclusive {
-				r.l.Tracker().LoseNow()
-			}
-		}
+		r.downgrade(t, ctx)
+		r.loseDuring(hold.Exclusive)
 		return nil
 	})
 	r.during = nil
@@ -98,14 +110,8 @@ func TestLossDuringReadReleaseUnderWrite(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	_ = r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {
-		if ok, err := r.l.TryLock(ctx, hold.Shared); !ok || err != nil {
-			t.Fatalf("downgrade: %v %v", ok, err)
-		}
-		r.during = func(m hold.Mode) {
-			if m == hold.Shared {
-				r.l.Tracker().LoseNow()
-			}
-		}
+		r.downgrade(t, ctx)
+		r.loseDuring(hold.Shared)
 		_ = r.l.Unlock(context.WithoutCancel(ctx), hold.Shared)
 		r.during = nil
 		if n := r.losses(); n != 1 {
@@ -123,13 +129,11 @@ func TestLossDuringFailedWriteReleaseUnderRead(t *testing.T) {
 	r := newReviewLock(t)
 	ctx := t.Context()
 	_ = r.l.Do(ctx, hold.Exclusive, func(ctx context.Context) error {
-		if ok, err := r.l.TryLock(ctx, hold.Shared); !ok || err != nil {
-			t.Fatalf("downgrade: %v %v", ok, err)
-		}
+		r.downgrade(t, ctx)
 		r.f.mu.Lock()
 		r.f.fail = append(r.f.fail, fakeFail{err: replyErr("ERR boom")})
 		r.f.mu.Unlock()
-		r.during = func(m hold.Mode) { r.l.Tracker().LoseNow() }
+		r.loseDuring(hold.Exclusive) // Do's own release, which fails
 		return nil
 	})
 	r.during = nil
