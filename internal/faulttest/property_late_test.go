@@ -89,10 +89,7 @@ func (r *netRun) late(s netStep) {
 	} else {
 		time.Sleep(100 * time.Millisecond) // in line, or holding
 	}
-	dctx, dcancel := context.WithTimeout(r.ctx, 2*time.Second)
-	reply, err := held.Deliver(dctx)
-	dcancel()
-	r.t.Logf("late copy of handle %d's given-up attempt: %q %v", h, reply, err)
+	r.deliver(held, "handle %d's given-up attempt", h)
 	r.releaseAllBut(h)
 	r.settleWaits(waits, exact, read)
 }
@@ -201,8 +198,10 @@ func (r *netRun) lateUnlock(s netStep) {
 	var waits []*netWait
 	if r.m[2].levels() == 0 {
 		waits = append(waits, r.wait(2, false))
-		queue := keyspace.NewNames(r.name).Queue()
-		waitUntil(time.Second, func() bool { return r.b.LLen(r.ctx, queue).Val() > 0 })
+		names := keyspace.NewNames(r.name)
+		waitUntil(time.Second, func() bool { // in line: a mutex's list, a read-write lock's writers
+			return r.b.LLen(r.ctx, names.Queue()).Val()+r.b.ZCard(r.ctx, names.Writers()).Val() > 0
+		})
 	}
 	reply := r.deliver(held, "handle %d's release", h)
 	for _, w := range waits {
