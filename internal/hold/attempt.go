@@ -63,13 +63,20 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 	case !g.OK:
 		return g, sent, nil
 	case ctx.Err() != nil:
-		undo(ctx, &g)
+		undoGranted(ctx, undo, g)
 		return Grant{}, sent, ctx.Err()
 	case lease > 0 && watchdog.Stale(sent, lease):
-		undo(ctx, &g)
+		undoGranted(ctx, undo, g)
 		return Grant{}, sent, nil
 	}
 	return g, sent, nil
+}
+
+// undoGranted runs Take's undo for g, a grant. It takes the address of a
+// copy: g, were its own address taken in Take, would be moved to the heap
+// on every call, not only on these rare paths.
+func undoGranted(ctx context.Context, undo func(ctx context.Context, g *Grant), g Grant) {
+	undo(ctx, &g)
 }
 
 // Try runs an acquire script once for hold id: the current hold's (a

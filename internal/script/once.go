@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ type script struct {
 	name string
 	src  string
 	s    *redis.Script
+	// sha is s's hash as a command argument, boxed once: converting a
+	// string to an interface allocates, on every call otherwise.
+	sha any
 }
 
 var (
@@ -38,7 +42,8 @@ func load(name string) *script {
 	if err != nil {
 		panic(fmt.Sprintf("script: %v", err))
 	}
-	s := &script{name: name, src: src, s: redis.NewScript(src)}
+	rs := redis.NewScript(src)
+	s := &script{name: name, src: src, s: rs, sha: rs.Hash()}
 	loadedMu.Lock()
 	defer loadedMu.Unlock()
 	loaded[name] = s
@@ -73,21 +78,25 @@ func (noRetry) NoRetry() bool { return true }
 // this way; what a retry means is decided by the caller (the hold engine,
 // or a receipt), never by go-redis.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
-	return s.exec(ctx, c, false, keys, args)
+	return s.exec(ctx, c, false, s.evalsha(keys, args))
 }
 
-// exec is run; with retry, go-redis may resend the script, as it does a
-// script it runs (queue).
-func (s *script) exec(ctx context.Context, c Processor, retry bool, keys []string, args []any) *redis.Cmd {
+// exec is run for the arguments of an EVALSHA of s (see evalsha); with
+// retry, go-redis may resend the script, as it does a script it runs
+// (queue).
+func (s *script) exec(ctx context.Context, c Processor, retry bool, evalsha []any) *redis.Cmd {
 	if err := CheckServer(ctx, c); err != nil {
-		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+		cmd := redis.NewCmd(ctx, evalsha...)
 		cmd.SetErr(err) // a server too old: nothing is sent (see MinVersion)
 		return cmd
 	}
-	cmd := process(ctx, c, retry, evalArgs("evalsha", s.s.Hash(), keys, args))
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	cmd := process(ctx, c, retry, evalsha)
+	// Checked for nil first: HasErrorPrefix allocates even for none.
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// Refused unrun: sending the source is the first run.
-		cmd = process(ctx, c, retry, evalArgs("eval", s.src, keys, args))
+		eval := slices.Clone(evalsha)
+		eval[0], eval[1] = "eval", s.src
+		cmd = process(ctx, c, retry, eval)
 	}
 	return cmd
 }
@@ -109,23 +118,16 @@ func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
 // process is Process; with retry, go-redis may resend the command after a
 // network error (a command that is safe to run twice).
 func process(ctx context.Context, c Processor, retry bool, args []any) *redis.Cmd {
-	send := func(cmd *redis.Cmd) {
-		if retry {
-			_ = c.Process(ctx, cmd)
-			return
-		}
-		_ = c.Process(ctx, noRetry{cmd})
-	}
 	if !outlasts(c, ctx) {
 		cmd := redis.NewCmd(ctx, args...)
-		send(cmd)
+		send(ctx, c, retry, cmd)
 		return cmd
 	}
 	inner := redis.NewCmd(ctx, args...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		send(inner)
+		send(ctx, c, retry, inner)
 	}()
 	select {
 	case <-done:
@@ -135,6 +137,17 @@ func process(ctx context.Context, c Processor, retry bool, args []any) *redis.Cm
 		cmd.SetErr(&InFlight{err: fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()), done: done})
 		return cmd
 	}
+}
+
+// send sends cmd on c; without retry, go-redis never resends it (see
+// noRetry). A function rather than a closure in process: one built on
+// every script call was an allocation of its own.
+func send(ctx context.Context, c Processor, retry bool, cmd *redis.Cmd) {
+	if retry {
+		_ = c.Process(ctx, cmd)
+		return
+	}
+	_ = c.Process(ctx, noRetry{cmd})
 }
 
 // InFlight is the error of a script call whose ctx ended before its
@@ -214,20 +227,21 @@ const outlastSlack = 2 * time.Millisecond
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	if _, queued := c.(redis.Pipeliner); !queued {
 		if p, ok := c.(Processor); ok {
-			return s.exec(ctx, p, true, keys, args)
+			return s.exec(ctx, p, true, s.evalsha(keys, args))
 		}
 	}
 	if err := CheckServer(ctx, c); err != nil {
-		cmd := redis.NewCmd(ctx, evalArgs("evalsha", s.s.Hash(), keys, args)...)
+		cmd := redis.NewCmd(ctx, s.evalsha(keys, args)...)
 		cmd.SetErr(err)
 		return cmd
 	}
 	return s.s.Run(ctx, c, keys, args...)
 }
 
-func evalArgs(verb, script string, keys []string, args []any) []any {
+// evalsha returns the arguments of an EVALSHA of s with keys and args.
+func (s *script) evalsha(keys []string, args []any) []any {
 	out := make([]any, 0, 3+len(keys)+len(args))
-	out = append(out, verb, script, len(keys))
+	out = append(out, "evalsha", s.sha, len(keys))
 	for _, k := range keys {
 		out = append(out, k)
 	}

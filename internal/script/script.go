@@ -39,8 +39,10 @@ func patienceMs(d time.Duration) int64 {
 	return ms(d)
 }
 
-// flag encodes a boolean script argument.
-func flag(b bool) string {
+// flag encodes a boolean script argument. Its result is an interface so
+// that the constant is boxed at compile time: a string converted to one
+// in the call's arguments is an allocation.
+func flag(b bool) any {
 	if b {
 		return "1"
 	}

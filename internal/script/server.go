@@ -62,26 +62,35 @@ type serverCheck struct {
 // not a long-lived client (a single connection, a pipeline, a test's
 // fake): those are not checked (a pinned connection is checked through
 // its client: see CheckServer).
-// The second result arranges for the check to be forgotten once c is
-// collected.
-func checkKey(c any) (any, func(), bool) {
+func checkKey(c any) (any, bool) {
 	switch c := c.(type) {
 	case *redis.Client:
-		k, forget := weakKey(c)
-		return k, forget, true
+		return weak.Make(c), true
 	case *redis.ClusterClient:
-		k, forget := weakKey(c)
-		return k, forget, true
+		return weak.Make(c), true
 	case *redis.Ring:
-		k, forget := weakKey(c)
-		return k, forget, true
+		return weak.Make(c), true
 	}
-	return nil, nil, false
+	return nil, false
 }
 
-func weakKey[T any](c *T) (any, func()) {
-	k := weak.Make(c)
-	return k, func() { runtime.AddCleanup(c, func(k weak.Pointer[T]) { checked.Delete(k) }, k) }
+// forget arranges for the check of c, a client checkKey keys, to be
+// forgotten once c is collected. It runs once per client, checkKey on
+// every script call: the cleanup's closures, made there, cost every
+// call an allocation.
+func forget(c any) {
+	switch c := c.(type) {
+	case *redis.Client:
+		forgetCollected(c)
+	case *redis.ClusterClient:
+		forgetCollected(c)
+	case *redis.Ring:
+		forgetCollected(c)
+	}
+}
+
+func forgetCollected[T any](c *T) {
+	runtime.AddCleanup(c, func(k weak.Pointer[T]) { checked.Delete(k) }, weak.Make(c))
 }
 
 // CheckServer returns an *OldServerError when the server behind c is older
@@ -92,7 +101,7 @@ func weakKey[T any](c *T) (any, func()) {
 // recent enough; a check that got no answer (a network error, ctx ended)
 // is made again by the next call.
 func CheckServer(ctx context.Context, c any) error {
-	key, forget, ok := checkKey(c)
+	key, ok := checkKey(c)
 	if !ok {
 		return nil
 	}
@@ -108,10 +117,10 @@ func CheckServer(ctx context.Context, c any) error {
 	switch {
 	case err == nil:
 		sc.err = tooOld(version)
-		forget()
+		forget(c)
 	case errors.As(err, &reply):
 		// The server answered, refusing the script: keep "recent enough".
-		forget()
+		forget(c)
 	default:
 		checked.Delete(key) // no answer: the next call asks again
 	}
