@@ -59,16 +59,8 @@ func TestRefusedAttemptCost(t *testing.T) {
 // attempt cannot have, and no PUBLISH when no group watches the lock.
 func TestUncontendedCost(t *testing.T) {
 	rdb := redistest.Start(t).NewClient(t)
-	ctx := t.Context()
 	m := rlock.New(rdb, redistest.UniqueName(t))
-	lockUnlock := func() {
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lockUnlock := lockUnlocker(t, m)
 	lockUnlock() // loads the scripts
 	before := commandCalls(t, rdb)
 	lockUnlock()
@@ -210,21 +202,26 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
 // machine or its load.
 func TestUncontendedAllocs(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	ctx := t.Context()
 	m := rlock.New(rdb, redistest.UniqueName(t))
-	lockUnlock := func() {
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lockUnlock := lockUnlocker(t, m)
 	lockUnlock() // the client's version check, the scripts loaded, the pool's connection
 	const most = 60
 	if n := testing.AllocsPerRun(200, lockUnlock); n > most {
 		t.Fatalf("an uncontended Lock+Unlock allocates %v times, want at most %d", n, most)
 	} else {
 		t.Logf("an uncontended Lock+Unlock allocates %v times", n)
+	}
+}
+
+// lockUnlocker returns an uncontended Lock+Unlock of m that fails t on an
+// error.
+func lockUnlocker(t *testing.T, m *rlock.Mutex) func() {
+	return func() {
+		if err := m.Lock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
