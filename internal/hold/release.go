@@ -111,7 +111,9 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) e
 		h.going, tag, other = int(m)+1, h.tagOf(m), h.in(Shared-m)
 	}
 	t.mu.Unlock()
-	defer t.give(units) // once the release is settled: the next call through the line finds it released
+	// A write record's units go back once the release is settled: the
+	// next call through the local line finds the lock released in Redis.
+	defer t.give(units)
 	switch {
 	case err != nil:
 		return cmp.Or(t.repay(ctx), err)
