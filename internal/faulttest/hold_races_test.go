@@ -78,9 +78,9 @@ func TestReadInFlightAcrossLossIsNotRevived(t *testing.T) {
 }
 
 // A release of one level of a hold in flight when the watchdog declares
-// the hold lost: end sees h.releasing and keeps the loss for the release
-// to report instead of owing the hold's levels; the release then removes
-// its one level and settle records the rest on a hold that is no longer
+// the hold lost: end sees the release in flight (going) and keeps the
+// loss for the release to report, owing the hold's other levels; the
+// release then removes its one level, on a hold that is no longer
 // current. The rest must be owed: without it, the handle's next hold (a
 // new id) waited behind its own given-up level for as long as the server
 // kept it, instead of sending its release first. A hold has one level per

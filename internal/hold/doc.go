@@ -34,7 +34,8 @@
 // up (lost, a failed release, a wait that ended) is never taken back:
 // its release is owed by id, and the handle's next hold waits behind it
 // like any other owner's. Re-entry depth and a read-write lock's readers
-// live in the process (owners); Redis keeps one level per hold and mode.
+// live in the process (the hold's holders, behind the local line:
+// Lock.take); Redis keeps one level per hold and mode.
 // A read-write lock's downgrade takes its read level under the current
 // hold's id; a read of another goroutine while the hold has its read
 // level joins it in the process, on the handle's op (see intent), and the
@@ -56,7 +57,9 @@
 // it (the write record, the handed mark, the reads, or a release in
 // flight), never counted apart; a level nobody holds any more is owed by
 // id, once. A take records its level in the critical section that applies
-// the reply, carried down as a parameter (intent), never a ctx value.
+// the reply, carried down as a parameter (intent), never a ctx value; a
+// release counts its holder out on op, sends the level's release with
+// its last holder, and records the outcome (Tracker.leave, finish).
 //
 // Invariants: a script that takes, gives back or decides once is never
 // resent by go-redis (package script); the engine's resends carry what

@@ -65,7 +65,7 @@ func (t *Tracker) LoseNow() {
 func (t *Tracker) LoseIfReleased(h any) bool {
 	hh := h.(*hold)
 	t.mu.Lock()
-	ok := t.cur == hh && hh.going == 0 && !hh.in(Exclusive) && !hh.in(Shared)
+	ok := t.cur == hh && hh.going == 0 && hh.empty()
 	t.mu.Unlock()
 	if ok {
 		t.end(hh, fmt.Errorf("%w: a renewal found the lock gone", errs.ErrLost))

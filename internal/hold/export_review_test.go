@@ -15,12 +15,12 @@ func WaitID(x any) string { return WatcherOf(x).h.l.t.waitID(nil) }
 // so that a claim that goes through has a holder with the line's units.
 func ClaimGrant(ctx context.Context, x any, id string) (bool, error) {
 	l := WatcherOf(x).h.l
-	if !l.gate.TryAcquire(l.units) {
+	if !l.t.gate.TryAcquire(l.t.units) {
 		return false, nil
 	}
 	ok, err := l.t.claim(ctx, Exclusive, 0, time.Now(), id, &intent{m: Exclusive, plain: true})
 	if !ok {
-		l.gate.Release(l.units)
+		l.t.gate.Release(l.t.units)
 	}
 	return ok, err
 }

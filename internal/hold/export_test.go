@@ -12,7 +12,7 @@ func (t *Tracker) Current() any { return t.current() }
 
 // ReleaseOf releases a level of mode m of h, a hold Current returned.
 func (t *Tracker) ReleaseOf(ctx context.Context, h any, m Mode) error {
-	return t.releaseHold(ctx, h.(*hold), m, nil)
+	return t.releaseHold(ctx, h.(*hold), nil, m)
 }
 
 // Ends returns how many cancel functions of Do the current hold of x's
@@ -37,7 +37,7 @@ func Ends(x any) int {
 // in before it.
 func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 	l := WatcherOf(x).h.l
-	if !l.gate.TryAcquire(1) {
+	if !l.t.gate.TryAcquire(1) {
 		return false, nil
 	}
 	if h := l.t.current(); h != nil {
@@ -46,7 +46,7 @@ func RLockAcrossEnd(ctx context.Context, x any) (bool, error) {
 	in := &intent{m: Shared, plain: true}
 	ok, err := l.try(ctx, Shared, in)
 	if !ok || err != nil || in.h == nil {
-		l.gate.Release(1)
+		l.t.gate.Release(1)
 		return false, err
 	}
 	return true, nil
@@ -62,18 +62,18 @@ func (l *Lock) CheckRecord() error {
 	var want int64
 	if h != nil {
 		if h.x != nil {
-			want = l.units - h.x.reads
+			want = l.t.units - h.x.reads
 		}
 		want += h.plainReads + int64(len(h.rdos))
 	}
 	l.t.mu.Unlock()
-	free := l.units - want
-	if !l.gate.TryAcquire(free) {
+	free := l.t.units - want
+	if !l.t.gate.TryAcquire(free) {
 		return fmt.Errorf("the local line has fewer than %d units free; its holders hold %d", free, want)
 	}
-	l.gate.Release(free)
-	if want > 0 && l.gate.TryAcquire(free+1) {
-		l.gate.Release(free + 1)
+	l.t.gate.Release(free)
+	if want > 0 && l.t.gate.TryAcquire(free+1) {
+		l.t.gate.Release(free + 1)
 		return fmt.Errorf("the local line has more than %d units free; its holders hold %d", free, want)
 	}
 	return nil
@@ -82,10 +82,13 @@ func (l *Lock) CheckRecord() error {
 // GateFree reports whether a call for mode m would pass the handle's local
 // line at once, for a test that must not wait there.
 func (l *Lock) GateFree(m Mode) bool {
-	n := l.share(m)
-	if !l.gate.TryAcquire(n) {
+	n := int64(1)
+	if m == Exclusive {
+		n = l.t.units
+	}
+	if !l.t.gate.TryAcquire(n) {
 		return false
 	}
-	l.gate.Release(n)
+	l.t.gate.Release(n)
 	return true
 }

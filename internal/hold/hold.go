@@ -94,8 +94,8 @@ type Tracker struct {
 	ids, seqs atomic.Uint64
 
 	// mu is the handle's one lock over its holds: it protects cur, wait,
-	// owed, giving and given, every hold's levels, records, run and
-	// handoff mark, and the Lock's count of calls at its gate (owners). It
+	// owed, giving and given, every hold's holders, records and handoff
+	// mark, and the Lock's count of calls at its gate (Lock.queued). It
 	// is taken after op, never held across a wait or a script, and nothing
 	// that takes it is called while it is held; the Lost hook, Do's
 	// cancels and the close of Done run once it is let go.
@@ -109,9 +109,13 @@ type Tracker struct {
 	// later hold under its id.
 	wait string
 
-	// forget, if set, runs when a hold ends, however it ends, under mu:
-	// the handle's goroutines forget their records of it (owners.reset).
-	forget func(h *hold)
+	// gate is the local line of a Lock's goroutines (see Lock.take): a
+	// write record holds units of it, all but those its downgraded reads
+	// borrow, and a read one, until it leaves (leave, finish) or its hold
+	// ends (end). units is a write record's share. A Tracker on its own
+	// has no gate: its holders hold no units.
+	gate  *semaphore.Weighted
+	units int64
 
 	// owed lists the give-backs that failed (see Undo), oldest first,
 	// under mu: the next attempt sends them again first.
@@ -140,9 +144,9 @@ type Tracker struct {
 //     only while going is.
 //   - (I5) The local line's units follow the holders: the write record
 //     has all of them but those its downgraded reads borrow, a read one
-//     (see owners). A hold that ends gives every unit back in the section
-//     that clears Tracker.cur (forget); a write record that leaves gives
-//     its units back once its release is settled.
+//     (see Tracker.gate). A hold that ends gives every unit back in the
+//     section that clears Tracker.cur (end); a write record that leaves
+//     gives its units back once its release is settled (finish).
 //   - (I6) A handed hold has no write record: a call past the gate takes
 //     it, or settleHanded releases it; passes stays within maxPasses.
 type hold struct {
@@ -161,7 +165,7 @@ type hold struct {
 	endN   int                        // numbers the entries of ends
 
 	// going is m+1 while the release of the hold's level of mode m is in
-	// flight, until its outcome is recorded (see releaseOnOp): its holder
+	// flight, until its outcome is recorded (see finish): its holder
 	// has left, and the level is the release's. lostWhile is the loss the
 	// watchdog reported meanwhile: a renewal that runs after the release
 	// finds the lock gone, and only the release's outcome tells whether
@@ -177,7 +181,7 @@ type hold struct {
 	passes int
 	since  time.Time
 
-	// The calls that hold it, in the process (see owners). A record
+	// The calls that hold it, in the process (see Lock.take). A record
 	// belongs to this hold alone (I1).
 	x          *record              // the exclusive hold, if any
 	plainReads int64                // plain read holds, downgraded ones included
@@ -213,6 +217,17 @@ func (h *hold) in(m Mode) bool {
 		return h.x != nil || h.handed
 	}
 	return h.reads()
+}
+
+// empty reports whether hold h has no level left; the caller holds
+// Tracker.mu.
+func (h *hold) empty() bool { return !h.in(Exclusive) && !h.in(Shared) }
+
+// give gives n units back to the local line, if there is one.
+func (t *Tracker) give(n int64) {
+	if t.gate != nil && n > 0 {
+		t.gate.Release(n)
+	}
 }
 
 // Done returns a channel that is closed when the current hold ends; a
@@ -264,10 +279,6 @@ func (t *Tracker) current() *hold {
 	return t.cur
 }
 
-// live reports whether hold h is the current hold: once it is not, it
-// never is again (see end).
-func (t *Tracker) live(h *hold) bool { return t.current() == h }
-
 // acquired records a successful acquisition, sent at sent for hold
 // sentFor (nil: sent while the handle held nothing), after which Redis
 // counts levels for the handle, and returns the hold it belongs to. A
@@ -293,7 +304,12 @@ func (t *Tracker) acquired(id string, levels Levels, token uint64, sent time.Tim
 				h.tag = tag
 			}
 			h.wd.Touch(sent)
-			in.record(h, false)
+			if !in.record(h, false) && !h.in(Shared) {
+				// A downgrade whose write record left while its script
+				// ran: nobody holds the read level it took, so it is owed
+				// (I3; see Lock.reenter).
+				t.owed = append(t.owed, owed{Shared, id, tag})
+			}
 			t.mu.Unlock()
 			return h
 		}
@@ -418,16 +434,16 @@ func (t *Tracker) entry(h *hold) watchdog.Entry {
 // the release to report if it does not end the hold itself. It reports
 // whether it ended h.
 //
-// However h ends, the handle's goroutines forget their records of it
-// (forget) in the critical section that ends it. A release that ends
-// the hold has counted its own record out, or does once it returns, and
-// leaves nothing else; but a reply may end it with records still counted
-// (it says a level is gone that a goroutine holds), and a record of a
-// hold that is over would keep its units of the local line for ever: its
-// release finds no hold to release. Forgotten any later, a goroutine
-// could pass the local line meanwhile (the Unlock of a forgotten hold
-// gave its unit back), take a new hold, and then be forgotten in it, its
-// unit given to a second holder.
+// However h ends, its holders are forgotten, and their units of the
+// local line given back (I5), in the critical section that ends it. A
+// release that ends the hold has counted its own holder out, and leaves
+// nothing else; but a reply may end it with holders still counted (it
+// says a level is gone that a goroutine holds), and a holder of a hold
+// that is over would keep its units for ever: its release finds no hold
+// to release. Forgotten any later, a goroutine could pass the local line
+// meanwhile (the Unlock of a forgotten hold gave its unit back), take a
+// new hold, and then be forgotten in it, its unit given to a second
+// holder.
 func (t *Tracker) end(h *hold, lost error) bool { return t.endOwing(h, lost, lost != nil) }
 
 // endOwing is end, owing h's levels (see owe) only if owes: not when a
@@ -440,11 +456,20 @@ func (t *Tracker) endOwing(h *hold, lost error, owes bool) bool {
 	}
 	t.cur = nil
 	if owes {
-		t.owe(h) // before forget: the holders say which levels there are
+		t.owe(h) // before the holders go: they say which levels there are
 	}
-	if t.forget != nil {
-		t.forget(h)
+	var units int64
+	if h.x != nil {
+		units = t.units - h.x.reads
+		h.x.depth, h.x = 0, nil
 	}
+	for r := range h.rdos {
+		r.depth = 0
+	}
+	units += h.plainReads + int64(len(h.rdos))
+	h.plainReads, h.handed = 0, false
+	clear(h.rdos)
+	t.give(units)
 	if lost != nil && h.going != 0 {
 		h.lostWhile, lost = lost, nil
 	}
@@ -468,7 +493,7 @@ func (t *Tracker) endOwing(h *hold, lost error, owes bool) bool {
 // whenever it runs; the handle's next attempt sends it first (repay), so
 // that the handle's next hold does not wait for the lease of the one it
 // gave up. A level whose release is in flight is that release's to owe
-// if it fails (see releaseOnOp), so each is owed once; h is over, so a
+// if it fails (see finish), so each is owed once; h is over, so a
 // caller that gives its level up afterwards (abandon) owes nothing. The
 // caller holds mu.
 func (t *Tracker) owe(h *hold) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hub"
@@ -52,7 +53,7 @@ type Kind struct {
 	// (see wait.WaitInLine) instead of each asking Redis.
 	InLine bool
 	// Modes is how many modes the lock has: 1 for a mutex, 2 for a
-	// read-write lock (see owners).
+	// read-write lock (see allUnits).
 	Modes int
 	// Verbs, if set, names the taking and the release of a level of mode
 	// Exclusive in errors (an election's "campaign" and "resign"); unset,
@@ -146,8 +147,11 @@ type Lock struct {
 	clock  exactly.ServerClock // the server's clock, for the deadlines of scripts
 	probes [2]wait.Probe       // what each mode reports as (package observe)
 	ops    [2][2]string        // the names of each mode's take and release in errors
-	owners
-	waits waits
+	// queued counts the calls waiting at the local line (Tracker.gate)
+	// for an exclusive hold, for a local handoff (see handOver); guarded
+	// by Tracker.mu.
+	queued int
+	waits  waits
 	// watched counts the handle's open Watches (see Watcher): while there
 	// are any, its refused attempts ask for the release to be announced.
 	watched atomic.Int32
@@ -212,9 +216,12 @@ func NewLock(k Kind) *Lock {
 		cfg.Granted, cfg.GrantLease = l.deliver, k.GrantLease
 	}
 	l.t = New(cfg)
-	l.owners.init(k.Modes)
+	l.t.units = 1
+	if k.Modes > 1 {
+		l.t.units = allUnits
+	}
+	l.t.gate = semaphore.NewWeighted(l.t.units)
 	l.waits.mu = [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}
-	l.t.forget = l.owners.reset
 	return l
 }
 
@@ -228,8 +235,8 @@ func (l *Lock) Name() string { return l.k.Name }
 var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
 
 // wait takes a level of mode m in Redis, waiting until it can or ctx is
-// done, and records it through in; the local line (owners) has let the
-// caller through already.
+// done, and records it through in; the local line (Tracker.gate) has let
+// the caller through already.
 func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 	c := perclient.Attach(l.k.RDB)
 	defer c.Detach()
@@ -467,7 +474,7 @@ func Probes(b Base, modes int) [2]wait.Probe {
 	}
 }
 
-// enter waits for n units of the local line (see owners). An acquire that
+// enter waits for n units of the local line (Tracker.gate). An acquire that
 // cannot have them at once is reported as parked: it waits behind other
 // goroutines of the handle, which is where most waiting happens when a
 // handle is shared.
@@ -493,13 +500,13 @@ func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 func (l *Lock) pass(ctx context.Context, n int64) error {
 	r := wait.ReportOf(ctx)
 	if r == nil || ctx.Err() != nil {
-		return l.gate.Acquire(ctx, n)
+		return l.t.gate.Acquire(ctx, n)
 	}
-	if l.gate.TryAcquire(n) {
+	if l.t.gate.TryAcquire(n) {
 		return nil
 	}
 	r.Park()
-	return l.gate.Acquire(ctx, n)
+	return l.t.gate.Acquire(ctx, n)
 }
 
 // ReleaseTimeout bounds a release (Unlock, RUnlock, a permit's Release,
@@ -513,21 +520,13 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
-// release releases one level of mode m of hold h in Redis, on
-// ReleaseContext(ctx). settle, if set (a read), does the process's part
-// on the handle's op first, and says whether Redis's read level goes:
-// only with the handle's last read of h (see intent).
-func (l *Lock) release(ctx context.Context, h *hold, m Mode, settle func() bool) error {
+// release releases the level of mode m that r (nil: a plain read)
+// holds in hold h, on ReleaseContext(ctx): r leaves h's holders, and the
+// level goes in Redis only with its last holder (see Tracker.leave).
+func (l *Lock) release(ctx context.Context, h *hold, r *record, m Mode) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	return l.t.releaseHold(ctx, h, m, settle)
-}
-
-// countOut is the settle of the release of r, a read of hold h (nil: a
-// plain one): it counts the read out, gives its unit of the line back,
-// and reports whether it was h's last. It runs under Tracker.mu.
-func (l *Lock) countOut(h *hold, r *record) func() bool {
-	return func() bool { l.gate.Release(l.released(h, r, Shared)); return !h.reads() }
+	return l.t.releaseHold(ctx, h, r, m)
 }
 
 // forceTries bounds how many times ForceUnlock reads the holds again

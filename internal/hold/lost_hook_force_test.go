@@ -12,7 +12,7 @@ import (
 
 // A Lost hook that calls the handle's ForceUnlock: the hook runs on the
 // goroutine of the release that found the hold gone, which holds the
-// handle's op (releaseOnOp -> end -> report). A ForceUnlock that waited
+// handle's op (releaseHold -> finish -> end -> report). A ForceUnlock that waited
 // for that op to end what it deleted never returned, and every later
 // call of the handle hung; it waits for nothing now (see Tracker.forced).
 func TestLostHookForceUnlockDoesNotDeadlock(t *testing.T) {

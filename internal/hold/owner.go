@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/redisync/redisync/internal/errs"
 
 	"github.com/redisync/redisync/internal/perclient"
@@ -45,21 +43,22 @@ import (
 //     hold taken with a write hold's ctx (a downgrade) is a plain read
 //     hold that borrows one of the write hold's units (x.reads) until the
 //     write hold ends, and then keeps it.
-//   - The line's units follow the holds: an exclusive hold has all of
-//     them, a read hold one; they are given back when the hold's last
-//     level is released, whatever Redis said (a lost hold is over too).
+//   - The line's units follow the holders (I5): an exclusive hold has
+//     all of them, a read hold one; a holder gives them back as it
+//     leaves (Tracker.leave), whatever Redis says (a lost hold is over
+//     too).
 //   - The records of a hold live in the Tracker's hold they were taken
 //     under (hold.x, plainReads, rdos; see hold for its invariants): a
 //     record names its hold, and a release of it is sent for that hold
 //     only, never for whatever hold the handle has by the time it runs.
 //   - When the handle's hold ends without its holders (the watchdog
-//     finds it lost, or ForceUnlock), reset gives every unit of its
-//     records back as it ends (I5). A call with the ctx of a
+//     finds it lost, or ForceUnlock), end forgets them and gives every
+//     unit of theirs back as it ends (I5). A call with the ctx of a
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
 //     the level Redis granted back. Plain holds are anonymous, as a
-//     sync.Mutex's are: a plain Unlock after a reset releases whatever
+//     sync.Mutex's are: a plain Unlock after such an end releases whatever
 //     plain hold the handle has by then.
 //   - Local handoff (Kind.LocalHandoff; see handOver): an Unlock of the
 //     last level of an exclusive hold, with another goroutine waiting at
@@ -73,46 +72,6 @@ import (
 // every unit, a read hold one.
 const allUnits = 1 << 30
 
-// owners is the local side of a handle's holds.
-type owners struct {
-	gate  *semaphore.Weighted
-	units int64 // an exclusive hold's share of gate
-
-	// calls waiting at the gate for an exclusive hold, for a local
-	// handoff (see handOver); guarded by Tracker.mu
-	queued int
-}
-
-func (o *owners) init(modes int) {
-	o.units = 1
-	if modes > 1 {
-		o.units = allUnits
-	}
-	o.gate = semaphore.NewWeighted(o.units)
-}
-
-// reset forgets the records of hold h and gives their units back: h ended
-// (lost, force-unlocked, or released: see Tracker.end). The caller holds
-// Tracker.mu.
-func (o *owners) reset(h *hold) {
-	var units int64
-	if h.x != nil {
-		units += o.units - h.x.reads
-		h.x.depth = 0
-		h.x = nil
-	}
-	units += h.plainReads
-	h.plainReads = 0
-	for r := range h.rdos {
-		units++
-		r.depth = 0
-	}
-	clear(h.rdos)
-	if units > 0 {
-		o.gate.Release(units)
-	}
-}
-
 // record is one hold taken through the local line: an exclusive hold, or
 // a read hold of RDo.
 type record struct {
@@ -125,10 +84,6 @@ type record struct {
 
 type ctxKey struct{ l *Lock }
 
-// ended stands, in releasing's reply, for a hold ctx carries that has
-// ended.
-var ended = &record{}
-
 // errEnded is the error of a call whose ctx carries a hold that has ended
 // (released, lost, or force-unlocked): it neither re-enters nor releases
 // anything, and never falls back to another goroutine's plain hold.
@@ -139,7 +94,7 @@ var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", errs.ErrNot
 var errReentryRefused = fmt.Errorf("%w: the hold this ctx carries is gone from Redis", errs.ErrLost)
 
 // carried returns the hold of l that ctx carries, if any, and whether it
-// is still live: not released, and not forgotten by reset.
+// is still live: not released, and not forgotten by end.
 func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	r, _ := ctx.Value(ctxKey{l}).(*record)
 	if r == nil {
@@ -148,13 +103,6 @@ func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	return r, r.depth > 0
-}
-
-func (o *owners) share(m Mode) int64 {
-	if m == Shared {
-		return 1
-	}
-	return o.units
 }
 
 // take takes a level of mode m: through the hold ctx carries (re-entry,
@@ -171,9 +119,12 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		}
 		return l.reenter(ctx, c, m, blocking)
 	}
-	n := l.share(m)
+	n := int64(1) // units of the local line: a write hold has them all
+	if m == Exclusive {
+		n = l.t.units
+	}
 	if !blocking {
-		if !l.gate.TryAcquire(n) {
+		if !l.t.gate.TryAcquire(n) {
 			return nil, false, nil // another goroutine of the handle holds it
 		}
 	} else if err := l.enter(ctx, m, n); err != nil {
@@ -187,7 +138,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	in := &intent{m: m, plain: plain}
 	ok, err := l.redis(ctx, m, blocking, in)
 	if !ok || err != nil {
-		l.gate.Release(n)
+		l.t.gate.Release(n)
 		return nil, ok, err
 	}
 	// Taken, so recorded: in the critical section that applied the reply
@@ -205,7 +156,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 
 // rearmJoined renews hold h for a read that joined its read level (r: its
 // record, nil for a plain read), and counts the read out again when that
-// fails: a hold gone from Redis has forgotten it already (reset).
+// fails: a hold gone from Redis has forgotten it already (end).
 func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking bool) error {
 	try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
 	var err error
@@ -215,10 +166,10 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 		_, err = try(ctx)
 	}
 	if err != nil && !errors.Is(err, errReentryRefused) {
-		_ = l.release(ctx, h, Shared, l.countOut(h, r))
+		_ = l.release(ctx, h, r, Shared)
 	}
-	if err == nil && !l.t.live(h) {
-		return errTakenEnded // lost while the renewal ran: reset forgot the read
+	if err == nil && l.t.current() != h {
+		return errTakenEnded // lost while the renewal ran: end forgot the read
 	}
 	return err
 }
@@ -268,7 +219,7 @@ func (l *Lock) behindOwn(m Mode, err error) error {
 // renewal adds no level, so nothing it does can be left behind: a renewal
 // whose reply is lost, or that runs after the hold ended, only lengthens
 // a lease that then runs out. An Unlock of an inner level sends nothing
-// (see inner).
+// (see releasing).
 //
 // A read level through a write hold (a downgrade) is taken in Redis: the
 // read outlives the write level there.
@@ -323,33 +274,11 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, errReentryRefused
 	}
 	if in.h == nil {
-		// The write hold ended while the script ran: the read level it
-		// took is released, unless another read of the handle keeps it
-		// (nothing is sent once h is over).
-		_ = l.release(ctx, h, m, func() bool { return !h.reads() })
+		// The write record left while the script ran: the read level it
+		// took is another read's, or owed (see acquired).
 		return nil, false, errEnded
 	}
 	return nil, true, nil
-}
-
-// inner takes one level off r in the process only, and reports whether
-// it did: r was re-entered (see reenter), and its last level is the one
-// Redis holds. A hold of Do's that reset forgot since (lost, or
-// force-unlocked) is done with: errEnded, and nothing is sent.
-func (l *Lock) inner(r *record) (bool, error) {
-	if r == nil || r == ended {
-		return false, nil
-	}
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	switch {
-	case l.t.cur != r.h && !r.plain:
-		return true, errEnded
-	case l.t.cur != r.h || r.depth < 2:
-		return false, nil
-	}
-	r.depth--
-	return true, nil
 }
 
 // rearm renews hold h for a re-entry: it reports true when Redis still
@@ -418,37 +347,18 @@ func (l *Lock) TryLock(ctx context.Context, m Mode) (bool, error) {
 // Unlock releases one level of mode m: of the hold ctx carries, else of a
 // plain hold. It runs on ReleaseContext(ctx).
 func (l *Lock) Unlock(ctx context.Context, m Mode) error {
-	r, h, ok := l.releasing(ctx, m)
-	if r == ended {
-		return l.Wrap(l.ops[m][1], errEnded)
-	}
-	if !ok {
-		err := errs.ErrNotHeld
-		if m == Exclusive && l.holdsReads() {
-			err = fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", err)
-		}
-		return l.Wrap(l.ops[m][1], err)
-	}
-	if done, err := l.inner(r); done {
-		return l.Wrap(l.ops[m][1], err) // a re-entered level: counted in the process only
-	}
-	if units, ok := l.handOver(r, m); ok {
-		l.gate.Release(units)
+	r, h, err := l.releasing(ctx, m)
+	switch {
+	case err != nil || h == nil:
+		return l.Wrap(l.ops[m][1], err) // h nil: a re-entered level, counted in the process only
+	case l.handOver(r, m):
 		l.settleHanded(context.WithoutCancel(ctx)) // a release: waited for
 		return nil
 	}
-	if m == Shared {
-		// On the handle's op, with the joins: the last read of the hold
-		// releases its level in Redis, the others only count down.
-		return l.Wrap(l.ops[m][1], l.release(ctx, h, m, l.countOut(h, r)))
-	}
-	// The write record leaves on op, as the release begins; its units go
-	// back once the release is settled, so that the next call through the
-	// line finds the lock released in Redis.
-	var units int64
-	err := l.release(ctx, h, m, func() bool { units = l.released(h, r, m); return true })
-	l.gate.Release(units)
-	return l.Wrap(l.ops[m][1], err)
+	// r leaves on the handle's op, with the joins: the last holder of the
+	// level releases it in Redis, the others only count down (see
+	// Tracker.leave).
+	return l.Wrap(l.ops[m][1], l.release(ctx, h, r, m))
 }
 
 // The bounds of passing within a handle (see handOver): a hold taken in Redis
@@ -475,22 +385,24 @@ const (
 // next hold must get its own), the hold is still current and within the
 // limits. The next holder then holds the lock without a round trip and
 // the processes waiting in Redis wait a little longer: maxPasses bounds
-// it. r leaves in the same critical section, and the units of the line it
-// gives back are returned.
-func (l *Lock) handOver(r *record, m Mode) (int64, bool) {
+// it. r leaves in the same critical section, and gives its units of the
+// line back: the handed mark holds the level now (nothing is sent).
+func (l *Lock) handOver(r *record, m Mode) bool {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
-		return 0, false
+		return false
 	}
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	h := l.t.cur
 	if h == nil || r.h != h || r != h.x || r.depth != 1 || r.reads != 0 || l.queued == 0 || h.handed ||
 		h.passes >= maxPasses || h.passes > 0 && time.Since(h.since) >= maxPassTime {
-		return 0, false
+		return false
 	}
 	h.handed = true
 	h.passes++
-	return l.released(h, r, m), true
+	_, units, _ := l.t.leave(h, r, m)
+	l.t.give(units)
+	return true
 }
 
 // takeHanded takes the hold that the previous holder handed over (see
@@ -508,7 +420,7 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 		return nil, false, nil
 	case ctx.Err() != nil:
 		l.t.mu.Unlock()
-		l.gate.Release(n)
+		l.t.gate.Release(n)
 		l.settleHanded(ctx)
 		return nil, false, ctx.Err()
 	}
@@ -537,91 +449,56 @@ func (l *Lock) settleHanded(ctx context.Context) {
 	l.t.mu.Lock()
 	idle := l.t.cur != nil && l.t.cur.handed && l.queued == 0
 	l.t.mu.Unlock()
-	if !idle || !l.gate.TryAcquire(l.units) {
+	if !idle || !l.t.gate.TryAcquire(l.t.units) {
 		return
 	}
-	l.t.mu.Lock()
-	h := l.t.cur
-	l.t.mu.Unlock()
+	// Read once the gate is held: no call can take the handed hold now,
+	// so the handed mark is there until the release counts it out, on op
+	// (see Tracker.leave), unless the hold ends first.
+	h := l.t.current()
 	if h == nil {
-		l.gate.Release(l.units)
+		l.t.gate.Release(l.t.units)
 		return
-	}
-	// The handed mark leaves on op, as the release begins (a call that
-	// took the hold meanwhile has cleared it: nothing is sent).
-	leave := func() bool {
-		handed := h.handed
-		h.handed = false
-		return handed
 	}
 	perclient.TidyUp(ctx, l.k.RDB, ReleaseTimeout, func(ctx context.Context) {
-		_ = l.t.releaseHold(ctx, h, Exclusive, leave)
-		l.gate.Release(l.units)
+		_ = l.t.releaseHold(ctx, h, nil, Exclusive)
+		l.t.gate.Release(l.t.units)
 	})
 }
 
-// releasing finds the hold an Unlock of mode m with ctx releases a level
-// of: the hold ctx carries in that mode, else the plain exclusive hold,
-// else (r nil) a plain read hold; and the Tracker's hold it is a part of.
-func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, bool) {
-	c, live := l.carried(ctx)
+// releasing finds what an Unlock of mode m with ctx releases a level of:
+// the hold ctx carries in that mode, else the plain write hold, else (r
+// nil) a plain read hold; and the hold h it is a part of. A re-entered
+// level (see reenter) is taken off in the process only, in the same
+// critical section, and h is nil: Redis holds one level, whatever the
+// depth. A hold of Do's that has ended is done with: errEnded, and
+// nothing is sent, never another goroutine's plain hold.
+func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, error) {
+	c, _ := ctx.Value(ctxKey{l}).(*record)
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	cur := l.t.cur
 	switch {
-	case c != nil && c.mode == m && !live:
-		return ended, nil, false // never another goroutine's plain hold
+	case c != nil && c.mode == m && c.depth == 0:
+		return nil, nil, errEnded
+	case c != nil && c.mode == m && c.depth > 1:
+		c.depth--
+		return nil, nil, nil
 	case c != nil && c.mode == m:
-		return c, c.h, true
-	case cur == nil:
-		return nil, nil, false
-	case m == Exclusive:
-		return cur.x, cur, cur.x != nil && cur.x.plain
+		return c, c.h, nil
+	case cur != nil && m == Exclusive && cur.x != nil && cur.x.plain:
+		return cur.x, cur, nil
+	case cur != nil && m == Shared && cur.plainReads > 0:
+		return nil, cur, nil
+	case m == Exclusive && cur.reads():
+		return nil, nil, fmt.Errorf("%w: the handle holds a read lock: release it with RUnlock", errs.ErrNotHeld)
 	}
-	return nil, cur, cur.plainReads > 0
-}
-
-// released counts a level of r (nil: a plain read hold of h) out,
-// whatever Redis will say: a hold that is lost is over too. It returns the
-// units of the line a hold whose last level is gone gives back. The
-// caller holds Tracker.mu.
-func (l *Lock) released(h *hold, r *record, m Mode) int64 {
-	var units int64
-	switch {
-	case l.t.cur != h:
-		// The hold ended meanwhile: reset forgot it, and gave its units back.
-	case r == nil && h.plainReads == 0:
-		// Counted down already: two RUnlocks of one RLock racing.
-	case r == nil:
-		h.plainReads--
-		if h.x != nil && h.x.reads > 0 {
-			h.x.reads-- // a downgraded read, on the write hold's units
-		} else {
-			units = 1
-		}
-	default:
-		r.depth--
-		if r.depth == 0 {
-			units = l.share(m)
-			delete(h.rdos, r)
-			if r == h.x {
-				h.x = nil
-				units -= r.reads // the downgraded reads keep theirs
-			}
-		}
-	}
-	return units
+	return nil, nil, errs.ErrNotHeld
 }
 
 // reads reports whether the handle holds a read lock in h (nil: none);
 // the caller holds Tracker.mu.
 func (h *hold) reads() bool { return h != nil && (h.plainReads > 0 || len(h.rdos) > 0) }
-
-func (l *Lock) holdsReads() bool {
-	l.t.mu.Lock()
-	defer l.t.mu.Unlock()
-	return l.t.cur.reads()
-}
 
 // Do takes a level of mode m (re-entering the hold ctx carries, if any),
 // runs fn with a ctx that carries the hold and is cancelled when it ends

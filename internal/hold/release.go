@@ -74,7 +74,7 @@ const refusalTime = 2 * time.Second
 // reported to the Lost hook only if the release turns out not to have
 // ended the hold itself.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
-	return t.releaseHold(ctx, t.current(), m, nil)
+	return t.releaseHold(ctx, t.current(), nil, m)
 }
 
 // errReleaseEnded is the error of a release of a hold that ended before
@@ -82,87 +82,43 @@ func (t *Tracker) Release(ctx context.Context, m Mode) error {
 // its id already (see end).
 var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", errs.ErrNotHeld)
 
-// releaseHold is Release of a level of hold h (nil: the handle holds
-// nothing), the one the caller's level is part of: nothing is sent once h
-// is not the current hold, whatever hold the handle has by then. settle,
-// if set, runs first on op, under mu: it counts the caller out of h's
-// holders and says whether the level goes in Redis (only with its last
-// holder: see Lock.Unlock); unset, the Tracker's own plain holder of m
-// leaves (see leavePlain). A read's op is waited for past ctx's deadline,
-// for as long as the handle's scripts can keep it (settleTimeout):
-// settled without op, a read could be counted down while another
-// goroutine joins the level the release then takes away.
-func (t *Tracker) releaseHold(ctx context.Context, h *hold, m Mode, settle func() bool) error {
+// releaseHold releases the level of mode m that r holds in hold h (nil:
+// the handle holds nothing), the hold the caller's level is part of: r
+// leaves h's holders on the handle's op (see leave), and the level goes
+// in Redis with its last holder; nothing is sent once h is not the
+// current hold, whatever hold the handle has by then. A read's op is
+// waited for past ctx's deadline, for as long as the handle's scripts
+// can keep it (settleTimeout): counted out without op, a read could
+// leave while another goroutine joins the level the release then takes
+// away.
+func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) error {
 	octx := ctx
-	if settle != nil && m == Shared {
+	if m == Shared {
 		var cancel context.CancelFunc
 		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 		defer cancel()
 	}
 	if err := t.op.Acquire(octx, 1); err != nil {
-		t.mu.Lock()
-		had, send := t.leave(h, m, settle)
-		last := send && had && t.abandon(h, m)
-		t.mu.Unlock()
-		if last {
-			t.end(h, nil)
-		}
+		t.abandon(h, r, m)
 		return err
 	}
 	defer t.op.Release(1)
-	return t.releaseOnOp(ctx, h, m, settle)
-}
-
-// settleTimeout bounds how long a read's release waits for the handle's
-// op (see releaseHold): longer than any script of the handle keeps it,
-// each bounded by the client's timeouts and the engine's retries.
-const settleTimeout = 30 * time.Second
-
-// leave counts the caller of a release of mode m out of hold h's holders
-// (settle, else the plain holder), and reports whether h had the level
-// before and whether the release goes to Redis. The caller holds mu.
-func (t *Tracker) leave(h *hold, m Mode, settle func() bool) (had, send bool) {
-	if h == nil {
-		return false, settle == nil
-	}
-	had = h.in(m)
-	if settle != nil {
-		return had, settle()
-	}
-	h.leavePlain(m)
-	return had, true
-}
-
-// leavePlain counts out a plain holder of mode m of hold h: a Tracker on
-// its own records one for each level it takes (see intent). The caller
-// holds mu.
-func (h *hold) leavePlain(m Mode) {
-	switch {
-	case m == Exclusive:
-		h.x = nil
-	case h.plainReads > 0:
-		h.plainReads--
-	}
-}
-
-// releaseOnOp is releaseHold once the caller holds op.
-func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func() bool) error {
 	t.mu.Lock()
-	had, send := t.leave(h, m, settle)
-	live, o := h != nil && t.cur == h, Shared-m
+	send, units, err := t.leave(h, r, m)
 	var tag uint64
 	var other bool // the hold has its level of the other mode
-	if send && live {
-		h.going, tag, other = int(m)+1, h.tagOf(m), h.in(o)
+	if send {
+		h.going, tag, other = int(m)+1, h.tagOf(m), h.in(Shared-m)
 	}
 	t.mu.Unlock()
+	// A write record's units go back once the release is settled: the
+	// next call through the local line finds the lock released in Redis.
+	defer t.give(units)
 	switch {
+	case err != nil:
+		return cmp.Or(t.repay(ctx), err)
 	case !send:
-		return nil // another read of the handle keeps the level
-	case h == nil:
-		return cmp.Or(t.repay(ctx), errs.ErrNotHeld)
-	case !live:
-		return cmp.Or(t.repay(ctx), errReleaseEnded)
+		return nil // another holder keeps the level
 	}
 	// What the handle owes goes first, in order; should it fail again,
 	// it stays owed, and the release is sent all the same. (An owed
@@ -180,10 +136,72 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	// A release of m changes no level of the other mode: a reply that
 	// lacks the one the hold has says it went from Redis unseen, as a
 	// reply to an attempt would (see acquired).
-	lacks := err == nil && !out.NotHeld && other && out.Levels[o] == 0
+	lacks := err == nil && !out.NotHeld && other && out.Levels[Shared-m] == 0
 	if err == nil && !gone && !lacks && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
 	}
+	return t.finish(h, m, other, gone, lacks, errs.CtxErr(ctx, err))
+}
+
+// settleTimeout bounds how long a read's release waits for the handle's
+// op (see releaseHold): longer than any script of the handle keeps it,
+// each bounded by the client's timeouts and the engine's retries.
+const settleTimeout = 30 * time.Second
+
+// leave counts r out of hold h's holders of mode m, whatever Redis will
+// say (a hold that is lost is over too), and reports whether the level
+// goes in Redis: r was its last holder, and h is live. r is h's write
+// record or a read of RDo; nil is a plain holder: a plain read, or of
+// mode Exclusive the handed mark (settleHanded, which holds the gate, so
+// the mark is there), else the write record of a Tracker on its own
+// (whose records are all plain). A read gives its unit of the local line
+// back at once; a write record's units are returned, for the caller to
+// give back once the release is settled. The error says that there is
+// nothing to send: h has ended (its levels are owed by its id already:
+// see end), or had no level of m. The caller holds mu.
+func (t *Tracker) leave(h *hold, r *record, m Mode) (send bool, units int64, err error) {
+	switch {
+	case h == nil:
+		return false, 0, errs.ErrNotHeld
+	case t.cur != h:
+		return false, 0, errReleaseEnded
+	case !h.in(m):
+		return false, 0, errs.ErrNotHeld // two releases of one level racing
+	}
+	if r == nil && m == Exclusive && !h.handed {
+		r = h.x
+	}
+	switch {
+	case r == nil && m == Exclusive:
+		h.handed = false
+	case r == nil && h.plainReads > 0:
+		h.plainReads--
+		if h.x != nil && h.x.reads > 0 {
+			h.x.reads-- // a downgraded read, on the write record's units
+		} else {
+			t.give(1)
+		}
+	case r != nil && r.depth > 0:
+		r.depth--
+		if r.depth > 0 {
+			break // re-entered meanwhile: the record stays
+		}
+		delete(h.rdos, r)
+		if r == h.x {
+			h.x, units = nil, t.units-r.reads // the downgraded reads keep theirs
+		} else {
+			t.give(1)
+		}
+	}
+	return !h.in(m), units, nil
+}
+
+// finish records the outcome of the release of hold h's level of mode m,
+// on op: other says h had its level of the other mode as it was sent,
+// gone that Redis had no level to release, lacks that the reply lacks
+// the level of the other mode, and err that the release failed. It ends
+// h when that was its last level, or the reply says h is lost.
+func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) error {
 	// A loss the watchdog found meanwhile stands unless this release
 	// ended the hold: it is reported once the outcome is settled, and
 	// until then the release is in flight (going), so that a renewal
@@ -191,13 +209,13 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 	// A loss that ended the hold meanwhile owed its other levels, not
 	// this one (see owe): a failed release owes it here.
 	t.mu.Lock()
-	h.going, live = 0, t.cur == h
+	h.going = 0
 	lost := h.lostWhile
 	h.lostWhile = nil
 	if err != nil {
-		t.owed = append(t.owed, owed{m, h.id, tag})
+		t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
 	}
-	empty := live && !h.in(Exclusive) && !h.in(Shared)
+	empty := t.cur == h && h.empty()
 	if empty && err == nil && !gone && !lacks {
 		// The release ended the hold: it stays in flight until end below,
 		// so that a renewal that finds the lock gone in between finds this
@@ -213,11 +231,9 @@ func (t *Tracker) releaseOnOp(ctx context.Context, h *hold, m Mode, settle func(
 			t.end(h, nil)
 		}
 		t.report(h, lost)
-		return errs.CtxErr(ctx, err)
+		return err
 	case gone:
-		if had {
-			t.end(h, errs.ErrLost) // not in Redis: nothing of it is owed
-		}
+		t.end(h, errs.ErrLost) // not in Redis: nothing of it is owed
 		t.report(h, lost)
 		return errs.ErrNotHeld
 	case lacks:
@@ -269,26 +285,33 @@ func (t *Tracker) release(ctx context.Context, id string, m Mode, tag uint64) (o
 	}
 }
 
-// abandon records a release of a level of mode m of hold h that could
-// not be sent: the caller was told that level is gone, and has left its
-// holders (leave), so the handle owes its release, by the hold's id,
-// which its next attempt or release sends first (repay) and a renewal of
-// the hold sends in the background (repayBehind). It reports whether that
-// was the hold's last level: the holder wants the lock released, so the
-// caller ends the hold and the watchdog stops renewing it; the handle's
-// next hold has an id of its own. Kept, a level would outlive its caller
-// and be renewed with the hold for as long as that lasts; dropped without
-// owing it, it would stand in Redis, renewed with the other levels. A hold
-// that ended meanwhile owed its levels as it ended (see owe). The caller
-// holds mu.
-func (t *Tracker) abandon(h *hold, m Mode) bool {
-	if t.cur != h {
-		return false
+// abandon is the release of r's level of mode m of hold h when it cannot
+// be sent (ctx ended before the handle's op was free): the caller was
+// told that level is gone, so r leaves h's holders (leave), and the
+// handle owes the level's release, by the hold's id, which its next
+// attempt or release sends first (repay) and a renewal of the hold sends
+// in the background (repayBehind). With the hold's last level the hold
+// ends: the holder wants the lock released, and the watchdog stops
+// renewing it; the handle's next hold has an id of its own. Kept, a
+// level would outlive its caller and be renewed with the hold for as
+// long as that lasts; dropped without owing it, it would stand in Redis,
+// renewed with the other levels. A hold that ended meanwhile owed its
+// levels as it ended (see owe): nothing is owed twice.
+func (t *Tracker) abandon(h *hold, r *record, m Mode) {
+	t.mu.Lock()
+	send, units, _ := t.leave(h, r, m)
+	last := false
+	if send {
+		// Owed by id: should a failed release have gone through unseen,
+		// the owed one finds the level gone and changes nothing.
+		t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
+		last = h.empty()
 	}
-	// Owed by id: should a failed release have gone through unseen, the
-	// owed one finds the level gone and changes nothing.
-	t.owed = append(t.owed, owed{m, h.id, h.tagOf(m)})
-	return !h.in(Exclusive) && !h.in(Shared)
+	t.mu.Unlock()
+	if last {
+		t.end(h, nil)
+	}
+	t.give(units)
 }
 
 // ReleaseUntracked runs release, a release of something the handle does
