@@ -47,13 +47,7 @@ func newHookLock(t *testing.T, handoff bool) *hookLock {
 
 func (r *hookLock) check(t *testing.T, after string) {
 	t.Helper()
-	if err := r.l.CheckRecord(); err != nil {
-		t.Errorf("after %s: %v", after, err)
-	}
-	held, tags := r.f.snapshot()
-	if err := r.l.Tracker().CheckRedis(held, tags); err != nil {
-		t.Errorf("after %s: %v", after, err)
-	}
+	checkRecords(t, r.l, r.f, after)
 }
 
 // free checks that the handle holds nothing, Redis has nothing of it once

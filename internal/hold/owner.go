@@ -57,7 +57,9 @@ import (
 //     forgotten hold neither re-enters nor releases anything: it reports
 //     ErrNotHeld, and never falls back to a plain hold another goroutine
 //     took since; a downgrade whose hold ended while its script ran gives
-//     the level Redis granted back. Plain holds are anonymous, as a
+//     the level Redis granted back, and one whose write record left
+//     meanwhile (the hold lives on) owes it, unless another read holds
+//     it (see acquired). Plain holds are anonymous, as a
 //     sync.Mutex's are: a plain Unlock after such an end releases whatever
 //     plain hold the handle has by then.
 //   - Local handoff (Kind.LocalHandoff; see handOver): an Unlock of the

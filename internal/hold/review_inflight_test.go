@@ -44,11 +44,18 @@ func newReviewLock(t *testing.T) *reviewLock {
 
 func (r *reviewLock) check(t *testing.T, after string) {
 	t.Helper()
-	if err := r.l.CheckRecord(); err != nil {
+	checkRecords(t, r.l, r.f, after)
+}
+
+// checkRecords checks, after the step named after, that l's records
+// follow its holders and agree with what f, the fake's Redis, holds.
+func checkRecords(t *testing.T, l *hold.Lock, f *recLock, after string) {
+	t.Helper()
+	if err := l.CheckRecord(); err != nil {
 		t.Errorf("after %s: %v", after, err)
 	}
-	held, tags := r.f.snapshot()
-	if err := r.l.Tracker().CheckRedis(held, tags); err != nil {
+	held, tags := f.snapshot()
+	if err := l.Tracker().CheckRedis(held, tags); err != nil {
 		t.Errorf("after %s: %v", after, err)
 	}
 }
