@@ -537,17 +537,13 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 // HoldCount returns the depth of the hold that ctx carries, in its mode;
 // without one, 1 when the handle has a plain exclusive hold, else 0.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	if c, live := l.carried(ctx); c != nil {
-		if !live {
-			return 0, nil
-		}
-		l.t.mu.Lock()
-		defer l.t.mu.Unlock()
-		return int(c.depth), nil
-	}
+	c, _ := ctx.Value(ctxKey{l}).(*record)
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
-	if h := l.t.cur; h != nil && h.x != nil && h.x.plain {
+	switch h := l.t.cur; {
+	case c != nil:
+		return int(c.depth), nil // 0 once its hold ended
+	case h != nil && h.x != nil && h.x.plain:
 		return 1, nil
 	}
 	return 0, nil
