@@ -3,10 +3,12 @@ package script
 import (
 	"context"
 	"io/fs"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisync/redisync/lua"
@@ -64,5 +66,32 @@ func TestOutlasts(t *testing.T) {
 	defer cancel()
 	if outlasts(bounded, ctx) {
 		t.Error("outlasts on a client that bounds commands by ctx = true")
+	}
+}
+
+// TestServerCheckForgottenOnceCollected checks that a client's version
+// check, kept for as long as the client lives, goes once the client is
+// collected: a process that makes clients and drops them does not grow
+// the map of checks.
+func TestServerCheckForgottenOnceCollected(t *testing.T) {
+	m := miniredis.RunT(t)
+	key := func() any {
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		defer c.Close()
+		_ = CheckServer(t.Context(), c) // answered or refused: settled either way
+		k, _ := checkKey(c, false)
+		if _, ok := checked.Load(k); !ok {
+			t.Fatal("no check kept for a live client")
+		}
+		return k
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		runtime.GC()
+		if _, ok := checked.Load(key); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the check of a collected client is still kept after 10s")
+		}
 	}
 }

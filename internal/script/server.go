@@ -61,36 +61,29 @@ type serverCheck struct {
 // checkKey returns the key of c's check, and false for anything that is
 // not a long-lived client (a single connection, a pipeline, a test's
 // fake): those are not checked (a pinned connection is checked through
-// its client: see CheckServer).
-func checkKey(c any) (any, bool) {
+// its client: see CheckServer). With forget, it also arranges for the
+// check to be forgotten once c is collected: once per client, when its
+// check is settled, not on every script call.
+func checkKey(c any, forget bool) (any, bool) {
 	switch c := c.(type) {
 	case *redis.Client:
-		return weak.Make(c), true
+		return weakKey(c, forget), true
 	case *redis.ClusterClient:
-		return weak.Make(c), true
+		return weakKey(c, forget), true
 	case *redis.Ring:
-		return weak.Make(c), true
+		return weakKey(c, forget), true
 	}
 	return nil, false
 }
 
-// forget arranges for the check of c, a client checkKey keys, to be
-// forgotten once c is collected. It runs once per client, checkKey on
-// every script call: the cleanup's closures, made there, cost every
-// call an allocation.
-func forget(c any) {
-	switch c := c.(type) {
-	case *redis.Client:
-		forgetCollected(c)
-	case *redis.ClusterClient:
-		forgetCollected(c)
-	case *redis.Ring:
-		forgetCollected(c)
+// weakKey is checkKey for client c of type T. Its cleanup captures
+// nothing, so a call without forget allocates nothing.
+func weakKey[T any](c *T, forget bool) weak.Pointer[T] {
+	k := weak.Make(c)
+	if forget {
+		runtime.AddCleanup(c, func(k weak.Pointer[T]) { checked.Delete(k) }, k)
 	}
-}
-
-func forgetCollected[T any](c *T) {
-	runtime.AddCleanup(c, func(k weak.Pointer[T]) { checked.Delete(k) }, weak.Make(c))
+	return k
 }
 
 // CheckServer returns an *OldServerError when the server behind c is older
@@ -101,7 +94,7 @@ func forgetCollected[T any](c *T) {
 // recent enough; a check that got no answer (a network error, ctx ended)
 // is made again by the next call.
 func CheckServer(ctx context.Context, c any) error {
-	key, ok := checkKey(c)
+	key, ok := checkKey(c, false)
 	if !ok {
 		return nil
 	}
@@ -117,10 +110,10 @@ func CheckServer(ctx context.Context, c any) error {
 	switch {
 	case err == nil:
 		sc.err = tooOld(version)
-		forget(c)
+		checkKey(c, true)
 	case errors.As(err, &reply):
 		// The server answered, refusing the script: keep "recent enough".
-		forget(c)
+		checkKey(c, true)
 	default:
 		checked.Delete(key) // no answer: the next call asks again
 	}
