@@ -3,11 +3,11 @@ package wait
 import (
 	"context"
 	"errors"
-	"github.com/redisync/redisync/internal/errs"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/observe"
 )
 

@@ -4,66 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/errs"
-	"github.com/redisync/redisync/internal/perclient"
 	"time"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/script"
 )
 
-// Attempt makes one acquisition attempt: whether it succeeded and, when
-// not, how long the holder's lease still runs (0: unknown). An error ends
-// the wait.
+// Attempt makes one acquisition attempt: whether it succeeded, else how
+// long the holder's lease runs (0: unknown). An error ends the wait.
 type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 
 // Wait is the wait loop every primitive shares: try; subscribe to channel
-// and try again, so a release before the subscription is not missed; then
-// sleep until a notification, the holder's lease end or ctx, and try
-// again. maxSleep bounds each sleep: a lost notification costs that, never
-// a hang. A waiter that finds channel subscribed by others of the process
-// joins them first (hub.Hub.Join), so one attempt suffices before it
-// sleeps.
-//
-// A transient error (Redis unreachable or failing over) is retried with
-// backoff until ctx ends; the error then wraps ctx.Err() and that error.
-// Any other error ends the wait at once. Wait leaves no subscription
-// behind, and passes a notification it could not use to another waiter.
+// and try again, lest a release before the subscription be missed; sleep
+// until a notification, the lease end or ctx; repeat. maxSleep bounds a
+// sleep, so a lost notification costs that, never a hang. A waiter that
+// finds channel subscribed in the process joins first (hub.Hub.Join) and
+// needs one attempt. Transient errors are retried with backoff until ctx
+// ends, whose error then wraps the last; any other error ends the wait. A
+// notification the waiter could not use is passed on.
 func Wait(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
 	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1}).wait(ctx)
 }
 
-// WaitKept is Wait for a waiter whose refused attempts leave a place in
-// Redis that lapses unless kept (an rwlock announcement): from its first
-// refusal the client's keeper keeps place, and the waiter attempts when
-// notified, when the keeper says so (place gone, lock free), or after
-// maxSleep.
+// WaitKept is Wait for a waiter whose refusals leave a place in Redis that
+// lapses (an rwlock announcement): the client's keeper keeps it, and tells
+// the waiter to attempt when the place is gone or the lock free.
 func WaitKept(ctx context.Context, c *perclient.Client, channel string, maxSleep time.Duration, place *perclient.Place, try Attempt) error {
 	return (&waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, client: c, place: place}).wait(ctx)
 }
 
-// WaitNeeding is Wait for a waiter that needs need units of what the
-// channel's messages announce (semaphore permits): a message announcing
-// fewer wakes a waiter behind it that needs no more instead.
+// WaitNeeding is Wait for a waiter that needs need units (permits): a
+// message announcing fewer wakes a waiter that needs no more instead.
 func WaitNeeding(ctx context.Context, hub *hub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
 	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: max(need, 1)}).wait(ctx)
 }
 
-// WaitInLine is Wait for a mutex: a waiter that finds waiters of the
-// process parked on channel, with the holder's lease end known, queues
-// behind them without attempting (the lock cannot be its before theirs),
-// sleeping until a notification or that lease end. That saves a refused
-// attempt per Lock and serves the process's waiters in arrival order.
-// inLine reports whether the waiter may queue: a handle holding the lock
-// must try, as its re-entry succeeds.
+// WaitInLine is Wait for a mutex: a waiter that finds others of the
+// process parked, the lease end known, queues behind them until a
+// notification or that end without attempting, as the lock cannot be its
+// first. inLine reports whether it may: a holder's re-entry must try.
 func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
 	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine}).wait(ctx)
 }
 
-// Retry makes attempts until one ends without a transient error or ctx
-// ends, with Wait's backoff, so a call that must not wait in line (a
-// re-entry) rides out a failover too. When ctx ends first, the error
-// matches ctx's and wraps the last transient one.
+// Retry makes attempts, with Wait's backoff, until one ends without a
+// transient error or ctx ends (the error then wraps the last), so that a
+// call that must not wait in line (a re-entry) rides out a failover too.
 func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bool, error) {
 	var backoff time.Duration
 	for {
@@ -80,34 +68,27 @@ func Retry(ctx context.Context, try func(ctx context.Context) (bool, error)) (bo
 
 // Sleep waits for d or until ctx is done, and reports whether d passed.
 func Sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
 	select {
-	case <-timer.C:
+	case <-time.After(d):
 		return true
 	case <-ctx.Done():
 		return false
 	}
 }
 
-// Claim completes a hold that a release granted to the waiter (a grant
-// message, with a fencing token and the hold id it answers), its last
-// attempt, sent at base, having been refused. When it does not (the grant
-// names an earlier attempt, say), an attempt finds a grant still the
-// waiter's in Redis. An error ends the wait.
+// Claim completes a hold that a release granted to the waiter, whose last
+// attempt, sent at base, was refused, and reports whether it did; if not
+// (the grant names an earlier attempt), an attempt finds the grant if it
+// is still the waiter's. An error ends the wait.
 type Claim func(ctx context.Context, g script.Grant, base time.Time) (bool, error)
 
-// WaitGranted is Wait for a waiter with a place in a line in Redis and a
-// channel of its own, on which a release may grant it the lock: claim
-// completes a grant, unless an attempt ran since the last refusal (its
-// undo may have given the grant back). Once subscribed after a refusal,
-// the waiter asks recheck whether it must attempt (a grant came before the
-// subscription, or the lock is free): one command, not a script.
-//
-// Without a place (nil), the waiter's attempts at least every maxSleep
-// keep its place alive. With one, the client's keeper keeps it from the
-// first refusal, and a grant's validity counts from the keeper's last
-// refresh that found the place, if later than the refusal.
+// WaitGranted is Wait for a waiter with a place in a line in Redis and its
+// own channel, on which a release may grant it the lock: claim completes
+// a grant unless an attempt ran since the last refusal (its undo may have
+// given it back). Once subscribed, it asks recheck (a command, not a
+// script) whether it must attempt. Without place, its attempts every
+// maxSleep keep its place; with one, the keeper does, and a grant counts
+// from the keeper's last refresh that found it, if later than the refusal.
 func WaitGranted(ctx context.Context, c *perclient.Client, channel string, maxSleep time.Duration, place *perclient.Place, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
 	return (&waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck, client: c, place: place}).wait(ctx)
 }
@@ -134,10 +115,10 @@ func (w *waiter) wait(ctx context.Context) error {
 		}
 		resubscribe = false
 		if !queued && w.sub == nil && !w.polls {
-			if err := w.subscribe(ctx, w.subscribeLimit(wait)); err != nil {
+			if err := w.subscribe(ctx, wait); err != nil {
 				return w.ctxErr(err)
 			}
-			if !w.polls { // refused just now: sleep a poll interval first
+			if !w.polls { // else refused just now: poll after a sleep
 				w.park()
 				if w.holds(ctx) {
 					if over, err := w.attempt(ctx, &wait); over {
@@ -145,8 +126,7 @@ func (w *waiter) wait(ctx context.Context) error {
 					}
 				}
 				if w.sub == nil && w.lastErr == nil {
-					// Timing out took as long as a sleep, and the attempt
-					// above was the retry: subscribe again at once.
+					// Timing out took a sleep, and the attempt was the retry.
 					resubscribe = true
 					continue
 				}
@@ -185,10 +165,9 @@ func (w *waiter) wait(ctx context.Context) error {
 	}
 }
 
-// holds reports whether the waiter, just subscribed, must attempt: always,
-// unless recheck (WaitGranted) finds the lock held by another. From now on
-// a release grants it and tells it; one before would have made it the
-// holder. A failed recheck is answered by an attempt.
+// holds reports whether the waiter, just subscribed, must attempt: unless
+// recheck finds the lock held by another, as a release would now tell it,
+// and one before would have made it the holder.
 func (w *waiter) holds(ctx context.Context) bool {
 	if w.recheck == nil || w.sub == nil || w.refused.IsZero() {
 		return true
@@ -197,8 +176,6 @@ func (w *waiter) holds(ctx context.Context) bool {
 	return err != nil || again
 }
 
-// park tells a line waiter's subscription when its last attempt was
-// refused (hub.Subscription.Parked).
 func (w *waiter) park() {
 	if w.claim != nil && w.sub != nil {
 		w.sub.Parked(w.refused)
@@ -206,17 +183,14 @@ func (w *waiter) park() {
 }
 
 // granted completes a grant the waiter was woken for, if any, and reports
-// whether the wait is over, and with which error.
+// whether the wait is over.
 func (w *waiter) granted(ctx context.Context) (bool, error) {
 	if w.claim == nil || w.sub == nil {
 		return false, nil
 	}
 	p, ok := w.sub.Message()
-	if !ok {
-		return false, nil
-	}
-	g, ok := script.ParseGrant(p)
-	if !ok {
+	g, grant := script.ParseGrant(p)
+	if !ok || !grant {
 		return false, nil
 	}
 	done, err := w.claim(ctx, g, w.base())
@@ -230,10 +204,9 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	return false, nil // an attempt completes it
 }
 
-// base is when the waiter last knew its place in line there, a release
-// that granted it the lock having run after: its last refused attempt's
-// sending, or a later keeper refresh that found the place; zero when the
-// last attempt was not refused.
+// base is when the waiter last knew its place there, before any release
+// that granted it the lock: its last refusal, or a later refresh of the
+// keeper's; zero when the last attempt was not refused.
 func (w *waiter) base() time.Time {
 	if w.refused.IsZero() || w.kept == nil {
 		return w.refused
@@ -244,16 +217,14 @@ func (w *waiter) base() time.Time {
 	return w.refused
 }
 
-// keep is not inlined: attempt's frame stays on the stack through the
-// script call, and a bigger one grows every parked waiter's stack.
+// keep is not inlined: a bigger attempt frame, on the stack through the
+// script call, would grow every parked waiter's stack.
 //
 //go:noinline
 func (w *waiter) keep() { w.kept = w.client.Keep(*w.place) }
 
-// attempt makes one attempt and records its outcome. It reports whether
-// the wait is over (success, or an error that is not transient), and with
-// which error; otherwise it sets *wait to the longest sleep: the holder's
-// remaining lease, or the doubled backoff after a transient error.
+// attempt makes one attempt and reports whether the wait is over; if not,
+// it sets *wait to the holder's remaining lease, or the backoff.
 func (w *waiter) attempt(ctx context.Context, wait *time.Duration) (bool, error) {
 	sent := time.Now()
 	ok, d, err := w.try(ctx)
@@ -270,8 +241,7 @@ func (w *waiter) attempt(ctx context.Context, wait *time.Duration) (bool, error)
 	case err != nil && !errs.Transient(err):
 		return true, err // close passes on a notification taken here
 	case err != nil:
-		// Whether the lock was free is unknown: a wake-up taken before
-		// stays unused, so that leaving passes it on.
+		// The lock may have been free: a wake-up taken stays unused.
 		w.lastErr = err
 		w.backoff = NextBackoff(w.backoff)
 		*wait = w.backoff
@@ -302,8 +272,7 @@ const (
 	maxBackoff = time.Second
 )
 
-// NextBackoff returns the backoff after d (0 for none yet): doubled,
-// within [minBackoff, maxBackoff].
+// NextBackoff returns the backoff after d (0: none yet).
 func NextBackoff(d time.Duration) time.Duration {
 	return min(max(2*d, minBackoff), maxBackoff)
 }
@@ -330,10 +299,8 @@ type waiter struct {
 	report   *Report // nil: none
 }
 
-// ctxErr is the error of a wait ended by ctx, however it ended: it wraps
-// ctx's error and the transient error that kept attempts failing, so a
-// failed wait says why. A wait that never got a reply (say, go-redis was
-// still dialing an unreachable server) wraps a brief dial's error instead.
+// ctxErr is the error of a wait ended by ctx: it wraps the last transient
+// error, or for a wait that never got a reply a dial's, to say why.
 func (w *waiter) ctxErr(err error) error {
 	switch {
 	case w.lastErr != nil:
@@ -344,9 +311,15 @@ func (w *waiter) ctxErr(err error) error {
 	return err
 }
 
-// subscribe subscribes once; a subscription Redis does not confirm within
-// limit (say, while unreachable) is given up for this round.
-func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
+// subscribe subscribes once, giving up an unconfirmed subscription for this
+// round as a sleep ends; a waiter whose place is kept hears the keeper only
+// once parked, so it gives up within KeepPeriod, before a grant made to it
+// meanwhile lapses (hold.GrantLease).
+func (w *waiter) subscribe(ctx context.Context, wait time.Duration) error {
+	limit := w.bound(wait)
+	if w.place != nil {
+		limit = min(limit, perclient.KeepPeriod)
+	}
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	sub, err := w.hub.SubscribeNeeding(sctx, w.channel, w.need)
@@ -361,20 +334,8 @@ func (w *waiter) subscribe(ctx context.Context, limit time.Duration) error {
 	return nil
 }
 
-// subscribeLimit bounds an unconfirmed subscription as a sleep is bounded,
-// but a waiter whose place the keeper keeps (sleeping up to a lease) hears
-// the keeper only once parked, so it gives up within KeepPeriod: a grant
-// made to it meanwhile lapses after hold.GrantLease.
-func (w *waiter) subscribeLimit(wait time.Duration) time.Duration {
-	if w.place != nil {
-		return min(w.bound(wait), perclient.KeepPeriod)
-	}
-	return w.bound(wait)
-}
-
-// sleep bounds the sleep before the next attempt. A refused waiter that
-// polls sleeps at most a jittered poll interval, as no notification wakes
-// it; after a transient error the backoff stands.
+// sleep bounds the sleep before the next attempt; a refused waiter that
+// polls, as no notification wakes it, sleeps at most a poll interval.
 func (w *waiter) sleep(wait time.Duration) time.Duration {
 	if w.polls && w.lastErr == nil {
 		return min(w.bound(wait), hub.Jittered())
