@@ -21,8 +21,8 @@ type Client struct {
 	idle     *time.Timer // guarded by registryMu: forgets the entry after clientLinger
 }
 
-// clientLinger is how long an unused Client stays registered, so that a
-// loop of Lock and Unlock reuses its hub and watchdog. It runs no goroutine.
+// clientLinger is how long an unused Client stays, for a loop of Lock and
+// Unlock to reuse.
 const clientLinger = time.Second
 
 var (
@@ -30,16 +30,14 @@ var (
 	registry   = make(map[redis.UniversalClient]*Client)
 )
 
-// Sharded reports whether rdb notifies over sharded pub/sub: on Redis
-// Cluster, supported from Redis 7.0, which introduced it.
+// Sharded reports whether rdb notifies over sharded pub/sub (Cluster).
 func Sharded(rdb redis.UniversalClient) bool {
 	_, ok := rdb.(*redis.ClusterClient)
 	return ok
 }
 
 // Attach returns the shared Client of rdb, creating it (without I/O or
-// goroutine) on first use. Each Attach is paired with one Detach, so that
-// nothing stays attached to a client nothing holds or waits on.
+// goroutine) on first use; pair it with one Detach.
 func Attach(rdb redis.UniversalClient) *Client {
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -67,7 +65,6 @@ func (c *Client) Detach() {
 	}
 }
 
-// forget drops c unless it was used since its timer was armed.
 func (c *Client) forget() {
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -2,6 +2,7 @@ package perclient
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -11,38 +12,33 @@ import (
 )
 
 // Place is a waiter's place in a lock's line in Redis, which lapses
-// unless refreshed: a key (package rlock), or a member of a sorted set (an
-// rwlock announcement). A waiter whose place the client's keeper keeps
-// need not attempt to keep it.
+// unless refreshed: a key (rlock), or a member of a sorted set (rwlock).
 type Place struct {
 	Key string // the place, or with Member its sorted set
 	// Member, if set, is the place, scored with when it lapses on the
-	// server's clock in milliseconds. A refresh moves that and the set's
-	// expiry TTL ahead, but never brings back a member that left.
+	// server's clock (ms); a refresh never brings back one that left.
 	Member string
 	TTL    time.Duration // how long the place lives from a refresh
 	Lock   string        // the lock's key
 	Queue  string        // if set, the line's list, whose expiry each refresh sets to TTL too
-	// Value, if set, returns the place's value after the waiter's last
-	// refused attempt (its hold id); called on the waiter's goroutine
-	// after each. Not for a Member.
+	// Value, if set, returns the place's value (not a Member's) after the
+	// waiter's last refused attempt; called on its goroutine after each.
 	Value func() string
 }
 
-// KeepPeriod is how often a client's keeper refreshes its parked waiters'
-// places and looks at their locks: well within a place's TTL (the grant
-// lease, 3s: hold.GrantLease) and within that lease for a grant to a dead
-// waiter, which runs out for the live waiters behind it.
+// KeepPeriod is how often the keeper refreshes places and looks at their
+// locks: well within the grant lease (3s), a place's TTL and the time a
+// grant to a dead waiter holds up the live ones.
 const KeepPeriod = time.Second
 
 // keepBatch bounds one pipeline of the keeper, as the watchdog's.
 const keepBatch = 1000
 
-// keeper refreshes the places of one client's parked waiters, one pipeline
-// a period, and wakes the waiters whose place is gone (a release granted
-// them the lock, or it lapsed) or whose lock is free (a grant to a dead
-// waiter or a holder's lease ran out, nobody told), and all of them after
-// a failed round. Its goroutine runs while it has places to keep.
+// keeper refreshes the places of a client's parked waiters, one pipeline
+// a period, and wakes those whose place is gone (granted, or lapsed) or
+// whose lock is free (a dead waiter's grant or holder's lease ran out,
+// nobody told), and all after a failed round. Its goroutine runs while it
+// has places to keep.
 type keeper struct {
 	rdb redis.UniversalClient
 
@@ -52,10 +48,9 @@ type keeper struct {
 	left    chan struct{}      // cap 1: a waiter left
 	round   context.CancelFunc // cancels the round in flight, if any
 
-	// server is the server's clock as last read (TIME), sent at serverAt
-	// on our monotonic clock: a score is server plus the monotonic time
-	// since, which a step of our wall clock (NTP, a VM resumed) does not
-	// move. Only the goroutine uses them.
+	// server is the server's clock as read by a TIME sent at serverAt: a
+	// score adds the monotonic time since, which a step of our wall clock
+	// does not move. Only the goroutine uses them.
 	server, serverAt time.Time
 
 	wall func() time.Time // time.Now while the server's clock is unknown; tests step it
@@ -76,8 +71,8 @@ type Kept struct {
 	base   time.Time // when the last refresh that found expect was sent
 }
 
-// Keep has the client's keeper keep place from one period from now (the
-// attempt that set it has just refreshed it).
+// Keep has the client's keeper keep place, from a period on (the attempt
+// that set it has just refreshed it).
 func (c *Client) Keep(place Place) *Kept {
 	k := c.keeper
 	kp := &Kept{k: k, place: place, kick: make(chan struct{}, 1)}
@@ -92,7 +87,7 @@ func (c *Client) Keep(place Place) *Kept {
 }
 
 // Expect records the place's value after the waiter's last refused
-// attempt: only a refresh that finds it counts for Base.
+// attempt, which a refresh must find to count for Base.
 func (kp *Kept) Expect(value string) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -102,10 +97,9 @@ func (kp *Kept) Expect(value string) {
 // C is where the keeper tells the waiter to attempt now.
 func (kp *Kept) C() <-chan struct{} { return kp.kick }
 
-// Base returns when the last refresh that found the place with the
-// Expect value was sent (zero: none yet). A release that granted the lock
-// to that attempt ran after it: no late run of an earlier attempt writes
-// that value again, and a refresh (GETEX) never writes one.
+// Base returns when the last refresh that found the Expect value was sent
+// (zero: none yet); a release that granted the lock to that attempt ran
+// after, as neither an earlier attempt nor a GETEX writes that value.
 func (kp *Kept) Base() time.Time {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -127,7 +121,6 @@ func (kp *Kept) Stop() {
 	}
 }
 
-// signal sends on ch, of cap 1, unless a signal is pending.
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -135,9 +128,8 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// run refreshes the places every KeepPeriod until none is left. Between
-// two rounds it looks once more at the locks a round found running out
-// before the next (see refresh).
+// run refreshes the places every KeepPeriod until none is left, looking
+// once in between at the locks a round found running out before the next.
 func (k *keeper) run() {
 	timer := time.NewTimer(KeepPeriod)
 	defer timer.Stop()
@@ -186,26 +178,25 @@ func (k *keeper) run() {
 	}
 }
 
-// expiring is the locks whose lease a round found running out before the
-// next, their waiters, and when to look again.
+// expiring is the locks found running out before the next round, with
+// their waiters.
 type expiring struct {
 	locks map[string][]*Kept
 	at    time.Time // just after the first of those leases runs out
 }
 
-func (e *expiring) add(lock string, kept []*Kept, at time.Time) {
+func (e *expiring) add(lock string, kp *Kept, at time.Time) {
 	if e.locks == nil {
 		e.locks = make(map[string][]*Kept)
 	}
-	e.locks[lock] = append(e.locks[lock], kept...)
+	e.locks[lock] = append(e.locks[lock], kp)
 	if e.at.IsZero() || at.Before(e.at) {
 		e.at = at
 	}
 }
 
-// look wakes the waiters of the locks found free, as soon as their own
-// attempt would have found it. A lock renewed meanwhile waits for the next
-// round: a short lease costs one PTTL more a period, not a round.
+// look wakes the waiters of the locks found free, as soon as an attempt
+// would have; a lease renewed meanwhile costs one PTTL more, not a round.
 func (k *keeper) look(locks map[string][]*Kept) {
 	ctx, cancel := context.WithTimeout(context.Background(), KeepPeriod)
 	defer cancel()
@@ -224,8 +215,8 @@ func (k *keeper) look(locks map[string][]*Kept) {
 	}
 }
 
-// snapshot returns the places to keep, and sets the cancel of the round
-// about to run them; none (nil) ends the goroutine.
+// snapshot returns the places to keep, recording the cancel of the round
+// about to run; none (nil) ends the goroutine.
 func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -234,22 +225,16 @@ func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 		return nil
 	}
 	k.round = round
-	kept := make([]*Kept, 0, len(k.kept))
-	for kp := range k.kept {
-		kept = append(kept, kp)
-	}
-	return kept
+	return slices.Collect(maps.Keys(k.kept))
 }
 
-// expiryMargin is how long after a lease's end the keeper looks again: the
+// expiryMargin is how late after a lease's end the keeper looks: the
 // server expires a key at its time or just after.
 const expiryMargin = 2 * time.Millisecond
 
-// refresh runs one pipeline for kept: a GETEX for each key place (read:
-// nil when gone), a ZADD XX GT for each member (with a PEXPIRE GT for its
-// set and a TIME for the next scores), a PTTL for each lock, and a PEXPIRE
-// for each line. It adds to soon the locks whose lease runs out before the
-// next round unless renewed.
+// refresh runs one pipeline for kept: a GETEX for each key place, a ZADD
+// XX GT for each member (with a PEXPIRE GT for its set and a TIME for the
+// next scores), a PTTL for each lock, and a PEXPIRE for each line.
 func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	if ctx.Err() != nil {
 		return // nobody is left to keep
@@ -270,9 +255,8 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	members := make([]*redis.IntCmd, len(kept))
 	expect := make([]string, len(kept))
 	sets := make(map[string]*redis.Cmd) // each set's PEXPIRE
-	// One ZADD a member: waiters of one handle and mode share it, and a
-	// second ZADD GT of the same score, reporting no change, would wake
-	// its waiter each round.
+	// One ZADD a member, shared by a handle's waiters of one mode: a second
+	// one, reporting no change, would wake its waiter each round.
 	zadds := make(map[[2]string]*redis.IntCmd)
 	for i, kp := range kept {
 		if kp.place.Member != "" {
@@ -289,14 +273,12 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		places[i] = pipe.GetEx(ctx, kp.place.Key, kp.place.TTL)
 	}
 	locks := make(map[string]*redis.DurationCmd)
-	waiting := make(map[string][]*Kept) // by lock
 	queues := make(map[string]bool)
 	for _, kp := range kept {
 		lock := kp.place.Lock
 		if _, ok := locks[lock]; !ok {
 			locks[lock] = pipe.PTTL(ctx, lock)
 		}
-		waiting[lock] = append(waiting[lock], kp)
 		if q := kp.place.Queue; q != "" && !queues[q] {
 			queues[q] = true
 			pipe.PExpire(ctx, q, kp.place.TTL)
@@ -308,18 +290,14 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	if clock != nil {
 		k.setClock(clock, sent)
 	}
-	for lock, cmd := range locks {
-		if ttl, err := cmd.Result(); err == nil && ttl > 0 && ttl < KeepPeriod {
-			soon.add(lock, waiting[lock], read.Add(ttl+expiryMargin))
-		}
-	}
 	for i, kp := range kept {
-		// go-redis returns the PTTL of a missing key, -2, as is.
 		ttl, err := locks[kp.place.Lock].Result()
-		wake := err != nil || ttl == -2
+		if err == nil && ttl > 0 && ttl < KeepPeriod {
+			soon.add(kp.place.Lock, kp, read.Add(ttl+expiryMargin))
+		}
+		wake := err != nil || ttl == -2 // go-redis returns -2 (missing) as is
 		if members[i] != nil {
-			// 0: the member left (or a script just set it later); the set
-			// would lapse with the member.
+			// 0: the member left (or a script just set it later).
 			n, err := members[i].Result()
 			wake = wake || err != nil || n == 0 || sets[kp.place.Key].Err() != nil
 		} else {
@@ -339,30 +317,26 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	}
 }
 
-// keepMember queues the refresh of a member place: its score moved TTL
-// ahead on the server's clock if still there and later (a script may have
-// just set it), and, once a round per set, the set's expiry moved as far
-// if later (the set lives as long as its latest member).
+// keepMember queues a member's score moved TTL ahead if there and later
+// (a script may have just set it), and once per set its expiry as far.
 func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]*redis.Cmd) *redis.IntCmd {
 	lapse := k.serverNow().Add(p.TTL).UnixMilli()
 	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
 	if sets[p.Key] == nil {
-		// In a script: twemproxy closes the connection on a PEXPIRE with
-		// options.
+		// In a script: twemproxy closes the connection on PEXPIRE GT.
 		sets[p.Key] = pipe.Eval(ctx, "return redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')", []string{p.Key}, p.TTL.Milliseconds())
 	}
 	return cmd
 }
 
-// serverTime queues (or sends) a TIME in a script keyed with route, which
-// a proxy or a cluster client sends to the key's server (twemproxy closes
-// the connection on a bare TIME).
+// serverTime queues (or sends) a TIME keyed with route, for a proxy or a
+// cluster to route (twemproxy closes the connection on a bare TIME).
 func serverTime(ctx context.Context, c redis.Scripter, route string) *redis.Cmd {
 	return c.Eval(ctx, "return redis.call('TIME')", []string{route})
 }
 
-// setClock records the server's clock from clock, a TIME sent at sent:
-// read after sent, scores based on it come out late by a trip, never early.
+// setClock records clock, a TIME sent at sent: scores based on it come
+// out late by a trip, never early.
 func (k *keeper) setClock(clock *redis.Cmd, sent time.Time) {
 	v, err := clock.Int64Slice()
 	if err != nil || len(v) != 2 {
@@ -371,8 +345,6 @@ func (k *keeper) setClock(clock *redis.Cmd, sent time.Time) {
 	k.server, k.serverAt = time.Unix(v[0], v[1]*int64(time.Microsecond)), sent
 }
 
-// serverNow returns the server's clock now as the keeper knows it, or our
-// wall clock while it knows none.
 func (k *keeper) serverNow() time.Time {
 	if k.server.IsZero() {
 		return k.wall()

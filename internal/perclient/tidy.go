@@ -10,13 +10,10 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// tidier runs the clean-ups that callers who gave up leave behind (the
-// give-back of an acquisition whose outcome is unknown or came late, the
-// removal of a place in line), so that one that must still reach Redis
-// does not hold its caller past its deadline. Each job runs on a goroutine
-// that a caller ran it on before, and stops at its limit, which binds a
-// command only with go-redis' ContextTimeoutEnabled; without, a command
-// Redis does not answer runs for go-redis' ReadTimeout (3s by default).
+// tidier runs in the background the clean-ups that callers who gave up
+// leave, so that one that must still reach Redis does not hold its caller
+// past its deadline. A job's limit binds a command only with go-redis'
+// ContextTimeoutEnabled; else its ReadTimeout (3s by default) does.
 type tidier struct {
 	mu   sync.Mutex
 	n    int           // jobs running
@@ -29,9 +26,8 @@ func newTidier() *tidier {
 	return &tidier{idle: idle}
 }
 
-// Tidy runs job in the background on ctx's values, without its
-// cancellation, for at most limit, and returns a channel closed once job
-// has returned. c stays attached while job runs.
+// Tidy runs job in the background on ctx without its cancellation, for at
+// most limit, and returns a channel closed once job has returned.
 func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx context.Context)) <-chan struct{} {
 	registryMu.Lock()
 	c.refs++ // as Attach: the entry outlives the job
@@ -58,15 +54,12 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 			c.Detach()
 		}()
 		if inFlight != nil {
-			// Sent on another connection, the undo could run before the
-			// command it undoes.
-			t := time.NewTimer(inFlightWait)
+			// On another connection, the undo could overtake it.
 			select {
 			case <-inFlight:
-			case <-t.C:
+			case <-time.After(inFlightWait):
 			case <-jctx.Done():
 			}
-			t.Stop()
 		}
 		job(jctx)
 	}()
@@ -76,13 +69,11 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 type inFlightKey struct{}
 
 // inFlightWait bounds the wait for the command a clean-up undoes: one
-// taking longer is stuck in a Redis that would hold the undo as long, and
-// a late copy of it is bounded by every acquisition's deadline.
+// taking longer is stuck in a Redis that would hold the undo as long.
 const inFlightWait = 500 * time.Millisecond
 
-// AfterInFlight returns ctx carrying the command still in flight that err
-// reports (script.InFlight), if any, which a clean-up on ctx (Client.Tidy,
-// TidyUp) waits for, so that Redis runs the undo after what it undoes.
+// AfterInFlight returns ctx carrying the command err reports in flight,
+// if any, which a clean-up on ctx waits for before it undoes it.
 func AfterInFlight(ctx context.Context, err error) context.Context {
 	if ch := script.Settled(err); ch != nil {
 		return context.WithValue(ctx, inFlightKey{}, ch)
@@ -91,8 +82,7 @@ func AfterInFlight(ctx context.Context, err error) context.Context {
 }
 
 // AwaitTidied waits until no clean-up of any client runs, or ctx is done,
-// and reports whether none runs; tests call it before they look at what a
-// failed call left in Redis.
+// and reports whether none runs.
 func AwaitTidied(ctx context.Context) bool {
 	var waits []<-chan struct{}
 	registryMu.Lock()
@@ -112,8 +102,7 @@ func AwaitTidied(ctx context.Context) bool {
 	return true
 }
 
-// Tidied is AwaitTidied for the public packages: ctx's error when ctx ends
-// first.
+// Tidied is AwaitTidied returning ctx's error when ctx ends first.
 func Tidied(ctx context.Context) error {
 	if !AwaitTidied(ctx) {
 		return ctx.Err()
@@ -122,8 +111,7 @@ func Tidied(ctx context.Context) error {
 }
 
 // TidyUp runs job as Client.Tidy does on rdb's Client, and reports whether
-// it returned before ctx was done; the job goes on in the background
-// within limit.
+// it returned before ctx was done.
 func TidyUp(ctx context.Context, rdb redis.UniversalClient, limit time.Duration, job func(ctx context.Context)) bool {
 	c := Attach(rdb)
 	done := c.Tidy(ctx, limit, job)

@@ -19,9 +19,17 @@ const probeTimeout = 100 * time.Millisecond
 // fails: until its retries give up (about half a second), go-redis tells a
 // nearer deadline only ctx's error, so a short wait would not say why.
 func Unanswered(err error, h *hub.Hub) error {
+	var rdb redis.UniversalClient
+	registryMu.Lock()
+	for r, c := range registry {
+		if c.Hub == h {
+			rdb = r
+		}
+	}
+	registryMu.Unlock()
 	var addrs []string
 	network := "tcp"
-	switch rdb := clientOf(h).(type) {
+	switch rdb := rdb.(type) {
 	case *redis.Client:
 		opt := rdb.Options()
 		addrs = []string{opt.Addr}
@@ -46,19 +54,4 @@ func Unanswered(err error, h *hub.Hub) error {
 		}
 	}
 	return fmt.Errorf("%w (no reply from Redis: %w)", err, why)
-}
-
-// clientOf returns the Redis client whose Client owns h, or nil.
-func clientOf(h *hub.Hub) redis.UniversalClient {
-	if h == nil {
-		return nil
-	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	for rdb, c := range registry {
-		if c.Hub == h {
-			return rdb
-		}
-	}
-	return nil
 }
