@@ -26,13 +26,16 @@ type Place struct {
 	Value func() string
 }
 
-// KeepPeriod is how often the keeper refreshes places and looks at their
-// locks: well within the grant lease (3s), a place's TTL and the time a
-// grant to a dead waiter holds up the live ones.
-const KeepPeriod = time.Second
-
-// keepBatch bounds one pipeline of the keeper, as the watchdog's.
-const keepBatch = 1000
+const (
+	// KeepPeriod is how often the keeper refreshes places and looks at
+	// their locks: well within the grant lease (3s), a place's TTL and the
+	// time a grant to a dead waiter holds up the live ones.
+	KeepPeriod = time.Second
+	keepBatch  = 1000 // bounds one pipeline, as the watchdog's
+	// expiryMargin is how late after a lease's end the keeper looks: the
+	// server expires a key at its time or just after.
+	expiryMargin = 2 * time.Millisecond
+)
 
 // keeper refreshes the places of a client's parked waiters, one pipeline
 // a period, and wakes those whose place is gone (granted, or lapsed) or
@@ -40,20 +43,17 @@ const keepBatch = 1000
 // nobody told), and all after a failed round. Its goroutine runs while it
 // has places to keep.
 type keeper struct {
-	rdb redis.UniversalClient
-
-	mu      sync.Mutex
+	rdb     redis.UniversalClient
+	mu      sync.Mutex // guards kept, running, round
 	kept    map[*Kept]struct{}
 	running bool
 	left    chan struct{}      // cap 1: a waiter left
 	round   context.CancelFunc // cancels the round in flight, if any
-
 	// server is the server's clock as read by a TIME sent at serverAt: a
 	// score adds the monotonic time since, which a step of our wall clock
 	// does not move. Only the goroutine uses them.
 	server, serverAt time.Time
-
-	wall func() time.Time // time.Now while the server's clock is unknown; tests step it
+	wall             func() time.Time // time.Now while the server's clock is unknown; tests step it
 }
 
 func newKeeper(rdb redis.UniversalClient) *keeper {
@@ -62,13 +62,12 @@ func newKeeper(rdb redis.UniversalClient) *keeper {
 
 // Kept is one waiter's place, kept by the client's keeper until Stop.
 type Kept struct {
-	k     *keeper
-	place Place
-	kick  chan struct{} // cap 1: the waiter must attempt now
-
-	mu     sync.Mutex
-	expect string    // the place's value after the last refused attempt
-	base   time.Time // when the last refresh that found expect was sent
+	k      *keeper
+	place  Place
+	kick   chan struct{} // cap 1: the waiter must attempt now
+	mu     sync.Mutex    // guards expect, base
+	expect string        // the place's value after the last refused attempt
+	base   time.Time     // when the last refresh that found expect was sent
 }
 
 // Keep has the client's keeper keep place, from a period on (the attempt
@@ -227,10 +226,6 @@ func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 	k.round = round
 	return slices.Collect(maps.Keys(k.kept))
 }
-
-// expiryMargin is how late after a lease's end the keeper looks: the
-// server expires a key at its time or just after.
-const expiryMargin = 2 * time.Millisecond
 
 // refresh runs one pipeline for kept: a GETEX for each key place, a ZADD
 // XX GT for each member (with a PEXPIRE GT for its set and a TIME for the

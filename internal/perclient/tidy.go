@@ -12,8 +12,9 @@ import (
 
 // tidier runs in the background the clean-ups that callers who gave up
 // leave, so that one that must still reach Redis does not hold its caller
-// past its deadline. A job's limit binds a command only with go-redis'
-// ContextTimeoutEnabled; else its ReadTimeout (3s by default) does.
+// past its deadline. A job's goroutine ends within its limit, which binds
+// a command only with go-redis' ContextTimeoutEnabled; else ReadTimeout
+// (3s by default) does.
 type tidier struct {
 	mu   sync.Mutex
 	n    int           // jobs running

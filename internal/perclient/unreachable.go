@@ -1,6 +1,7 @@
 package perclient
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -11,13 +12,10 @@ import (
 	"github.com/redisync/redisync/internal/hub"
 )
 
-// probeTimeout bounds the dial that tells why a wait got no reply.
-const probeTimeout = 100 * time.Millisecond
-
 // Unanswered wraps err, the error of a wait that ctx ended without a reply
-// from Redis, with the error of one brief dial to h's server when that
-// fails: until its retries give up (about half a second), go-redis tells a
-// nearer deadline only ctx's error, so a short wait would not say why.
+// from Redis, with the error of a 100ms dial to h's server if that fails:
+// until its retries give up (about half a second), go-redis tells a nearer
+// deadline only ctx's error, so a short wait would not say why.
 func Unanswered(err error, h *hub.Hub) error {
 	var rdb redis.UniversalClient
 	registryMu.Lock()
@@ -32,17 +30,14 @@ func Unanswered(err error, h *hub.Hub) error {
 	switch rdb := rdb.(type) {
 	case *redis.Client:
 		opt := rdb.Options()
-		addrs = []string{opt.Addr}
-		if opt.Network != "" {
-			network = opt.Network
-		}
+		addrs, network = []string{opt.Addr}, cmp.Or(opt.Network, network)
 	case *redis.ClusterClient:
 		addrs = rdb.Options().Addrs
 	}
 	if len(addrs) == 0 {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	var d net.Dialer
 	var why error
