@@ -43,7 +43,7 @@ func Attach(rdb redis.UniversalClient) *Client {
 	defer registryMu.Unlock()
 	c := registry[rdb]
 	if c == nil {
-		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb), tidier: newTidier()}
+		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb), tidier: &tidier{}}
 		registry[rdb] = c
 	}
 	c.refs++

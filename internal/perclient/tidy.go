@@ -18,13 +18,7 @@ import (
 type tidier struct {
 	mu   sync.Mutex
 	n    int           // jobs running
-	idle chan struct{} // closed while n == 0
-}
-
-func newTidier() *tidier {
-	idle := make(chan struct{})
-	close(idle)
-	return &tidier{idle: idle}
+	idle chan struct{} // closed while n == 0, nil before the first job
 }
 
 // Tidy runs job in the background on ctx without its cancellation, for at
@@ -89,7 +83,9 @@ func AwaitTidied(ctx context.Context) bool {
 	registryMu.Lock()
 	for _, c := range registry {
 		c.tidier.mu.Lock()
-		waits = append(waits, c.tidier.idle)
+		if c.tidier.idle != nil {
+			waits = append(waits, c.tidier.idle)
+		}
 		c.tidier.mu.Unlock()
 	}
 	registryMu.Unlock()
