@@ -311,10 +311,10 @@ func (w *waiter) ctxErr(err error) error {
 	return err
 }
 
-// subscribe subscribes once, giving up an unconfirmed subscription for this
-// round as a sleep ends; a waiter whose place is kept hears the keeper only
-// once parked, so it gives up within KeepPeriod, before a grant made to it
-// meanwhile lapses (hold.GrantLease).
+// subscribe subscribes once, giving up for this round if Redis does not
+// confirm within a sleep's bound; within KeepPeriod for a kept waiter,
+// which hears the keeper only once parked (a grant made to it meanwhile
+// lapses after hold.GrantLease).
 func (w *waiter) subscribe(ctx context.Context, wait time.Duration) error {
 	limit := w.bound(wait)
 	if w.place != nil {
@@ -354,12 +354,11 @@ func (w *waiter) close() {
 	if w.kept != nil {
 		w.kept.Stop()
 	}
-	if w.sub == nil {
-		return
-	}
-	if w.woken {
+	switch {
+	case w.sub == nil:
+	case w.woken:
 		w.sub.CloseConsumed()
-	} else {
+	default:
 		w.sub.Close()
 	}
 }
