@@ -54,8 +54,7 @@ func Attach(rdb redis.UniversalClient) *Client {
 func (c *Client) Detach() {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	c.refs--
-	if c.refs > 0 {
+	if c.refs--; c.refs > 0 {
 		return
 	}
 	if c.idle == nil {

@@ -28,8 +28,8 @@ type Place struct {
 
 const (
 	// KeepPeriod is how often the keeper refreshes places and looks at
-	// their locks: well within the grant lease (3s), a place's TTL and the
-	// time a grant to a dead waiter holds up the live ones.
+	// their locks: well within a place's TTL (hold.GrantLease), and soon
+	// after a grant to a dead waiter runs out, for those behind it.
 	KeepPeriod = time.Second
 	keepBatch  = 1000 // bounds one pipeline, as the watchdog's
 	// expiryMargin is how late after a lease's end the keeper looks: the
