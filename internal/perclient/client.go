@@ -10,24 +10,19 @@ import (
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
-// Client is the shared machinery of one Redis client: its pub/sub hub, its
-// watchdog, the keeper of its waiters' places and the tidier of what
-// callers that gave up left to clean up (see Tidy). Every handle built on
-// the same redis client shares one.
+// Client is the machinery every handle built on one redis client shares.
 type Client struct {
 	RDB      redis.UniversalClient
 	Hub      *hub.Hub
 	Watchdog *watchdog.Watchdog
-	keeper   *keeper     // keeps the places of parked waiters (see Keep)
-	tidier   *tidier     // runs the clean-ups of callers that gave up (see Tidy)
+	keeper   *keeper
+	tidier   *tidier
 	refs     int         // guarded by registryMu
-	idle     *time.Timer // guarded by registryMu: forgets the entry once idle for clientLinger
+	idle     *time.Timer // guarded by registryMu: forgets the entry after clientLinger
 }
 
-// clientLinger is how long the registry keeps a Client nothing uses any
-// more, so that a loop of Lock and Unlock reuses its hub and watchdog
-// instead of building them anew for every hold. A kept Client runs no
-// goroutine.
+// clientLinger is how long an unused Client stays, for a loop of Lock and
+// Unlock to reuse.
 const clientLinger = time.Second
 
 var (
@@ -35,26 +30,20 @@ var (
 	registry   = make(map[redis.UniversalClient]*Client)
 )
 
-// Sharded reports whether rdb notifies over sharded pub/sub (SPUBLISH and
-// SSUBSCRIBE). That is the case on Redis Cluster, which redisync supports
-// from Redis 7.0, the release that introduced sharded pub/sub.
+// Sharded reports whether rdb notifies over sharded pub/sub (Cluster).
 func Sharded(rdb redis.UniversalClient) bool {
 	_, ok := rdb.(*redis.ClusterClient)
 	return ok
 }
 
-// Attach returns the shared Client of rdb, creating it on first use, for a
-// hold or a wait that uses it. Every Attach must be paired with one
-// Detach; the entry is forgotten clientLinger after the last user
-// detached, so nothing of the library stays attached to a client that
-// nothing holds or waits on. Creating it does no I/O and starts no
-// goroutine. (It counts users of the machinery; it takes no lock.)
+// Attach returns the shared Client of rdb, creating it (without I/O or
+// goroutine) on first use; pair it with one Detach.
 func Attach(rdb redis.UniversalClient) *Client {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	c := registry[rdb]
 	if c == nil {
-		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb), tidier: newTidier()}
+		c = &Client{RDB: rdb, Hub: hub.New(rdb, Sharded(rdb)), Watchdog: watchdog.New(rdb), keeper: newKeeper(rdb), tidier: &tidier{}}
 		registry[rdb] = c
 	}
 	c.refs++
@@ -65,8 +54,7 @@ func Attach(rdb redis.UniversalClient) *Client {
 func (c *Client) Detach() {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	c.refs--
-	if c.refs > 0 {
+	if c.refs--; c.refs > 0 {
 		return
 	}
 	if c.idle == nil {
@@ -76,8 +64,6 @@ func (c *Client) Detach() {
 	}
 }
 
-// forget drops c from the registry if nothing has used it since its timer
-// was armed.
 func (c *Client) forget() {
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -1,6 +1,5 @@
 // Package perclient keeps what the handles of one go-redis client share
-// (Attach): its pub/sub hub, its watchdog, its keeper of parked waiters'
-// places, and its tidier of what callers that gave up left to undo
-// (TidyUp). It also reaches a primary through the client for a WAIT
-// (PrimaryConn) and tells an unreachable server from a slow one.
+// (Attach): its pub/sub hub, watchdog, keeper of waiters' places and
+// tidier of clean-ups (TidyUp); it also pins a connection to a primary for
+// WAIT (PrimaryConn) and tells an unreachable server from a slow one.
 package perclient

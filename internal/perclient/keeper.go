@@ -2,6 +2,7 @@ package perclient
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,72 +11,49 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Place is a waiter's place in a lock's line in Redis: a key whose expiry
-// is the waiter's liveness (see package rlock), or a member of a sorted
-// set whose score is when it lapses (a waiting rwlock reader's or
-// writer's announcement). A waiter whose place the client's keeper keeps
-// need not attempt to keep it: it sleeps until a release grants it the
-// lock or wakes it, or the keeper finds the lock free.
+// Place is a waiter's place in a lock's line in Redis, which lapses
+// unless refreshed: a key (rlock), or a member of a sorted set (rwlock).
 type Place struct {
-	Key string // the place, or with Member the sorted set it is in
-	// Member, if set, is the place: a member of the sorted set Key, scored
-	// with the time it lapses on the server's clock, in milliseconds. A
-	// refresh moves that time TTL ahead, and the set's expiry with it,
-	// but never brings back a member that left.
+	Key string // the place, or with Member its sorted set
+	// Member, if set, is the place, scored with when it lapses on the
+	// server's clock (ms); a refresh never brings back one that left.
 	Member string
 	TTL    time.Duration // how long the place lives from a refresh
 	Lock   string        // the lock's key
-	// Queue, if set, is the line's list, whose expiry each refresh sets
-	// to TTL too (rlock: it lives as long as its waiters' places).
-	Queue string
-	// Value, if set, returns what the place holds after the waiter's last
-	// refused attempt (the hold id it waits with); called on the waiter's goroutine after
-	// each. Not for a Member.
+	Queue  string        // if set, the line's list, whose expiry each refresh sets to TTL too
+	// Value, if set, returns the place's value (not a Member's) after the
+	// waiter's last refused attempt; called on its goroutine after each.
 	Value func() string
 }
 
-// KeepPeriod is how often a client's keeper refreshes the places of its
-// parked waiters, and looks at their locks: well within a place's TTL
-// (the grant lease, 3s: see hold.GrantLease; a fairlock waiter whose
-// timeout is shorter refreshes its place by its own attempts too, every
-// third of that timeout), and within the grant lease of a grant to a dead
-// waiter running out, for the live waiters behind it.
-const KeepPeriod = time.Second
+const (
+	// KeepPeriod is how often the keeper refreshes places and looks at
+	// their locks: well within a place's TTL (hold.GrantLease), and soon
+	// after a grant to a dead waiter runs out, for those behind it.
+	KeepPeriod = time.Second
+	keepBatch  = 1000 // bounds one pipeline, as the watchdog's
+	// expiryMargin is how late after a lease's end the keeper looks: the
+	// server expires a key at its time or just after.
+	expiryMargin = 2 * time.Millisecond
+)
 
-// keepBatch bounds one pipeline of the keeper, as the watchdog bounds its
-// renewals.
-const keepBatch = 1000
-
-// keeper keeps the places of one client's parked waiters, all in one
-// pipeline a period: a GETEX for each place (a ZADD XX GT for a member of
-// a sorted set, and a PEXPIRE GT for the set), a PTTL for each lock they
-// wait on, and a PEXPIRE for each line that lives as long as its places.
-// The waiter of a place found gone (a release granted the
-// lock and took the place, or the place lapsed) is woken to attempt, as
-// are the waiters of a lock found free (a grant to a dead waiter ran out,
-// or a holder's lease, with nobody told), and every waiter after a
-// failed round. Its goroutine runs while it has places to keep.
+// keeper refreshes the places of a client's parked waiters, one pipeline
+// a period, and wakes those whose place is gone (granted, or lapsed) or
+// whose lock is free (a dead waiter's grant or holder's lease ran out,
+// nobody told), and all after a failed round. Its goroutine runs while it
+// has places to keep.
 type keeper struct {
-	rdb redis.UniversalClient
-
-	mu      sync.Mutex
+	rdb     redis.UniversalClient
+	mu      sync.Mutex // guards kept, running, round
 	kept    map[*Kept]struct{}
 	running bool
-	left    chan struct{}      // tells the goroutine, cap 1, that a waiter left
+	left    chan struct{}      // cap 1: a waiter left
 	round   context.CancelFunc // cancels the round in flight, if any
-
-	// server is the server's clock as the last round that kept a member
-	// of a sorted set read it (TIME), and serverAt when that TIME was sent,
-	// on our clock with its monotonic reading: a member's score is server
-	// plus the time since serverAt on the monotonic clock, which a step of
-	// our wall clock (an NTP step, a VM resumed) does not move. Only the
-	// keeper's goroutine uses them.
+	// server is the server's clock as read by a TIME sent at serverAt: a
+	// score adds the monotonic time since, which a step of our wall clock
+	// does not move. Only the goroutine uses them.
 	server, serverAt time.Time
-
-	// wall reads the client's wall clock (time.Now), for scores while the
-	// server's clock is unknown; a test replaces it before the first Keep
-	// to step the clock.
-	wall func() time.Time
+	wall             func() time.Time // time.Now while the server's clock is unknown; tests step it
 }
 
 func newKeeper(rdb redis.UniversalClient) *keeper {
@@ -84,22 +62,18 @@ func newKeeper(rdb redis.UniversalClient) *keeper {
 
 // Kept is one waiter's place, kept by the client's keeper until Stop.
 type Kept struct {
-	k     *keeper
-	place Place
-	kick  chan struct{} // cap 1: the waiter must attempt now
-
-	mu     sync.Mutex
-	expect string    // the place's value after the waiter's last refused attempt
-	base   time.Time // when the last refresh that found expect in the place was sent
+	k      *keeper
+	place  Place
+	kick   chan struct{} // cap 1: the waiter must attempt now
+	mu     sync.Mutex    // guards expect, base
+	expect string        // the place's value after the last refused attempt
+	base   time.Time     // when the last refresh that found expect was sent
 }
 
-// Keep has the client's keeper keep place, from one period from now (the
-// attempt that set it has just refreshed it).
+// Keep has the client's keeper keep place, from a period on (the attempt
+// that set it has just refreshed it).
 func (c *Client) Keep(place Place) *Kept {
-	return c.keeper.keep(place)
-}
-
-func (k *keeper) keep(place Place) *Kept {
+	k := c.keeper
 	kp := &Kept{k: k, place: place, kick: make(chan struct{}, 1)}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -111,8 +85,8 @@ func (k *keeper) keep(place Place) *Kept {
 	return kp
 }
 
-// Expect records what the place holds after the waiter's last refused
-// attempt: a refresh counts for Base only when it finds that value.
+// Expect records the place's value after the waiter's last refused
+// attempt, which a refresh must find to count for Base.
 func (kp *Kept) Expect(value string) {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -122,51 +96,43 @@ func (kp *Kept) Expect(value string) {
 // C is where the keeper tells the waiter to attempt now.
 func (kp *Kept) C() <-chan struct{} { return kp.kick }
 
-// Base returns when the last refresh that found the place in Redis, with
-// the value of the waiter's last refused attempt (Expect), was sent; the
-// zero time when none has yet. A release that granted the lock to that
-// attempt (taking the place) ran after it: no later run of an earlier
-// attempt (a script executed late) writes that value again, and the
-// refresh (GETEX) never writes one.
+// Base returns when the last refresh that found the Expect value was sent
+// (zero: none yet); a release that granted the lock to that attempt ran
+// after, as neither an earlier attempt nor a GETEX writes that value.
 func (kp *Kept) Base() time.Time {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
 	return kp.base
 }
 
-// Stop ends the keeping of the place. The place itself is left alone:
-// it is the waiter's to delete, or to let lapse.
+// Stop ends the keeping of the place, and leaves the place to the waiter.
 func (kp *Kept) Stop() {
 	k := kp.k
 	k.mu.Lock()
 	delete(k.kept, kp)
 	empty := len(k.kept) == 0
 	if empty && k.round != nil {
-		k.round() // nothing left to keep: the goroutine ends now
+		k.round() // the goroutine ends now
 	}
 	k.mu.Unlock()
 	if empty {
-		select {
-		case k.left <- struct{}{}:
-		default:
-		}
+		signal(k.left)
 	}
 }
 
-func (kp *Kept) wake() {
+func signal(ch chan struct{}) {
 	select {
-	case kp.kick <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
-// run refreshes the places every KeepPeriod, and returns once none is
-// left to keep. Between two rounds it looks again, once, at the locks
-// whose lease a round found running out before the next (see refresh).
+// run refreshes the places every KeepPeriod until none is left, looking
+// once in between at the locks a round found running out before the next.
 func (k *keeper) run() {
 	timer := time.NewTimer(KeepPeriod)
 	defer timer.Stop()
-	var soon expiring // locks to look at again before the next round
+	var soon expiring
 	var due time.Time // the next round
 	for {
 		select {
@@ -190,8 +156,7 @@ func (k *keeper) run() {
 			cancel()
 			return
 		}
-		// Sorted by lock, a lock's places fall in one batch (or two),
-		// which reads the lock's PTTL once.
+		// By lock, a lock's places share a batch (or two) and one PTTL.
 		slices.SortFunc(kept, func(a, b *Kept) int { return strings.Compare(a.place.Lock, b.place.Lock) })
 		for start := 0; start < len(kept); start += keepBatch {
 			k.refresh(ctx, kept[start:min(start+keepBatch, len(kept))], &soon)
@@ -200,7 +165,7 @@ func (k *keeper) run() {
 		k.round = nil
 		k.mu.Unlock()
 		cancel()
-		// Rounds start a period apart, however long one took: an rwlock
+		// Rounds start a period apart however long one took: an rwlock
 		// announcement lives only two periods from its last refresh.
 		due = began.Add(KeepPeriod)
 		if len(soon.locks) > 0 && soon.at.Before(due) {
@@ -212,28 +177,25 @@ func (k *keeper) run() {
 	}
 }
 
-// expiring is the locks a round found with a lease that runs out before
-// the next round, their waiters, and when to look at them again.
+// expiring is the locks found running out before the next round, with
+// their waiters.
 type expiring struct {
 	locks map[string][]*Kept
 	at    time.Time // just after the first of those leases runs out
 }
 
-func (e *expiring) add(lock string, kept []*Kept, at time.Time) {
+func (e *expiring) add(lock string, kp *Kept, at time.Time) {
 	if e.locks == nil {
 		e.locks = make(map[string][]*Kept)
 	}
-	e.locks[lock] = append(e.locks[lock], kept...)
+	e.locks[lock] = append(e.locks[lock], kp)
 	if e.at.IsZero() || at.Before(e.at) {
 		e.at = at
 	}
 }
 
-// look reads the PTTL of locks, and wakes the waiters of those found
-// free: a grant to a dead waiter, or a dead holder's lease, ran out, and
-// they learn of it as soon as they would have by attempting. A lock
-// whose lease was renewed meanwhile waits for the next round: a lock of
-// a short lease costs one more PTTL a period, not a round.
+// look wakes the waiters of the locks found free, as soon as an attempt
+// would have; a lease renewed meanwhile costs one PTTL more, not a round.
 func (k *keeper) look(locks map[string][]*Kept) {
 	ctx, cancel := context.WithTimeout(context.Background(), KeepPeriod)
 	defer cancel()
@@ -246,14 +208,14 @@ func (k *keeper) look(locks map[string][]*Kept) {
 	for lock, cmd := range ttls {
 		if ttl, err := cmd.Result(); err != nil || ttl == -2 {
 			for _, kp := range locks[lock] {
-				kp.wake()
+				signal(kp.kick)
 			}
 		}
 	}
 }
 
-// snapshot returns the places to keep; none (nil) ends the goroutine.
-// round, if not nil, cancels the round about to run them.
+// snapshot returns the places to keep, recording the cancel of the round
+// about to run; none (nil) ends the goroutine.
 func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -261,40 +223,26 @@ func (k *keeper) snapshot(round context.CancelFunc) []*Kept {
 		k.running = false
 		return nil
 	}
-	if round != nil {
-		k.round = round
-	}
-	kept := make([]*Kept, 0, len(k.kept))
-	for kp := range k.kept {
-		kept = append(kept, kp)
-	}
-	return kept
+	k.round = round
+	return slices.Collect(maps.Keys(k.kept))
 }
 
-// expiryMargin is how long after a lock's lease should have run out the
-// keeper looks again: the server expires a key at its time or just after.
-const expiryMargin = 2 * time.Millisecond
-
-// refresh runs one pipeline for kept: a GETEX for each place (which
-// extends it, and reads its value: nil when gone) or a ZADD XX GT for
-// each member of a sorted set (with a PEXPIRE GT for the set, and a TIME
-// for the next round's scores), a PTTL for each lock, and a PEXPIRE for
-// each line that has one. It adds to soon the locks
-// whose lease runs out before the next round (a grant to a dead waiter, or
-// a dead holder's lease, if nobody renews it), to be looked at again just
-// after.
+// refresh runs one pipeline for kept: a GETEX for each key place, a ZADD
+// XX GT for each member (with a PEXPIRE GT for its set and a TIME for the
+// next scores), a PTTL for each lock, and a PEXPIRE for each line.
 func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	if ctx.Err() != nil {
-		return // cancelled: nobody is left to keep
+		return // nobody is left to keep
 	}
 	ctx, cancel := context.WithTimeout(ctx, KeepPeriod)
 	defer cancel()
 	pipe := k.rdb.Pipeline()
-	var clock *redis.Cmd // read on the way for the next round's scores
+	var clock *redis.Cmd
 	if i := slices.IndexFunc(kept, func(kp *Kept) bool { return kp.place.Member != "" }); i >= 0 {
 		route := kept[i].place.Key
-		if k.server.IsZero() {
-			k.readClock(ctx, route)
+		if k.server.IsZero() { // unknown: read it first, or score on our clock
+			sent := time.Now()
+			k.setClock(serverTime(ctx, k.rdb, route), sent)
 		}
 		clock = serverTime(ctx, pipe, route)
 	}
@@ -302,9 +250,8 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	members := make([]*redis.IntCmd, len(kept))
 	expect := make([]string, len(kept))
 	sets := make(map[string]*redis.Cmd) // each set's PEXPIRE
-	// One ZADD a member: the waiters of one handle that wait for one mode
-	// share its announcement, and a second ZADD GT with the same score
-	// would report no change, telling that waiter to attempt each round.
+	// One ZADD a member, shared by a handle's waiters of one mode: a second
+	// one, reporting no change, would wake its waiter each round.
 	zadds := make(map[[2]string]*redis.IntCmd)
 	for i, kp := range kept {
 		if kp.place.Member != "" {
@@ -321,14 +268,12 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		places[i] = pipe.GetEx(ctx, kp.place.Key, kp.place.TTL)
 	}
 	locks := make(map[string]*redis.DurationCmd)
-	waiting := make(map[string][]*Kept) // by lock
 	queues := make(map[string]bool)
 	for _, kp := range kept {
 		lock := kp.place.Lock
 		if _, ok := locks[lock]; !ok {
 			locks[lock] = pipe.PTTL(ctx, lock)
 		}
-		waiting[lock] = append(waiting[lock], kp)
 		if q := kp.place.Queue; q != "" && !queues[q] {
 			queues[q] = true
 			pipe.PExpire(ctx, q, kp.place.TTL)
@@ -336,87 +281,57 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx)
-	read := time.Now() // the server read every PTTL before this
+	read := time.Now() // after the server read every PTTL
 	if clock != nil {
 		k.setClock(clock, sent)
 	}
-	for lock, cmd := range locks {
-		// A lease that ends before the next round, unless renewed: it
-		// ends at the latest ttl after read.
-		if ttl, err := cmd.Result(); err == nil && ttl > 0 && ttl < KeepPeriod {
-			soon.add(lock, waiting[lock], read.Add(ttl+expiryMargin))
-		}
-	}
 	for i, kp := range kept {
-		free, ferr := locks[kp.place.Lock].Result()
+		ttl, err := locks[kp.place.Lock].Result()
+		if err == nil && ttl > 0 && ttl < KeepPeriod {
+			soon.add(kp.place.Lock, kp, read.Add(ttl+expiryMargin))
+		}
+		wake := err != nil || ttl == -2 // go-redis returns -2 (missing) as is
 		if members[i] != nil {
-			// 0: the member left (or a script just set it later): the
-			// waiter attempts, which finds out.
+			// 0: the member left (or a script just set it later).
 			n, err := members[i].Result()
-			if err == nil {
-				err = sets[kp.place.Key].Err() // the set would lapse with the member
+			wake = wake || err != nil || n == 0 || sets[kp.place.Key].Err() != nil
+		} else {
+			value, err := places[i].Result() // redis.Nil: gone
+			wake = wake || err != nil
+			if err == nil && value == expect[i] {
+				kp.mu.Lock()
+				if sent.After(kp.base) {
+					kp.base = sent
+				}
+				kp.mu.Unlock()
 			}
-			if err != nil || n == 0 || ferr != nil || free == -2 {
-				kp.wake()
-			}
-			continue
 		}
-		value, err := places[i].Result()
-		gone := err == redis.Nil
-		if gone {
-			err = nil
-		}
-		if err == nil && !gone && value == expect[i] {
-			kp.mu.Lock()
-			if sent.After(kp.base) {
-				kp.base = sent
-			}
-			kp.mu.Unlock()
-		}
-		// PTTL of a missing key is -2; go-redis returns it as a
-		// duration of -2 (no unit).
-		if err != nil || gone || ferr != nil || free == -2 {
-			kp.wake()
+		if wake {
+			signal(kp.kick)
 		}
 	}
 }
 
-// keepMember queues the refresh of a place that is a member of a sorted
-// set: its score moved TTL ahead on the server's clock, only if it is
-// still there and that is later (a script may have just set it); and, once
-// a round per set, the set's expiry moved as far, only if that is later
-// (as the scripts set it: the set lives as long as its latest member).
+// keepMember queues a member's score moved TTL ahead if there and later
+// (a script may have just set it), and once per set its expiry as far.
 func (k *keeper) keepMember(ctx context.Context, pipe redis.Pipeliner, p Place, sets map[string]*redis.Cmd) *redis.IntCmd {
 	lapse := k.serverNow().Add(p.TTL).UnixMilli()
 	cmd := pipe.ZAddArgs(ctx, p.Key, redis.ZAddArgs{XX: true, GT: true, Ch: true, Members: []redis.Z{{Score: float64(lapse), Member: p.Member}}})
 	if sets[p.Key] == nil {
-		// In a script: a proxy (twemproxy) closes the connection on a
-		// PEXPIRE with options, which it cannot parse.
+		// In a script: twemproxy closes the connection on PEXPIRE GT.
 		sets[p.Key] = pipe.Eval(ctx, "return redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')", []string{p.Key}, p.TTL.Milliseconds())
 	}
 	return cmd
 }
 
-// readClock reads the server's clock before the first round that keeps a
-// member of a sorted set; after that each such round reads it on the way.
-// A failure leaves it unknown: that round's scores are on our wall clock,
-// and the next round reads it again.
-func (k *keeper) readClock(ctx context.Context, route string) {
-	sent := time.Now()
-	k.setClock(serverTime(ctx, k.rdb, route), sent)
-}
-
-// serverTime queues (or sends) a read of the server's clock: TIME in a
-// script with a key, route, which a proxy forwards to the key's server
-// (twemproxy closes the connection on a bare TIME) and a cluster client
-// to the key's node.
+// serverTime queues (or sends) a TIME keyed with route, for a proxy or a
+// cluster to route (twemproxy closes the connection on a bare TIME).
 func serverTime(ctx context.Context, c redis.Scripter, route string) *redis.Cmd {
 	return c.Eval(ctx, "return redis.call('TIME')", []string{route})
 }
 
-// setClock records the server's clock from clock, a TIME sent at sent.
-// The server read it after sent: the scores based on it may come out
-// later by a trip, never earlier.
+// setClock records clock, a TIME sent at sent: scores based on it come
+// out late by a trip, never early.
 func (k *keeper) setClock(clock *redis.Cmd, sent time.Time) {
 	v, err := clock.Int64Slice()
 	if err != nil || len(v) != 2 {
@@ -425,9 +340,6 @@ func (k *keeper) setClock(clock *redis.Cmd, sent time.Time) {
 	k.server, k.serverAt = time.Unix(v[0], v[1]*int64(time.Microsecond)), sent
 }
 
-// serverNow returns the server's clock now, as far as the keeper knows it:
-// the last reading moved on by the monotonic time since; our wall clock
-// while it has none.
 func (k *keeper) serverNow() time.Time {
 	if k.server.IsZero() {
 		return k.wall()

@@ -18,15 +18,10 @@ func CanPin(rdb redis.UniversalClient) bool {
 	return false
 }
 
-// PrimaryConn returns a connection of rdb to the primary that serves key,
-// for commands that must share one connection: WAIT counts the replicas
-// that acknowledged the writes of the connection it is sent on. A
-// *redis.Client (a Sentinel FailoverClient too) gives one of its own; a
-// *redis.ClusterClient one of the client of the key's primary. Close
-// returns it to its pool.
-//
-// It checks the server's version first (script.CheckServer), as a script
-// call on rdb does: a connection is not checked on its own.
+// PrimaryConn returns a connection to the primary serving key, for a WAIT,
+// which counts the acknowledgements of its own connection's writes; Close
+// returns it to its pool. Like a script call, it checks the server's
+// version first (script.CheckServer): a connection is not checked alone.
 func PrimaryConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
 	if err := script.CheckServer(ctx, rdb); err != nil {
 		return nil, err

@@ -10,36 +10,19 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// tidier runs the clean-ups that callers who gave up leave behind: the
-// give-back of an acquisition whose outcome is unknown or whose reply came
-// after ctx ended, the removal of a waiter's place in line. A caller's
-// wait ends with its ctx, and a clean-up that must still reach Redis (say,
-// while Redis does not answer) finishes in the background instead of
-// holding the caller past its deadline.
-//
-// Each job runs on a goroutine of its own, which the tidier owns: its stop
-// signal is the job's limit (a ctx deadline), and the tidier counts it
-// until it returns (Tidied). Jobs stand for callers that ran them on their
-// own goroutines before, so they add no goroutine that was not there.
-// The limit holds a command to it only on a client with go-redis'
-// ContextTimeoutEnabled; without, a command that Redis does not answer
-// runs for go-redis' own timeouts (ReadTimeout, 3s by default), and a
-// closed client ends it at once.
+// tidier runs in the background the clean-ups that callers who gave up
+// leave, so that one that must still reach Redis does not hold its caller
+// past its deadline. A job's goroutine ends within its limit, which binds
+// a command only with go-redis' ContextTimeoutEnabled; else ReadTimeout
+// (3s by default) does.
 type tidier struct {
-	mu   sync.Mutex    // guards n and idle
+	mu   sync.Mutex
 	n    int           // jobs running
-	idle chan struct{} // closed while n == 0
+	idle chan struct{} // closed while n == 0, nil before the first job
 }
 
-func newTidier() *tidier {
-	idle := make(chan struct{})
-	close(idle)
-	return &tidier{idle: idle}
-}
-
-// Tidy runs job in the background on ctx's values, without its
-// cancellation, for at most limit, and returns a channel that is closed
-// once job has returned. c stays attached while job runs.
+// Tidy runs job in the background on ctx without its cancellation, for at
+// most limit, and returns a channel closed once job has returned.
 func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx context.Context)) <-chan struct{} {
 	registryMu.Lock()
 	c.refs++ // as Attach: the entry outlives the job
@@ -66,15 +49,12 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 			c.Detach()
 		}()
 		if inFlight != nil {
-			// The command this job undoes first: sent on another
-			// connection, the undo could otherwise run before it.
-			t := time.NewTimer(inFlightWait)
+			// On another connection, the undo could overtake it.
 			select {
 			case <-inFlight:
-			case <-t.C:
+			case <-time.After(inFlightWait):
 			case <-jctx.Done():
 			}
-			t.Stop()
 		}
 		job(jctx)
 	}()
@@ -83,17 +63,12 @@ func (c *Client) Tidy(ctx context.Context, limit time.Duration, job func(ctx con
 
 type inFlightKey struct{}
 
-// inFlightWait bounds how long a clean-up waits for the command it undoes
-// (AfterInFlight). A command that takes longer is stuck in a Redis that
-// does not answer, where the undo would wait as long; past it the undo is
-// sent all the same, and a copy of the command that Redis runs later is
-// what the deadline of every acquisition bounds (see RequestWindow).
+// inFlightWait bounds the wait for the command a clean-up undoes: one
+// taking longer is stuck in a Redis that would hold the undo as long.
 const inFlightWait = 500 * time.Millisecond
 
-// AfterInFlight returns ctx, carrying the command still in flight that err
-// reports, if any (script.InFlight): a clean-up run on the result
-// (Client.Tidy, TidyUp) waits for that command first, so that Redis runs
-// the undo after what it undoes.
+// AfterInFlight returns ctx carrying the command err reports in flight,
+// if any, which a clean-up on ctx waits for before it undoes it.
 func AfterInFlight(ctx context.Context, err error) context.Context {
 	if ch := script.Settled(err); ch != nil {
 		return context.WithValue(ctx, inFlightKey{}, ch)
@@ -101,23 +76,17 @@ func AfterInFlight(ctx context.Context, err error) context.Context {
 	return ctx
 }
 
-// Tidied returns a channel that is closed once no job of c's tidier is
-// running.
-func (c *Client) Tidied() <-chan struct{} {
-	c.tidier.mu.Lock()
-	defer c.tidier.mu.Unlock()
-	return c.tidier.idle
-}
-
-// AwaitTidied waits until no clean-up of any client runs in the
-// background (see Client.Tidy), or ctx is done, and reports whether none
-// runs: tests call it before they look at what a call that failed left in
-// Redis. Clean-ups are bounded, so a test's own ctx is bound enough.
+// AwaitTidied waits until no clean-up of any client runs, or ctx is done,
+// and reports whether none runs.
 func AwaitTidied(ctx context.Context) bool {
 	var waits []<-chan struct{}
 	registryMu.Lock()
 	for _, c := range registry {
-		waits = append(waits, c.Tidied())
+		c.tidier.mu.Lock()
+		if c.tidier.idle != nil {
+			waits = append(waits, c.tidier.idle)
+		}
+		c.tidier.mu.Unlock()
 	}
 	registryMu.Unlock()
 	for _, idle := range waits {
@@ -130,8 +99,7 @@ func AwaitTidied(ctx context.Context) bool {
 	return true
 }
 
-// Tidied is AwaitTidied for the public packages' Tidied: ctx's error when
-// ctx ends first.
+// Tidied is AwaitTidied returning ctx's error when ctx ends first.
 func Tidied(ctx context.Context) error {
 	if !AwaitTidied(ctx) {
 		return ctx.Err()
@@ -139,10 +107,8 @@ func Tidied(ctx context.Context) error {
 	return nil
 }
 
-// TidyUp runs job as Client.Tidy does, on rdb's shared Client, and waits
-// for it until ctx is done: it reports whether job returned in time. A
-// caller whose ctx has ended does not wait at all; the job finishes in
-// the background, within limit.
+// TidyUp runs job as Client.Tidy does on rdb's Client, and reports whether
+// it returned before ctx was done.
 func TidyUp(ctx context.Context, rdb redis.UniversalClient, limit time.Duration, job func(ctx context.Context)) bool {
 	c := Attach(rdb)
 	done := c.Tidy(ctx, limit, job)

@@ -1,6 +1,7 @@
 package perclient
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -11,66 +12,41 @@ import (
 	"github.com/redisync/redisync/internal/hub"
 )
 
-// probeTimeout bounds the dial that tells why a wait got no reply.
-const probeTimeout = 100 * time.Millisecond
-
-// whyUnanswered is the reason a wait that ended with ctx never got a reply
-// from Redis, when Redis cannot be reached: the error of one dial to its
-// address, bounded by probeTimeout, or nil when the dial succeeds (or the
-// client is unknown). go-redis dials in the background and, until its own
-// retries give up (about half a second against a port nothing listens
-// on), reports only the ctx's error to a caller whose deadline is nearer:
-// without this, a short wait with Redis down would not say why it failed.
-func whyUnanswered(h *hub.Hub) error {
+// Unanswered wraps err, the error of a wait that ctx ended without a reply
+// from Redis, with the error of a 100ms dial to h's server if that fails:
+// until its retries give up (about half a second), go-redis tells a nearer
+// deadline only ctx's error, so a short wait would not say why.
+func Unanswered(err error, h *hub.Hub) error {
+	var rdb redis.UniversalClient
+	registryMu.Lock()
+	for r, c := range registry {
+		if c.Hub == h {
+			rdb = r
+		}
+	}
+	registryMu.Unlock()
 	var addrs []string
 	network := "tcp"
-	switch rdb := clientOf(h).(type) {
+	switch rdb := rdb.(type) {
 	case *redis.Client:
 		opt := rdb.Options()
-		addrs = []string{opt.Addr}
-		if opt.Network != "" {
-			network = opt.Network
-		}
+		addrs, network = []string{opt.Addr}, cmp.Or(opt.Network, network)
 	case *redis.ClusterClient:
 		addrs = rdb.Options().Addrs
 	}
 	if len(addrs) == 0 {
-		return nil
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	var d net.Dialer
-	var err error
+	var why error
 	for _, addr := range addrs {
 		var conn net.Conn
-		if conn, err = d.DialContext(ctx, network, addr); err == nil {
+		if conn, why = d.DialContext(ctx, network, addr); why == nil {
 			_ = conn.Close()
-			return nil // reachable: the wait's own error says enough
+			return err // reachable: err says enough
 		}
 	}
-	return err
-}
-
-// clientOf returns the Redis client whose Client owns h, or nil.
-func clientOf(h *hub.Hub) redis.UniversalClient {
-	if h == nil {
-		return nil
-	}
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	for rdb, c := range registry {
-		if c.Hub == h {
-			return rdb
-		}
-	}
-	return nil
-}
-
-// Unanswered wraps err, the error of a wait that never got a reply, with
-// the reason whyUnanswered finds, if any.
-func Unanswered(err error, h *hub.Hub) error {
-	if why := whyUnanswered(h); why != nil {
-		return fmt.Errorf("%w (no reply from Redis: %w)", err, why)
-	}
-	return err
+	return fmt.Errorf("%w (no reply from Redis: %w)", err, why)
 }

@@ -3,25 +3,19 @@ package wait
 import (
 	"context"
 	"errors"
-	"github.com/redisync/redisync/internal/errs"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisync/redisync/internal/errs"
 	"github.com/redisync/redisync/observe"
 )
 
-// Reporting to the Observer of a client (package observe). A handle keeps
-// a Probe per way of acquiring; an acquire begins a Report with it, which
-// travels in ctx so that the wait loop reports attempts, parking and
-// wake-ups to it; a hold keeps a HoldReport. Everything here is a no-op
-// when the client has no Observer, and then costs one atomic load per
-// acquire or hold and allocates nothing.
-//
-// For a new primitive: give its handle a Probe (NewProbe); wrap every
-// acquire in Begin and End; report the attempts of a non-blocking acquire
-// (TryLock-like) with Attempt. Blocking acquires go through Wait, which
-// reports the rest. Holds kept by the hold engine report by themselves.
+// Reporting to a client's Observer: a handle keeps a Probe per way of
+// acquiring; an acquire wraps itself in Begin and End, and the Report
+// travels in ctx for Wait to report to (a non-blocking acquire reports its
+// attempts with Attempt); a hold keeps a HoldReport. Without an Observer
+// it all costs one atomic load per acquire or hold and allocates nothing.
 
 // Probe is what a handle reports as: its client and its Op.
 type Probe struct {
@@ -30,13 +24,13 @@ type Probe struct {
 }
 
 // NewProbe returns the Probe of a handle of primitive (see observe.Op)
-// called name on rdb. It does no I/O.
+// called name on rdb.
 func NewProbe(rdb redis.UniversalClient, primitive, name string) Probe {
 	return Probe{rdb: rdb, op: observe.Op{Primitive: primitive, Name: name}}
 }
 
-// Report is the report of one acquire in progress. A nil *Report reports
-// nothing: every method may be called on it.
+// Report is the report of one acquire in progress; a nil *Report reports
+// nothing.
 type Report struct {
 	a      observe.Acquire
 	start  time.Time
@@ -45,10 +39,9 @@ type Report struct {
 
 type reportKey struct{}
 
-// Begin begins the report of an acquire, blocking or not, and returns the
-// ctx it goes on with, which carries the report (and whatever the
-// Observer adds, such as a span); ctx itself and nil when the client has
-// no Observer.
+// Begin begins the report of an acquire and returns the ctx it goes on
+// with, which carries the report (and what the Observer adds, such as a
+// span); ctx itself and nil without an Observer.
 func (p Probe) Begin(ctx context.Context, blocking bool) (context.Context, *Report) {
 	o := observe.Of(p.rdb)
 	if o == nil {
@@ -62,21 +55,20 @@ func (p Probe) Begin(ctx context.Context, blocking bool) (context.Context, *Repo
 	return context.WithValue(ctx, reportKey{}, r), r
 }
 
-// ReportOf returns the report ctx carries; nil if none.
+// ReportOf returns the report ctx carries, or nil.
 func ReportOf(ctx context.Context) *Report {
 	r, _ := ctx.Value(reportKey{}).(*Report)
 	return r
 }
 
-// Attempt reports one run of an acquire script: whether it acquired, and
-// its error.
+// Attempt reports one run of an acquire script.
 func (r *Report) Attempt(ctx context.Context, ok bool, err error) {
 	if r != nil {
 		r.a.Attempt(outcome(ctx, ok, err), err)
 	}
 }
 
-// Park reports that the acquire has to wait; once per acquire.
+// Park reports, once per acquire, that it has to wait.
 func (r *Report) Park() {
 	if r != nil && !r.parked {
 		r.parked = true
@@ -91,15 +83,13 @@ func (r *Report) Wake(notified bool) {
 	}
 }
 
-// End reports how the acquire ended: whether it acquired, and its error.
-// ctx is the acquire's (a ctx that ended makes the outcome Canceled).
+// End reports how the acquire ended; a ctx that ended makes it Canceled.
 func (r *Report) End(ctx context.Context, ok bool, err error) {
 	if r != nil {
 		r.a.End(outcome(ctx, ok, err), time.Since(r.start), err)
 	}
 }
 
-// outcome classifies the outcome of an attempt or an acquire.
 func outcome(ctx context.Context, ok bool, err error) observe.Outcome {
 	switch {
 	case ok:
@@ -112,9 +102,8 @@ func outcome(ctx context.Context, ok bool, err error) observe.Outcome {
 	return observe.Failed
 }
 
-// HoldReport is the report of one hold. A nil *HoldReport reports
-// nothing: a hold keeps a pointer, so that an unobserved hold carries one
-// word for it.
+// HoldReport is the report of one hold; a nil *HoldReport, one word in an
+// unobserved hold, reports nothing.
 type HoldReport struct {
 	o     observe.Observer
 	op    observe.Op
@@ -122,7 +111,7 @@ type HoldReport struct {
 }
 
 // Hold begins the report of a hold taken by a script sent at sent; nil
-// when the client has no Observer.
+// without an Observer.
 func (p Probe) Hold(sent time.Time) *HoldReport {
 	o := observe.Of(p.rdb)
 	if o == nil {
