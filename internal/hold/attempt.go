@@ -122,10 +122,11 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 		tag = seq
 	}
 	began := time.Now()
+	o := owed{m, id, tag}
 	undo := func(ctx context.Context, g *Grant) {
-		t.undo(ctx, owed{m, id, tag})
+		t.undo(ctx, o)
 		if g == nil && (fresh || tag != 0) {
-			t.undoAgain(owed{m, id, tag}, began)
+			GiveBackAgain(t.cfg.RDB, began, func(ctx context.Context) { _ = t.send(ctx, o) })
 		}
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, id, seq) }, undo)
@@ -234,11 +235,6 @@ func (t *Tracker) undo(ctx context.Context, o owed) {
 // for the error of the estimate of the server's clock.
 const againAfter = exactly.RequestWindow + time.Second
 
-// undoAgain sends o once more, after againAfter (GiveBackAgain).
-func (t *Tracker) undoAgain(o owed, began time.Time) {
-	GiveBackAgain(t.cfg.RDB, began, func(ctx context.Context) { _ = t.send(ctx, o) })
-}
-
 // GiveBackAgain runs give, the give-back of an attempt begun at began whose
 // outcome is unknown, once more when no copy of the attempt can run any
 // more. A copy that Redis runs after the first give-back (held up in a
@@ -272,22 +268,6 @@ func (t *Tracker) later(ctx context.Context, limit time.Duration, job func(ctx c
 		}()
 		job(ctx)
 	})
-}
-
-// settled waits until no give-back runs in the background, or ctx is done.
-func (t *Tracker) settled(ctx context.Context) error {
-	t.mu.Lock()
-	given, busy := t.given, t.giving > 0
-	t.mu.Unlock()
-	if !busy {
-		return nil
-	}
-	select {
-	case <-given:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // owed is a release or give-back still to be sent: the arguments of
@@ -331,8 +311,15 @@ func (t *Tracker) send(ctx context.Context, o owed) error {
 // returns the first failure, which stays owed with those after it. The
 // caller holds op.
 func (t *Tracker) repay(ctx context.Context) error {
-	if err := t.settled(ctx); err != nil {
-		return err
+	t.mu.Lock()
+	given, busy := t.given, t.giving > 0
+	t.mu.Unlock()
+	if busy {
+		select {
+		case <-given:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return t.sendOwed(ctx)
 }

@@ -193,12 +193,8 @@ func (t *Tracker) Done() <-chan struct{} {
 // Token returns the fencing token of the current hold; 0 when none, or
 // when it has no exclusive level (the token was the writer's).
 func (t *Tracker) Token() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.cur == nil || !t.cur.in(Exclusive) {
-		return 0
-	}
-	return t.cur.token
+	_, token := t.Hold()
+	return token
 }
 
 // Hold returns the id and fencing token of the current hold, as Token

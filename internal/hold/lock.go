@@ -163,7 +163,13 @@ func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
-	l := &Lock{k: k, probes: Probes(k.Base, k.Modes), ops: ops}
+	// What each mode reports as: "rlock", or "rwlock.write" and "rwlock.read".
+	l := &Lock{k: k, ops: ops}
+	if p := wait.NewProbe(k.RDB, k.Pkg, k.Name); k.Modes < 2 {
+		l.probes = [2]wait.Probe{p, p}
+	} else {
+		l.probes = [2]wait.Probe{wait.NewProbe(k.RDB, k.Pkg+".write", k.Name), wait.NewProbe(k.RDB, k.Pkg+".read", k.Name)}
+	}
 	if k.Keeping.NoPubSub {
 		hub.Poll(k.RDB) // a setting of the client, whose waiters share one hub
 	}
@@ -389,19 +395,6 @@ func (l *Lock) acquire(ctx context.Context, m Mode, a Asking) (Grant, error) {
 		return err
 	})
 	return g, err
-}
-
-// Probes returns what the modes of a lock report as: the package name for
-// a one-mode lock, "<pkg>.write" and "<pkg>.read" for a read-write lock.
-func Probes(b Base, modes int) [2]wait.Probe {
-	if modes < 2 {
-		p := wait.NewProbe(b.RDB, b.Pkg, b.Name)
-		return [2]wait.Probe{p, p}
-	}
-	return [2]wait.Probe{
-		Exclusive: wait.NewProbe(b.RDB, b.Pkg+".write", b.Name),
-		Shared:    wait.NewProbe(b.RDB, b.Pkg+".read", b.Name),
-	}
 }
 
 // enter waits for n units of the local line, reported as parked when it

@@ -122,13 +122,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 // record, nil for a plain read), and counts the read out again when that
 // fails: a hold gone from Redis has forgotten it already (end).
 func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking bool) error {
-	try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
-	var err error
-	if blocking {
-		_, err = wait.Retry(ctx, try)
-	} else {
-		_, err = try(ctx)
-	}
+	_, err := retryIf(ctx, blocking, l.rearmer(h))
 	if err != nil && !errors.Is(err, errReentryRefused) {
 		_ = l.release(ctx, h, r, Shared)
 	}
@@ -177,12 +171,7 @@ func (l *Lock) behindOwn(m Mode, err error) error {
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
 	h := c.h
 	if c.mode == m {
-		try := func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
-		if blocking {
-			if _, err := wait.Retry(ctx, try); err != nil {
-				return nil, false, err
-			}
-		} else if _, err := try(ctx); err != nil {
+		if _, err := retryIf(ctx, blocking, l.rearmer(h)); err != nil {
 			return nil, false, err
 		}
 		l.t.mu.Lock()
@@ -206,13 +195,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		}
 		return false, nil
 	}
-	var ok bool
-	var err error
-	if blocking {
-		ok, err = wait.Retry(ctx, try)
-	} else {
-		ok, err = try(ctx)
-	}
+	ok, err := retryIf(ctx, blocking, try)
 	if err != nil {
 		return nil, false, err
 	}
@@ -226,6 +209,19 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, errEnded
 	}
 	return nil, true, nil
+}
+
+// retryIf runs try, retrying it while it fails transiently (wait.Retry) if
+// blocking.
+func retryIf(ctx context.Context, blocking bool, try func(ctx context.Context) (bool, error)) (bool, error) {
+	if blocking {
+		return wait.Retry(ctx, try)
+	}
+	return try(ctx)
+}
+
+func (l *Lock) rearmer(h *hold) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
 }
 
 // rearm renews h for a re-entry: true when Redis still has it, else it

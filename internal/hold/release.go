@@ -19,21 +19,15 @@ type Released struct {
 	Grant   script.Grant // what the grant's message carries
 }
 
-// UnlockedGrant converts the reply of a mutex release script that may
-// grant the lock.
+// UnlockedGrant converts the reply of a mutex release script: the
+// remaining hold count, or script.UnlockNotHeld, and the grant it made.
 func UnlockedGrant(u script.Unlocked) Released {
-	r := Unlocked(u.Holds)
+	r := Released{Levels: Levels{Exclusive: u.Holds}}
+	if u.Holds == script.UnlockNotHeld {
+		r = Released{NotHeld: true}
+	}
 	r.Grantee, r.Grant = u.Grantee, script.Grant{Token: u.Token, ID: u.Grantee, Seq: u.Seq}
 	return r
-}
-
-// Unlocked converts the reply of a one-mode release script: the remaining
-// hold count, or script.UnlockNotHeld.
-func Unlocked(n int64) Released {
-	if n == script.UnlockNotHeld {
-		return Released{NotHeld: true}
-	}
-	return Released{Levels: Levels{Exclusive: n}}
 }
 
 // releaseRetries is how many times a release whose reply was lost is
