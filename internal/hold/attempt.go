@@ -20,8 +20,8 @@ type Grant struct {
 	Levels Levels        // when OK: the handle's levels in Redis
 	Token  uint64        // when OK: the hold's fencing token, else 0
 	Wait   time.Duration // when not OK: the holder's remaining lease; 0 if unknown
-	// Refused, when not OK, is a definite refusal that ends the attempt
-	// with this error; nothing was taken (a read-write lock's upgrade).
+	// Refused, when not OK, is a definite refusal ending the attempt; nothing
+	// was taken (a read-write lock's upgrade).
 	Refused error
 }
 
@@ -33,17 +33,16 @@ func Granted(a script.Acquired) Grant {
 // Take makes one acquisition attempt with try under the rules every
 // primitive shares, and reports the grant and when its script was sent:
 //
-//   - An attempt whose outcome is unknown (reply lost, or ctx cut the wait
-//     short) is given back (undo gets nil); one that failed without
-//     reaching Redis, or with an error reply, took nothing.
+//   - An attempt of unknown outcome (reply lost, or ctx cut the wait short)
+//     is given back (undo gets nil); one that failed before reaching Redis,
+//     or with an error reply, took nothing.
 //   - A grant read after ctx ended is given back and ctx's error returned:
-//     the caller has moved on, and nobody would release it.
-//   - A grant read after the validity its lease gives it (watchdog.Stale)
-//     is given back and reported as not granted, to be tried again: the
-//     lock may be someone else's by now. A lease of 0 skips this.
+//     nobody would release it.
+//   - A grant read after the validity its lease gives it (watchdog.Stale) is
+//     given back and reported as not granted, to be tried again. A lease of
+//     0 skips this.
 //
-// undo must return once ctx is done, leaving the rest to the background
-// (Tracker.Undo), so that the caller returns on time.
+// undo must return once ctx is done, leaving the rest to the background.
 func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context) (Grant, error), undo func(ctx context.Context, g *Grant)) (Grant, time.Time, error) {
 	sent := time.Now()
 	g, err := try(ctx)
@@ -65,25 +64,21 @@ func Take(ctx context.Context, lease time.Duration, try func(ctx context.Context
 	return g, sent, nil
 }
 
-// undoGranted runs undo on a copy of g, so that Take's g, whose address
-// would otherwise be taken, stays off the heap on the common path.
+// undoGranted runs undo on a copy of g, keeping Take's g off the heap.
 func undoGranted(ctx context.Context, undo func(ctx context.Context, g *Grant), g Grant) {
 	undo(ctx, &g)
 }
 
-// Try runs an acquire script once for hold id (Tracker.waitID), as the
-// handle's attempt number seq (Asking.Seq).
+// Try runs an acquire script once for hold id as attempt seq (Asking.Seq).
 type Try func(ctx context.Context, id string, seq uint64) (Grant, error)
 
 // Attempt makes one acquisition attempt of mode m with try, serialized with
-// the handle's other scripts, under the rules of Take, and records its
-// outcome. It has the shape of wait.Attempt.
+// the handle's other scripts, under the rules of Take, and records it.
 func (t *Tracker) Attempt(ctx context.Context, m Mode, try Try) (bool, time.Duration, error) {
 	return t.attempt(ctx, m, try, nil)
 }
 
-// attempt is Attempt recording the level through in (nil: as a plain
-// holder).
+// attempt is Attempt recording the level through in (nil: a plain holder).
 func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (bool, time.Duration, error) {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		return false, 0, err
@@ -92,8 +87,7 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	if err := t.repay(ctx); err != nil {
 		return false, 0, err
 	}
-	// The hold the reply is applied to only (acquired): a downgrade's, or
-	// the current hold; nil for a new hold.
+	// The hold the reply may apply to: a downgrade's or the current; nil: new.
 	var sentFor *hold
 	downgrade := in != nil && in.down != nil
 	if downgrade {
@@ -105,18 +99,16 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	if in == nil {
 		in = &intent{m: m, plain: true}
 	}
-	// Read after the join: a hold that ended before it is not the one a
-	// plain attempt is sent for.
+	// Read after the join, which a hold ending first could not have.
 	if !downgrade {
 		sentFor = t.current()
 	}
 	fresh := sentFor == nil // id is a wait's, retired by any undo
 	id, seq := t.waitID(sentFor), t.seqs.Add(1)
-	// A read level is given back by its tag, so a give-back run late never
-	// removes one taken again since; an attempt of unknown outcome under the
-	// current hold's id (a downgrade) is then given back twice, as one under
-	// a wait's id is, lest a late copy leave a read level renewed with the
-	// hold.
+	// A read level is given back by its tag, so a late give-back never removes
+	// one taken again since; a downgrade of unknown outcome is then given back
+	// twice, as a wait's attempt is, lest a late copy leave a level renewed
+	// with the hold.
 	var tag uint64
 	if m == Shared {
 		tag = seq
@@ -138,9 +130,8 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	}
 	h := t.acquired(id, g.Levels, g.Token, sent, sentFor, tag, in)
 	if h == nil {
-		// The hold ended while the script ran, or is lost: the level is given
-		// back. A downgrade fails with it; a new level is tried again under
-		// an id of its own.
+		// The hold ended or is lost meanwhile: the level is given back, and a new
+		// one tried under an id of its own; a downgrade fails.
 		undo(ctx, &g)
 		if downgrade {
 			return false, 0, errSentForEnded
@@ -150,10 +141,9 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	return true, 0, nil
 }
 
-// join records a read level in the current hold (sentFor's, if set)
-// without going to Redis, when the hold has its read level there and
-// another read keeps it, and reports whether it did. The caller holds op,
-// so no release of that level runs meanwhile. A Tracker on its own (in
+// join records a read level in the current hold (sentFor's, if set) without
+// a script, when its read level is in Redis and kept by another read. The
+// caller holds op, so no release of it runs meanwhile. A lone Tracker (in
 // nil) never joins.
 func (t *Tracker) join(m Mode, sentFor *hold, in *intent) bool {
 	if m != Shared || in == nil {
@@ -168,24 +158,24 @@ func (t *Tracker) join(m Mode, sentFor *hold, in *intent) bool {
 	return in.record(h, true)
 }
 
-// intent is what a take through the local line (Lock.take) records in the
-// hold its attempt took or joined: in the critical section that applies
-// the reply, on op, so that another goroutine's release or join sees it at
-// once, and a hold that ended meanwhile gets nothing.
+// intent is what a take through the local line records in the hold its
+// attempt took or joined: in the critical section applying the reply, on
+// op, so another goroutine's release or join sees it at once, and a hold
+// that ended meanwhile gets nothing.
 type intent struct {
 	m     Mode
 	plain bool    // no record of Do's
 	down  *record // a downgrade through this write record
-	// What was recorded: the record made (an exclusive level or an RDo
-	// read), the hold (nil: it ended), and whether the level was joined.
+	// What was recorded: a record (exclusive or RDo), the hold (nil: ended),
+	// and whether it was joined.
 	r      *record
 	h      *hold
 	joined bool
 }
 
-// record records in's level, taken or joined, in h, the current hold, and
-// reports whether it did: not once the downgrade's record has ended, nor a
-// join when the handle no longer reads h. The caller holds Tracker.mu.
+// record records in's level in h, the current hold, and reports whether it
+// did: not once the downgrade's record ended, nor a join once h has no
+// reader. The caller holds Tracker.mu.
 func (in *intent) record(h *hold, join bool) bool {
 	if in.down != nil && in.down.depth == 0 || join && !h.reads() {
 		return false
@@ -213,14 +203,12 @@ func (in *intent) record(h *hold, join bool) bool {
 
 var errSentForEnded = fmt.Errorf("%w: the hold ended while the attempt ran", errs.ErrLost)
 
-// Undo gives back, by hold id, the level of mode m that an acquisition of
-// unknown outcome may have taken under id (or a grant to id), retiring id
-// so that a late copy never meets a later hold. The local view is left
-// untouched. A Try that must take its acquisition back (say, not
-// acknowledged by replicas) calls it too. It runs without ctx's
-// cancellation for at most CleanupTimeout, waited for until ctx is done;
-// the handle's next attempt or release waits for the rest (repay), and
-// one that fails is owed.
+// Undo gives back, by id, the level of mode m an acquisition of unknown
+// outcome may have taken under id (or a grant to id), retiring id so that a
+// late copy meets no later hold. The local view is untouched. It runs
+// without ctx's cancellation for CleanupTimeout at most, waited for until
+// ctx is done; the handle's next script waits for the rest, and a failure
+// is owed.
 func (t *Tracker) Undo(ctx context.Context, m Mode, id string) {
 	t.undo(ctx, owed{m, id, 0})
 }
@@ -230,27 +218,22 @@ func (t *Tracker) undo(ctx context.Context, o owed) {
 	t.later(ctx, CleanupTimeout, func(ctx context.Context) { t.giveBack(ctx, o) })
 }
 
-// againAfter is when, after an attempt of unknown outcome began, no copy of
-// it can run any more: its deadline (exactly.RequestWindow), with a second
-// for the error of the estimate of the server's clock.
+// againAfter is when, after an attempt began, no copy of it can run: its
+// deadline (exactly.RequestWindow), plus a second for clock estimate error.
 const againAfter = exactly.RequestWindow + time.Second
 
-// GiveBackAgain runs give, the give-back of an attempt begun at began whose
-// outcome is unknown, once more when no copy of the attempt can run any
-// more. A copy that Redis runs after the first give-back (held up in a
-// stalled server, or retransmitted by TCP) takes a free lock under an id
-// nobody renews or releases, which would stand for a whole lease; with no
-// such copy the id, never reused, makes it a no-op. Best effort: a timer
-// waits for it, and a failure is not owed.
+// GiveBackAgain runs give, the give-back of an attempt of unknown outcome
+// begun at began, once more after againAfter: a copy run after the first
+// give-back (stalled server, TCP retransmission) would hold a lock under an
+// id nobody renews or releases for a lease. The id is never reused, so it
+// is a no-op otherwise. Best effort: a timer, and a failure is not owed.
 func GiveBackAgain(rdb redis.UniversalClient, began time.Time, give func(ctx context.Context)) {
 	time.AfterFunc(time.Until(began.Add(againAfter)), func() {
 		perclient.TidyUp(background, rdb, CleanupTimeout, give)
 	})
 }
 
-// later runs job, a give-back, as perclient.TidyUp does for at most limit;
-// until it returns, the handle's next attempt or release waits for it
-// (repay).
+// later runs job, a give-back, as perclient.TidyUp does; repay waits for it.
 func (t *Tracker) later(ctx context.Context, limit time.Duration, job func(ctx context.Context)) {
 	t.mu.Lock()
 	if t.giving == 0 {
@@ -270,17 +253,15 @@ func (t *Tracker) later(ctx context.Context, limit time.Duration, job func(ctx c
 	})
 }
 
-// owed is a release or give-back still to be sent: the arguments of
-// Config.Release.
+// owed is a release or give-back to send (Config.Release's arguments).
 type owed struct {
 	m   Mode
 	id  string
 	tag uint64
 }
 
-// giveBack sends o, and owes it when that fails: left in Redis, the level
-// would stand until its lease ran out, or for as long as a read-write
-// lock's hold goes on. A resend is safe, as its id is never reused.
+// giveBack sends o, and owes it on failure: left in Redis the level would
+// stand for a lease, or with a read-write lock's hold that goes on.
 func (t *Tracker) giveBack(ctx context.Context, o owed) {
 	if err := t.send(ctx, o); err != nil {
 		t.mu.Lock()
@@ -289,9 +270,8 @@ func (t *Tracker) giveBack(ctx context.Context, o owed) {
 	}
 }
 
-// send runs o once; its error says o is still owed (WRONGTYPE does not:
-// the name holds something else now). A level given back passes the lock
-// on as a release does (Config.Granted).
+// send runs o once; an error says it is still owed (not WRONGTYPE: the name
+// holds something else). A give-back passes the lock on (Config.Granted).
 func (t *Tracker) send(ctx context.Context, o owed) error {
 	sent := time.Now()
 	out, err := t.cfg.Release(ctx, o.m, o.id, o.tag, true)
@@ -304,12 +284,10 @@ func (t *Tracker) send(ctx context.Context, o owed) error {
 	return err
 }
 
-// repay waits for the give-backs running in the background, then sends
-// what is owed, oldest first, before an attempt would report it as held.
-// It runs on the attempt's ctx: a timeout of its own would fail with
-// context.DeadlineExceeded, which a wait takes for the end of its ctx. It
-// returns the first failure, which stays owed with those after it. The
-// caller holds op.
+// repay waits for background give-backs, then sends what is owed, oldest
+// first, before an attempt would report it as held. It runs on the
+// attempt's ctx: a timeout of its own would look like ctx's end to a wait.
+// The first failure stays owed with those after it. The caller holds op.
 func (t *Tracker) repay(ctx context.Context) error {
 	t.mu.Lock()
 	given, busy := t.given, t.giving > 0
@@ -343,8 +321,8 @@ func (t *Tracker) sendOwed(ctx context.Context) error {
 	}
 }
 
-// onEnd arranges for cancel to be called when h ends, at once if it has
-// ended or is nil, and returns what undoes that.
+// onEnd has cancel called when h ends (at once if it has, or is nil), and
+// returns what undoes that.
 func (t *Tracker) onEnd(h *hold, cancel context.CancelFunc) (stop func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -365,11 +343,9 @@ func (t *Tracker) onEnd(h *hold, cancel context.CancelFunc) (stop func()) {
 	}
 }
 
-// repayBehind sends what is owed in the background when the handle runs no
-// script or give-back. The watchdog calls it with each renewal, so a
-// release that failed under a hold that goes on (a write level under read
-// levels: abandon) is resent once a period, not left standing in Redis,
-// renewed, until the handle's next call.
+// repayBehind sends what is owed in the background when the handle is idle.
+// The watchdog calls it with each renewal, so a release that failed under
+// a hold that goes on (abandon) is resent each period, not left renewed.
 func (t *Tracker) repayBehind() {
 	t.mu.Lock()
 	idle := len(t.owed) > 0 && t.giving == 0
@@ -383,8 +359,7 @@ func (t *Tracker) repayBehind() {
 	})
 }
 
-// background is a ctx that is done already: a job run later on it is not
-// waited for.
+// background is a done ctx: a job run later on it is not waited for.
 var background = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

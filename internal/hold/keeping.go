@@ -12,13 +12,12 @@ import (
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
-// MinWatchdogTimeout is the shortest watchdog timeout a lock accepts: its
-// holds are renewed every third of it.
+// MinWatchdogTimeout is the shortest watchdog timeout a lock accepts.
 const MinWatchdogTimeout = 30 * time.Millisecond
 
 // Keeping is how a lock keeps its holds alive and what it does when one is
-// lost: the options every lock package shares, which set it through the
-// functions below, checking their argument where the option is written.
+// lost: the options every lock package shares, which check their argument
+// where the option is written.
 type Keeping struct {
 	LeaseTime       time.Duration // a fixed lease; 0: the watchdog keeps holds alive
 	WatchdogTimeout time.Duration // the lease of holds kept alive by the watchdog
@@ -62,9 +61,8 @@ func (k Keeping) Lease() time.Duration {
 	return k.WatchdogTimeout
 }
 
-// Config returns the Config of a lock kept as k, released by release and
-// renewed by renew unless its lease is fixed; wrap decorates a loss before
-// the OnLost hook sees it.
+// Config returns the Config of a lock kept as k; wrap decorates a loss for
+// the OnLost hook.
 func (k Keeping) Config(
 	rdb redis.UniversalClient,
 	release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error),
@@ -81,9 +79,8 @@ func (k Keeping) Config(
 	return c
 }
 
-// Renewal returns what a renewal queued as c reports to the watchdog:
-// whether the hold is still there, and when another owner holds the lock,
-// an error saying who, which the loss carries.
+// Renewal returns what a renewal queued as c reports to the watchdog: the
+// hold is there, or an error naming who holds the lock instead.
 func Renewal(c script.RenewCmd) func() (bool, error) {
 	return func() (bool, error) {
 		held, err := c.Result()

@@ -21,115 +21,87 @@ import (
 	"github.com/redisync/redisync/internal/wait"
 )
 
-// Kind describes a lock primitive to the engine: its keys and scripts, how
-// its waiters wait, and how it is kept. A primitive package builds one in
-// New and hands it to NewLock.
+// Kind describes a lock primitive to the engine: its keys, scripts, waiters
+// and keeping. A primitive package builds one and hands it to NewLock.
 type Kind struct {
 	Base
 	Keeping Keeping
 
-	// Acquire runs the acquire script once for mode m under hold id a.ID.
+	// Acquire, Release and Renew run the scripts once (see Config).
 	Acquire func(ctx context.Context, m Mode, a Asking) (Grant, error)
-	// Release runs the release script once (see Config.Release).
 	Release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error)
-	// Renew queues a renewal of everything hold id holds (see Config).
-	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
-	// ForceUnlock runs the force-unlock script once under receipt, which
-	// makes a repeated run report what the first did, aimed at the holds aim
-	// names (script.Aim); it returns a script.Force outcome.
+	Renew   func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
+	// ForceUnlock runs the force-unlock script once under receipt (a repeated
+	// run reports what the first did), aimed at aim (script.Aim).
 	ForceUnlock func(ctx context.Context, receipt string, aim []any) (int64, error)
 
 	Channel  func(m Mode) string        // where a waiter for mode m sleeps
 	MaxSleep func(m Mode) time.Duration // bounds every sleep; nil: the lease
-	// InLine makes the waiters of one client queue behind each other (see
-	// wait.WaitInLine) instead of each asking Redis.
-	InLine bool
-	Modes  int // 1 for a mutex, 2 for a read-write lock
-	// Verbs, if set, names taking and releasing an Exclusive level in errors
-	// (an election's "campaign" and "resign"); unset, "lock" and "unlock".
+	InLine   bool                       // a client's waiters queue behind each other (wait.WaitInLine)
+	Modes    int                        // 1 for a mutex, 2 for a read-write lock
+	// Verbs names an Exclusive take and release in errors; unset, "lock" and
+	// "unlock".
 	Verbs [2]string
-	// Leave, if set, undoes what a failed blocking wait for mode m left in
-	// Redis (a place in line, an announcement), and reports whether the
-	// wait's hold id a.ID, retired by then, holds a level of m: a grant the
-	// engine then gives back. It must be idempotent, as it runs without
-	// ctx's cancellation and again when its reply is lost; it runs only when
-	// no other wait of the handle for m is under way (waits). a.Deadline is
-	// the latest server time a copy of it may run at.
+	// Leave, if set, undoes what a failed blocking wait for mode m left in Redis
+	// (a place, an announcement) and reports whether the wait's retired id a.ID
+	// holds a level of m: a grant, then given back. It must be idempotent (it is
+	// resent), and runs only when no other wait of m is under way (waits).
 	Leave func(ctx context.Context, m Mode, a Asking) (granted bool, err error)
-	// Place, if set, is the waiter's place for mode m, which the client's
-	// keeper keeps while the waiter is parked (perclient.Client.Keep).
+	// Place, if set, is the waiter's place for mode m, kept by the client's
+	// keeper while the waiter is parked (perclient.Client.Keep).
 	Place func(m Mode) *perclient.Place
-	// Grants is set for a lock whose releases grant it to the first waiter
-	// in line (see the package doc); Channel is then the waiter's own.
+	// Grants: releases grant the lock to the first waiter in line (package
+	// doc), and Channel is the waiter's own.
 	Grants  bool
 	Fencing bool // a grant's fencing token is the hold's
-	// GrantLease, if set, caps how long a grant to the handle's waiters
-	// lasts (fairlock: its waiter timeout); their places name it.
+	// GrantLease, if set, caps a grant to the handle's waiters (fairlock: the
+	// waiter timeout); their places name it.
 	GrantLease time.Duration
-	// ClaimByAttempt makes waiters complete a grant by an acquire attempt
-	// rather than Tracker.claim (rlock's WithReplicaAck: the attempt waits
-	// for the replicas).
+	// ClaimByAttempt completes a grant by an acquire attempt, not Tracker.claim
+	// (rlock's WithReplicaAck: the attempt waits for the replicas).
 	ClaimByAttempt bool
-	// LocalHandoff lets an Unlock hand the hold to another goroutine of the
-	// handle without a round trip (Lock.handOver): for a lock not fair
-	// between processes whose holds need no fencing token or fixed lease.
-	LocalHandoff bool
+	LocalHandoff   bool // an Unlock may hand the hold to a goroutine of the handle (handOver)
 }
 
 // Asking is what kind of attempt an Acquire is.
 type Asking struct {
-	// Blocking is set for Lock's attempts: a fair lock joins its line, a
-	// read-write lock's writer announces itself.
-	Blocking bool
-	// Refused says the previous attempt of the wait was refused without
-	// error, so this one may skip the checks that one made.
-	Refused bool
-	// ID is the hold id (Tracker.waitID). Ids are never reused, so a hold of
-	// ID found in Redis is this wait's own: a resend or an unclaimed grant.
+	Blocking bool // Lock's attempts: a fair lock's waiter joins the line, a writer announces itself
+	Refused  bool // the wait's previous attempt was refused: its checks may be skipped
+	// ID is the hold id (Tracker.waitID): never reused, so a hold of ID in Redis
+	// is this wait's own, a resend or an unclaimed grant.
 	ID string
-	// Seq numbers the handle's attempts, each higher than the last: a grant
-	// to a refused attempt's place names it (script.Grant.Seq), and a read
-	// level is tagged with it.
+	// Seq numbers the handle's attempts, increasing; a grant to a place and a
+	// read level's tag name it.
 	Seq uint64
-	// Deadline is the latest server time, in milliseconds, at which a copy
-	// of the script may run (exactly.RequestWindow); a later copy fails with
-	// exactly.Late's error, changing nothing.
+	// Deadline is the latest server time (ms) a copy of the script may run at
+	// (exactly.RequestWindow); later, it fails with exactly.Late's error.
 	Deadline int64
-	// Placed says an earlier attempt of the wait may have left a place in
-	// line, which an acquisition gives up; a first attempt spares the
-	// command.
-	Placed bool
-	// Watched asks a refused attempt's holder to announce its release (see
-	// Watcher.Watch).
-	Watched bool
+	Placed   bool // an earlier attempt may have left a place in line, to give up
+	Watched  bool // a refused attempt asks the holder to announce its release
 }
 
 // Lock is the engine behind a lock handle: every method a lock package
 // exports, given its Kind. It is safe for concurrent use.
 type Lock struct {
-	k      Kind
-	t      *Tracker
-	clock  exactly.ServerClock // for the deadlines of scripts
-	probes [2]wait.Probe
-	ops    [2][2]string // each mode's take and release, in errors
-	queued int          // calls waiting at the gate for an exclusive hold (handOver); under Tracker.mu
-	waits  waits
-	// watched counts the open Watches: while any, refused attempts ask for
-	// the release to be announced.
-	watched atomic.Int32
+	k       Kind
+	t       *Tracker
+	clock   exactly.ServerClock // for the deadlines of scripts
+	probes  [2]wait.Probe
+	ops     [2][2]string // each mode's take and release, in errors
+	queued  int          // calls waiting at the gate for an exclusive hold (handOver); under Tracker.mu
+	waits   waits
+	watched atomic.Int32 // open Watches (Asking.Watched)
 }
 
-// waits counts the handle's waits in Redis of each mode. What a wait leaves
-// in Redis (an rwlock reader's announcement) is shared by the handle's
-// waits of that mode: only the last to fail takes it away (Kind.Leave), and
-// no wait of the mode starts meanwhile.
+// waits counts the handle's waits in Redis by mode. What a wait leaves in
+// Redis (an rwlock reader's announcement) is shared by its mode's waits:
+// only the last to fail takes it away (Kind.Leave), and none starts meanwhile.
 type waits struct {
 	mu [2]chan struct{} // per mode, a lock: held by Leave, and to start a wait
 	n  [2]atomic.Int64
 }
 
-// start counts a wait of mode m in, unless ctx ends first while another
-// wait's Leave runs.
+// start counts a wait in, unless ctx ends first while a Leave runs.
 func (w *waits) start(ctx context.Context, m Mode) error {
 	select {
 	case w.mu[m] <- struct{}{}: // the common case, whatever ctx says
@@ -145,9 +117,8 @@ func (w *waits) start(ctx context.Context, m Mode) error {
 	return nil
 }
 
-// end counts a wait of mode m out, and runs leave if it failed and no other
-// wait of m is under way. No wait of m starts until leave calls done,
-// maybe in the background.
+// end counts a wait out, and runs leave if it failed and was the last; no
+// wait of m starts until leave calls done.
 func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 	if w.n[m].Add(-1) > 0 || !failed {
 		return
@@ -163,7 +134,7 @@ func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
-	// What each mode reports as: "rlock", or "rwlock.write" and "rwlock.read".
+	// Modes report as "rlock", or "rwlock.write" and "rwlock.read".
 	l := &Lock{k: k, ops: ops}
 	if p := wait.NewProbe(k.RDB, k.Pkg, k.Name); k.Modes < 2 {
 		l.probes = [2]wait.Probe{p, p}
@@ -191,10 +162,8 @@ func NewLock(k Kind) *Lock {
 	return l
 }
 
-// Tracker returns the handle's hold tracker.
 func (l *Lock) Tracker() *Tracker { return l.t }
 
-// Name returns the name of the lock.
 func (l *Lock) Name() string { return l.k.Name }
 
 var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
@@ -208,15 +177,13 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		return err
 	}
 	a := Asking{Blocking: true}
-	// id and seq name the last attempt refused without error, which the
-	// place names: a grant is claimed only when it names both, so a grant
-	// to an earlier attempt of the wait, read late, is not. try and claim
-	// run on the waiting goroutine, one after the other.
+	// id and seq name the last attempt refused without error, which its place
+	// names: only a grant naming both is claimed, not one to an earlier attempt
+	// read late.
 	var id string
 	var seq uint64
-	// lostPlace: an attempt whose outcome is unknown may have joined the
-	// line under an id it then gave up, and a grant to it may have come
-	// before the wait subscribed. The next refused attempt looks (recheck).
+	// lostPlace: an attempt of unknown outcome may have left a place under an
+	// id given up, granted before the wait subscribed: recheck looks.
 	lostPlace := false
 	attempt := func(ctx context.Context) (bool, time.Duration, error) {
 		id = ""
@@ -240,8 +207,7 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		case lostPlace && err == nil && !ok:
 			lostPlace = false
 			if again, _ := l.recheck(ctx, m, a.ID); again {
-				// A grant to the given-up id was given back, granting the
-				// lock on, maybe to this wait.
+				// A grant given back passed the lock on, maybe to us.
 				return attempt(ctx)
 			}
 		}
@@ -256,9 +222,8 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 	case l.k.Grants:
 		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
 			if id == "" || g.ID != id || g.Seq != seq {
-				// Not to the last refused attempt. One to an id the handle
-				// gave up is given back by it; one to the wait's own id is
-				// left to an attempt, which finds it if it stands.
+				// Not ours. One to an id given up is given back; one to
+				// the wait's own id is left to an attempt to find.
 				if g.ID != "" && l.givenUp(g.ID) {
 					l.t.Undo(ctx, m, g.ID)
 				}
@@ -272,8 +237,7 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 			}
 			return l.t.claim(ctx, m, g.Token, base, id, in)
 		}
-		// Attempts refresh the place at least every third of the grant
-		// lease, unless the keeper keeps it.
+		// Attempts refresh the place every GrantLease/3, unless kept.
 		sleep := min(maxSleep, GrantLease/3)
 		var place *perclient.Place
 		if l.k.Place != nil {
@@ -291,9 +255,8 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 	default:
 		err = wait.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
-	// Retired while the wait still holds the local line: once it returns,
-	// another goroutine's TryLock may attempt while the leave runs, and must
-	// do so under an id the leave cannot touch.
+	// Retired while the wait holds the local line: a TryLock after it must
+	// not attempt under an id the leave then touches.
 	last := a.ID
 	if err != nil && last != "" {
 		l.t.retire(last)
@@ -302,11 +265,8 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 	return err
 }
 
-// placeValue is what an acquire script that refused attempt seq under hold
-// id left in the waiter's place: the id ("f"-prefixed when a grant must
-// take a fencing token), "#" and seq, and "/" and the grant lease in
-// milliseconds when it has one of its own (see lua/rlock_acquire.lua,
-// lua/fairlock_acquire.lua).
+// placeValue is what an acquire script refusing attempt seq under id left
+// in the waiter's place: ["f"]id#seq[/grant lease ms] (lua/rlock_acquire.lua).
 func placeValue(id string, seq uint64, fencing bool, lease time.Duration) string {
 	v := id + "#" + strconv.FormatUint(seq, 10)
 	if fencing {
@@ -318,11 +278,10 @@ func placeValue(id string, seq uint64, fencing bool, lease time.Duration) string
 	return v
 }
 
-// recheck reports whether a waiter in line under hold id, just subscribed
-// after a refused attempt, must attempt again: id holds the lock, or it is
-// free (its wake-up maybe published before the subscription). A holder
-// under an id the handle gave up (a grant to an attempt whose reply was
-// lost) is given back, which grants the lock on, and it reports true.
+// recheck reports whether a waiter just subscribed after a refused attempt
+// must attempt again: id holds the lock, or it is free (its wake-up may
+// predate the subscription). A holder under an id the handle gave up (a
+// grant to an attempt whose reply was lost) is given back first.
 func (l *Lock) recheck(ctx context.Context, m Mode, id string) (bool, error) {
 	f, err := l.k.RDB.HKeys(ctx, l.k.Keys.Lock()).Result()
 	if err != nil {
@@ -337,23 +296,20 @@ func (l *Lock) recheck(ctx context.Context, m Mode, id string) (bool, error) {
 	return len(f) == 0 || slices.Contains(f, id), nil
 }
 
-// givenUp reports whether id is a hold id the handle has given up.
 func (l *Lock) givenUp(id string) bool {
 	return script.OwnerOf(id) == l.k.Owner && !l.t.inUse(id)
 }
 
-// deliver hands a grant that a release of the handle, sent at sent, made to
-// grantee to grantee's wait if it is on this client (see the package doc).
+// deliver hands a release's grant to grantee's wait on this client.
 func (l *Lock) deliver(grantee string, g script.Grant, sent time.Time) {
 	c := perclient.Attach(l.k.RDB)
 	c.Hub.Deliver(l.k.Keys.WaiterChannel(script.OwnerOf(grantee)), g.Payload(), sent)
 	c.Detach()
 }
 
-// leave runs Kind.Leave after a failed wait under hold id, once more if the
-// first failed, within CleanupTimeout, gives back a grant it reports, and
-// calls done; past ctx it runs in the background. If both runs fail, what
-// the wait left expires on the server.
+// leave runs Kind.Leave for a failed wait under id, twice at most within
+// CleanupTimeout, gives back a grant it reports, and calls done. Should both
+// fail, what the wait left expires on the server.
 func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 	perclient.TidyUp(ctx, l.k.RDB, CleanupTimeout, func(ctx context.Context) {
 		defer done()
@@ -373,8 +329,7 @@ func (l *Lock) leave(ctx context.Context, m Mode, id string, done func()) {
 	})
 }
 
-// try makes one attempt to take a level of mode m in Redis, and records it
-// through in.
+// try makes one attempt to take a level of mode m in Redis.
 func (l *Lock) try(ctx context.Context, m Mode, in *intent) (bool, error) {
 	ok, _, err := l.t.attempt(ctx, m, func(ctx context.Context, id string, seq uint64) (Grant, error) {
 		return l.acquire(ctx, m, Asking{ID: id, Seq: seq})
@@ -383,9 +338,9 @@ func (l *Lock) try(ctx context.Context, m Mode, in *intent) (bool, error) {
 	return ok, err
 }
 
-// acquire runs the acquire script once with a deadline, and once more if
-// Redis refused it as late (exactly.InTime): a copy run after the handle
-// gave the attempt up takes nothing.
+// acquire runs the acquire script with a deadline, again if Redis found it
+// late (exactly.InTime): a copy run after the attempt was given up takes
+// nothing.
 func (l *Lock) acquire(ctx context.Context, m Mode, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
@@ -397,8 +352,7 @@ func (l *Lock) acquire(ctx context.Context, m Mode, a Asking) (Grant, error) {
 	return g, err
 }
 
-// enter waits for n units of the local line, reported as parked when it
-// cannot have them at once.
+// enter waits for n units of the local line, reported as parked.
 func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 	if m == Exclusive {
 		l.t.mu.Lock()
@@ -430,32 +384,28 @@ func (l *Lock) pass(ctx context.Context, n int64) error {
 }
 
 // ReleaseTimeout bounds a release, which runs without the caller's
-// cancellation: a deferred Unlock after a cancelled request still frees
-// the lock at once.
+// cancellation, so a deferred Unlock after a cancelled request still frees
+// the lock.
 const ReleaseTimeout = 5 * time.Second
 
-// ReleaseContext returns the context a release runs on: ctx's values
-// without its cancellation or deadline, bounded by ReleaseTimeout.
+// ReleaseContext returns ctx without its cancellation, bounded by
+// ReleaseTimeout.
 func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }
 
-// release releases the level of mode m that r (nil: a plain read) holds in
-// h, on ReleaseContext(ctx).
+// release releases the level r (nil: a plain read) holds in h.
 func (l *Lock) release(ctx context.Context, h *hold, r *record, m Mode) error {
 	ctx, cancel := ReleaseContext(ctx)
 	defer cancel()
 	return l.t.releaseHold(ctx, h, r, m)
 }
 
-// forceTries bounds how often ForceUnlock reads the holds again because
-// they changed before its script ran.
 const forceTries = 8
 
 // ForceUnlock deletes the lock whoever holds it and reports whether there
-// was one. A repeated run after a lost reply reports what the first did.
-// The script deletes the lock only if it finds exactly the holds read
-// before (script.Aim), so a late copy deletes no later hold.
+// was one; a resend reports what the first run did. The script deletes
+// only the holds read before (script.Aim), so a late copy spares later ones.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	before := l.t.current()
 	var outcome int64 = script.ForceMoved
@@ -471,15 +421,12 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, l.Wrap("force unlock", err)
 	}
-	// Whoever deleted the lock, the hold the handle had is over, and so are
-	// the holds and waits the script deleted. It waits for nothing: a Lost
-	// hook may call it while a script of the handle is in flight.
+	// Waits for nothing: a Lost hook may call it mid-script.
 	l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
 	return outcome == script.ForceDeleted, nil
 }
 
-// aimsAt reports whether aim names hold id, as a field or one prefixed
-// with a mode ("w:", "r:").
+// aimsAt reports whether aim names id, bare or mode-prefixed ("w:", "r:").
 func aimsAt(aim []any, id string) bool {
 	return slices.ContainsFunc(aim, func(f any) bool {
 		s, _ := f.(string)
@@ -487,8 +434,7 @@ func aimsAt(aim []any, id string) bool {
 	})
 }
 
-// forceOnce reads the lock's holds and runs the force-unlock script aimed at
-// them under a receipt of its own; it returns the outcome and the aim.
+// forceOnce reads the holds and runs the force-unlock script aimed at them.
 func (l *Lock) forceOnce(ctx context.Context) (int64, []any, error) {
 	fields, err := l.k.RDB.HGetAll(ctx, l.k.Keys.Lock()).Result()
 	if err != nil && !errs.IsWrongType(err) {
@@ -497,8 +443,7 @@ func (l *Lock) forceOnce(ctx context.Context) (int64, []any, error) {
 	aim := script.Aim(fields)
 	receipt := l.k.Keys.Receipt(keyspace.ReceiptForce, keyspace.NewRequestID())
 	var outcome int64
-	// No deadline: the aim, not the receipt, keeps a late copy from
-	// deleting a later hold.
+	// No deadline: the aim keeps a late copy from deleting a later hold.
 	err = exactly.Once(ctx, nil, func() string { return receipt }, func(receipt string, _ int64) (err error) {
 		outcome, err = l.k.ForceUnlock(ctx, receipt, aim)
 		return err
@@ -517,7 +462,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // IsHeld reports whether Redis has the handle's current hold, for a lock
-// hash whose fields are hold ids: false when the handle holds nothing.
+// hash whose fields are hold ids.
 func (l *Lock) IsHeld(ctx context.Context) (bool, error) {
 	id := l.HoldID()
 	if id == "" {
@@ -547,8 +492,7 @@ func (l *Lock) Wrap(op string, err error) error {
 	return errs.Wrap(l.k.Pkg, op, l.k.Name, err)
 }
 
-// Base is what every handle of a primitive has: its client, name, keys and
-// an owner id of its own.
+// Base is what every handle of a primitive has.
 type Base struct {
 	Pkg     string // for errors: "rlock"
 	RDB     redis.UniversalClient
@@ -570,8 +514,7 @@ func NewBase(pkg string, rdb redis.UniversalClient, name string) Base {
 	return Base{Pkg: pkg, RDB: rdb, Name: name, Keys: keyspace.NewNames(name), Owner: keyspace.NewOwnerID(), Sharded: perclient.Sharded(rdb)}
 }
 
-// HoldID returns the hold id of the handle's current hold; "" when it holds
-// nothing. A read-write lock asks Redis about its fields by it.
+// HoldID returns the hold id of the handle's current hold, or "".
 func (l *Lock) HoldID() string {
 	if h := l.t.current(); h != nil {
 		return h.id

@@ -38,12 +38,11 @@ import (
 //   - A read joins the hold's read level, or the last reader lets it go, on
 //     op with the scripts (intent), never both at once.
 
-// allUnits is the line's size for a read-write lock: a write hold takes
-// every unit, a read hold one.
+// allUnits is a read-write lock's line: a write hold takes every unit.
 const allUnits = 1 << 30
 
-// record is one hold taken through the local line: an exclusive hold, or a
-// read hold of RDo.
+// record is one hold taken through the local line: an exclusive hold, or an
+// RDo read.
 type record struct {
 	mode  Mode
 	plain bool
@@ -60,8 +59,7 @@ var errEnded = fmt.Errorf("%w: the hold this ctx carries has ended", errs.ErrNot
 // errReentryRefused is the error of a re-entry of a hold gone from Redis.
 var errReentryRefused = fmt.Errorf("%w: the hold this ctx carries is gone from Redis", errs.ErrLost)
 
-// carried returns the hold of l that ctx carries, if any, and whether it
-// is still live.
+// carried returns the hold ctx carries, if any, and whether it is live.
 func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	r, _ := ctx.Value(ctxKey{l}).(*record)
 	if r == nil {
@@ -72,10 +70,9 @@ func (l *Lock) carried(ctx context.Context) (*record, bool) {
 	return r, r.depth > 0
 }
 
-// take takes a level of mode m: through the hold ctx carries (re-entry, or
-// a downgrade), or as a new hold through the local line, waiting if
-// blocking. It returns the record taken (nil for a plain read) and whether
-// it was taken.
+// take takes a level of mode m: through the hold ctx carries, or as a new
+// hold through the local line. It returns the record taken (nil for a plain
+// read) and whether it was taken.
 func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record, bool, error) {
 	if c, live := l.carried(ctx); c != nil {
 		switch {
@@ -109,8 +106,7 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 		return nil, ok, err
 	}
 	if in.joined {
-		// A read that joined the hold's read level renews it once, as a
-		// re-entry does.
+		// A joined read renews the hold once, as a re-entry does.
 		if err := l.rearmJoined(ctx, in.h, in.r, blocking); err != nil {
 			return nil, false, err
 		}
@@ -118,9 +114,8 @@ func (l *Lock) take(ctx context.Context, m Mode, blocking, plain bool) (*record,
 	return in.r, true, nil
 }
 
-// rearmJoined renews hold h for a read that joined its read level (r: its
-// record, nil for a plain read), and counts the read out again when that
-// fails: a hold gone from Redis has forgotten it already (end).
+// rearmJoined renews h for a read that joined its read level, and counts
+// the read out again if that fails (a hold gone has forgotten it: end).
 func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking bool) error {
 	_, err := retryIf(ctx, blocking, l.rearmer(h))
 	if err != nil && !errors.Is(err, errReentryRefused) {
@@ -134,10 +129,9 @@ func (l *Lock) rearmJoined(ctx context.Context, h *hold, r *record, blocking boo
 
 var errTakenEnded = fmt.Errorf("%w: the hold ended as it was taken", errs.ErrLost)
 
-// behindOwn returns err, the error of a call that gave up waiting for mode
-// m at the local line, with a hint when the handle itself holds the lock:
-// a plain Lock waits for the Unlock as a second sync.Mutex.Lock would, and
-// from the holding goroutine only its ctx ends it.
+// behindOwn adds a hint to err, the error of a call that gave up at the
+// local line, when the handle itself holds the lock: a plain Lock waits for
+// its Unlock as sync.Mutex.Lock would.
 func (l *Lock) behindOwn(m Mode, err error) error {
 	l.t.mu.Lock()
 	h := l.t.cur
@@ -162,12 +156,11 @@ func (l *Lock) behindOwn(m Mode, err error) error {
 	return fmt.Errorf("%w: %s", err, hint)
 }
 
-// reenter takes a level of mode m through c, the live hold ctx carries.
-// A re-entry (c's own mode) is counted in the process and sends one
-// renewal (rearm): it re-arms a fixed lease and tells a hold gone from
-// Redis at once, and adds no level, so a late or lost one only lengthens a
-// lease. A downgrade takes the read level in Redis, as it outlives the
-// write level there.
+// reenter takes a level of mode m through c, the live hold ctx carries. A
+// re-entry is counted in the process and sends one renewal (rearm), which
+// re-arms a fixed lease and tells a hold gone from Redis; it adds no level,
+// so a late or lost one only lengthens a lease. A downgrade takes the read
+// level in Redis, where it outlives the write level.
 func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*record, bool, error) {
 	h := c.h
 	if c.mode == m {
@@ -188,8 +181,7 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		if err != nil || ok {
 			return ok, err
 		}
-		// Refused, or given back as stale (see Take): only a renewal tells
-		// them apart, and a hold still there is not lost.
+		// Refused, or given back as stale (Take): a renewal tells which.
 		if lives, err := l.lives(ctx, h); err != nil || lives {
 			return false, cmp.Or(err, errs.ErrStaleReply)
 		}
@@ -204,15 +196,13 @@ func (l *Lock) reenter(ctx context.Context, c *record, m Mode, blocking bool) (*
 		return nil, false, errReentryRefused
 	}
 	if in.h == nil {
-		// The write record left while the script ran: the read level is
-		// another read's, or owed (see acquired).
+		// The write record left meanwhile: the level is another read's, or owed.
 		return nil, false, errEnded
 	}
 	return nil, true, nil
 }
 
-// retryIf runs try, retrying it while it fails transiently (wait.Retry) if
-// blocking.
+// retryIf runs try, through wait.Retry if blocking.
 func retryIf(ctx context.Context, blocking bool, try func(ctx context.Context) (bool, error)) (bool, error) {
 	if blocking {
 		return wait.Retry(ctx, try)
@@ -224,8 +214,8 @@ func (l *Lock) rearmer(h *hold) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) { return l.rearm(ctx, h) }
 }
 
-// rearm renews h for a re-entry: true when Redis still has it, else it
-// ends h as lost and returns errReentryRefused.
+// rearm renews h for a re-entry; when Redis no longer has h, it ends h as
+// lost and returns errReentryRefused.
 func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.k.Renew == nil {
 		return false, errReentryRefused
@@ -246,8 +236,8 @@ func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 	return true, nil
 }
 
-// lives renews h, if still current, and reports whether Redis has it;
-// false for a fixed lease, which is not renewed.
+// lives renews h, if current, and reports whether Redis has it (false for a
+// fixed lease).
 func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
 		return false, nil
@@ -259,8 +249,7 @@ func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	return held, err
 }
 
-// redis takes a level of mode m in Redis, waiting or in one attempt, and
-// records it through in.
+// redis takes a level in Redis, waiting or in one attempt.
 func (l *Lock) redis(ctx context.Context, m Mode, blocking bool, in *intent) (bool, error) {
 	if blocking {
 		err := l.wait(ctx, m, in)
@@ -301,22 +290,19 @@ func (l *Lock) Unlock(ctx context.Context, m Mode) error {
 	return l.Wrap(l.ops[m][1], l.release(ctx, h, r, m))
 }
 
-// A hold passes between goroutines of the handle (handOver) at most
-// maxPasses times in a row, and after the first pass only within
-// maxPassTime of its start, so a waiter in the Redis line waits for at most
-// maxPasses+1 critical sections of the handle, or two when they are longer.
-// In the bench module's workers scenario (1 ms sections) that is 87% of the
-// serial limit, against 83% with 3 passes and no time bound.
+// A hold passes between the handle's goroutines (handOver) at most
+// maxPasses times in a row, after the first only within maxPassTime of its
+// start: a waiter in Redis waits for at most maxPasses+1 of the handle's
+// critical sections, or two long ones. bench's workers scenario (1 ms
+// sections): 87% of the serial limit, against 83% with 3 passes, no bound.
 const (
 	maxPasses   = 7
 	maxPassTime = 10 * time.Millisecond
 )
 
-// handOver marks the hold handed, instead of releasing it in Redis, for the
-// Unlock of r's last exclusive level when another call waits at the gate,
-// the kind allows it, and the hold is current and within the bounds. r
-// leaves in the same critical section and gives its units back: the handed
-// mark holds the level now.
+// handOver marks the hold handed instead of releasing it, for the Unlock of
+// r's last exclusive level while another call waits at the gate, within the
+// bounds; r leaves and gives its units back in the same critical section.
 func (l *Lock) handOver(r *record, m Mode) bool {
 	if !l.k.LocalHandoff || m != Exclusive || r == nil {
 		return false
@@ -335,9 +321,8 @@ func (l *Lock) handOver(r *record, m Mode) bool {
 	return true
 }
 
-// takeHanded takes a handed hold, if the current hold is one, for a call
-// that passed the gate with n units. A caller whose ctx has ended gives its
-// units back, leaves the hold to settleHanded and returns ctx's error. It
+// takeHanded takes the handed hold, if any, for a call that passed the gate
+// with n units; with ctx ended it leaves it to settleHanded instead. It
 // reports false and no error when there is nothing to take.
 func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bool, error) {
 	l.t.mu.Lock()
@@ -359,18 +344,16 @@ func (l *Lock) takeHanded(ctx context.Context, plain bool, n int64) (*record, bo
 	return r, true, nil
 }
 
-// Queued returns how many calls wait at the local line for an exclusive
-// hold: for tests.
+// Queued returns how many calls wait at the gate for an exclusive hold.
 func (l *Lock) Queued() int {
 	l.t.mu.Lock()
 	defer l.t.mu.Unlock()
 	return l.queued
 }
 
-// settleHanded releases a handed hold in Redis when nobody waits at the
-// gate to take it, holding the gate meanwhile; when the gate is taken, its
-// holder takes the handed hold itself (I6). The release runs on
-// ReleaseContext(ctx), waited for until ctx is done.
+// settleHanded releases a handed hold in Redis when nobody waits at the gate
+// to take it, holding the gate meanwhile; a gate held already is by a call
+// that takes the hold itself (I6).
 func (l *Lock) settleHanded(ctx context.Context) {
 	l.t.mu.Lock()
 	idle := l.t.cur != nil && l.t.cur.handed && l.queued == 0
@@ -378,8 +361,7 @@ func (l *Lock) settleHanded(ctx context.Context) {
 	if !idle || !l.t.gate.TryAcquire(l.t.units) {
 		return
 	}
-	// With the gate held, nobody takes the handed mark: it stays until the
-	// release counts it out, unless the hold ends first.
+	// The gate held, the handed mark stays until the release counts it out.
 	h := l.t.current()
 	if h == nil {
 		l.t.gate.Release(l.t.units)
@@ -392,10 +374,9 @@ func (l *Lock) settleHanded(ctx context.Context) {
 }
 
 // releasing finds what an Unlock of mode m with ctx releases: the hold ctx
-// carries in m, else the plain write hold, else (r nil) a plain read; and
-// its hold h. A re-entered level is taken off in the process only, and h
-// is nil. A carried hold that has ended gets errEnded, never another
-// goroutine's plain hold.
+// carries in m, else the plain write hold, else (r nil) a plain read; and its
+// hold h. A re-entered level is taken off in the process only (h nil). A
+// carried hold that ended gets errEnded, never another's plain hold.
 func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, error) {
 	c, _ := ctx.Value(ctxKey{l}).(*record)
 	l.t.mu.Lock()
@@ -419,14 +400,11 @@ func (l *Lock) releasing(ctx context.Context, m Mode) (*record, *hold, error) {
 	return nil, nil, errs.ErrNotHeld
 }
 
-// reads reports whether h (nil: none) has a read holder; the caller holds
-// Tracker.mu.
 func (h *hold) reads() bool { return h != nil && (h.plainReads > 0 || len(h.rdos) > 0) }
 
-// Do takes a level of mode m (re-entering the hold ctx carries, if any),
-// runs fn with a ctx that carries the hold and is cancelled when it ends,
-// and releases the level, even when ctx has ended. It returns the error of
-// the take, else of fn, else of the release.
+// Do takes a level of mode m, runs fn with a ctx that carries the hold and
+// is cancelled when it ends, and releases the level, even when ctx has
+// ended. It returns the error of the take, else of fn, else of the release.
 func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) error) error {
 	// fn runs on ctx, not actx: its spans are not the acquire's.
 	actx, report := l.probes[m].Begin(ctx, true)

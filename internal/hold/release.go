@@ -19,8 +19,7 @@ type Released struct {
 	Grant   script.Grant // what the grant's message carries
 }
 
-// UnlockedGrant converts the reply of a mutex release script: the
-// remaining hold count, or script.UnlockNotHeld, and the grant it made.
+// UnlockedGrant converts the reply of a mutex release script.
 func UnlockedGrant(u script.Unlocked) Released {
 	r := Released{Levels: Levels{Exclusive: u.Holds}}
 	if u.Holds == script.UnlockNotHeld {
@@ -30,34 +29,26 @@ func UnlockedGrant(u script.Unlocked) Released {
 	return r
 }
 
-// releaseRetries is how many times a release whose reply was lost is
-// resent.
+// releaseRetries is how often a release whose reply was lost is resent.
 const releaseRetries = 2
 
-// refusalTime bounds how long a release refused with a transient reply
-// (errs.Transient: TRYAGAIN in a slot migration, or from a fairlock release
-// whose grantee moved ahead of the lock; READONLY, CLUSTERDOWN, LOADING) is
-// resent. A refused script changed nothing, so a resend is safe; past
-// refusalTime the release fails as any other.
+// refusalTime bounds the resends of a release refused with a transient
+// reply (errs.Transient: TRYAGAIN, READONLY, CLUSTERDOWN, LOADING), which
+// changed nothing.
 const refusalTime = 2 * time.Second
 
-// Release releases one level of mode m (see the package doc, "The
-// release"). It returns errs.ErrNotHeld when the handle holds no level of
-// m in Redis, or the script's error, made to match ctx.Err() when ctx is
-// done. A failed release of the last level still ends the hold.
+// Release releases one level of mode m (package doc, "The release"). It
+// returns errs.ErrNotHeld when the handle holds no level of m in Redis, or
+// the script's error, made to match ctx.Err() once ctx is done.
 func (t *Tracker) Release(ctx context.Context, m Mode) error {
 	return t.releaseHold(ctx, t.current(), nil, m)
 }
 
-// errReleaseEnded is the error of a release of a hold that ended first:
-// its release is owed already (end).
 var errReleaseEnded = fmt.Errorf("%w: the hold ended before its release ran", errs.ErrNotHeld)
 
-// releaseHold releases the level of mode m that r holds in hold h (nil:
-// none): r leaves on op, and the level's last holder sends its release,
-// for h only, while h is current. A read waits for op past ctx's deadline
-// (settleTimeout): counted out without op, it could leave while another
-// goroutine joins the level the release then takes away.
+// releaseHold releases the level of mode m that r holds in h, for h only.
+// A read waits for op past ctx (settleTimeout): counted out without op, it
+// could leave as another goroutine joins the level the release then ends.
 func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) error {
 	octx := ctx
 	if m == Shared {
@@ -78,8 +69,7 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) e
 		h.going, tag, other = int(m)+1, h.tagOf(m), h.in(Shared-m)
 	}
 	t.mu.Unlock()
-	// A write record's units go back once the release is settled: the next
-	// call through the line finds the lock released in Redis.
+	// A write record's units go back once the release is settled.
 	defer t.give(units)
 	switch {
 	case err != nil:
@@ -92,8 +82,7 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) e
 	sent := time.Now()
 	out, unsure, err := t.release(ctx, h.id, m, tag)
 	gone := err == nil && out.NotHeld && !unsure
-	// A release of m changes no level of the other mode: a reply lacking the
-	// one the hold has says it went from Redis unseen (as in acquired).
+	// A reply lacking the other mode's level says it went unseen.
 	lacks := err == nil && !out.NotHeld && other && out.Levels[Shared-m] == 0
 	if err == nil && !gone && !lacks && out.Grantee != "" && t.cfg.Granted != nil {
 		t.cfg.Granted(out.Grantee, out.Grant, sent)
@@ -101,18 +90,15 @@ func (t *Tracker) releaseHold(ctx context.Context, h *hold, r *record, m Mode) e
 	return t.finish(h, m, other, gone, lacks, errs.CtxErr(ctx, err))
 }
 
-// settleTimeout bounds a read's wait for op: longer than any script of the
-// handle keeps it, given the client's timeouts and the engine's retries.
+// settleTimeout outlasts any script of the handle holding op.
 const settleTimeout = 30 * time.Second
 
-// leave counts r out of h's holders of mode m, whatever Redis will say,
-// and reports whether the level goes in Redis: r was its last holder and h
-// is live. r nil is a plain holder: a plain read; of Exclusive, the handed
-// mark (settleHanded holds the gate, so it is there), else a lone
-// Tracker's write record. A read gives its unit back at once; a write
-// record's units are returned for the caller to give back once the release
-// is settled. The error says there is nothing to send. The caller holds
-// mu.
+// leave counts r out of h's holders of mode m and reports whether the level
+// goes in Redis: r was its last holder, and h is live. r nil is a plain
+// read, or of Exclusive the handed mark (settleHanded holds the gate) or a
+// lone Tracker's write record. A write record's units are returned for the
+// caller to give back once the release is settled; the error says there is
+// nothing to send. The caller holds mu.
 func (t *Tracker) leave(h *hold, r *record, m Mode) (send bool, units int64, err error) {
 	switch {
 	case h == nil:
@@ -150,10 +136,9 @@ func (t *Tracker) leave(h *hold, r *record, m Mode) (send bool, units int64, err
 	return !h.in(m), units, nil
 }
 
-// finish records the outcome of the release of h's level of mode m: other
-// says h had its other mode's level when it was sent, gone that Redis had
-// no level to release, lacks that the reply lacks the other level, err
-// that the release failed. It ends h with its last level, or as lost.
+// finish records the outcome of the release of h's level of mode m (other:
+// h had its other level; gone: Redis had none; lacks: the reply lacks the
+// other level) and ends h with its last level, or as lost.
 func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) error {
 	t.mu.Lock()
 	h.going = 0
@@ -164,8 +149,7 @@ func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) er
 	}
 	empty := t.cur == h && h.empty()
 	if empty && err == nil && !gone && !lacks {
-		// This release ends the hold: in flight until end, so that a renewal
-		// finding the lock gone in between is no loss (I4).
+		// In flight until end: a renewal finding the lock gone is no loss.
 		h.going = int(m) + 1
 	}
 	t.mu.Unlock()
@@ -185,8 +169,8 @@ func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) er
 		t.report(h, lost)
 		return nil
 	}
-	// Released. A level of the other mode that Redis reports and the hold
-	// has no holder of is one the handle let go of, still owed (abandon).
+	// Released. A level of the other mode with no holder here is owed
+	// (abandon), not the hold's.
 	if empty {
 		t.end(h, nil)
 	} else if other {
@@ -195,10 +179,9 @@ func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) er
 	return nil
 }
 
-// release runs the release script for the level (m, tag) of hold id,
-// resending it when the reply is lost, and then reports unsure: the
-// script cannot tell a resend's "not held" from a real one, since a first
-// run that went through leaves nothing to compare with.
+// release runs the release script, resending it when the reply is lost,
+// and then reports unsure: a resend's "not held" may mean the first run
+// went through.
 func (t *Tracker) release(ctx context.Context, id string, m Mode, tag uint64) (out Released, unsure bool, err error) {
 	var refused time.Time
 	var backoff time.Duration
@@ -224,9 +207,7 @@ func (t *Tracker) release(ctx context.Context, id string, m Mode, tag uint64) (o
 }
 
 // abandon is the release of r's level when op cannot be had before ctx
-// ends: r leaves, the level's release is owed by id, and the hold's last
-// level ends it, so the watchdog stops renewing it. A hold that ended
-// meanwhile owed its levels already (owe).
+// ends: r leaves, the release is owed, and the last level ends the hold.
 func (t *Tracker) abandon(h *hold, r *record, m Mode) {
 	t.mu.Lock()
 	send, units, _ := t.leave(h, r, m)
@@ -242,11 +223,9 @@ func (t *Tracker) abandon(h *hold, r *record, m Mode) {
 	t.give(units)
 }
 
-// ReleaseUntracked runs release, a release of something the handle does
-// not track (a permit id acquired elsewhere) that reports false when there
-// was nothing to release, and resends it while its reply is lost: once a
-// run may have gone through unseen, a later run that finds nothing means
-// that run released it.
+// ReleaseUntracked runs release (false: nothing to release) for something
+// the handle does not track (a permit id), resending it while its reply is
+// lost: after a run that may have gone through, "nothing" means released.
 func ReleaseUntracked(ctx context.Context, release func(ctx context.Context) (bool, error)) (bool, error) {
 	unsure := false
 	for try := 0; ; try++ {
@@ -258,13 +237,9 @@ func ReleaseUntracked(ctx context.Context, release func(ctx context.Context) (bo
 	}
 }
 
-// The calls below serve a handle that keeps a Tracker per hold it did not
-// take through Attempt (a leased permit renewed by id).
-
-// Touch counts the current hold's validity from sent, a renewal sent
-// outside the Tracker, and reports whether there is one. Unlike Adopt it
-// never begins a hold: a Tracker whose hold ended may owe its release,
-// which a new hold would send.
+// Touch counts the current hold's validity from sent, a renewal sent outside
+// the Tracker (a permit renewed by id), and reports whether there is one.
+// Unlike Adopt it never begins a hold, which would send what the last owes.
 func (t *Tracker) Touch(sent time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -282,8 +257,8 @@ func (t *Tracker) Owes() bool {
 	return len(t.owed) > 0 || t.giving > 0
 }
 
-// Repay sends what the handle owes, oldest first, serialized with its
-// other scripts. It returns the first failure; what failed stays owed.
+// Repay sends what the handle owes, serialized with its scripts; what
+// fails stays owed.
 func (t *Tracker) Repay(ctx context.Context) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		return err
@@ -292,10 +267,9 @@ func (t *Tracker) Repay(ctx context.Context) error {
 	return t.repay(ctx)
 }
 
-// Forgive drops what the handle owes once no script of the handle is in
-// flight, or returns ctx's error and drops nothing: for a release owed by a
-// hold given up that a later hold may make wrong (a leased permit renewed
-// by id).
+// Forgive drops what the handle owes once no script of it is in flight, or
+// returns ctx's error: for a release that a later hold may make wrong (a
+// permit renewed by id).
 func (t *Tracker) Forgive(ctx context.Context) error {
 	if err := t.op.Acquire(ctx, 1); err != nil {
 		return err

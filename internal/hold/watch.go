@@ -20,9 +20,8 @@ type Handle struct {
 }
 
 // Handle returns what l's handle type embeds. channel is where every
-// release that frees the lock is published (rlock's shared channel,
-// rwlock's writers'); "" for a lock that tells only the head of its line
-// (a fair lock).
+// release that frees the lock is published (rlock's, rwlock's writers'); ""
+// for a lock that tells only the head of its line.
 func (l *Lock) Handle(channel string) Handle { return Handle{l: l, channel: channel} }
 
 func (h Handle) handle() Handle { return h }
@@ -32,8 +31,7 @@ type embedsHandle interface{ handle() Handle }
 // Watcher is the engine of a lock handle as a group of locks sees it.
 type Watcher struct{ h Handle }
 
-// WatcherOf returns the Watcher of x if x is a redisync lock handle that
-// embeds a Handle, else nil.
+// WatcherOf returns the Watcher of x if x embeds a Handle, else nil.
 func WatcherOf(x any) *Watcher {
 	e, ok := x.(embedsHandle)
 	if !ok {
@@ -55,12 +53,11 @@ func (w *Watcher) Client() redis.UniversalClient { return w.h.l.k.RDB }
 func (w *Watcher) Announced() bool { return w.h.channel != "" }
 
 // Watch subscribes to the lock's release announcements and returns once
-// Redis has confirmed it, so no later release is missed; nil and no error
-// when the lock announces none (see Handle). A wake-up says only that the
-// lock may be free. Until the Watch is closed, refused attempts of the
-// handle ask the holder to announce its release (Asking.Watched), so a
-// group attempting after Watch returns hears the release of every hold
-// that refused it; rlock announces only those, sparing most PUBLISHes.
+// Redis has confirmed it; nil and no error when the lock announces none. A
+// wake-up says only that the lock may be free. Until the Watch is closed,
+// refused attempts of the handle ask the holder to announce its release
+// (Asking.Watched), so a group attempting after Watch returns hears every
+// release of a hold that refused it; rlock announces only those.
 func (w *Watcher) Watch(ctx context.Context) (*Watch, error) {
 	if w.h.channel == "" {
 		return nil, nil
