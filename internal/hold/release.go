@@ -158,25 +158,19 @@ func (t *Tracker) finish(h *hold, m Mode, other, gone, lacks bool, err error) er
 		if empty {
 			t.end(h, nil)
 		}
-		t.report(h, lost)
-		return err
 	case gone:
-		t.end(h, errs.ErrLost) // not in Redis: nothing of it is owed
-		t.report(h, lost)
-		return errs.ErrNotHeld
+		t.end(h, errs.ErrLost) // this level is not in Redis, so not owed
+		err = errs.ErrNotHeld
 	case lacks:
 		t.endOwing(h, errs.ErrLost, false)
-		t.report(h, lost)
+	case empty: // released, or a resend found the first run had
+		t.end(h, nil)
+		return nil
+	case !other:
 		return nil
 	}
-	// Released. A level of the other mode with no holder here is owed
-	// (abandon), not the hold's.
-	if empty {
-		t.end(h, nil)
-	} else if other {
-		t.report(h, lost)
-	}
-	return nil
+	t.report(h, lost)
+	return err
 }
 
 // release runs the release script, resending it when the reply is lost,

@@ -33,12 +33,8 @@ type Watcher struct{ h Handle }
 
 // WatcherOf returns the Watcher of x if x embeds a Handle, else nil.
 func WatcherOf(x any) *Watcher {
-	e, ok := x.(embedsHandle)
-	if !ok {
-		return nil
-	}
-	if h := e.handle(); h.l != nil {
-		return &Watcher{h: h}
+	if e, ok := x.(embedsHandle); ok && e.handle().l != nil {
+		return &Watcher{h: e.handle()}
 	}
 	return nil
 }
