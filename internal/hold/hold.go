@@ -37,7 +37,7 @@ type Levels [2]int64
 type Config struct {
 	RDB   redis.UniversalClient
 	Lease time.Duration // set by every acquisition and renewal
-	Owner string
+	Owner string        // the handle's owner id, the prefix of its hold ids
 	// Renew queues a renewal of hold id on s; nil for a fixed lease.
 	Renew func(ctx context.Context, s redis.Scripter, id string) func() (bool, error)
 	// Release runs the release script once for hold id's level of mode m, named
@@ -47,11 +47,10 @@ type Config struct {
 	// Lost, if set, is called once with an error wrapping errs.ErrLost; it must
 	// not block.
 	Lost func(err error)
-	// Granted, if set, is told of a release sent at sent that granted the lock.
-	Granted func(grantee string, g script.Grant, sent time.Time)
-	// GrantLease, if set, caps a grant to the handle (Kind.GrantLease).
-	GrantLease time.Duration
-	Probes     [2]wait.Probe
+	// Granted, if set, is told of each release (sent at sent) that grants.
+	Granted    func(grantee string, g script.Grant, sent time.Time)
+	GrantLease time.Duration // if set, caps a grant to the handle (Kind.GrantLease)
+	Probes     [2]wait.Probe // what a hold reports as, by the mode that began it
 }
 
 // Tracker tracks the holds of one handle. It is safe for concurrent use.

@@ -39,9 +39,7 @@ type Kind struct {
 	MaxSleep func(m Mode) time.Duration // bounds every sleep; nil: the lease
 	InLine   bool                       // a client's waiters queue behind each other (wait.WaitInLine)
 	Modes    int                        // 1 for a mutex, 2 for a read-write lock
-	// Verbs names an Exclusive take and release in errors; unset, "lock" and
-	// "unlock".
-	Verbs [2]string
+	Verbs    [2]string                  // an Exclusive take and release in errors; unset: lock, unlock
 	// Leave, if set, undoes what a failed blocking wait for mode m left in Redis
 	// (a place, an announcement) and reports whether the wait's retired id a.ID
 	// holds a level of m: a grant, then given back. It must be idempotent (it is
@@ -162,8 +160,10 @@ func NewLock(k Kind) *Lock {
 	return l
 }
 
+// Tracker returns the handle's hold tracker.
 func (l *Lock) Tracker() *Tracker { return l.t }
 
+// Name returns the name of the lock.
 func (l *Lock) Name() string { return l.k.Name }
 
 var ops = [2][2]string{Exclusive: {"lock", "unlock"}, Shared: {"rlock", "runlock"}}
@@ -177,9 +177,8 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		return err
 	}
 	a := Asking{Blocking: true}
-	// id and seq name the last attempt refused without error, which its place
-	// names: only a grant naming both is claimed, not one to an earlier attempt
-	// read late.
+	// id and seq name the last attempt refused without error, as its place
+	// does: only a grant naming both is claimed, not a late one to an earlier.
 	var id string
 	var seq uint64
 	// lostPlace: an attempt of unknown outcome may have left a place under an
@@ -338,9 +337,8 @@ func (l *Lock) try(ctx context.Context, m Mode, in *intent) (bool, error) {
 	return ok, err
 }
 
-// acquire runs the acquire script with a deadline, again if Redis found it
-// late (exactly.InTime): a copy run after the attempt was given up takes
-// nothing.
+// acquire runs the acquire script with a deadline (exactly.InTime): a copy
+// run after the attempt was given up takes nothing.
 func (l *Lock) acquire(ctx context.Context, m Mode, a Asking) (Grant, error) {
 	var g Grant
 	a.Watched = l.watched.Load() > 0
@@ -383,13 +381,11 @@ func (l *Lock) pass(ctx context.Context, n int64) error {
 	return l.t.gate.Acquire(ctx, n)
 }
 
-// ReleaseTimeout bounds a release, which runs without the caller's
-// cancellation, so a deferred Unlock after a cancelled request still frees
-// the lock.
+// ReleaseTimeout bounds a release, which ignores the caller's cancellation:
+// a deferred Unlock after a cancelled request still frees the lock.
 const ReleaseTimeout = 5 * time.Second
 
-// ReleaseContext returns ctx without its cancellation, bounded by
-// ReleaseTimeout.
+// ReleaseContext returns ctx uncancelled, bounded by ReleaseTimeout.
 func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 }

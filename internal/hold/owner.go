@@ -14,10 +14,9 @@ import (
 )
 
 // Ownership, the Go way. A handle is shared like a sync.Mutex: while it
-// holds the lock every other Lock on it waits, whichever goroutine calls,
-// and only a ctx that carries a hold re-enters it. Redis keeps one level
-// per hold and mode; this file decides which calls in the process the
-// levels belong to. Under Tracker.mu:
+// holds the lock every other Lock on it waits, and only a ctx that carries
+// a hold re-enters it. This file decides which calls in the process the
+// levels in Redis belong to. Under Tracker.mu:
 //
 //   - The local line (gate) lets one exclusive hold or any number of read
 //     holds through, in arrival order; a waiting writer holds back later
@@ -236,8 +235,8 @@ func (l *Lock) rearm(ctx context.Context, h *hold) (bool, error) {
 	return true, nil
 }
 
-// lives renews h, if current, and reports whether Redis has it (false for a
-// fixed lease).
+// lives renews h, if current, and reports whether Redis has it; false for
+// a fixed lease, which is not renewed.
 func (l *Lock) lives(ctx context.Context, h *hold) (bool, error) {
 	if h == nil || l.t.cfg.Renew == nil || l.t.current() != h {
 		return false, nil
