@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -123,10 +124,7 @@ func (t *Tracker) attempt(ctx context.Context, m Mode, try Try, in *intent) (boo
 	}
 	g, sent, err := Take(ctx, t.cfg.Lease, func(ctx context.Context) (Grant, error) { return try(ctx, id, seq) }, undo)
 	if err != nil || !g.OK {
-		if err == nil {
-			err = g.Refused
-		}
-		return false, g.Wait, err
+		return false, g.Wait, cmp.Or(err, g.Refused)
 	}
 	h := t.acquired(id, g.Levels, g.Token, sent, sentFor, tag, in)
 	if h == nil {

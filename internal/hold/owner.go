@@ -424,11 +424,7 @@ func (l *Lock) Do(ctx context.Context, m Mode, fn func(ctx context.Context) erro
 		h = r.h
 	}
 	defer l.t.onEnd(h, cancel)()
-	err = fn(fctx)
-	if uerr := l.Unlock(fctx, m); err == nil {
-		err = uerr
-	}
-	return err
+	return cmp.Or(fn(fctx), l.Unlock(fctx, m)) // both run, fn first
 }
 
 // HoldCount returns the depth of the hold that ctx carries, in its mode;
