@@ -22,20 +22,16 @@ import (
 //     holds through, in arrival order; a waiting writer holds back later
 //     readers, as in sync.RWMutex. Only calls through it talk to Redis.
 //   - An exclusive hold has a record (x) counting its depth. A plain one
-//     (Lock with a ctx carrying none) is released by a plain Unlock from any
-//     goroutine; one Do took belongs to the ctx Do gives fn, with which Lock,
-//     TryLock and Do re-enter it and Unlock leaves a level.
+//     (Lock with a ctx carrying none) is anonymous, as a sync.Mutex's: any
+//     plain Unlock releases it. One Do took belongs to the ctx Do gives fn,
+//     with which Lock, TryLock and Do re-enter it and Unlock leaves a level.
 //   - Read holds are counted (plainReads) or, for RDo, recorded (rdos). A
 //     read taken with a write hold's ctx (a downgrade) is a plain read that
 //     borrows a unit of the write hold's (x.reads) until that ends, then
 //     keeps it.
-//   - A record names its hold: its release is sent for that hold only,
-//     never for whatever hold the handle has by then. Once a hold ends
-//     without its holders (lost, ForceUnlock; see end), a call with a ctx
-//     carrying it gets ErrNotHeld and never falls back to a plain hold
-//     another goroutine took since.
-//   - A read joins the hold's read level, or the last reader lets it go, on
-//     op with the scripts (intent), never both at once.
+//   - A record names its hold, and its release is for that hold only: once
+//     the hold ends (lost, ForceUnlock), a ctx carrying it gets errEnded,
+//     never a plain hold another goroutine took since.
 
 // allUnits is a read-write lock's line: a write hold takes every unit.
 const allUnits = 1 << 30

@@ -96,9 +96,8 @@ const settleTimeout = 30 * time.Second
 // leave counts r out of h's holders of mode m and reports whether the level
 // goes in Redis: r was its last holder, and h is live. r nil is a plain
 // read, or of Exclusive the handed mark (settleHanded holds the gate) or a
-// lone Tracker's write record. A write record's units are returned for the
-// caller to give back once the release is settled; the error says there is
-// nothing to send. The caller holds mu.
+// lone Tracker's write record. A write record's units are returned, to give
+// back once the release is settled. The caller holds mu.
 func (t *Tracker) leave(h *hold, r *record, m Mode) (send bool, units int64, err error) {
 	switch {
 	case h == nil:
