@@ -12,15 +12,12 @@ import (
 	"github.com/redisync/redisync/internal/watchdog"
 )
 
-// MinWatchdogTimeout is the shortest watchdog timeout a lock accepts: its
-// holds are renewed every third of it.
+// MinWatchdogTimeout is the shortest watchdog timeout a lock accepts.
 const MinWatchdogTimeout = 30 * time.Millisecond
 
 // Keeping is how a lock keeps its holds alive and what it does when one is
-// lost: the options every lock package shares, WithLeaseTime,
-// WithWatchdogTimeout and WithOnLost. A package's config embeds it and
-// its options set it through the functions below, which check their
-// argument where the option is written.
+// lost: the options every lock package shares, which check their argument
+// where the option is written.
 type Keeping struct {
 	LeaseTime       time.Duration // a fixed lease; 0: the watchdog keeps holds alive
 	WatchdogTimeout time.Duration // the lease of holds kept alive by the watchdog
@@ -64,9 +61,8 @@ func (k Keeping) Lease() time.Duration {
 	return k.WatchdogTimeout
 }
 
-// Config returns the Config of a lock kept as k, released by release and
-// renewed by renew unless its lease is fixed; wrap decorates a loss
-// (package, operation, name) before the OnLost hook sees it.
+// Config returns the Config of a lock kept as k; wrap decorates a loss for
+// the OnLost hook.
 func (k Keeping) Config(
 	rdb redis.UniversalClient,
 	release func(ctx context.Context, m Mode, id string, tag uint64, giveBack bool) (Released, error),
@@ -83,10 +79,8 @@ func (k Keeping) Config(
 	return c
 }
 
-// Renewal returns what a renewal queued as c reports to the watchdog (see
-// Config.Renew): whether the hold is still there, and when another owner
-// holds the lock instead, an error that says who (the hold is gone, taken
-// over: see watchdog.Entry), which the loss then carries.
+// Renewal returns what a renewal queued as c reports to the watchdog: the
+// hold is there, or an error naming who holds the lock instead.
 func Renewal(c script.RenewCmd) func() (bool, error) {
 	return func() (bool, error) {
 		held, err := c.Result()
@@ -97,9 +91,9 @@ func Renewal(c script.RenewCmd) func() (bool, error) {
 	}
 }
 
-// takenOver is the reason of a loss whose renewal found h holding the
-// lock: "the lock was taken over: it is held by pid 4121 on web-3 (owner
-// id …)". It matches watchdog.ErrGone.
+// takenOver is the reason of a loss whose renewal found another holder:
+// "the lock was taken over: it is held by pid 4121 on web-3 (owner id …)".
+// It matches watchdog.ErrGone.
 type takenOver script.Holder
 
 func (t takenOver) Error() string {
