@@ -10,13 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// OutcomeUnknown reports whether a command that failed with err may still
-// have run on the server: anything but a failure to connect, or an error
-// reply, which Redis sends instead of running the command (or, for
-// redisync's scripts, before they write anything).
+// OutcomeUnknown reports whether a command that failed with err may have
+// run: anything but a failure to connect or an error reply (which the
+// scripts send before writing anything).
 func OutcomeUnknown(err error) bool {
 	if err == nil || errors.Is(err, redis.ErrPoolTimeout) {
-		return false // no connection: nothing was sent
+		return false // nothing was sent
 	}
 	if errors.Is(err, ErrNotReplicated) {
 		return false // undone already
@@ -29,9 +28,8 @@ func OutcomeUnknown(err error) bool {
 	return !errors.As(err, &reply)
 }
 
-// CtxErr returns err, made to match ctx.Err() with errors.Is when ctx is
-// done: go-redis reports a ctx deadline that cut a command short as an
-// i/o timeout, which callers could not tell from a network fault.
+// CtxErr makes err match ctx.Err() when ctx is done: go-redis reports a
+// ctx deadline as an i/o timeout, like a network fault.
 func CtxErr(ctx context.Context, err error) error {
 	cerr := CtxDone(ctx)
 	if err == nil || cerr == nil || errors.Is(err, cerr) {
@@ -40,11 +38,9 @@ func CtxErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cerr, err)
 }
 
-// CtxDone returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed though ctx has not noticed yet: the network deadline
-// go-redis derives from ctx's can fire a moment before ctx's own timer, and
-// a loop that retries until ctx is done must not take that moment for
-// more time.
+// CtxDone returns ctx.Err(), or context.DeadlineExceeded once the deadline
+// passed though ctx's timer has not fired: go-redis' network deadline can
+// fire first, and a retry loop must not take that moment for more time.
 func CtxDone(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

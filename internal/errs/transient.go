@@ -11,23 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// transientReplies are Redis error replies that go away by themselves: a
-// server loading its data, a replica that was a primary a moment ago, a
-// cluster reconfiguring, a script running long.
+// transientReplies are error replies that go away by themselves.
 var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "NOREPLICAS"}
 
-// Transient reports whether err may succeed when retried later: connection
-// failures (refused, reset, closed by the peer, timed out, no free
-// connection in the pool) and the transient Redis replies above. Anything
-// else is permanent: a wrong type or other error reply, a closed client, a
-// cancelled ctx, and every error of the library itself (an upgrade
-// attempt, an acquisition the replicas did not acknowledge).
-//
-// A failed network operation (net.OpError) is transient even when it
-// matches context.DeadlineExceeded, as the net package's timeouts do: a
-// dial that timed out (a host that drops packets, during a failover say)
-// must not end a wait whose ctx runs on. Every caller checks its ctx on
-// its own.
+// Transient reports whether err may succeed later: connection failures and
+// transientReplies. Other replies, a closed client, a cancelled ctx and
+// the library's own errors are permanent. A net.OpError is transient even
+// when it matches context.DeadlineExceeded: a dial timeout must not end a
+// wait whose ctx runs on (callers check their ctx themselves).
 func Transient(err error) bool {
 	var op *net.OpError
 	switch {
@@ -48,7 +39,6 @@ func Transient(err error) bool {
 				return true
 			}
 		}
-		// Any other reply is a definite answer from a working server.
 		return false
 	}
 	var netErr net.Error
