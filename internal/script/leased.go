@@ -38,12 +38,9 @@ type LeaseTakenCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
 func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
-	v, err := ints(c.cmd)
+	v, err := ints(c.cmd, 2)
 	if err != nil {
 		return LeaseTaken{}, err
-	}
-	if len(v) < 2 {
-		return LeaseTaken{}, errShortReply
 	}
 	if v[0] == 1 {
 		return LeaseTaken{OK: true}, nil

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,16 +18,14 @@ type Processor interface {
 }
 
 type script struct {
-	name string
-	src  string
-	s    *redis.Script
-	sha  any // s.Hash(), boxed once rather than on every call
+	src string
+	s   *redis.Script
+	sha any // s.Hash(), boxed once rather than on every call
 }
 
-var (
-	loadedMu sync.Mutex
-	loaded   = map[string]*script{}
-)
+// loaded holds every script a wrapper runs, by file name. Only package
+// initialization writes it.
+var loaded = map[string]*script{}
 
 // load returns the embedded script name; it panics if there is none.
 func load(name string) *script {
@@ -38,23 +34,9 @@ func load(name string) *script {
 		panic(fmt.Sprintf("script: %v", err))
 	}
 	rs := redis.NewScript(src)
-	s := &script{name: name, src: src, s: rs, sha: rs.Hash()}
-	loadedMu.Lock()
-	defer loadedMu.Unlock()
+	s := &script{src: src, s: rs, sha: rs.Hash()}
 	loaded[name] = s
 	return s
-}
-
-// Loaded returns the file names of every script a wrapper runs, sorted.
-func Loaded() []string {
-	loadedMu.Lock()
-	defer loadedMu.Unlock()
-	names := make([]string, 0, len(loaded))
-	for n := range loaded {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // noRetry marks a command go-redis must not resend after a network error.
@@ -99,24 +81,23 @@ func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
 
 // process is Process; with retry, go-redis may resend the command.
 func process(ctx context.Context, c Processor, retry bool, args []any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
 	if !outlasts(c, ctx) {
-		cmd := redis.NewCmd(ctx, args...)
 		send(ctx, c, retry, cmd)
 		return cmd
 	}
-	inner := redis.NewCmd(ctx, args...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		send(ctx, c, retry, inner)
+		send(ctx, c, retry, cmd)
 	}()
 	select {
 	case <-done:
-		return inner
-	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetErr(&InFlight{err: fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()), done: done})
 		return cmd
+	case <-ctx.Done():
+		late := redis.NewCmd(ctx, args...) // cmd is still the goroutine's
+		late.SetErr(&InFlight{err: fmt.Errorf("%w: no reply from Redis yet (the client does not bound commands by ctx)", ctx.Err()), done: done})
+		return late
 	}
 }
 
@@ -160,19 +141,15 @@ func outlasts(c Processor, ctx context.Context) bool {
 		return false
 	}
 	read := 5 * time.Second // go-redis' default ReadTimeout (3s before v9.23)
+	bounded := false
 	switch c := c.(type) {
 	case *redis.Client:
-		o := c.Options()
-		if o.ContextTimeoutEnabled {
-			return false
-		}
-		read = o.ReadTimeout
+		bounded, read = c.Options().ContextTimeoutEnabled, c.Options().ReadTimeout
 	case *redis.ClusterClient:
-		o := c.Options()
-		if o.ContextTimeoutEnabled {
-			return false
-		}
-		read = o.ReadTimeout
+		bounded, read = c.Options().ContextTimeoutEnabled, c.Options().ReadTimeout
+	}
+	if bounded {
+		return false
 	}
 	// A ReadTimeout <= 0 never ends a command.
 	return read <= 0 || time.Until(deadline) < read-outlastSlack

@@ -53,7 +53,7 @@ type RWHoldsCmd struct {
 
 // Result decodes the reply.
 func (c RWHoldsCmd) Result() (RWHolds, error) {
-	v, err := ints(c.cmd)
+	v, err := ints(c.cmd, 1)
 	if err != nil {
 		return RWHolds{}, err
 	}

@@ -93,12 +93,6 @@ func (c RenewCmd) Result() (bool, error) {
 	return false, fmt.Errorf("unexpected renewal reply %v", v)
 }
 
-// Val is Result without the error.
-func (c RenewCmd) Val() bool {
-	ok, _ := c.Result()
-	return ok
-}
-
 // Holder is whoever a renewal found holding the lock instead of the owner.
 type Holder struct {
 	Owner string
@@ -176,13 +170,13 @@ func (c UnlockCmd) Result() (Unlocked, error) {
 
 var errShortReply = errors.New("lua: short script reply")
 
-// ints decodes a non-empty array reply of integers.
-func ints(cmd *redis.Cmd) ([]int64, error) {
+// ints decodes an array reply of at least n integers.
+func ints(cmd *redis.Cmd, n int) ([]int64, error) {
 	vals, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, err
 	}
-	if len(vals) == 0 {
+	if len(vals) < n {
 		return nil, errShortReply
 	}
 	return vals, nil

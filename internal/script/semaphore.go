@@ -34,12 +34,9 @@ type TakenCmd struct{ cmd *redis.Cmd }
 
 // Result decodes the reply.
 func (c TakenCmd) Result() (Taken, error) {
-	v, err := ints(c.cmd)
+	v, err := ints(c.cmd, 2)
 	if err != nil {
 		return Taken{}, err
-	}
-	if len(v) < 2 {
-		return Taken{}, errShortReply
 	}
 	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1], Unset: len(v) > 2 && v[0] == 0}, nil
 }
@@ -51,35 +48,31 @@ func (c TakenCmd) Result() (Taken, error) {
 // Not resent: after the receipt expired a resend would take them twice,
 // so the caller undoes a lost reply with SemaphoreUndo.
 func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, settled []string) TakenCmd {
-	return TakenCmd{semaphoreAcquire.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt), n, ms(r.TTL), r.Deadline)}
+	return TakenCmd{semaphoreAcquire.run(ctx, c, append([]string{k.Permits, r.Receipt}, settled...), n, ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreRelease runs semaphore_release.lua; the reply is the available
 // count afterwards.
 func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Request, delta int64, sharded bool, settled []string) IntCmd {
-	keys := plusSettled(settled, append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...)...)
+	keys := append(append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...), settled...)
 	return IntCmd{semaphoreRelease.run(ctx, c, keys, delta, flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
 }
 
 // SemaphoreSetPermits runs semaphore_setpermits.lua; false when onlyNew
 // found a count.
 func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, onlyNew, sharded bool, settled []string) BoolCmd {
-	keys := plusSettled(settled, append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...)...)
+	keys := append(append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...), settled...)
 	return BoolCmd{semaphoreSetPermits.run(ctx, c, keys, n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
 }
 
 // SemaphoreDrain runs semaphore_drain.lua; the reply is how many it took.
 func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, r Request, settled []string) IntCmd {
-	return IntCmd{semaphoreDrain.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt), ms(r.TTL), r.Deadline)}
+	return IntCmd{semaphoreDrain.run(ctx, c, append([]string{k.Permits, r.Receipt}, settled...), ms(r.TTL), r.Deadline)}
 }
 
 // SemaphoreUndo runs semaphore_undo.lua: cancel the acquire of r, which
 // then takes nothing should it still arrive; the reply is the permits
 // given back.
 func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, r Request, sharded bool, settled []string) IntCmd {
-	return IntCmd{semaphoreUndo.run(ctx, c, plusSettled(settled, k.Permits, r.Receipt, k.Channel), ms(r.TTL), flag(sharded), r.Deadline)}
-}
-
-func plusSettled(settled []string, own ...string) []string {
-	return append(own, settled...)
+	return IntCmd{semaphoreUndo.run(ctx, c, append([]string{k.Permits, r.Receipt, k.Channel}, settled...), ms(r.TTL), flag(sharded), r.Deadline)}
 }
