@@ -25,11 +25,6 @@ import (
 
 const maxHostLen = 64
 
-var process = sync.OnceValue(func() string {
-	host, _ := os.Hostname()
-	return ownerPrefix(host, os.Getpid())
-})
-
 // ownerPrefix returns "<host>:<pid>:" of process pid on host.
 func ownerPrefix(host string, pid int) string {
 	return safeHost(host) + ":" + strconv.Itoa(pid) + ":"
@@ -57,7 +52,10 @@ const nonceLen = 10
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // ownerStart is "<host>:<pid>:<nonce>".
-var ownerStart = sync.OnceValue(func() string { return process() + newNonce() })
+var ownerStart = sync.OnceValue(func() string {
+	host, _ := os.Hostname()
+	return ownerPrefix(host, os.Getpid()) + newNonce()
+})
 
 // newNonce draws nonceLen base62 characters, each from a byte below 248
 // (4 * 62), so all are equally likely.
