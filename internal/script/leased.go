@@ -36,7 +36,6 @@ type LeaseTaken struct {
 // LeaseTakenCmd is the reply of LeasedAcquire.
 type LeaseTakenCmd struct{ cmd *redis.Cmd }
 
-// Result decodes the reply.
 func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
 	v, err := ints(c.cmd, 2)
 	if err != nil {

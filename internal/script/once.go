@@ -166,10 +166,9 @@ const outlastSlack = 2 * time.Millisecond
 // it. Only renewals, election proclaims and the leased count use it: each
 // run twice is run once. Run on a client, it is bounded by ctx as run is.
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
-	if _, queued := c.(redis.Pipeliner); !queued {
-		if p, ok := c.(Processor); ok {
-			return s.exec(ctx, p, true, s.evalsha(keys, args))
-		}
+	p, ok := c.(Processor)
+	if _, queued := c.(redis.Pipeliner); ok && !queued {
+		return s.exec(ctx, p, true, s.evalsha(keys, args))
 	}
 	if err := CheckServer(ctx, c); err != nil {
 		cmd := redis.NewCmd(ctx, s.evalsha(keys, args)...)

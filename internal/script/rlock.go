@@ -38,7 +38,6 @@ type Acquired struct {
 // AcquireCmd is the reply of ReentrantTake and FairTake.
 type AcquireCmd struct{ cmd *redis.Cmd }
 
-// Result decodes the reply.
 func (c AcquireCmd) Result() (Acquired, error) {
 	if n, ok := c.cmd.Val().(int64); ok && n >= 1 && c.cmd.Err() == nil {
 		// A first acquisition answers 1 or its token: a table costs more.

@@ -51,7 +51,6 @@ type RWHoldsCmd struct {
 	release bool
 }
 
-// Result decodes the reply.
 func (c RWHoldsCmd) Result() (RWHolds, error) {
 	v, err := ints(c.cmd, 1)
 	if err != nil {

@@ -59,13 +59,11 @@ func pttl(v int64) time.Duration {
 // IntCmd is a script reply decoded as one integer.
 type IntCmd struct{ cmd *redis.Cmd }
 
-// Result returns the integer reply.
 func (c IntCmd) Result() (int64, error) { return c.cmd.Int64() }
 
 // BoolCmd is a script reply decoded as 1 (true) or 0 (false).
 type BoolCmd struct{ cmd *redis.Cmd }
 
-// Result returns the reply as a boolean.
 func (c BoolCmd) Result() (bool, error) {
 	n, err := c.cmd.Int64()
 	return n == 1, err
@@ -137,7 +135,6 @@ type Unlocked struct {
 // attempt} for a grant.
 type UnlockCmd struct{ cmd *redis.Cmd }
 
-// Result decodes the reply.
 func (c UnlockCmd) Result() (Unlocked, error) {
 	if n, ok := c.cmd.Val().(int64); ok && c.cmd.Err() == nil {
 		// A release with nobody in line answers a bare integer: a table

@@ -32,7 +32,6 @@ type Taken struct {
 // TakenCmd is the reply of SemaphoreAcquire.
 type TakenCmd struct{ cmd *redis.Cmd }
 
-// Result decodes the reply.
 func (c TakenCmd) Result() (Taken, error) {
 	v, err := ints(c.cmd, 2)
 	if err != nil {

@@ -90,7 +90,8 @@ func CheckServer(ctx context.Context, c any) error {
 	if v, loaded := checked.LoadOrStore(key, sc); loaded {
 		return v.(*serverCheck).wait(ctx)
 	}
-	version, err := serverVersion(ctx, c.(Processor))
+	// An EVAL, once per client: not worth a NOSCRIPT round trip.
+	version, err := Process(ctx, c.(Processor), "eval", versionSrc, 1, versionKey).Text()
 	var reply redis.Error
 	switch {
 	case err == nil:
@@ -116,9 +117,9 @@ func (sc *serverCheck) wait(ctx context.Context) error {
 	}
 }
 
-// versionSrc reads the server's version. A script with a key, not INFO,
-// which a proxy (twemproxy) or an ACL rule may refuse; before 7.0 it calls
-// INFO inside Lua.
+// versionSrc reads the server's version ("" if it does not say: passes).
+// A script with a key, not INFO, which a proxy (twemproxy) or an ACL rule
+// may refuse; before 7.0 it calls INFO inside Lua.
 const versionSrc = `if redis.REDIS_VERSION then return redis.REDIS_VERSION end
 local ok, info = pcall(redis.call, 'INFO', 'server')
 return ok and string.match(info, 'redis_version:([%w%.%-]+)') or ''`
@@ -126,12 +127,6 @@ return ok and string.match(info, 'redis_version:([%w%.%-]+)') or ''`
 // versionKey routes the version check: a key no primitive uses, so the
 // check is never taken for a call on a primitive's keys.
 const versionKey = "redisync:version"
-
-// serverVersion returns the server's version, "" when it does not say.
-// It is an EVAL, once per client: not worth a NOSCRIPT round trip.
-func serverVersion(ctx context.Context, c Processor) (string, error) {
-	return Process(ctx, c, "eval", versionSrc, 1, versionKey).Text()
-}
 
 // tooOld returns an *OldServerError when version is below MinVersion, nil
 // when it is not or cannot be read.
