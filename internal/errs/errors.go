@@ -48,21 +48,10 @@ func CheckCount(what string, v int64) error {
 // MaxCount.
 const outOfRangeReply = "OUTOFRANGE"
 
-// outOfRange is an OUTOFRANGE reply without its script id; it matches
-// ErrOutOfRange and the reply.
-type outOfRange struct{ reply error }
-
-func (e outOfRange) Error() string {
-	return fmt.Sprintf("%v: %s", ErrOutOfRange, replyText(e.reply.Error(), outOfRangeReply))
-}
-
-func (e outOfRange) Unwrap() []error { return []error{ErrOutOfRange, e.reply} }
-
-// outOfRangeOf turns an OUTOFRANGE reply into an outOfRange.
+// outOfRangeOf turns an OUTOFRANGE reply into a replyErr.
 func outOfRangeOf(err error) error {
-	var reply redis.Error
-	if errors.As(err, &reply) && strings.Contains(reply.Error(), outOfRangeReply) && !errors.Is(err, ErrOutOfRange) {
-		return outOfRange{reply: err}
+	if isReply(err, outOfRangeReply) && !errors.Is(err, ErrOutOfRange) {
+		return replyErr{is: ErrOutOfRange, code: outOfRangeReply, reply: err}
 	}
 	return err
 }
@@ -88,7 +77,7 @@ func Wrap(pkg, op, name string, err error) error {
 // the name's main key (a latch).
 func WrongTypeAt(key string, err error) error {
 	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
-		return wrongType{key: key, reply: err}
+		return wrongType(key, err)
 	}
 	return err
 }
@@ -96,25 +85,25 @@ func WrongTypeAt(key string, err error) error {
 // NewWrongType is WrongTypeAt's error for a wrong kind found by reading
 // key, not by a WRONGTYPE reply.
 func NewWrongType(key, found string) error {
-	return wrongType{key: key, reply: errors.New("WRONGTYPE " + found)}
+	return wrongType(key, errors.New("WRONGTYPE "+found))
 }
 
-// wrongType is a WRONGTYPE reply naming the key, without its script id;
-// it matches ErrWrongType and the reply.
-type wrongType struct {
-	key   string
-	reply error
+func wrongType(key string, reply error) error {
+	return replyErr{is: ErrWrongType, code: "WRONGTYPE", where: fmt.Sprintf("key %q: ", key), reply: reply}
 }
 
-func (e wrongType) Error() string {
-	return fmt.Sprintf("%v: key %q: %s", ErrWrongType, e.key, replyText(e.reply.Error(), "WRONGTYPE"))
+// replyErr is an error reply of code without the script id and line Redis
+// appends in a script; it matches is and the reply.
+type replyErr struct {
+	is          error
+	code, where string
+	reply       error
 }
 
-// replyText is msg without the code and the script id and line Redis
-// appends in a script.
-func replyText(msg, code string) string {
-	if i := strings.Index(msg, code); i >= 0 {
-		msg = msg[i+len(code):]
+func (e replyErr) Error() string {
+	msg := e.reply.Error()
+	if i := strings.Index(msg, e.code); i >= 0 {
+		msg = msg[i+len(e.code):]
 	}
 	if i := strings.Index(msg, " script:"); i >= 0 {
 		msg = msg[:i]
@@ -122,17 +111,19 @@ func replyText(msg, code string) string {
 	if i := strings.Index(msg, " stack traceback:"); i >= 0 {
 		msg = msg[:i] // miniredis' form
 	}
-	return strings.TrimSpace(msg)
+	return fmt.Sprintf("%v: %s%s", e.is, e.where, strings.TrimSpace(msg))
 }
 
-func (e wrongType) Unwrap() []error { return []error{ErrWrongType, e.reply} }
+func (e replyErr) Unwrap() []error { return []error{e.is, e.reply} }
 
 // IsWrongType reports whether err is a WRONGTYPE error reply, also after
 // a script error prefix (miniredis). The wrapping text does not count (a
 // lock named "WRONGTYPE").
-func IsWrongType(err error) bool {
+func IsWrongType(err error) bool { return isReply(err, "WRONGTYPE") }
+
+func isReply(err error, code string) bool {
 	var reply redis.Error
-	return errors.As(err, &reply) && strings.Contains(reply.Error(), "WRONGTYPE")
+	return errors.As(err, &reply) && strings.Contains(reply.Error(), code)
 }
 
 // IsNil reports whether err is redis.Nil.
