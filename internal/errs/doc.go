@@ -1,4 +1,3 @@
-// Package errs holds the errors every primitive shares (re-exported by
-// the public packages), their wrapping, and the questions asked of an
-// error: is the outcome unknown, did ctx end it, is it transient.
+// Package errs holds the errors every primitive shares and how to read
+// them: is the outcome unknown, did ctx end it, is it transient.
 package errs

@@ -17,11 +17,9 @@ var (
 	// ErrNotHeld reports an unlock, renewal or release by a handle that
 	// does not hold the lock or permit.
 	ErrNotHeld = errors.New("lock not held")
-	// ErrLost reports a hold that ended without its release: lease ran
-	// out, force-unlocked, or renewals kept failing.
+	// ErrLost reports a hold that ended without its release.
 	ErrLost = errors.New("lock lost")
-	// ErrWrongType reports a name used by another kind of key; it is left
-	// untouched.
+	// ErrWrongType reports a name used by another kind of key.
 	ErrWrongType = errors.New("name holds a value of another kind")
 	// ErrUpgradeNotSupported reports a read holder asking for the write lock.
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
@@ -44,8 +42,7 @@ func CheckCount(what string, v int64) error {
 	return nil
 }
 
-// outOfRangeReply is the error code of a script refusing a sum past
-// MaxCount.
+// outOfRangeReply is a script's refusal of a sum past MaxCount.
 const outOfRangeReply = "OUTOFRANGE"
 
 // outOfRangeOf turns an OUTOFRANGE reply into a replyErr.
@@ -57,7 +54,7 @@ func outOfRangeOf(err error) error {
 }
 
 // ErrStaleReply reports an acquisition given back because its reply came
-// after its lease's validity. It is transient.
+// too late; it is transient.
 var ErrStaleReply = errors.New("the reply came too late to trust, and the acquisition was given back")
 
 // Wrap wraps err as in `rlock: unlock "orders": lock not held`. A
@@ -116,9 +113,8 @@ func (e replyErr) Error() string {
 
 func (e replyErr) Unwrap() []error { return []error{e.is, e.reply} }
 
-// IsWrongType reports whether err is a WRONGTYPE error reply, also after
-// a script error prefix (miniredis). The wrapping text does not count (a
-// lock named "WRONGTYPE").
+// IsWrongType reports whether err is a WRONGTYPE reply, also inside a
+// script error (miniredis); a lock named "WRONGTYPE" is not one.
 func IsWrongType(err error) bool { return isReply(err, "WRONGTYPE") }
 
 func isReply(err error, code string) bool {

@@ -38,9 +38,8 @@ func CtxErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cerr, err)
 }
 
-// CtxDone returns ctx.Err(), or context.DeadlineExceeded once the deadline
-// passed though ctx's timer has not fired: go-redis' network deadline can
-// fire first, and a retry loop must not take that moment for more time.
+// CtxDone returns ctx.Err(), or DeadlineExceeded once the deadline passed:
+// go-redis' network deadline can fire before ctx's timer.
 func CtxDone(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err

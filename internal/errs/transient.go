@@ -15,10 +15,8 @@ import (
 var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "NOREPLICAS"}
 
 // Transient reports whether err may succeed later: connection failures and
-// transientReplies. Other replies, a closed client, a cancelled ctx and
-// the library's own errors are permanent. A net.OpError is transient even
-// when it matches context.DeadlineExceeded: a dial timeout must not end a
-// wait whose ctx runs on (callers check their ctx themselves).
+// transientReplies. A net.OpError is transient even when it matches
+// DeadlineExceeded: a dial timeout must not end a wait whose ctx runs on.
 func Transient(err error) bool {
 	var op *net.OpError
 	switch {

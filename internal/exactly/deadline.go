@@ -13,14 +13,12 @@ import (
 // RequestWindow is how long after it is sent a request may still run.
 const RequestWindow = ReceiptTTL / 2
 
-// ServerClock estimates the clock of the server a handle's keys live on
-// (one primary per name). Its zero value, and nil, use the local clock.
+// ServerClock estimates the server's clock; zero or nil is the local one.
 type ServerClock struct {
 	offset atomic.Int64 // server minus local time, in ms
 }
 
-// Deadline returns the server-clock deadline, in ms, of a request sent now
-// that may run within window.
+// Deadline returns the server-clock deadline in ms of a request sent now.
 func (c *ServerClock) Deadline(window time.Duration) int64 {
 	var offset int64
 	if c != nil {
@@ -40,7 +38,7 @@ func (c *ServerClock) Learn(serverMs int64) {
 const lateReply = "LATE "
 
 // Late reports whether err refused a request as late (or too far ahead),
-// which changed nothing, and returns the server's time it reported.
+// and the server time it reported.
 func Late(err error) (serverMs int64, ok bool) {
 	if err == nil {
 		return 0, false // without errors.As's allocation
@@ -56,8 +54,7 @@ func Late(err error) (serverMs int64, ok bool) {
 // ErrLate reports a request refused past its deadline: it changed nothing.
 var ErrLate = errors.New("the request reached Redis after its deadline and changed nothing")
 
-// InTime runs a script with a deadline RequestWindow ahead on clock; when
-// refused as late, it learns the server's clock and runs it once more.
+// InTime runs a script with a deadline, once more if refused as late.
 func InTime(clock *ServerClock, run func(deadline int64) error) error {
 	for try := 0; ; try++ {
 		err := run(clock.Deadline(RequestWindow))

@@ -10,11 +10,9 @@ import (
 // ReceiptTTL is how long a receipt of Once lives past its deadline.
 const ReceiptTTL = 10 * time.Second
 
-// AcquireReceiptTTL is the lifetime of a semaphore acquire's receipt. The
-// acquire is retried while its caller waits, and a receipt expired before
-// the last retry would take the permits twice, so the semaphore deletes it
-// once the outcome is known; this is only a safety net, and bounds how
-// long Redis may be out of reach during one Acquire.
+// AcquireReceiptTTL is a semaphore acquire's receipt lifetime: a safety
+// net, as the semaphore deletes it once the outcome is known, and the
+// longest Redis may be out of reach during one Acquire.
 const AcquireReceiptTTL = time.Hour
 
 // onceRetries is how often Once resends a request whose reply was lost.
@@ -24,12 +22,10 @@ const onceRetries = 2
 // and deadline, after it was refused as late before it ran at all.
 const onceRestarts = 2
 
-// Once runs request under a receipt key made by receipt and a deadline:
-// a lost reply is resent under the same ones, and the resend reports what
-// the first run did. A refusal as late is certain to have changed nothing
-// when no copy went before it, or while a receipt written in time would
-// still live; then Once learns the server's clock and starts anew. Once
-// returns the last error, made to match ctx.Err() when ctx is done.
+// Once runs request under a receipt and deadline, resending a lost reply
+// under the same ones. A refusal as late changed nothing if no copy went
+// before it or a receipt written in time would still live: then Once
+// starts anew on the learned clock. The error matches ctx.Err() if done.
 func Once(ctx context.Context, clock *ServerClock, receipt func() string, request func(receipt string, deadline int64) error) error {
 	rcpt, start, deadline := receipt(), time.Now(), clock.Deadline(RequestWindow)
 	restarts := 0

@@ -1,5 +1,3 @@
-// Package keyspace names what redisync keeps in Redis: each primitive's
-// keys and channels, all under one hash tag so they share a cluster slot,
-// the receipt keys, and the owner ids ("<host>:<pid>:<nonce><n>") that
-// hold ids ("<owner id>:<n>") start with.
+// Package keyspace names what redisync keeps in Redis: keys and channels
+// (one hash tag, so one cluster slot, per name), receipts and owner ids.
 package keyspace

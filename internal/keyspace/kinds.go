@@ -1,8 +1,6 @@
 package keyspace
 
-// Kind is a kind of primitive. A name keeps its kind while any of its keys
-// exists, also keys that outlive the main key (a line, a fencing counter,
-// a leased total).
+// Kind is a kind of primitive; a name keeps it while any of its keys exists.
 type Kind int
 
 const (
@@ -12,9 +10,8 @@ const (
 	KindLeased                // leased semaphore
 )
 
-// Others returns the keys that other kinds than k keep besides their main
-// key: while one exists, a script of kind k does not create its main key
-// (lua/part/kind.lua). Per-owner keys live and die with these.
+// Others returns the keys other kinds than k keep besides their main key:
+// while one exists, a script of kind k does not create its main key.
 func (n Names) Others(k Kind) []string {
 	mutex := []string{n.Queue(), n.Timeouts()}
 	rw := []string{n.Writers(), n.Readers(), n.Turn()}

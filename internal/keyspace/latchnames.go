@@ -1,9 +1,7 @@
 package keyspace
 
-// Latch is a latch's count, while above zero. Not the main key: a string
-// count there could not be told from a semaphore's.
+// Latch is a latch's count: not the main key, where a semaphore's is.
 func (n Names) Latch() string { return n.tag + ":latch" }
 
-// LatchChannel announces a latch's zero. Not the lock channel, whose
-// release message wakes one waiter and must not be spent on a latch's.
+// LatchChannel announces a latch's zero, apart from the lock's channel.
 func (n Names) LatchChannel() string { return n.tag + ":latch:chan" }

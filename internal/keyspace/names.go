@@ -20,8 +20,8 @@ func NewNames(name string) Names {
 // Lock is the main key: the lock hash, or a semaphore's count.
 func (n Names) Lock() string { return n.tag }
 
-// Fence is the last fencing token taken. It expires a lease later: a
-// token is never below the server's clock in microseconds.
+// Fence is the last fencing token taken (never below the server's clock in
+// microseconds, so it may expire).
 func (n Names) Fence() string { return n.tag + ":fence" }
 
 // Channel is the release channel shared by all waiters.
@@ -33,8 +33,7 @@ func (n Names) WaiterChannel(owner string) string { return n.tag + ":chan:" + ow
 // Queue is a mutex's waiter list.
 func (n Names) Queue() string { return n.tag + ":queue" }
 
-// Place is a mutex waiter's place in line: the hold id of its last refused
-// attempt, expiring unless renewed. Place("") is the prefix.
+// Place holds a mutex waiter's last refused hold id. Place("") is the prefix.
 func (n Names) Place(owner string) string { return n.tag + ":place:" + owner }
 
 // Value is a waiting election candidate's value. Value("") is the prefix.

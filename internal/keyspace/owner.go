@@ -13,15 +13,10 @@ import (
 )
 
 // An owner id, "<host>:<pid>:<nonce><n>", tells an operator which process
-// holds what (older versions put a uuid after the pid; ParseOwner reads
-// both). It is short because every command sends it and Redis stores it
-// everywhere: nonce is 10 base62 characters from crypto/rand per process
-// (59.5 bits) and n counts the process's ids, so two processes sharing
-// host and pid collide with chance below k*k / 2^60 for k of them.
-//
-// Ids become parts of keys, channels and hash fields, so the host keeps
-// only letters, digits, '.', '-' and '_': no glob, space, brace, extra ':'
-// or leading '@'.
+// holds what (older ids have a uuid after the pid). It is short because
+// Redis stores it everywhere: a 59.5-bit nonce per process and a counter,
+// so k processes sharing host and pid collide with chance below k*k/2^60.
+// It goes into keys, so the host keeps only [A-Za-z0-9._-].
 
 const maxHostLen = 64
 
@@ -30,8 +25,7 @@ func ownerPrefix(host string, pid int) string {
 	return safeHost(host) + ":" + strconv.Itoa(pid) + ":"
 }
 
-// safeHost returns host with other bytes made '_', cut to maxHostLen
-// bytes; "unknown" when empty.
+// safeHost returns host cut to maxHostLen, other bytes made '_'.
 func safeHost(host string) string {
 	if host == "" {
 		return "unknown"
@@ -57,8 +51,7 @@ var ownerStart = sync.OnceValue(func() string {
 	return ownerPrefix(host, os.Getpid()) + newNonce()
 })
 
-// newNonce draws nonceLen base62 characters, each from a byte below 248
-// (4 * 62), so all are equally likely.
+// newNonce draws each character from a byte below 4*62, without bias.
 func newNonce() string {
 	b := make([]byte, 0, nonceLen)
 	var buf [2 * nonceLen]byte
@@ -75,8 +68,7 @@ func newNonce() string {
 
 var made atomic.Uint64
 
-// NewOwnerID returns a new owner id for a handle or a leased permit, such
-// as "web-3:4121:k3J9xQ2mZp7".
+// NewOwnerID returns a new owner id, such as "web-3:4121:k3J9xQ2mZp7".
 func NewOwnerID() string {
 	return ownerStart() + strconv.FormatUint(made.Add(1), 36)
 }
@@ -90,8 +82,7 @@ type Owner struct {
 	PID  int
 }
 
-// ParseOwner reads the process out of an owner or hold id; false for an id
-// that names none (a bare uuid, a caller's leased permit id).
+// ParseOwner reads the process out of an owner or hold id; false if none.
 func ParseOwner(id string) (Owner, bool) {
 	host, rest, ok := strings.Cut(id, ":")
 	if !ok || host == "" {
@@ -109,8 +100,7 @@ func ParseOwner(id string) (Owner, bool) {
 	return Owner{Host: host, PID: n}, true
 }
 
-// DescribeOwner describes an owner or hold id for a person: "pid 4121 on
-// web-3 (id web-3:4121:…)", or "id …" for one that names no process.
+// DescribeOwner describes an id: "pid 4121 on web-3 (id web-3:4121:…)".
 func DescribeOwner(id string) string {
 	if o, ok := ParseOwner(id); ok {
 		return fmt.Sprintf("pid %d on %s (id %s)", o.PID, o.Host, id)

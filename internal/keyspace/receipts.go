@@ -9,15 +9,13 @@ const (
 	ReceiptAdd     = "add"     // Leased.AddPermits
 )
 
-// ReceiptForce is the receipt kind of a lock's ForceUnlock. The lock
-// deletes it once the outcome is known, so it is not in ReceiptKinds.
+// ReceiptForce is a lock's ForceUnlock's; deleted once read, so not listed.
 const ReceiptForce = "force"
 
 // ReceiptKinds lists a semaphore's receipt kinds, for tools.
 var ReceiptKinds = []string{ReceiptAcquire, ReceiptRelease, ReceiptSet, ReceiptDrain, ReceiptAdd}
 
-// Receipt kinds of a latch; "latch:" keeps every latch key under
-// Names.Latch.
+// Receipt kinds of a latch, under Names.Latch.
 const (
 	ReceiptCountDown = "latch:countdown" // Latch.CountDown
 	ReceiptSetCount  = "latch:set"       // Latch.TrySetCount

@@ -2,8 +2,7 @@ package keyspace
 
 import "github.com/redisync/redisync/internal/script"
 
-// ReaderPrefix starts a read-write lock's reader timeout keys (+ hold id),
-// from which the scripts derive other readers' keys.
+// ReaderPrefix starts a read-write lock's reader timeout keys (+ hold id).
 func (n Names) ReaderPrefix() string { return n.tag + ":reader:" }
 
 // ReaderTimeout is the key whose expiry is hold id's read lease.
@@ -15,8 +14,7 @@ func (n Names) Writers() string { return n.tag + ":writers" }
 // Readers is a read-write lock's zset of waiting readers, by deadline.
 func (n Names) Readers() string { return n.tag + ":readers" }
 
-// Turn is the zset of readers that waited behind the last write hold and
-// have yet to come.
+// Turn is the zset of readers whose turn came with the last write release.
 func (n Names) Turn() string { return n.tag + ":turn" }
 
 // WriterChannel wakes a read-write lock's waiting writers.

@@ -9,10 +9,8 @@ const (
 	ForceDeleted = 1  // the lock was deleted
 )
 
-// Aim returns the hold fields of a lock hash (all but "mode" and "@"
-// fields), which a force-unlock script must find exactly to delete the
-// lock. Hold ids are never reused, so a late copy cannot delete a later
-// hold.
+// Aim returns the hold fields of a lock hash, which a force-unlock must
+// find exactly: ids are never reused, so a late copy spares later holds.
 func Aim(fields map[string]string) []any {
 	var aim []any
 	for f := range fields {
@@ -23,8 +21,7 @@ func Aim(fields map[string]string) []any {
 	return aim
 }
 
-// OwnerOf returns the owner id of hold id, which names its place in line
-// and its channel.
+// OwnerOf returns the owner id of hold id.
 func OwnerOf(id string) string {
 	if i := strings.LastIndexByte(id, ':'); i >= 0 {
 		return id[:i]

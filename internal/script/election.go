@@ -10,8 +10,7 @@ import (
 
 var electionProclaim = load("election_proclaim.lua")
 
-// ElectionKeys names the keys of one election: a fair lock whose holder
-// leads, plus the election's own keys and channel.
+// ElectionKeys names an election's keys: its fair lock's and its own.
 type ElectionKeys struct {
 	FairKeys
 	Changes string // publishes every change of leader or value
@@ -30,8 +29,7 @@ type Candidacy struct {
 	Seq        uint64
 }
 
-// ElectionCampaign runs fairlock_acquire.lua for a candidate, as FairTake
-// with fencing: the token is the leader's term.
+// ElectionCampaign runs fairlock_acquire.lua; the token is the term.
 func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candidacy) AcquireCmd {
 	owner := OwnerOf(a.ID)
 	keys := append(append(k.line(), k.Fence, k.Places+owner, k.Values+owner), k.Others...)
@@ -63,8 +61,7 @@ const (
 	ProclaimDone   = 1  // the hold leads in that term, with that value
 )
 
-// ElectionProclaim runs election_proclaim.lua; the reply is a Proclaim
-// outcome. A second run reports ProclaimDone, so go-redis may resend it.
+// ElectionProclaim runs election_proclaim.lua; a rerun changes nothing.
 func ElectionProclaim(ctx context.Context, c redis.Scripter, k ElectionKeys, id string, term, seq uint64, value string, sharded bool) IntCmd {
 	return IntCmd{electionProclaim.queue(ctx, c, []string{k.Lock}, id, strconv.FormatUint(term, 10), seq, value, k.Changes, flag(sharded))}
 }

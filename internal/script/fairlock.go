@@ -40,9 +40,7 @@ type FairTakeArgs struct {
 	Seq        uint64        // the attempt's number, named by its place and a grant
 }
 
-// FairTake runs fairlock_acquire.lua for hold a.ID. A hold of a.ID found
-// there is this wait's (a resend, or an unfinished grant) and reported as
-// held.
+// FairTake runs fairlock_acquire.lua for hold a.ID.
 func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) AcquireCmd {
 	keys := append(append(k.line(), k.Fence, k.Places+OwnerOf(a.ID)), k.Others...)
 	// An election's ARGV[10..12] are "" for a fair lock.
@@ -50,8 +48,7 @@ func FairTake(ctx context.Context, c Processor, k FairKeys, a FairTakeArgs) Acqu
 		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, "", "", "", a.Seq)}
 }
 
-// FairUnlock runs fairlock_unlock.lua for hold a.ID. Holds is 0 or
-// UnlockNotHeld (nothing changed).
+// FairUnlock runs fairlock_unlock.lua for hold a.ID.
 func FairUnlock(ctx context.Context, c Processor, k FairKeys, a ReleaseArgs) UnlockCmd {
 	return UnlockCmd{fairUnlock.run(ctx, c, append(k.line(), k.Fence), a.ID, ms(a.Lease), k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places)}
 }
@@ -61,15 +58,13 @@ func FairRenew(ctx context.Context, c redis.Scripter, k FairKeys, id string, lea
 	return RenewCmd{cmd: fairRenew.queue(ctx, c, k.line(), id, ms(lease), k.Waiter, flag(sharded))}
 }
 
-// FairForceUnlock runs fairlock_forceunlock.lua once per receipt; the
-// reply is a Force outcome.
+// FairForceUnlock runs fairlock_forceunlock.lua; the reply is a Force*.
 func FairForceUnlock(ctx context.Context, c Processor, k FairKeys, receipt string, ttl time.Duration, sharded bool, aim []any) IntCmd {
 	args := append([]any{k.Waiter, flag(sharded), ms(ttl), ""}, aim...)
 	return IntCmd{fairForceUnlock.run(ctx, c, append(k.line(), receipt), args...)}
 }
 
-// FairLeave runs fairlock_leave.lua for hold id; the reply is a Left
-// outcome. It never releases a hold.
+// FairLeave runs fairlock_leave.lua for hold id; the reply is a Left*.
 func FairLeave(ctx context.Context, c Processor, k FairKeys, id string, sharded bool) IntCmd {
 	return IntCmd{fairLeave.run(ctx, c, append(k.line(), k.Places+OwnerOf(id)), id, k.Waiter, flag(sharded))}
 }

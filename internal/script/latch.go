@@ -16,9 +16,7 @@ type LatchKeys struct {
 	Channel string
 }
 
-// LatchTrySetCount runs latch_trysetcount.lua; false when the latch had a
-// count. Like every receipt script, a lost reply is resent by
-// exactly.Once, not go-redis.
+// LatchTrySetCount runs latch_trysetcount.lua; false if it had a count.
 func LatchTrySetCount(ctx context.Context, c Processor, k LatchKeys, r Request, n int64) BoolCmd {
 	return BoolCmd{latchTrySetCount.run(ctx, c, []string{k.Count, r.Receipt}, n, ms(r.TTL), r.Deadline)}
 }

@@ -47,15 +47,13 @@ func (c LeaseTakenCmd) Result() (LeaseTaken, error) {
 	return LeaseTaken{Wait: pttl(v[1]), Unset: len(v) > 2 && v[2] == 0}, nil
 }
 
-// LeasedAcquire runs leased_acquire.lua: a permit for id. A repeat takes
-// nothing more; a copy after deadline takes nothing.
+// LeasedAcquire runs leased_acquire.lua: a permit for id.
 func LeasedAcquire(ctx context.Context, c Processor, k LeasedKeys, id string, lease time.Duration, sharded bool, deadline int64) LeaseTakenCmd {
 	return LeaseTakenCmd{leasedAcquire.run(ctx, c, k.list(), id, ms(lease), flag(sharded), deadline)}
 }
 
-// LeasedRelease runs leased_release.lua; false when id held no permit.
-// Not resent: a resend would report false for a permit the first run
-// released.
+// LeasedRelease runs leased_release.lua; false when id held no permit (so
+// a resend would misreport the first run).
 func LeasedRelease(ctx context.Context, c Processor, k LeasedKeys, id string, sharded bool) BoolCmd {
 	return BoolCmd{leasedRelease.run(ctx, c, k.list(), id, flag(sharded))}
 }
@@ -65,20 +63,17 @@ func LeasedRenew(ctx context.Context, c redis.Scripter, k LeasedKeys, id string,
 	return BoolCmd{leasedRenew.queue(ctx, c, k.list(), id, ms(lease), flag(sharded))}
 }
 
-// LeasedSetPermits runs leased_setpermits.lua; false when onlyNew found a
-// total.
+// LeasedSetPermits runs leased_setpermits.lua; false if onlyNew failed.
 func LeasedSetPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, n int64, onlyNew, sharded bool) BoolCmd {
 	return BoolCmd{leasedSetPermits.run(ctx, c, append(append(k.list(), r.Receipt), k.Others...), n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
-// LeasedAddPermits runs leased_addpermits.lua; the reply is the available
-// count afterwards.
+// LeasedAddPermits runs leased_addpermits.lua: the available count after.
 func LeasedAddPermits(ctx context.Context, c Processor, k LeasedKeys, r Request, delta int64, sharded bool) IntCmd {
 	return IntCmd{leasedAddPermits.run(ctx, c, append(append(k.list(), r.Receipt), k.Others...), delta, flag(sharded), ms(r.TTL), r.Deadline)}
 }
 
-// LeasedAvailable runs leased_available.lua: the total minus the live
-// permits.
+// LeasedAvailable runs leased_available.lua.
 func LeasedAvailable(ctx context.Context, c redis.Scripter, k LeasedKeys, sharded bool) IntCmd {
 	return IntCmd{leasedAvailable.queue(ctx, c, k.list(), flag(sharded))}
 }

@@ -23,8 +23,7 @@ type script struct {
 	sha any // s.Hash(), boxed once rather than on every call
 }
 
-// loaded holds every script a wrapper runs, by file name. Only package
-// initialization writes it.
+// loaded holds every script by file name; only package init writes it.
 var loaded = map[string]*script{}
 
 // load returns the embedded script name; it panics if there is none.
@@ -45,9 +44,7 @@ type noRetry struct{ *redis.Cmd }
 func (noRetry) NoRetry() bool { return true }
 
 // run runs s like Script.Run, but go-redis never resends it: a lost reply
-// comes back as an error, so the caller knows the outcome is unknown
-// rather than seeing a second run's reply. The caller (the hold engine, a
-// receipt) decides what a retry means.
+// is an error, an unknown outcome, not a second run's reply.
 func (s *script) run(ctx context.Context, c Processor, keys []string, args ...any) *redis.Cmd {
 	return s.exec(ctx, c, false, s.evalsha(keys, args))
 }
@@ -72,9 +69,8 @@ func (s *script) exec(ctx context.Context, c Processor, retry bool, evalsha []an
 
 // Process runs the command args on c without go-redis resends, and
 // returns by the time ctx is done even on a client that does not bound
-// commands by ctx (ContextTimeoutEnabled off, the default). The command
-// then goes on, on a goroutine, until the client's ReadTimeout ends it,
-// and the caller gets ctx's error with the outcome unknown (InFlight).
+// commands by ctx (the default): the command goes on on a goroutine, and
+// the caller gets an InFlight error.
 func Process(ctx context.Context, c Processor, args ...any) *redis.Cmd {
 	return process(ctx, c, false, args)
 }
@@ -111,9 +107,8 @@ func send(ctx context.Context, c Processor, retry bool, cmd *redis.Cmd) {
 	_ = c.Process(ctx, noRetry{cmd})
 }
 
-// InFlight is the error of a call whose ctx ended before its reply (see
-// Process): the command may still run, so an undo must wait for Settled,
-// or Redis may run the undo first.
+// InFlight is the error of a call whose ctx ended before its reply: an
+// undo must wait for Settled, or Redis may run it first.
 type InFlight struct {
 	err  error
 	done <-chan struct{}
@@ -133,8 +128,7 @@ func Settled(err error) <-chan struct{} {
 }
 
 // outlasts reports whether a command of c may outlast ctx's deadline by
-// more than outlastSlack. A ctx without a deadline is left to c's
-// timeouts, as go-redis leaves it, so a plain Lock starts no goroutine.
+// more than outlastSlack. Without a deadline, c's timeouts rule.
 func outlasts(c Processor, ctx context.Context) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -155,16 +149,12 @@ func outlasts(c Processor, ctx context.Context) bool {
 	return read <= 0 || time.Until(deadline) < read-outlastSlack
 }
 
-// outlastSlack is how far past its ctx's deadline a command may end
-// without a goroutine (within what docs/guarantees.md promises). So a
-// release, bounded by hold.ReleaseTimeout (5s), needs none on the default
-// 5s ReadTimeout: a goroutine per Unlock cost a third of an uncontended
-// Lock+Unlock.
+// outlastSlack lets a release (5s) on the default 5s ReadTimeout run
+// without a goroutine, which cost a third of an uncontended Lock+Unlock.
 const outlastSlack = 2 * time.Millisecond
 
-// queue runs s on c, or queues it on a pipeline, and go-redis may resend
-// it. Only renewals, election proclaims and the leased count use it: each
-// run twice is run once. Run on a client, it is bounded by ctx as run is.
+// queue runs s, or queues it on a pipeline, and go-redis may resend it:
+// only for scripts where two runs are one (renewals, proclaim, count).
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	p, ok := c.(Processor)
 	if _, queued := c.(redis.Pipeliner); ok && !queued {

@@ -74,9 +74,8 @@ type TakeArgs struct {
 	// Placed: the owner may have a place in line, which an acquisition
 	// gives up. Unset, the script does not look: one command fewer.
 	Placed bool
-	// Watched: the handle has hold.Watchers, so a refused attempt marks
-	// the holder for its release to be published. Unset, an uncontended
-	// release publishes nothing.
+	// Watched: the handle has hold.Watchers, so a refused attempt asks
+	// the holder's release to publish (else it does not).
 	Watched bool
 }
 

@@ -30,8 +30,8 @@ type RWKeys struct {
 	Others        []string // keyspace.Names.Others: refuse the name while one exists
 }
 
-// ReaderKey is the read lease key of hold id. Per hold, not per handle,
-// so a given-up hold's reads lapse whatever the handle's next hold renews.
+// ReaderKey is hold id's read lease key: per hold, so a given-up hold's
+// reads lapse.
 func (k RWKeys) ReaderKey(id string) string { return k.ReaderPrefix + id }
 
 // RWHolds is the outcome of a read-write lock acquire or release.
@@ -78,8 +78,7 @@ type RWReadArgs struct {
 	Announce bool // a refused attempt announces a waiting reader for Patience
 	Patience time.Duration
 	Deadline int64
-	// Tag names the level for its release: the attempt's number
-	// (hold.Asking.Seq), above every earlier attempt's of the handle.
+	// Tag names the level, so a late release spares a later one.
 	Tag uint64
 }
 
@@ -107,8 +106,7 @@ func RWWriteTake(ctx context.Context, c Processor, k RWKeys, a RWWriteArgs) RWHo
 	return RWHoldsCmd{cmd: rwWriteLock.run(ctx, c, keys, args...)}
 }
 
-// RWReadUnlock runs rwlock_readunlock.lua for the level of a.ID tagged
-// a.Tag: a late copy never releases a later level.
+// RWReadUnlock runs rwlock_readunlock.lua for a.ID's level tagged a.Tag.
 func RWReadUnlock(ctx context.Context, c Processor, k RWKeys, a ReleaseArgs) RWHoldsCmd {
 	keys := []string{k.Lock, k.ReaderKey(a.ID), k.ReaderPrefix, k.WriterChannel}
 	return RWHoldsCmd{cmd: rwReadUnlock.run(ctx, c, keys, a.ID, flag(a.Sharded), a.Tag), release: true}
@@ -131,8 +129,7 @@ func RWForceUnlock(ctx context.Context, c Processor, k RWKeys, receipt string, t
 	return IntCmd{rwlockForceUnlock.run(ctx, c, keys, append([]any{flag(sharded), ms(ttl)}, aim...)...)}
 }
 
-// RWWithdraw runs rwlock_withdraw.lua: withdraw owner's announcement as
-// a waiting writer, or reader; false when there was none.
+// RWWithdraw runs rwlock_withdraw.lua; false when owner was not announced.
 func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader, sharded bool, deadline int64) BoolCmd {
 	keys := []string{k.Writers, k.ReadChannel, k.Readers, k.Turn, k.WriterChannel}
 	side := "w"

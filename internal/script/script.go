@@ -1,10 +1,7 @@
 // Package script runs the Lua scripts of package lua through typed
-// wrappers that own argument order, units and decoding.
-//
-// Scripts run with EVALSHA, falling back to EVAL after NOSCRIPT. go-redis
-// never resends a script after a network error, except a renewal (queue):
-// the hold engine and the receipts decide what a retry means. The scripts
-// also run on miniredis, for unit tests.
+// wrappers. go-redis never resends a script after a network error, except
+// the idempotent ones (queue): the hold engine and the receipts decide
+// what a retry means.
 package script
 
 import (
@@ -17,8 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ms converts d to whole milliseconds, at least one: a tiny lease must not
-// become "no expiry".
+// ms converts d to milliseconds, at least one: never "no expiry".
 func ms(d time.Duration) int64 {
 	if n := d.Milliseconds(); n > 0 {
 		return n
@@ -26,8 +22,7 @@ func ms(d time.Duration) int64 {
 	return 1
 }
 
-// patienceMs encodes a waiter timeout; 0 (never join the line) when not
-// positive.
+// patienceMs encodes a waiter timeout; 0 never joins the line.
 func patienceMs(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
@@ -35,8 +30,7 @@ func patienceMs(d time.Duration) int64 {
 	return ms(d)
 }
 
-// flag encodes a boolean argument. It returns an interface so that the
-// constant is boxed at compile time, not allocated per call.
+// flag returns an interface so the constant is boxed at compile time.
 func flag(b bool) any {
 	if b {
 		return "1"
@@ -44,8 +38,7 @@ func flag(b bool) any {
 	return "0"
 }
 
-// pttl decodes a remaining lease: -1 and -2 become 0 (unknown); PTTL 0
-// becomes 1ms, a lease about to end.
+// pttl decodes a remaining lease: 0 if unknown, PTTL 0 is 1ms.
 func pttl(v int64) time.Duration {
 	switch {
 	case v < 0:
@@ -69,8 +62,7 @@ func (c BoolCmd) Result() (bool, error) {
 	return n == 1, err
 }
 
-// RenewCmd is a renewal's reply: 1 when extended, else the holder instead
-// of the owner (Holder), or 0 when nobody holds.
+// RenewCmd is a renewal's reply: 1, the holder instead (Holder), or 0.
 type RenewCmd struct {
 	cmd *redis.Cmd
 	rw  bool // the holder is a hash field: "w:" or "r:" and the owner id
@@ -97,8 +89,7 @@ type Holder struct {
 	Mode  string // a read-write lock's: "write" or "read"; "" for a mutex
 }
 
-// Holder returns who holds the lock instead of the owner; the zero Holder
-// when the renewal succeeded, failed, or found nobody.
+// Holder returns who holds the lock instead of the owner, if anyone.
 func (c RenewCmd) Holder() Holder {
 	s, ok := c.cmd.Val().(string)
 	if !ok || c.cmd.Err() != nil {
@@ -131,14 +122,12 @@ type Unlocked struct {
 	Seq     uint64 // the grantee's attempt the grant took the place of
 }
 
-// UnlockCmd is a mutex release's reply: {holds}, or {0, grantee, token,
-// attempt} for a grant.
+// UnlockCmd is a mutex release's reply: holds, or {0, grantee, token, seq}.
 type UnlockCmd struct{ cmd *redis.Cmd }
 
 func (c UnlockCmd) Result() (Unlocked, error) {
 	if n, ok := c.cmd.Val().(int64); ok && c.cmd.Err() == nil {
-		// A release with nobody in line answers a bare integer: a table
-		// costs Redis more.
+		// Nobody in line: a bare integer, cheaper than a table.
 		return Unlocked{Holds: n}, nil
 	}
 	v, err := c.cmd.Slice()
@@ -179,25 +168,21 @@ func ints(cmd *redis.Cmd, n int) ([]int64, error) {
 	return vals, nil
 }
 
-// Request is a once-per-request script's receipt key (so that a copy
-// reports the first run's outcome), the receipt's lifetime, and the
-// deadline in server milliseconds past which a copy changes nothing and
-// gets "LATE <server time>" (exactly.RequestWindow).
+// Request is a receipt script's receipt key, its lifetime, and the
+// deadline past which a copy changes nothing (package exactly).
 type Request struct {
 	Receipt  string
 	TTL      time.Duration
 	Deadline int64
 }
 
-// Grant is a release's grant message on the grantee's owner channel:
-// "h<token>:<hold id>#<attempt>". (Versions before hold ids published "g"
-// messages, which only wake a waiter; see docs/operations.md.)
+// Grant is a grant message, "h<token>:<hold id>#<seq>", on the grantee's
+// channel (older versions' "g" messages only wake; docs/operations.md).
 type Grant struct {
 	Token uint64 // 0 when none was taken
 	ID    string // the hold id granted
-	// Seq is the waiter's attempt whose place the grant took: a waiter
-	// takes a grant only for its last refused attempt (a message read late
-	// names an earlier one).
+	// Seq is the attempt whose place it took: only a grant for its last
+	// refused attempt is the waiter's (one read late names an earlier one).
 	Seq uint64
 }
 
@@ -220,8 +205,7 @@ func ParseGrant(payload string) (Grant, bool) {
 	return Grant{Token: t, ID: named[:i], Seq: seq}, true
 }
 
-// Payload is g's grant message, for a delivery within the process
-// (hub.Hub.Deliver).
+// Payload is g's grant message, for hub.Hub.Deliver.
 func (g Grant) Payload() string {
 	return "h" + strconv.FormatUint(g.Token, 10) + ":" + g.ID + "#" + strconv.FormatUint(g.Seq, 10)
 }

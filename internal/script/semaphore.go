@@ -40,25 +40,21 @@ func (c TakenCmd) Result() (Taken, error) {
 	return Taken{OK: v[0] == 1, Cancelled: v[0] == -1, Available: v[1], Unset: len(v) > 2 && v[0] == 0}, nil
 }
 
-// The semaphore scripts also take settled: acquire receipts whose outcome
-// their handle knows, which they delete, sparing a round trip.
+// settled: acquire receipts whose outcome is known, for the script to delete.
 
-// SemaphoreAcquire runs semaphore_acquire.lua: n permits under r.Receipt.
-// Not resent: after the receipt expired a resend would take them twice,
-// so the caller undoes a lost reply with SemaphoreUndo.
+// SemaphoreAcquire runs semaphore_acquire.lua. A lost reply is undone
+// (SemaphoreUndo), not resent: past the receipt it would take twice.
 func SemaphoreAcquire(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, settled []string) TakenCmd {
 	return TakenCmd{semaphoreAcquire.run(ctx, c, append([]string{k.Permits, r.Receipt}, settled...), n, ms(r.TTL), r.Deadline)}
 }
 
-// SemaphoreRelease runs semaphore_release.lua; the reply is the available
-// count afterwards.
+// SemaphoreRelease runs semaphore_release.lua: the available count after.
 func SemaphoreRelease(ctx context.Context, c Processor, k SemaphoreKeys, r Request, delta int64, sharded bool, settled []string) IntCmd {
 	keys := append(append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...), settled...)
 	return IntCmd{semaphoreRelease.run(ctx, c, keys, delta, flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
 }
 
-// SemaphoreSetPermits runs semaphore_setpermits.lua; false when onlyNew
-// found a count.
+// SemaphoreSetPermits runs semaphore_setpermits.lua; false if onlyNew failed.
 func SemaphoreSetPermits(ctx context.Context, c Processor, k SemaphoreKeys, r Request, n int64, onlyNew, sharded bool, settled []string) BoolCmd {
 	keys := append(append([]string{k.Permits, k.Channel, r.Receipt}, k.Others...), settled...)
 	return BoolCmd{semaphoreSetPermits.run(ctx, c, keys, n, flag(onlyNew), flag(sharded), ms(r.TTL), r.Deadline, len(k.Others))}
@@ -69,9 +65,8 @@ func SemaphoreDrain(ctx context.Context, c Processor, k SemaphoreKeys, r Request
 	return IntCmd{semaphoreDrain.run(ctx, c, append([]string{k.Permits, r.Receipt}, settled...), ms(r.TTL), r.Deadline)}
 }
 
-// SemaphoreUndo runs semaphore_undo.lua: cancel the acquire of r, which
-// then takes nothing should it still arrive; the reply is the permits
-// given back.
+// SemaphoreUndo runs semaphore_undo.lua: cancel r's acquire for good; the
+// reply is the permits given back.
 func SemaphoreUndo(ctx context.Context, c Processor, k SemaphoreKeys, r Request, sharded bool, settled []string) IntCmd {
 	return IntCmd{semaphoreUndo.run(ctx, c, append([]string{k.Permits, r.Receipt, k.Channel}, settled...), ms(r.TTL), flag(sharded), r.Deadline)}
 }

@@ -13,9 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MinVersion is the oldest Redis the scripts run on: grants need SET GET
-// and GETDEL (6.2), rwlock places PEXPIRE GT and clusters SPUBLISH (7.0).
-// Valkey reports 7.2.
+// MinVersion is the oldest Redis the scripts run on (PEXPIRE GT, SPUBLISH).
 const MinVersion = "7.0"
 
 const minMajor, minMinor = 7, 0
@@ -49,8 +47,7 @@ type serverCheck struct {
 	err  error
 }
 
-// checkKey returns the key of c's check; false for anything but a
-// long-lived client (a redis.Conn, a pipeline), which is not checked.
+// checkKey returns the key of c's check, false for what is not a client.
 // With forget, the check is deleted once c is collected.
 func checkKey(c any, forget bool) (any, bool) {
 	switch c := c.(type) {
@@ -75,9 +72,8 @@ func weakKey[T any](c *T, forget bool) weak.Pointer[T] {
 }
 
 // CheckServer returns an *OldServerError when the server behind c is older
-// than MinVersion. It asks once per client and keeps the answer while the
-// client lives. A server that refuses the script (an ACL rule) passes; a
-// check without an answer is made again by the next call.
+// than MinVersion, asking once per client. A refused check (ACL) passes; a
+// check without an answer is asked again.
 func CheckServer(ctx context.Context, c any) error {
 	key, ok := checkKey(c, false)
 	if !ok {
@@ -117,19 +113,16 @@ func (sc *serverCheck) wait(ctx context.Context) error {
 	}
 }
 
-// versionSrc reads the server's version ("" if it does not say: passes).
-// A script with a key, not INFO, which a proxy (twemproxy) or an ACL rule
-// may refuse; before 7.0 it calls INFO inside Lua.
+// versionSrc reads the version ("" passes). A script, as a proxy or an
+// ACL may refuse INFO.
 const versionSrc = `if redis.REDIS_VERSION then return redis.REDIS_VERSION end
 local ok, info = pcall(redis.call, 'INFO', 'server')
 return ok and string.match(info, 'redis_version:([%w%.%-]+)') or ''`
 
-// versionKey routes the version check: a key no primitive uses, so the
-// check is never taken for a call on a primitive's keys.
+// versionKey routes the check; no primitive uses it.
 const versionKey = "redisync:version"
 
-// tooOld returns an *OldServerError when version is below MinVersion, nil
-// when it is not or cannot be read.
+// tooOld returns an *OldServerError when version is below MinVersion.
 func tooOld(version string) error {
 	parts := strings.SplitN(version, ".", 3)
 	if len(parts) < 2 {
