@@ -18,7 +18,11 @@ import (
 // so k processes sharing host and pid collide with chance below k*k/2^60.
 // It goes into keys, so the host keeps only [A-Za-z0-9._-].
 
-const maxHostLen = 64
+const (
+	maxHostLen = 64
+	nonceLen   = 10
+	base62     = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
 
 // ownerPrefix returns "<host>:<pid>:" of process pid on host.
 func ownerPrefix(host string, pid int) string {
@@ -40,10 +44,6 @@ func safeHost(host string) string {
 	}
 	return string(b)
 }
-
-const nonceLen = 10
-
-const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // ownerStart is "<host>:<pid>:<nonce>".
 var ownerStart = sync.OnceValue(func() string {
@@ -84,13 +84,10 @@ type Owner struct {
 
 // ParseOwner reads the process out of an owner or hold id; false if none.
 func ParseOwner(id string) (Owner, bool) {
-	host, rest, ok := strings.Cut(id, ":")
-	if !ok || host == "" {
-		return Owner{}, false
-	}
+	host, rest, _ := strings.Cut(id, ":") // no ':': rest is "", and so ok below is false
 	pid, random, ok := strings.Cut(rest, ":")
 	random, count, held := strings.Cut(random, ":")
-	if !ok || random == "" || held && (count == "" || strings.Trim(count, "0123456789") != "") {
+	if !ok || host == "" || random == "" || held && (count == "" || strings.Trim(count, "0123456789") != "") {
 		return Owner{}, false
 	}
 	n, err := strconv.Atoi(pid)
