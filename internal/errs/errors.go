@@ -11,45 +11,30 @@ import (
 	"github.com/redisync/redisync/internal/script"
 )
 
-// Sentinel errors shared by every primitive. The public packages alias them,
-// so rlock.ErrNotHeld == rwlock.ErrNotHeld and errors.Is works across them.
+// Sentinel errors shared by every primitive; the public packages alias
+// them, so errors.Is works across packages.
 var (
-	// ErrNotHeld reports an unlock, renewal or release by a handle that does
-	// not hold the lock or permit (never held, already released, expired or
-	// taken over by someone else).
+	// ErrNotHeld reports an unlock, renewal or release by a handle that
+	// does not hold the lock or permit.
 	ErrNotHeld = errors.New("lock not held")
-
-	// ErrLost reports that a hold ended without the holder releasing it: its
-	// lease ran out, someone force-unlocked it, or renewals kept failing.
+	// ErrLost reports a hold that ended without its release.
 	ErrLost = errors.New("lock lost")
-
-	// ErrWrongType reports that the name is already used in Redis by a key of
-	// another type or structure. The existing data is left untouched.
+	// ErrWrongType reports a name used by another kind of key.
 	ErrWrongType = errors.New("name holds a value of another kind")
-
 	// ErrUpgradeNotSupported reports a read holder asking for the write lock.
 	ErrUpgradeNotSupported = errors.New("upgrade from read to write lock not supported")
-
-	// ErrOutOfRange reports a count, or an amount added to one, that a
-	// Redis script cannot hold exactly: larger than MaxCount in magnitude,
-	// or taking a count past it. Nothing is changed in Redis.
+	// ErrOutOfRange reports a count or sum beyond MaxCount; nothing changed.
 	ErrOutOfRange = errors.New("number out of range")
-
-	// ErrOldServer reports a server older than the oldest the scripts run
-	// on (script.MinVersion). Nothing is sent to it but the version check.
+	// ErrOldServer reports a server older than script.MinVersion.
 	ErrOldServer = script.ErrOldServer
 )
 
-// MaxCount is the largest count redisync's scripts hold exactly, 2^53 - 1:
-// a number in a Redis (Lua) script is a double, exact for integers no
-// larger in magnitude. Counts and amounts beyond it are refused with
-// ErrOutOfRange, before any I/O when the caller passed them, and by the
-// script, changing nothing, when a sum would pass it.
+// MaxCount is the largest count a script holds exactly, 2^53 - 1: Lua
+// numbers are doubles.
 const MaxCount = 1<<53 - 1
 
-// CheckCount returns an error wrapping ErrOutOfRange when v, the count or
-// amount called what, is larger than MaxCount in magnitude, and nil
-// otherwise.
+// CheckCount returns an ErrOutOfRange error when v, the count or amount
+// called what, is beyond MaxCount in magnitude.
 func CheckCount(what string, v int64) error {
 	if v > MaxCount || v < -MaxCount {
 		return fmt.Errorf("%w: %s %d is beyond 2^53 - 1, the most a script holds exactly", ErrOutOfRange, what, v)
@@ -57,89 +42,65 @@ func CheckCount(what string, v int64) error {
 	return nil
 }
 
-// outOfRangeReply starts the error reply of a script that refused a sum
-// beyond MaxCount (see lua/semaphore_release.lua).
+// outOfRangeReply is a script's refusal of a sum past MaxCount.
 const outOfRangeReply = "OUTOFRANGE"
 
-// outOfRange is a script's OUTOFRANGE reply as a user reads it: what the
-// script says, without its script id; it matches ErrOutOfRange and the
-// reply itself.
-type outOfRange struct{ reply error }
-
-func (e outOfRange) Error() string {
-	return fmt.Sprintf("%v: %s", ErrOutOfRange, replyText(e.reply.Error(), outOfRangeReply))
-}
-
-func (e outOfRange) Unwrap() []error { return []error{ErrOutOfRange, e.reply} }
-
-// outOfRangeOf turns a script's OUTOFRANGE reply into an outOfRange; any
-// other error is returned as it is.
+// outOfRangeOf turns an OUTOFRANGE reply into a replyErr.
 func outOfRangeOf(err error) error {
-	var reply redis.Error
-	if errors.As(err, &reply) && strings.Contains(reply.Error(), outOfRangeReply) && !errors.Is(err, ErrOutOfRange) {
-		return outOfRange{reply: err}
+	if isReply(err, outOfRangeReply) && !errors.Is(err, ErrOutOfRange) {
+		return replyErr{is: ErrOutOfRange, code: outOfRangeReply, reply: err}
 	}
 	return err
 }
 
-// ErrStaleReply reports an acquisition whose reply came after the
-// validity its lease would give it, and which was therefore given back.
-// It is transient: the next attempt may be answered in time.
+// ErrStaleReply reports an acquisition given back because its reply came
+// too late; it is transient.
 var ErrStaleReply = errors.New("the reply came too late to trust, and the acquisition was given back")
 
-// Wrap wraps err with the package, the operation and the primitive's name,
-// as in `rlock: unlock "orders": lock not held`. A WRONGTYPE reply from Redis
-// additionally matches ErrWrongType, and redis.Nil never escapes.
+// Wrap wraps err as in `rlock: unlock "orders": lock not held`. A
+// WRONGTYPE reply also matches ErrWrongType; redis.Nil never escapes.
 func Wrap(pkg, op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, redis.Nil) {
-		// A nil reply where a value was expected is a protocol surprise,
-		// not something callers should have to know about.
 		err = errors.New("unexpected nil reply from redis")
 	}
 	err = outOfRangeOf(WrongTypeAt(keyspace.NewNames(name).Lock(), err))
 	return fmt.Errorf("%s: %s %q: %w", pkg, op, name, err)
 }
 
-// WrongTypeAt turns a WRONGTYPE reply into the error Wrap makes of it,
-// naming key: for a primitive whose data is not under the name's main key
-// (a latch), so that the error names the key that holds the wrong kind of
-// value. Any other error is returned as it is.
+// WrongTypeAt is Wrap's WRONGTYPE error naming key, for data not under
+// the name's main key (a latch).
 func WrongTypeAt(key string, err error) error {
 	if IsWrongType(err) && !errors.Is(err, ErrWrongType) {
-		return wrongType{key: key, reply: err}
+		return wrongType(key, err)
 	}
 	return err
 }
 
-// NewWrongType returns the error of a name whose key holds what another
-// kind of primitive keeps there (found by reading it, not by a WRONGTYPE
-// reply): it names key and says what was found, as Wrap's does.
+// NewWrongType is WrongTypeAt's error for a wrong kind found by reading
+// key, not by a WRONGTYPE reply.
 func NewWrongType(key, found string) error {
-	return wrongType{key: key, reply: errors.New("WRONGTYPE " + found)}
+	return wrongType(key, errors.New("WRONGTYPE "+found))
 }
 
-// wrongType is a WRONGTYPE reply as a user reads it: it names the key of
-// the primitive and says what Redis found, without the script id and line
-// Redis appends to an error raised in a script. It matches ErrWrongType
-// and, with errors.Is and errors.As, the reply itself.
-type wrongType struct {
-	key   string
-	reply error
+func wrongType(key string, reply error) error {
+	return replyErr{is: ErrWrongType, code: "WRONGTYPE", where: fmt.Sprintf("key %q: ", key), reply: reply}
 }
 
-func (e wrongType) Error() string {
-	return fmt.Sprintf("%v: key %q: %s", ErrWrongType, e.key, replyText(e.reply.Error(), "WRONGTYPE"))
+// replyErr is an error reply of code without the script id and line Redis
+// appends in a script; it matches is and the reply.
+type replyErr struct {
+	is          error
+	code, where string
+	reply       error
 }
 
-// replyText is what the error reply msg of code says, without the code
-// and the script id and line Redis appends to an error raised in a
-// script.
-func replyText(msg, code string) string {
-	if i := strings.Index(msg, code); i >= 0 {
-		msg = msg[i+len(code):]
+func (e replyErr) Error() string {
+	msg := e.reply.Error()
+	if i := strings.Index(msg, e.code); i >= 0 {
+		msg = msg[i+len(e.code):]
 	}
 	if i := strings.Index(msg, " script:"); i >= 0 {
 		msg = msg[:i]
@@ -147,24 +108,23 @@ func replyText(msg, code string) string {
 	if i := strings.Index(msg, " stack traceback:"); i >= 0 {
 		msg = msg[:i] // miniredis' form
 	}
-	return strings.TrimSpace(msg)
+	return fmt.Sprintf("%v: %s%s", e.is, e.where, strings.TrimSpace(msg))
 }
 
-func (e wrongType) Unwrap() []error { return []error{ErrWrongType, e.reply} }
+func (e replyErr) Unwrap() []error { return []error{e.is, e.reply} }
 
-// IsWrongType reports whether err is Redis' WRONGTYPE error reply, also
-// when it was raised inside a script (where some servers, miniredis among
-// them, put it after a script error prefix). Only an error reply counts:
-// an error whose wrapping text merely contains the word (a lock named
-// "WRONGTYPE") is not one.
-func IsWrongType(err error) bool {
+// IsWrongType reports whether err is a WRONGTYPE reply, also inside a
+// script error (miniredis); a lock named "WRONGTYPE" is not one.
+func IsWrongType(err error) bool { return isReply(err, "WRONGTYPE") }
+
+func isReply(err error, code string) bool {
 	var reply redis.Error
-	return errors.As(err, &reply) && strings.Contains(reply.Error(), "WRONGTYPE")
+	return errors.As(err, &reply) && strings.Contains(reply.Error(), code)
 }
 
-// IsNil reports whether err is a nil reply (redis.Nil).
+// IsNil reports whether err is redis.Nil.
 func IsNil(err error) bool { return errors.Is(err, redis.Nil) }
 
-// ErrNotReplicated reports that an acquisition was not acknowledged by as
-// many replicas as asked for within the time allowed; it was undone.
+// ErrNotReplicated reports an acquisition undone because too few replicas
+// acknowledged it in time.
 var ErrNotReplicated = errors.New("acquisition not acknowledged by enough replicas")

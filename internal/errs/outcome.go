@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// OutcomeUnknown reports whether a command that failed with err may still
-// have run on the server: anything but a failure to connect, or an error
-// reply, which Redis sends instead of running the command (or, for
-// redisync's scripts, before they write anything).
+// OutcomeUnknown reports whether a command that failed with err may have
+// run: anything but a failure to connect or an error reply (which the
+// scripts send before writing anything).
 func OutcomeUnknown(err error) bool {
 	if err == nil || errors.Is(err, redis.ErrPoolTimeout) {
-		return false // no connection: nothing was sent
+		return false // nothing was sent
 	}
 	if errors.Is(err, ErrNotReplicated) {
 		return false // undone already
@@ -29,9 +31,8 @@ func OutcomeUnknown(err error) bool {
 	return !errors.As(err, &reply)
 }
 
-// CtxErr returns err, made to match ctx.Err() with errors.Is when ctx is
-// done: go-redis reports a ctx deadline that cut a command short as an
-// i/o timeout, which callers could not tell from a network fault.
+// CtxErr makes err match ctx.Err() when ctx is done: go-redis reports a
+// ctx deadline as an i/o timeout, like a network fault.
 func CtxErr(ctx context.Context, err error) error {
 	cerr := CtxDone(ctx)
 	if err == nil || cerr == nil || errors.Is(err, cerr) {
@@ -40,11 +41,8 @@ func CtxErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", cerr, err)
 }
 
-// CtxDone returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed though ctx has not noticed yet: the network deadline
-// go-redis derives from ctx's can fire a moment before ctx's own timer, and
-// a loop that retries until ctx is done must not take that moment for
-// more time.
+// CtxDone returns ctx.Err(), or DeadlineExceeded once the deadline passed:
+// go-redis' network deadline can fire before ctx's timer.
 func CtxDone(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -53,4 +51,42 @@ func CtxDone(ctx context.Context) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// transientReplies are error replies that go away by themselves.
+var transientReplies = []string{"LOADING", "READONLY", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "BUSY", "NOREPLICAS"}
+
+// Transient reports whether err may succeed later: connection failures and
+// transientReplies. A net.OpError is transient even when it matches
+// DeadlineExceeded: a dial timeout must not end a wait whose ctx runs on.
+func Transient(err error) bool {
+	var op *net.OpError
+	switch {
+	case err == nil,
+		errors.Is(err, context.Canceled),
+		errors.Is(err, redis.ErrClosed):
+		return false
+	case errors.Is(err, ErrStaleReply), errors.As(err, &op):
+		return true
+	case errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		msg := reply.Error()
+		for _, p := range transientReplies {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, redis.ErrPoolTimeout)
 }

@@ -1,6 +1,8 @@
-// Package exactly makes a request to Redis act once and in time: every
-// script that takes, gives back or counts carries a deadline on the
-// server's clock (RequestWindow, ServerClock, InTime), after which a copy
-// run late changes nothing, and one that counts writes a receipt, so that
-// a resend after a lost reply reports what the first run did (Once).
+// Package exactly makes a request to Redis act once and in time.
+//
+// A receipt makes a resend report the first run's outcome, but a copy can
+// run after any receipt expired (TCP retransmits through a stall). So a
+// request also carries a deadline on the server's clock, past which it
+// changes nothing, and its receipt outlives the deadline: every copy finds
+// the receipt or does nothing, unless the server's clock is set back.
 package exactly

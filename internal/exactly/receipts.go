@@ -7,47 +7,25 @@ import (
 	"time"
 )
 
-// ReceiptTTL is how long the receipt of a request run by Once lives past
-// the request's deadline (see RequestWindow), after which no copy of the
-// request changes anything. Receipts expire by themselves.
+// ReceiptTTL is how long a receipt of Once lives past its deadline.
 const ReceiptTTL = 10 * time.Second
 
-// AcquireReceiptTTL is how long the receipt of a counting semaphore's
-// acquire request lives. Such a request is retried for as long as its
-// caller waits, and a receipt that expired before its last retry would let
-// the request take its permits twice; so the receipt is not trusted to a
-// short lifetime: it is kept until its request's outcome is known, then
-// deleted (see package semaphore). This lifetime is only a safety net
-// against receipts whose handle went away first, or that a copy of the
-// request still on its way (in a TCP retransmission) could find, and it
-// bounds how long Redis may be out of reach during one Acquire.
+// AcquireReceiptTTL is a semaphore acquire's receipt lifetime: a safety
+// net, as the semaphore deletes it once the outcome is known, and the
+// longest Redis may be out of reach during one Acquire.
 const AcquireReceiptTTL = time.Hour
 
-// onceRetries is how many times Once resends a request whose reply was
-// lost.
+// onceRetries is how often Once resends a request whose reply was lost.
 const onceRetries = 2
 
-// onceRestarts is how many times Once starts a request anew, under a new
-// receipt and deadline, after Redis refused it as late before it ran at
-// all (a clock estimate that was off; see ServerClock).
+// onceRestarts is how often Once starts a request anew, with a new receipt
+// and deadline, after it was refused as late before it ran at all.
 const onceRestarts = 2
 
-// Once runs request, a script that changes something at most once per
-// receipt, under a receipt key made by receipt (see Names.Receipt), with a
-// deadline on the server's clock (see RequestWindow). The script writes
-// the receipt to live ReceiptTTL past the deadline: a request whose reply
-// was lost is resent under the same receipt and deadline, and a resent
-// request that finds the first went through changes nothing and reports
-// what the first did; a copy that runs after the deadline changes nothing
-// at all.
-//
-// The scripts run without go-redis resends (see package script), so the
-// resends are only these, and none is sent after the deadline. A copy
-// refused as late is known to have changed nothing, and so is every other
-// copy of its request when none was sent before it, or when the refusal
-// came while a receipt written in time would still live; then Once learns
-// the server's clock from the refusal and starts the request anew.
-// Once returns the last error, made to match ctx.Err() when ctx is done.
+// Once runs request under a receipt and deadline, resending a lost reply
+// under the same ones. A refusal as late changed nothing if no copy went
+// before it or a receipt written in time would still live: then Once
+// starts anew on the learned clock. The error matches ctx.Err() if done.
 func Once(ctx context.Context, clock *ServerClock, receipt func() string, request func(receipt string, deadline int64) error) error {
 	rcpt, start, deadline := receipt(), time.Now(), clock.Deadline(RequestWindow)
 	restarts := 0
