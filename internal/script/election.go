@@ -17,23 +17,18 @@ type ElectionKeys struct {
 	Values  string // prefix of the candidates' value keys (+ owner id)
 }
 
-// Candidacy is one attempt of a candidate to lead, as FairTakeArgs.
+// Candidacy is one attempt of a candidate to lead; a refused one keeps
+// its value as long as its place.
 type Candidacy struct {
-	ID         string
-	Value      string
-	Lease      time.Duration
-	Patience   time.Duration // how long a refused candidate keeps its place and value
-	GrantLease time.Duration
-	Sharded    bool
-	Deadline   int64
-	Seq        uint64
+	FairTakeArgs // Fencing set: the token is the term
+	Value        string
 }
 
-// ElectionCampaign runs fairlock_acquire.lua; the token is the term.
+// ElectionCampaign runs fairlock_acquire.lua for hold a.ID, as FairTake.
 func ElectionCampaign(ctx context.Context, c Processor, k ElectionKeys, a Candidacy) AcquireCmd {
 	owner := OwnerOf(a.ID)
 	keys := append(append(k.line(), k.Fence, k.Places+owner, k.Values+owner), k.Others...)
-	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(true), patienceMs(a.Patience),
+	return AcquireCmd{fairAcquire.run(ctx, c, keys, a.ID, ms(a.Lease), flag(a.Fencing), patienceMs(a.Patience),
 		k.Waiter, flag(a.Sharded), ms(a.GrantLease), k.Places, a.Deadline, k.Changes, a.Value, k.Values, a.Seq)}
 }
 
