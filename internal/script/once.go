@@ -23,9 +23,6 @@ type script struct {
 	sha any // s.Hash(), boxed once rather than on every call
 }
 
-// loaded holds every script by file name; only package init writes it.
-var loaded = map[string]*script{}
-
 // load returns the embedded script name; it panics if there is none.
 func load(name string) *script {
 	src, err := lua.Source(name)
@@ -33,9 +30,7 @@ func load(name string) *script {
 		panic(fmt.Sprintf("script: %v", err))
 	}
 	rs := redis.NewScript(src)
-	s := &script{src: src, s: rs, sha: rs.Hash()}
-	loaded[name] = s
-	return s
+	return &script{src: src, s: rs, sha: rs.Hash()}
 }
 
 // noRetry marks a command go-redis must not resend after a network error.
