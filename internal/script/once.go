@@ -148,17 +148,13 @@ func outlasts(c Processor, ctx context.Context) bool {
 // without a goroutine, which cost a third of an uncontended Lock+Unlock.
 const outlastSlack = 2 * time.Millisecond
 
-// queue runs s, or queues it on a pipeline, and go-redis may resend it:
-// only for scripts where two runs are one (renewals, proclaim, count).
+// queue runs s, or queues it on a pipeline (which CheckServer, knowing
+// only clients, passes), and go-redis may resend it: only for scripts
+// where two runs are one (renewals, proclaim, count).
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	p, ok := c.(Processor)
 	if _, queued := c.(redis.Pipeliner); ok && !queued {
 		return s.exec(ctx, p, true, s.evalsha(keys, args))
-	}
-	if err := CheckServer(ctx, c); err != nil {
-		cmd := redis.NewCmd(ctx, s.evalsha(keys, args)...)
-		cmd.SetErr(err)
-		return cmd
 	}
 	return s.s.Run(ctx, c, keys, args...)
 }
