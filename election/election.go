@@ -121,10 +121,10 @@ func (e *Election) acquire(ctx context.Context, _ hold.Mode, a hold.Asking) (hol
 	if a.Blocking {
 		patience = WaiterTimeout
 	}
-	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{
-		ID: a.ID, Value: value, Lease: e.cfg.Lease(), Patience: patience,
+	res, err := script.ElectionCampaign(ctx, e.b.RDB, e.keys, script.Candidacy{Value: value, FairTakeArgs: script.FairTakeArgs{
+		ID: a.ID, Lease: e.cfg.Lease(), Fencing: true, Patience: patience,
 		GrantLease: hold.GrantLease, Sharded: e.b.Sharded, Deadline: a.Deadline, Seq: a.Seq,
-	}).Result()
+	}}).Result()
 	return hold.Granted(res), err
 }
 

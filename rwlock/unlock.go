@@ -60,8 +60,8 @@ func (rw *RWMutex) IsHeld(ctx context.Context) (bool, error) {
 	if id == "" {
 		return false, nil
 	}
-	f := script.RWFields(id)
-	held, err := rw.s.RDB.HMGet(ctx, rw.s.keys.Lock, f.Read, f.Write).Result()
+	read, write := script.RWFields(id)
+	held, err := rw.s.RDB.HMGet(ctx, rw.s.keys.Lock, read, write).Result()
 	if err != nil {
 		return false, rw.l.Wrap("is held", err)
 	}

@@ -128,8 +128,8 @@ func TestInspectKinds(t *testing.T) {
 	// whose field holds its read level's tag, and two of an earlier one,
 	// whose fields count their levels.
 	rdb.HSet(ctx, rw.Lock(), "mode", "read", "r:o1", 1, "r:web-2:99:o2", 3, "r:web-3:7:k3J9xQ2mZp1:4", 42)
-	rdb.Set(ctx, rw.ReaderTimeout("o1"), 1, time.Minute)
-	rdb.Set(ctx, rw.ReaderTimeout("o2"), 1, time.Minute)
+	rdb.Set(ctx, rw.ReaderPrefix()+"o1", 1, time.Minute)
+	rdb.Set(ctx, rw.ReaderPrefix()+"o2", 1, time.Minute)
 	rdb.ZAdd(ctx, rw.Writers(), redis.Z{Member: "w1", Score: float64(now.UnixMilli() + 2000)},
 		redis.Z{Member: "w0", Score: float64(now.UnixMilli() - 500)}) // a crashed writer's, lapsed
 	rdb.ZAdd(ctx, rw.Turn(), redis.Z{Member: "o3", Score: float64(now.UnixMilli() + 1500)}) // a reader yet to come
@@ -195,7 +195,7 @@ func TestInspectKinds(t *testing.T) {
 		t.Errorf("free rwlock report = %+v", r)
 	}
 	// Keys a decoder explains are not listed as unexplained.
-	for _, explained := range []string{rw.ReaderTimeout("o1"), rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(keyspace.ReceiptAdd, "r2"), slots.Receipt(keyspace.ReceiptAcquire, "a1")} {
+	for _, explained := range []string{rw.ReaderPrefix() + "o1", rw.Writers(), rw.Turn(), fair.Queue(), sem.Sub("release:r1"), leased.Receipt(keyspace.ReceiptAdd, "r2"), slots.Receipt(keyspace.ReceiptAcquire, "a1")} {
 		if strings.Contains(stdout, explained) {
 			t.Errorf("text output lists %s, a key its report explains:\n%s", explained, stdout)
 		}

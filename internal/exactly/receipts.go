@@ -2,10 +2,73 @@ package exactly
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/redisync/redisync/internal/errs"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisync/redisync/internal/errs"
 )
+
+// RequestWindow is how long after it is sent a request may still run.
+const RequestWindow = ReceiptTTL / 2
+
+// ServerClock estimates the server's clock; zero or nil is the local one.
+type ServerClock struct {
+	offset atomic.Int64 // server minus local time, in ms
+}
+
+// Deadline returns the server-clock deadline in ms of a request sent now.
+func (c *ServerClock) Deadline(window time.Duration) int64 {
+	var offset int64
+	if c != nil {
+		offset = c.offset.Load()
+	}
+	return time.Now().UnixMilli() + offset + window.Milliseconds()
+}
+
+// Learn records the server's time, in ms, a refused copy reported.
+func (c *ServerClock) Learn(serverMs int64) {
+	if c != nil {
+		c.offset.Store(serverMs - time.Now().UnixMilli())
+	}
+}
+
+// lateReply starts a refusal past the deadline: "LATE <server ms>".
+const lateReply = "LATE "
+
+// Late reports whether err refused a request as late (or too far ahead),
+// and the server time it reported.
+func Late(err error) (serverMs int64, ok bool) {
+	if err == nil {
+		return 0, false // without errors.As's allocation
+	}
+	var reply redis.Error
+	if !errors.As(err, &reply) || !strings.HasPrefix(reply.Error(), lateReply) {
+		return 0, false
+	}
+	ms, perr := strconv.ParseInt(strings.TrimPrefix(reply.Error(), lateReply), 10, 64)
+	return ms, perr == nil
+}
+
+// ErrLate reports a request refused past its deadline: it changed nothing.
+var ErrLate = errors.New("the request reached Redis after its deadline and changed nothing")
+
+// InTime runs a script with a deadline, once more if refused as late.
+func InTime(clock *ServerClock, run func(deadline int64) error) error {
+	for try := 0; ; try++ {
+		err := run(clock.Deadline(RequestWindow))
+		now, late := Late(err)
+		if !late || try == 1 {
+			return err
+		}
+		clock.Learn(now)
+	}
+}
 
 // ReceiptTTL is how long a receipt of Once lives past its deadline.
 const ReceiptTTL = 10 * time.Second

@@ -230,9 +230,9 @@ func TestElectionByHoldID(t *testing.T) {
 		k := script.ElectionKeys{FairKeys: fairKeys(n.Name), Changes: n.Channel(), Values: n.Value("")}
 		campaign := func(id, value string) script.Acquired {
 			t.Helper()
-			a, err := script.ElectionCampaign(ctx, rdb, k, script.Candidacy{
-				ID: id, Value: value, Lease: fenceLease, Patience: time.Minute, GrantLease: time.Second, Deadline: redistest.InTime(),
-			}).Result()
+			a, err := script.ElectionCampaign(ctx, rdb, k, script.Candidacy{Value: value, FairTakeArgs: script.FairTakeArgs{
+				ID: id, Lease: fenceLease, Fencing: true, Patience: time.Minute, GrantLease: time.Second, Deadline: redistest.InTime(),
+			}}).Result()
 			if err != nil {
 				t.Fatalf("campaign of %s: %v", id, err)
 			}

@@ -23,9 +23,6 @@ type script struct {
 	sha any // s.Hash(), boxed once rather than on every call
 }
 
-// loaded holds every script by file name; only package init writes it.
-var loaded = map[string]*script{}
-
 // load returns the embedded script name; it panics if there is none.
 func load(name string) *script {
 	src, err := lua.Source(name)
@@ -33,9 +30,7 @@ func load(name string) *script {
 		panic(fmt.Sprintf("script: %v", err))
 	}
 	rs := redis.NewScript(src)
-	s := &script{src: src, s: rs, sha: rs.Hash()}
-	loaded[name] = s
-	return s
+	return &script{src: src, s: rs, sha: rs.Hash()}
 }
 
 // noRetry marks a command go-redis must not resend after a network error.
@@ -153,17 +148,13 @@ func outlasts(c Processor, ctx context.Context) bool {
 // without a goroutine, which cost a third of an uncontended Lock+Unlock.
 const outlastSlack = 2 * time.Millisecond
 
-// queue runs s, or queues it on a pipeline, and go-redis may resend it:
-// only for scripts where two runs are one (renewals, proclaim, count).
+// queue runs s, or queues it on a pipeline (which CheckServer, knowing
+// only clients, passes), and go-redis may resend it: only for scripts
+// where two runs are one (renewals, proclaim, count).
 func (s *script) queue(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
 	p, ok := c.(Processor)
 	if _, queued := c.(redis.Pipeliner); ok && !queued {
 		return s.exec(ctx, p, true, s.evalsha(keys, args))
-	}
-	if err := CheckServer(ctx, c); err != nil {
-		cmd := redis.NewCmd(ctx, s.evalsha(keys, args)...)
-		cmd.SetErr(err)
-		return cmd
 	}
 	return s.s.Run(ctx, c, keys, args...)
 }

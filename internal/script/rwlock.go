@@ -139,10 +139,6 @@ func RWWithdraw(ctx context.Context, c Processor, k RWKeys, owner string, reader
 	return BoolCmd{rwlockWithdraw.run(ctx, c, keys, owner, flag(sharded), side, deadline)}
 }
 
-// RWFieldNames are the lock hash's fields of one hold.
-type RWFieldNames struct{ Read, Write string }
-
-// RWFields returns the fields of hold id, as the rwlock scripts name them.
-func RWFields(id string) RWFieldNames {
-	return RWFieldNames{Read: "r:" + id, Write: "w:" + id}
-}
+// RWFields returns the lock hash's fields of hold id, as the rwlock
+// scripts name them.
+func RWFields(id string) (read, write string) { return "r:" + id, "w:" + id }
