@@ -363,7 +363,7 @@ func TestUndoOwed(t *testing.T) {
 // TestOwedGiveBackOnCallersTime: a give-back sent again before an attempt
 // runs on the attempt's ctx. Bounded by a timeout of its own, a resend
 // that waits for a connection fails with context.DeadlineExceeded while
-// the caller's ctx runs on: wait.Wait takes that for the end of the
+// the caller's ctx runs on: wait.Waiter.Wait takes that for the end of the
 // wait (it is not transient), and Lock fails with a deadline its caller
 // never set.
 func TestOwedGiveBackOnCallersTime(t *testing.T) {

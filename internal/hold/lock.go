@@ -37,7 +37,6 @@ type Kind struct {
 
 	Channel  func(m Mode) string        // where a waiter for mode m sleeps
 	MaxSleep func(m Mode) time.Duration // bounds every sleep; nil: the lease
-	InLine   bool                       // a client's waiters queue behind each other (wait.WaitInLine)
 	Modes    int                        // 1 for a mutex, 2 for a read-write lock
 	Verbs    [2]string                  // an Exclusive take and release in errors; unset: lock, unlock
 	// Leave, if set, undoes what a failed blocking wait for mode m left in Redis
@@ -212,14 +211,15 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		}
 		return ok, wait, err
 	}
-	channel, maxSleep := l.k.Channel(m), l.k.Keeping.Lease()
+	w := wait.Waiter{Hub: c.Hub, Client: c, Channel: l.k.Channel(m), MaxSleep: l.k.Keeping.Lease()}
 	if l.k.MaxSleep != nil {
-		maxSleep = l.k.MaxSleep(m)
+		w.MaxSleep = l.k.MaxSleep(m)
 	}
-	var err error
-	switch {
-	case l.k.Grants:
-		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
+	if l.k.Place != nil {
+		w.Place = l.k.Place(m)
+	}
+	if l.k.Grants {
+		w.Claim = func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
 			if id == "" || g.ID != id || g.Seq != seq {
 				// Not ours. One to an id given up is given back; one to
 				// the wait's own id is left to an attempt to find.
@@ -236,24 +236,14 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 			}
 			return l.t.claim(ctx, m, g.Token, base, id, in)
 		}
-		// Attempts refresh the place every GrantLease/3, unless kept.
-		sleep := min(maxSleep, GrantLease/3)
-		var place *perclient.Place
-		if l.k.Place != nil {
-			place = l.k.Place(m)
-			place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
-			sleep = maxSleep
+		w.Recheck = func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
+		if w.Place != nil {
+			w.Place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
+		} else {
+			w.MaxSleep = min(w.MaxSleep, GrantLease/3) // attempts refresh the place
 		}
-		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
-		err = wait.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
-	case l.k.Place != nil:
-		err = wait.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
-	case l.k.InLine:
-		inLine := func() bool { return l.t.Held(m) == 0 } // a holder needs no line
-		err = wait.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
-	default:
-		err = wait.Wait(ctx, c.Hub, channel, maxSleep, try)
 	}
+	err := w.Wait(ctx, try)
 	// Retired while the wait holds the local line: a TryLock after it must
 	// not attempt under an id the leave then touches.
 	last := a.ID
