@@ -175,7 +175,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 }
 
 // leads reports whether the handle leads, as far as it knows.
-func (e *Election) leads() bool { return e.l.Tracker().Held(hold.Exclusive) > 0 }
+func (e *Election) leads() bool { return e.l.Tracker().Held(hold.Exclusive) }
 
 // Resign steps down: the first live candidate in line leads next, at
 // once. Resign of a handle that does not lead (it never did, resigned

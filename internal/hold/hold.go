@@ -125,14 +125,11 @@ func New(cfg Config) *Tracker {
 	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
 }
 
-// Held returns 1 when the handle holds a level of mode m, else 0.
-func (t *Tracker) Held(m Mode) int64 {
+// Held reports whether the handle holds a level of mode m.
+func (t *Tracker) Held(m Mode) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur != nil && t.cur.in(m) {
-		return 1
-	}
-	return 0
+	return t.cur != nil && t.cur.in(m)
 }
 
 // in reports I2; the caller holds Tracker.mu.
