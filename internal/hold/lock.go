@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -35,10 +36,10 @@ type Kind struct {
 	// run reports what the first did), aimed at aim (script.Aim).
 	ForceUnlock func(ctx context.Context, receipt string, aim []any) (int64, error)
 
-	Channel  func(m Mode) string        // where a waiter for mode m sleeps
-	MaxSleep func(m Mode) time.Duration // bounds every sleep; nil: the lease
-	Modes    int                        // 1 for a mutex, 2 for a read-write lock
-	Verbs    [2]string                  // an Exclusive take and release in errors; unset: lock, unlock
+	Channel  func(m Mode) string // where a waiter for mode m sleeps
+	MaxSleep time.Duration       // bounds every sleep; 0: the lease
+	Modes    int                 // 1 for a mutex, 2 for a read-write lock
+	Verbs    [2]string           // an Exclusive take and release in errors; unset: lock, unlock
 	// Leave, if set, undoes what a failed blocking wait for mode m left in Redis
 	// (a place, an announcement) and reports whether the wait's retired id a.ID
 	// holds a level of m: a grant, then given back. It must be idempotent (it is
@@ -211,10 +212,7 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		}
 		return ok, wait, err
 	}
-	w := wait.Waiter{Hub: c.Hub, Client: c, Channel: l.k.Channel(m), MaxSleep: l.k.Keeping.Lease()}
-	if l.k.MaxSleep != nil {
-		w.MaxSleep = l.k.MaxSleep(m)
-	}
+	w := wait.Waiter{Hub: c.Hub, Client: c, Channel: l.k.Channel(m), MaxSleep: cmp.Or(l.k.MaxSleep, l.k.Keeping.Lease())}
 	if l.k.Place != nil {
 		w.Place = l.k.Place(m)
 	}
@@ -394,22 +392,18 @@ const forceTries = 8
 // only the holds read before (script.Aim), so a late copy spares later ones.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	before := l.t.current()
-	var outcome int64 = script.ForceMoved
-	var aim []any
-	var err error
-	for try := 0; outcome == script.ForceMoved && err == nil; try++ {
-		if try == forceTries {
-			err = errors.New("the lock's holds kept changing; try again")
-			break
+	for range forceTries {
+		outcome, aim, err := l.forceOnce(ctx)
+		if err != nil {
+			return false, l.Wrap("force unlock", err)
 		}
-		outcome, aim, err = l.forceOnce(ctx)
+		if outcome != script.ForceMoved {
+			// Waits for nothing: a Lost hook may call it mid-script.
+			l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
+			return outcome == script.ForceDeleted, nil
+		}
 	}
-	if err != nil {
-		return false, l.Wrap("force unlock", err)
-	}
-	// Waits for nothing: a Lost hook may call it mid-script.
-	l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
-	return outcome == script.ForceDeleted, nil
+	return false, l.Wrap("force unlock", errors.New("the lock's holds kept changing; try again"))
 }
 
 // aimsAt reports whether aim names id, bare or mode-prefixed ("w:", "r:").
