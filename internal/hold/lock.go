@@ -212,7 +212,7 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		}
 		return ok, wait, err
 	}
-	w := wait.Waiter{Hub: c.Hub, Client: c, Channel: l.k.Channel(m), MaxSleep: cmp.Or(l.k.MaxSleep, l.k.Keeping.Lease())}
+	w := wait.Waiter{Client: c, Channel: l.k.Channel(m), MaxSleep: cmp.Or(l.k.MaxSleep, l.k.Keeping.Lease())}
 	if l.k.Place != nil {
 		w.Place = l.k.Place(m)
 	}

@@ -16,10 +16,10 @@ import (
 // long the holder's lease runs (0: unknown). An error ends the wait.
 type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 
-// Waiter is a wait on Channel of Hub; its optional fields add what a
-// primitive needs to the loop.
+// Waiter is a wait on Channel through Client's hub; its optional fields
+// add what a primitive needs to the loop.
 type Waiter struct {
-	Hub      *hub.Hub
+	Client   *perclient.Client
 	Channel  string
 	MaxSleep time.Duration // bounds a sleep
 	// Need is the units (permits) the waiter needs, if more than one: a
@@ -29,8 +29,7 @@ type Waiter struct {
 	// and that lapses (an rwlock announcement, a place in line): Client's
 	// keeper keeps it while the waiter is parked, and tells it to attempt
 	// when the place is gone or the lock free.
-	Place  *perclient.Place
-	Client *perclient.Client
+	Place *perclient.Place
 	// Claim, if set, is for a waiter with a place in a line in Redis and its
 	// own channel, on which a release may grant it the lock: Claim completes
 	// a grant unless an attempt ran since the last refusal (its undo may
@@ -92,8 +91,8 @@ type Claim func(ctx context.Context, g script.Grant, base time.Time) (bool, erro
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
 	w.report = ReportOf(ctx)
-	w.polls = w.Hub.Polls()
-	w.sub = w.Hub.JoinNeeding(w.Channel, w.Need)
+	w.polls = w.Client.Hub.Polls()
+	w.sub = w.Client.Hub.JoinNeeding(w.Channel, w.Need)
 	var wait time.Duration
 	var timer *time.Timer
 	resubscribe := false // the last subscription timed out after its retry
@@ -284,7 +283,7 @@ func (w *waiter) ctxErr(err error) error {
 	case w.lastErr != nil:
 		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)
 	case !w.answered && w.sub == nil: // a subscription is a reply too
-		return perclient.Unanswered(err, w.Hub)
+		return perclient.Unanswered(err, w.Client.RDB)
 	}
 	return err
 }
@@ -300,7 +299,7 @@ func (w *waiter) subscribe(ctx context.Context, wait time.Duration) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	sub, err := w.Hub.SubscribeNeeding(sctx, w.Channel, w.Need)
+	sub, err := w.Client.Hub.SubscribeNeeding(sctx, w.Channel, w.Need)
 	if errors.Is(err, hub.ErrRefused) {
 		w.polls = true
 		return nil

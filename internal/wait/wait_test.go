@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/wait"
 	"io"
@@ -17,7 +18,8 @@ import (
 // the first waiter needed two (before and after subscribing).
 func TestWaitJoinsLocalWaiters(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ch := redistest.UniqueName(t)
 	var free atomic.Bool
 	attempt := func(n *atomic.Int64) wait.Attempt {
@@ -30,9 +32,9 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 	errs := make(chan error, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	go func() { errs <- wait.Waiter{Hub: hub, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&first)) }()
+	go func() { errs <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&first)) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool { return first.Load() == 2 })
-	go func() { errs <- wait.Waiter{Hub: hub, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&second)) }()
+	go func() { errs <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&second)) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool { return second.Load() >= 1 })
 	time.Sleep(50 * time.Millisecond) // a second attempt would come within this
 	if n := second.Load(); n != 1 {
@@ -58,13 +60,14 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 // left sleeping until its lease bound with the lock free.
 func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ch := redistest.UniqueName(t)
 	var firstAttempts, tickets atomic.Int64
 	firstCtx, leave := context.WithCancel(t.Context())
 	firstDone := make(chan error, 1)
 	go func() {
-		firstDone <- wait.Waiter{Hub: hub, Channel: ch, MaxSleep: time.Minute}.Wait(firstCtx, func(context.Context) (bool, time.Duration, error) {
+		firstDone <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(firstCtx, func(context.Context) (bool, time.Duration, error) {
 			if firstAttempts.Add(1) <= 2 {
 				return false, time.Minute, nil // parked, the lease a minute
 			}
@@ -78,7 +81,7 @@ func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 	var secondAttempts atomic.Int64
 	secondDone := make(chan error, 1)
 	go func() {
-		secondDone <- wait.Waiter{Hub: hub, Channel: ch, MaxSleep: time.Minute}.Wait(t.Context(), func(context.Context) (bool, time.Duration, error) {
+		secondDone <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(t.Context(), func(context.Context) (bool, time.Duration, error) {
 			secondAttempts.Add(1)
 			if t := tickets.Load(); t > 0 && tickets.CompareAndSwap(t, t-1) {
 				return true, 0, nil
@@ -111,11 +114,12 @@ func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 func TestWaitPollsWhenRefused(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	hub.Poll(rdb)
-	h := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var sent []time.Time
-	err := wait.Waiter{Hub: h, Channel: redistest.UniqueName(t), MaxSleep: time.Minute}.Wait(ctx, func(context.Context) (bool, time.Duration, error) {
+	err := wait.Waiter{Client: c, Channel: redistest.UniqueName(t), MaxSleep: time.Minute}.Wait(ctx, func(context.Context) (bool, time.Duration, error) {
 		sent = append(sent, time.Now())
 		switch len(sent) {
 		case 1, 2, 3:
