@@ -49,7 +49,7 @@ type Kind struct {
 	// keeper while the waiter is parked (perclient.Client.Keep).
 	Place func(m Mode) *perclient.Place
 	// Grants: releases grant the lock to the first waiter in line (package
-	// doc), and Channel is the waiter's own.
+	// doc), Channel is the waiter's own, and Place its place in line.
 	Grants  bool
 	Fencing bool // a grant's fencing token is the hold's
 	// GrantLease, if set, caps a grant to the handle's waiters (fairlock: the
@@ -235,11 +235,7 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 			return l.t.claim(ctx, m, g.Token, base, id, in)
 		}
 		w.Recheck = func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
-		if w.Place != nil {
-			w.Place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
-		} else {
-			w.MaxSleep = min(w.MaxSleep, GrantLease/3) // attempts refresh the place
-		}
+		w.Place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
 	}
 	err := w.Wait(ctx, try)
 	// Retired while the wait holds the local line: a TryLock after it must
@@ -358,14 +354,12 @@ func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 }
 
 func (l *Lock) pass(ctx context.Context, n int64) error {
-	r := wait.ReportOf(ctx)
-	if r == nil || ctx.Err() != nil {
-		return l.t.gate.Acquire(ctx, n)
+	if r := wait.ReportOf(ctx); r != nil && ctx.Err() == nil {
+		if l.t.gate.TryAcquire(n) {
+			return nil
+		}
+		r.Park()
 	}
-	if l.t.gate.TryAcquire(n) {
-		return nil
-	}
-	r.Park()
 	return l.t.gate.Acquire(ctx, n)
 }
 
