@@ -161,14 +161,8 @@ func (t *Tracker) Done() <-chan struct{} {
 	return t.cur.done
 }
 
-// Token returns the current hold's fencing token; 0 when it has no
-// exclusive level.
-func (t *Tracker) Token() uint64 {
-	_, token := t.Hold()
-	return token
-}
-
-// Hold returns the id and fencing token of the current hold, as Token does.
+// Hold returns the id and fencing token of the current hold; "" and 0 when
+// it has no exclusive level.
 func (t *Tracker) Hold() (id string, token uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -458,8 +458,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // Done returns a channel closed when the handle's current hold ends.
 func (l *Lock) Done() <-chan struct{} { return l.t.Done() }
 
-// Token returns the fencing token of the current hold.
-func (l *Lock) Token() uint64 { return l.t.Token() }
+// Token returns the fencing token of the current hold (Tracker.Hold).
+func (l *Lock) Token() uint64 {
+	_, token := l.t.Hold()
+	return token
+}
 
 // Wrap wraps err with the package, operation and name of the lock.
 func (l *Lock) Wrap(op string, err error) error {
