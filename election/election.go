@@ -97,7 +97,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Election {
 		Acquire: e.acquire, Release: e.release, Renew: e.renew, ForceUnlock: e.forceUnlock, Leave: e.leave,
 		Grants: true, Fencing: true, GrantLease: grantLease(),
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
-		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
+		MaxSleep: cfg.maxSleep(),
 		Place: func(hold.Mode) *perclient.Place {
 			return &perclient.Place{Key: n.Place(b.Owner), TTL: grantLease(), Lock: n.Lock()}
 		},
@@ -175,7 +175,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 }
 
 // leads reports whether the handle leads, as far as it knows.
-func (e *Election) leads() bool { return e.l.Tracker().Held(hold.Exclusive) > 0 }
+func (e *Election) leads() bool { return e.l.Tracker().Held(hold.Exclusive) }
 
 // Resign steps down: the first live candidate in line leads next, at
 // once. Resign of a handle that does not lead (it never did, resigned

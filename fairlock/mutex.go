@@ -31,7 +31,7 @@ func New(rdb redis.UniversalClient, name string, opts ...Option) *Mutex {
 		// it the lock, for no longer than its waiter timeout.
 		Grants: true, Fencing: cfg.fencing, GrantLease: cfg.grantLease(),
 		Channel:  func(hold.Mode) string { return n.WaiterChannel(b.Owner) },
-		MaxSleep: func(hold.Mode) time.Duration { return cfg.maxSleep() },
+		MaxSleep: cfg.maxSleep(),
 		// The client's keeper keeps parked waiters' places (a grant goes
 		// only to a waiter whose place is there) once a second; their
 		// deadlines in line, server time, are kept by their attempts, at

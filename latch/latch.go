@@ -162,7 +162,7 @@ func (l *Latch) Wait(ctx context.Context) error {
 	// A wait reports as a blocking acquire of the latch (instrumentation):
 	// how long it waited, its wake-ups, and whether it ended at zero.
 	rctx, r := l.probe.Begin(ctx, true)
-	err := wait.Wait(rctx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	err := wait.Waiter{Client: c, Channel: l.keys.Channel, MaxSleep: l.cfg.pollInterval}.Wait(rctx,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			n, err := l.count(ctx)
 			return err == nil && n == 0, 0, err // no lease bounds the wait: the poll interval does

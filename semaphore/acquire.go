@@ -40,7 +40,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	// A release that frees fewer than n permits wakes a local waiter that
 	// needs no more than that, not this one.
 	need := int(min(n, maxAnnounced))
-	err := wait.WaitNeeding(actx, c.Hub, s.keys.Channel, need, s.cfg.pollInterval,
+	err := wait.Waiter{Client: c, Channel: s.keys.Channel, MaxSleep: s.cfg.pollInterval, Need: need}.Wait(actx,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			ok, err := s.attempt(ctx, r)
 			return ok, 0, err // no lease bounds the wait: the poll interval does

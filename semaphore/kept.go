@@ -72,7 +72,7 @@ func (l *Leased) took(id string, t *hold.Tracker) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case t.Held(hold.Exclusive) > 0:
+	case t.Held(hold.Exclusive):
 		l.kept[id] = t
 	case t.Owes():
 		l.owed[id] = t

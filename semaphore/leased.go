@@ -167,7 +167,7 @@ func (l *Leased) Acquire(ctx context.Context, lease time.Duration) (string, erro
 	t := l.keeper(id, lease, &late)
 	var unset bool // the last attempt found no total at all
 	actx, report := l.probe.Begin(ctx, true)
-	err := wait.Wait(actx, c.Hub, l.keys.Channel, l.cfg.pollInterval,
+	err := wait.Waiter{Client: c, Channel: l.keys.Channel, MaxSleep: l.cfg.pollInterval}.Wait(actx,
 		func(ctx context.Context) (bool, time.Duration, error) {
 			if late.Swap(false) {
 				// An attempt under id was given back: Redis may run that

@@ -80,7 +80,7 @@
 //     may leave the hold to a goroutine at the local line (Lock.handOver).
 //
 // rwlock and the semaphores have no grants (readers are admitted at once, a
-// semaphore waiter needs n permits): they keep wait.Wait's wake-up and retry.
+// semaphore waiter needs n permits): they keep wait.Waiter's wake-up and retry.
 //
 // # The release
 //

@@ -45,7 +45,7 @@ func (t *Tracker) claim(ctx context.Context, m Mode, token uint64, base time.Tim
 		return false, err
 	}
 	defer t.op.Release(1)
-	if t.Held(m) != 0 {
+	if t.Held(m) {
 		return false, nil
 	}
 	if in == nil {

@@ -125,14 +125,11 @@ func New(cfg Config) *Tracker {
 	return &Tracker{cfg: cfg, op: semaphore.NewWeighted(1)}
 }
 
-// Held returns 1 when the handle holds a level of mode m, else 0.
-func (t *Tracker) Held(m Mode) int64 {
+// Held reports whether the handle holds a level of mode m.
+func (t *Tracker) Held(m Mode) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cur != nil && t.cur.in(m) {
-		return 1
-	}
-	return 0
+	return t.cur != nil && t.cur.in(m)
 }
 
 // in reports I2; the caller holds Tracker.mu.
@@ -164,14 +161,8 @@ func (t *Tracker) Done() <-chan struct{} {
 	return t.cur.done
 }
 
-// Token returns the current hold's fencing token; 0 when it has no
-// exclusive level.
-func (t *Tracker) Token() uint64 {
-	_, token := t.Hold()
-	return token
-}
-
-// Hold returns the id and fencing token of the current hold, as Token does.
+// Hold returns the id and fencing token of the current hold; "" and 0 when
+// it has no exclusive level.
 func (t *Tracker) Hold() (id string, token uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -181,8 +181,8 @@ func TestFailedInnerReleaseKeepsHold(t *testing.T) {
 	if redistest.Closed(f.tracker.Done()) || len(f.calls) != 1 {
 		t.Fatalf("Done closed %v after %d runs: an error reply is final and not the last level", redistest.Closed(f.tracker.Done()), len(f.calls))
 	}
-	if f.tracker.Held(hold.Exclusive) != 0 || f.tracker.Held(hold.Shared) != 1 {
-		t.Fatalf("held %d write, %d read after the failed write release; want 0 and 1 (the write level owed)",
+	if f.tracker.Held(hold.Exclusive) || !f.tracker.Held(hold.Shared) {
+		t.Fatalf("held write %v, read %v after the failed write release; want false and true (the write level owed)",
 			f.tracker.Held(hold.Exclusive), f.tracker.Held(hold.Shared))
 	}
 }
@@ -241,8 +241,8 @@ func TestAttemptUndo(t *testing.T) {
 			if undone := len(f.calls) == 1; undone != tc.undo {
 				t.Fatalf("undo ran: %v, want %v", undone, tc.undo)
 			}
-			if n := f.held(hold.Exclusive); n != 0 || f.tracker.Held(hold.Exclusive) != 0 {
-				t.Fatalf("Redis holds %d levels, the tracker %d; want none", n, f.tracker.Held(hold.Exclusive))
+			if n := f.held(hold.Exclusive); n != 0 || f.tracker.Held(hold.Exclusive) {
+				t.Fatalf("Redis holds %d levels, the tracker %v; want none", n, f.tracker.Held(hold.Exclusive))
 			}
 		})
 	}
@@ -268,7 +268,7 @@ func TestModesShareOneHold(t *testing.T) {
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatal(err)
 	}
-	if redistest.Closed(done) || f.tracker.Held(hold.Shared) != 1 {
+	if redistest.Closed(done) || !f.tracker.Held(hold.Shared) {
 		t.Fatal("the hold ended while a shared level was left")
 	}
 	if err := f.tracker.Release(t.Context(), hold.Shared); err != nil {
@@ -351,8 +351,8 @@ func TestUndoOwed(t *testing.T) {
 
 	f.mustAcquire(t, hold.Shared)
 	if x, s := f.held(hold.Exclusive), f.held(hold.Shared); x != 0 || s != 1 ||
-		f.tracker.Held(hold.Exclusive) != 0 || f.tracker.Held(hold.Shared) != 1 {
-		t.Fatalf("Redis holds %d write and %d read levels, the tracker %d and %d; want 0 and 1 in both",
+		f.tracker.Held(hold.Exclusive) || !f.tracker.Held(hold.Shared) {
+		t.Fatalf("Redis holds %d write and %d read levels, the tracker %v and %v; want 0 and 1, false and true",
 			x, s, f.tracker.Held(hold.Exclusive), f.tracker.Held(hold.Shared))
 	}
 	if want := []int64{1, 1, 1}; !slices.Equal(f.calls, want) {
@@ -363,7 +363,7 @@ func TestUndoOwed(t *testing.T) {
 // TestOwedGiveBackOnCallersTime: a give-back sent again before an attempt
 // runs on the attempt's ctx. Bounded by a timeout of its own, a resend
 // that waits for a connection fails with context.DeadlineExceeded while
-// the caller's ctx runs on: wait.Wait takes that for the end of the
+// the caller's ctx runs on: wait.Waiter.Wait takes that for the end of the
 // wait (it is not transient), and Lock fails with a deadline its caller
 // never set.
 func TestOwedGiveBackOnCallersTime(t *testing.T) {
@@ -480,8 +480,8 @@ func TestGiveBackAfterCtxEnded(t *testing.T) {
 	if err := <-next; err != nil {
 		t.Fatal(err)
 	}
-	if n := f.held(hold.Exclusive); n != 1 || f.tracker.Held(hold.Exclusive) != 1 {
-		t.Fatalf("Redis holds %d levels, the handle %d; want 1 and 1", n, f.tracker.Held(hold.Exclusive))
+	if n := f.held(hold.Exclusive); n != 1 || !f.tracker.Held(hold.Exclusive) {
+		t.Fatalf("Redis holds %d levels, the handle %v; want 1 and true", n, f.tracker.Held(hold.Exclusive))
 	}
 	if err := f.tracker.Release(t.Context(), hold.Exclusive); err != nil {
 		t.Fatal(err)
@@ -563,8 +563,8 @@ func TestReleaseIsForItsOwnHold(t *testing.T) {
 	if !errors.Is(err, errs.ErrNotHeld) {
 		t.Fatalf("release of an ended hold = %v; want ErrNotHeld", err)
 	}
-	if len(f.calls) != 0 || f.held(hold.Exclusive) != 1 || f.tracker.Held(hold.Exclusive) != 1 {
-		t.Fatalf("release of an ended hold sent %v, left %d levels in Redis and %d counted; want nothing sent, 1 and 1",
+	if len(f.calls) != 0 || f.held(hold.Exclusive) != 1 || !f.tracker.Held(hold.Exclusive) {
+		t.Fatalf("release of an ended hold sent %v, left %d levels in Redis, held %v; want nothing sent, 1, true",
 			f.calls, f.held(hold.Exclusive), f.tracker.Held(hold.Exclusive))
 	}
 }

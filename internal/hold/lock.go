@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -35,11 +36,10 @@ type Kind struct {
 	// run reports what the first did), aimed at aim (script.Aim).
 	ForceUnlock func(ctx context.Context, receipt string, aim []any) (int64, error)
 
-	Channel  func(m Mode) string        // where a waiter for mode m sleeps
-	MaxSleep func(m Mode) time.Duration // bounds every sleep; nil: the lease
-	InLine   bool                       // a client's waiters queue behind each other (wait.WaitInLine)
-	Modes    int                        // 1 for a mutex, 2 for a read-write lock
-	Verbs    [2]string                  // an Exclusive take and release in errors; unset: lock, unlock
+	Channel  func(m Mode) string // where a waiter for mode m sleeps
+	MaxSleep time.Duration       // bounds every sleep; 0: the lease
+	Modes    int                 // 1 for a mutex, 2 for a read-write lock
+	Verbs    [2]string           // an Exclusive take and release in errors; unset: lock, unlock
 	// Leave, if set, undoes what a failed blocking wait for mode m left in Redis
 	// (a place, an announcement) and reports whether the wait's retired id a.ID
 	// holds a level of m: a grant, then given back. It must be idempotent (it is
@@ -49,7 +49,7 @@ type Kind struct {
 	// keeper while the waiter is parked (perclient.Client.Keep).
 	Place func(m Mode) *perclient.Place
 	// Grants: releases grant the lock to the first waiter in line (package
-	// doc), and Channel is the waiter's own.
+	// doc), Channel is the waiter's own, and Place its place in line.
 	Grants  bool
 	Fencing bool // a grant's fencing token is the hold's
 	// GrantLease, if set, caps a grant to the handle's waiters (fairlock: the
@@ -212,14 +212,12 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 		}
 		return ok, wait, err
 	}
-	channel, maxSleep := l.k.Channel(m), l.k.Keeping.Lease()
-	if l.k.MaxSleep != nil {
-		maxSleep = l.k.MaxSleep(m)
+	w := wait.Waiter{Client: c, Channel: l.k.Channel(m), MaxSleep: cmp.Or(l.k.MaxSleep, l.k.Keeping.Lease())}
+	if l.k.Place != nil {
+		w.Place = l.k.Place(m)
 	}
-	var err error
-	switch {
-	case l.k.Grants:
-		claim := func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
+	if l.k.Grants {
+		w.Claim = func(ctx context.Context, g script.Grant, base time.Time) (bool, error) {
 			if id == "" || g.ID != id || g.Seq != seq {
 				// Not ours. One to an id given up is given back; one to
 				// the wait's own id is left to an attempt to find.
@@ -236,24 +234,10 @@ func (l *Lock) wait(ctx context.Context, m Mode, in *intent) error {
 			}
 			return l.t.claim(ctx, m, g.Token, base, id, in)
 		}
-		// Attempts refresh the place every GrantLease/3, unless kept.
-		sleep := min(maxSleep, GrantLease/3)
-		var place *perclient.Place
-		if l.k.Place != nil {
-			place = l.k.Place(m)
-			place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
-			sleep = maxSleep
-		}
-		recheck := func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
-		err = wait.WaitGranted(ctx, c, channel, sleep, place, claim, recheck, try)
-	case l.k.Place != nil:
-		err = wait.WaitKept(ctx, c, channel, maxSleep, l.k.Place(m), try)
-	case l.k.InLine:
-		inLine := func() bool { return l.t.Held(m) == 0 } // a holder needs no line
-		err = wait.WaitInLine(ctx, c.Hub, channel, maxSleep, inLine, try)
-	default:
-		err = wait.Wait(ctx, c.Hub, channel, maxSleep, try)
+		w.Recheck = func(ctx context.Context) (bool, error) { return l.recheck(ctx, m, a.ID) }
+		w.Place.Value = func() string { return placeValue(id, seq, l.k.Fencing, l.k.GrantLease) }
 	}
+	err := w.Wait(ctx, try)
 	// Retired while the wait holds the local line: a TryLock after it must
 	// not attempt under an id the leave then touches.
 	last := a.ID
@@ -370,14 +354,12 @@ func (l *Lock) enter(ctx context.Context, m Mode, n int64) error {
 }
 
 func (l *Lock) pass(ctx context.Context, n int64) error {
-	r := wait.ReportOf(ctx)
-	if r == nil || ctx.Err() != nil {
-		return l.t.gate.Acquire(ctx, n)
+	if r := wait.ReportOf(ctx); r != nil && ctx.Err() == nil {
+		if l.t.gate.TryAcquire(n) {
+			return nil
+		}
+		r.Park()
 	}
-	if l.t.gate.TryAcquire(n) {
-		return nil
-	}
-	r.Park()
 	return l.t.gate.Acquire(ctx, n)
 }
 
@@ -404,22 +386,18 @@ const forceTries = 8
 // only the holds read before (script.Aim), so a late copy spares later ones.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	before := l.t.current()
-	var outcome int64 = script.ForceMoved
-	var aim []any
-	var err error
-	for try := 0; outcome == script.ForceMoved && err == nil; try++ {
-		if try == forceTries {
-			err = errors.New("the lock's holds kept changing; try again")
-			break
+	for range forceTries {
+		outcome, aim, err := l.forceOnce(ctx)
+		if err != nil {
+			return false, l.Wrap("force unlock", err)
 		}
-		outcome, aim, err = l.forceOnce(ctx)
+		if outcome != script.ForceMoved {
+			// Waits for nothing: a Lost hook may call it mid-script.
+			l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
+			return outcome == script.ForceDeleted, nil
+		}
 	}
-	if err != nil {
-		return false, l.Wrap("force unlock", err)
-	}
-	// Waits for nothing: a Lost hook may call it mid-script.
-	l.t.forced(before, func(id string) bool { return aimsAt(aim, id) })
-	return outcome == script.ForceDeleted, nil
+	return false, l.Wrap("force unlock", errors.New("the lock's holds kept changing; try again"))
 }
 
 // aimsAt reports whether aim names id, bare or mode-prefixed ("w:", "r:").
@@ -480,8 +458,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // Done returns a channel closed when the handle's current hold ends.
 func (l *Lock) Done() <-chan struct{} { return l.t.Done() }
 
-// Token returns the fencing token of the current hold.
-func (l *Lock) Token() uint64 { return l.t.Token() }
+// Token returns the fencing token of the current hold (Tracker.Hold).
+func (l *Lock) Token() uint64 {
+	_, token := l.t.Hold()
+	return token
+}
 
 // Wrap wraps err with the package, operation and name of the lock.
 func (l *Lock) Wrap(op string, err error) error {

@@ -8,23 +8,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/redisync/redisync/internal/hub"
 )
 
 // Unanswered wraps err, the error of a wait that ctx ended without a reply
-// from Redis, with the error of a 100ms dial to h's server if that fails:
+// from Redis, with the error of a 100ms dial to rdb's server if that fails:
 // until its retries give up (about half a second), go-redis tells a nearer
 // deadline only ctx's error, so a short wait would not say why.
-func Unanswered(err error, h *hub.Hub) error {
-	var rdb redis.UniversalClient
-	registryMu.Lock()
-	for r, c := range registry {
-		if c.Hub == h {
-			rdb = r
-		}
-	}
-	registryMu.Unlock()
+func Unanswered(err error, rdb redis.UniversalClient) error {
 	var addrs []string
 	network := "tcp"
 	switch rdb := rdb.(type) {

@@ -16,37 +16,43 @@ import (
 // long the holder's lease runs (0: unknown). An error ends the wait.
 type Attempt func(ctx context.Context) (ok bool, wait time.Duration, err error)
 
-// Wait is the wait loop every primitive shares: try; subscribe to channel
+// Waiter is a wait on Channel through Client's hub; its optional fields
+// add what a primitive needs to the loop.
+type Waiter struct {
+	Client   *perclient.Client
+	Channel  string
+	MaxSleep time.Duration // bounds a sleep
+	// Need is the units (permits) the waiter needs, if more than one: a
+	// message announcing fewer wakes a waiter that needs no more instead.
+	Need int
+	// Place, if set, is a place in Redis that the waiter's refusals leave
+	// and that lapses (an rwlock announcement, a place in line): Client's
+	// keeper keeps it while the waiter is parked, and tells it to attempt
+	// when the place is gone or the lock free.
+	Place *perclient.Place
+	// Claim, if set, is for a waiter with a place in a line in Redis and its
+	// own channel, on which a release may grant it the lock: Claim completes
+	// a grant unless an attempt ran since the last refusal (its undo may
+	// have given it back). Once subscribed, it asks Recheck (a command, not
+	// a script) whether it must attempt. Without Place, its attempts every
+	// MaxSleep keep its place; with one, the keeper does, and a grant counts
+	// from the keeper's last refresh that found it, if later than the
+	// refusal.
+	Claim   Claim
+	Recheck func(ctx context.Context) (bool, error)
+}
+
+// Wait is the wait loop every primitive shares: try; subscribe to Channel
 // and try again, lest a release before the subscription be missed; sleep
-// until a notification, the lease end or ctx; repeat. maxSleep bounds a
+// until a notification, the lease end or ctx; repeat. MaxSleep bounds a
 // sleep, so a lost notification costs that, never a hang. A waiter that
-// finds channel subscribed in the process joins first (hub.Hub.Join) and
+// finds Channel subscribed in the process joins first (hub.Hub.Join) and
 // needs one attempt. Transient errors are retried with backoff until ctx
 // ends, whose error then wraps the last; any other error ends the wait. A
 // notification the waiter could not use is passed on.
-func Wait(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, try Attempt) error {
-	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1}).wait(ctx)
-}
-
-// WaitKept is Wait for a waiter whose refusals leave a place in Redis that
-// lapses (an rwlock announcement): the client's keeper keeps it, and tells
-// the waiter to attempt when the place is gone or the lock free.
-func WaitKept(ctx context.Context, c *perclient.Client, channel string, maxSleep time.Duration, place *perclient.Place, try Attempt) error {
-	return (&waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, client: c, place: place}).wait(ctx)
-}
-
-// WaitNeeding is Wait for a waiter that needs need units (permits): a
-// message announcing fewer wakes a waiter that needs no more instead.
-func WaitNeeding(ctx context.Context, hub *hub.Hub, channel string, need int, maxSleep time.Duration, try Attempt) error {
-	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: max(need, 1)}).wait(ctx)
-}
-
-// WaitInLine is Wait for a mutex: a waiter that finds others of the
-// process parked, the lease end known, queues behind them until a
-// notification or that end without attempting, as the lock cannot be its
-// first. inLine reports whether it may: a holder's re-entry must try.
-func WaitInLine(ctx context.Context, hub *hub.Hub, channel string, maxSleep time.Duration, inLine func() bool, try Attempt) error {
-	return (&waiter{hub: hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, inLine: inLine}).wait(ctx)
+func (o Waiter) Wait(ctx context.Context, try Attempt) error {
+	o.Need = max(o.Need, 1)
+	return (&waiter{Waiter: o, try: try}).wait(ctx)
 }
 
 // Retry makes attempts, with Wait's backoff, until one ends without a
@@ -82,39 +88,22 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 // is still the waiter's. An error ends the wait.
 type Claim func(ctx context.Context, g script.Grant, base time.Time) (bool, error)
 
-// WaitGranted is Wait for a waiter with a place in a line in Redis and its
-// own channel, on which a release may grant it the lock: claim completes
-// a grant unless an attempt ran since the last refusal (its undo may have
-// given it back). Once subscribed, it asks recheck (a command, not a
-// script) whether it must attempt. Without place, its attempts every
-// maxSleep keep its place; with one, the keeper does, and a grant counts
-// from the keeper's last refresh that found it, if later than the refusal.
-func WaitGranted(ctx context.Context, c *perclient.Client, channel string, maxSleep time.Duration, place *perclient.Place, claim Claim, recheck func(ctx context.Context) (bool, error), try Attempt) error {
-	return (&waiter{hub: c.Hub, channel: channel, maxSleep: maxSleep, try: try, need: 1, claim: claim, recheck: recheck, client: c, place: place}).wait(ctx)
-}
-
 func (w *waiter) wait(ctx context.Context) error {
 	defer w.close()
 	w.report = ReportOf(ctx)
-	w.polls = w.hub.Polls()
-	w.sub = w.hub.JoinNeeding(w.channel, w.need)
+	w.polls = w.Client.Hub.Polls()
+	w.sub = w.Client.Hub.JoinNeeding(w.Channel, w.Need)
 	var wait time.Duration
-	queued := false
-	if w.sub != nil && w.inLine != nil {
-		if d := time.Until(w.sub.Until()); d > 0 && w.inLine() {
-			wait, queued = d, true
-		}
-	}
 	var timer *time.Timer
 	resubscribe := false // the last subscription timed out after its retry
 	for {
-		if !queued && !resubscribe {
+		if !resubscribe {
 			if over, err := w.attempt(ctx, &wait); over {
 				return err
 			}
 		}
 		resubscribe = false
-		if !queued && w.sub == nil && !w.polls {
+		if w.sub == nil && !w.polls {
 			if err := w.subscribe(ctx, wait); err != nil {
 				return w.ctxErr(err)
 			}
@@ -132,7 +121,6 @@ func (w *waiter) wait(ctx context.Context) error {
 				}
 			}
 		}
-		queued = false
 		if timer == nil {
 			timer = time.NewTimer(w.sleep(wait))
 			defer timer.Stop()
@@ -169,15 +157,15 @@ func (w *waiter) wait(ctx context.Context) error {
 // recheck finds the lock held by another, as a release would now tell it,
 // and one before would have made it the holder.
 func (w *waiter) holds(ctx context.Context) bool {
-	if w.recheck == nil || w.sub == nil || w.refused.IsZero() {
+	if w.Recheck == nil || w.sub == nil || w.refused.IsZero() {
 		return true
 	}
-	again, err := w.recheck(ctx)
+	again, err := w.Recheck(ctx)
 	return err != nil || again
 }
 
 func (w *waiter) park() {
-	if w.claim != nil && w.sub != nil {
+	if w.Claim != nil && w.sub != nil {
 		w.sub.Parked(w.refused)
 	}
 }
@@ -185,7 +173,7 @@ func (w *waiter) park() {
 // granted completes a grant the waiter was woken for, if any, and reports
 // whether the wait is over.
 func (w *waiter) granted(ctx context.Context) (bool, error) {
-	if w.claim == nil || w.sub == nil {
+	if w.Claim == nil || w.sub == nil {
 		return false, nil
 	}
 	p, ok := w.sub.Message()
@@ -193,7 +181,7 @@ func (w *waiter) granted(ctx context.Context) (bool, error) {
 	if !ok || !grant {
 		return false, nil
 	}
-	done, err := w.claim(ctx, g, w.base())
+	done, err := w.Claim(ctx, g, w.base())
 	switch {
 	case err != nil:
 		return true, w.ctxErr(errs.CtxErr(ctx, err))
@@ -221,7 +209,7 @@ func (w *waiter) base() time.Time {
 // script call, would grow every parked waiter's stack.
 //
 //go:noinline
-func (w *waiter) keep() { w.kept = w.client.Keep(*w.place) }
+func (w *waiter) keep() { w.kept = w.Client.Keep(*w.Place) }
 
 // attempt makes one attempt and reports whether the wait is over; if not,
 // it sets *wait to the holder's remaining lease, or the backoff.
@@ -249,16 +237,13 @@ func (w *waiter) attempt(ctx context.Context, wait *time.Duration) (bool, error)
 	default:
 		w.lastErr, w.backoff = nil, 0
 		w.refused = sent
-		if w.place != nil {
+		if w.Place != nil {
 			if w.kept == nil {
 				w.keep()
 			}
-			if w.place.Value != nil {
-				w.kept.Expect(w.place.Value())
+			if w.Place.Value != nil {
+				w.kept.Expect(w.Place.Value())
 			}
-		}
-		if w.inLine != nil && w.sub != nil && d > 0 {
-			w.sub.Expect(sent.Add(d)) // for waiters that queue behind this one
 		}
 	}
 	w.woken = false
@@ -278,18 +263,10 @@ func NextBackoff(d time.Duration) time.Duration {
 }
 
 type waiter struct {
-	hub      *hub.Hub
-	channel  string
-	maxSleep time.Duration
+	Waiter
 	try      Attempt
-	need     int                                     // units of a message it needs
-	inLine   func() bool                             // WaitInLine: whether it may queue
-	claim    Claim                                   // WaitGranted
-	client   *perclient.Client                       // whose keeper keeps place
-	place    *perclient.Place                        // WaitGranted, WaitKept: kept by the keeper, if set
-	kept     *perclient.Kept                         // from the first refused attempt
-	recheck  func(ctx context.Context) (bool, error) // WaitGranted
-	refused  time.Time                               // when the last attempt was sent, if refused without error
+	kept     *perclient.Kept // from the first refused attempt
+	refused  time.Time       // when the last attempt was sent, if refused without error
 	sub      *hub.Subscription
 	polls    bool  // the server refuses subscriptions: poll instead
 	woken    bool  // took a notification not yet acted on
@@ -306,7 +283,7 @@ func (w *waiter) ctxErr(err error) error {
 	case w.lastErr != nil:
 		return fmt.Errorf("%w (last attempt: %w)", err, w.lastErr)
 	case !w.answered && w.sub == nil: // a subscription is a reply too
-		return perclient.Unanswered(err, w.hub)
+		return perclient.Unanswered(err, w.Client.RDB)
 	}
 	return err
 }
@@ -317,12 +294,12 @@ func (w *waiter) ctxErr(err error) error {
 // lapses after hold.GrantLease).
 func (w *waiter) subscribe(ctx context.Context, wait time.Duration) error {
 	limit := w.bound(wait)
-	if w.place != nil {
+	if w.Place != nil {
 		limit = min(limit, perclient.KeepPeriod)
 	}
 	sctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	sub, err := w.hub.SubscribeNeeding(sctx, w.channel, w.need)
+	sub, err := w.Client.Hub.SubscribeNeeding(sctx, w.Channel, w.Need)
 	if errors.Is(err, hub.ErrRefused) {
 		w.polls = true
 		return nil
@@ -344,8 +321,8 @@ func (w *waiter) sleep(wait time.Duration) time.Duration {
 }
 
 func (w *waiter) bound(wait time.Duration) time.Duration {
-	if wait <= 0 || wait > w.maxSleep {
-		return w.maxSleep
+	if wait <= 0 || wait > w.MaxSleep {
+		return w.MaxSleep
 	}
 	return wait
 }

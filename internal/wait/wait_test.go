@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/redisync/redisync/internal/hub"
+	"github.com/redisync/redisync/internal/perclient"
 	"github.com/redisync/redisync/internal/redistest"
 	"github.com/redisync/redisync/internal/wait"
 	"io"
@@ -17,7 +18,8 @@ import (
 // the first waiter needed two (before and after subscribing).
 func TestWaitJoinsLocalWaiters(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ch := redistest.UniqueName(t)
 	var free atomic.Bool
 	attempt := func(n *atomic.Int64) wait.Attempt {
@@ -30,9 +32,9 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 	errs := make(chan error, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	go func() { errs <- wait.Wait(ctx, hub, ch, time.Minute, attempt(&first)) }()
+	go func() { errs <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&first)) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool { return first.Load() == 2 })
-	go func() { errs <- wait.Wait(ctx, hub, ch, time.Minute, attempt(&second)) }()
+	go func() { errs <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(ctx, attempt(&second)) }()
 	redistest.WaitFor(t, 2*time.Second, func() bool { return second.Load() >= 1 })
 	time.Sleep(50 * time.Millisecond) // a second attempt would come within this
 	if n := second.Load(); n != 1 {
@@ -53,89 +55,21 @@ func TestWaitJoinsLocalWaiters(t *testing.T) {
 	}
 }
 
-// A mutex waiter that finds a parked local waiter queues behind it without
-// an attempt, sleeps at most until the lease end that waiter learned, and
-// is served after it.
-func TestWaitInLineQueues(t *testing.T) {
-	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := hub.New(rdb, false)
-	ch := redistest.UniqueName(t)
-	var tickets atomic.Int64 // an attempt succeeds when it takes one
-	lease := time.Second
-	attempt := func(n *atomic.Int64) wait.Attempt {
-		return func(context.Context) (bool, time.Duration, error) {
-			n.Add(1)
-			if t := tickets.Load(); t > 0 && tickets.CompareAndSwap(t, t-1) {
-				return true, 0, nil
-			}
-			return false, lease, nil
-		}
-	}
-	yes := func() bool { return true }
-	var first, second atomic.Int64
-	firstDone, secondDone := make(chan error, 1), make(chan error, 1)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	go func() { firstDone <- wait.WaitInLine(ctx, hub, ch, time.Minute, yes, attempt(&first)) }()
-	redistest.WaitFor(t, 2*time.Second, func() bool { return first.Load() == 2 })
-	queuedAt := time.Now()
-	go func() { secondDone <- wait.WaitInLine(ctx, hub, ch, time.Minute, yes, attempt(&second)) }()
-
-	// A handle that holds the lock does not queue: it tries at once.
-	var reentrant atomic.Int64
-	no := func() bool { return false }
-	err := wait.WaitInLine(ctx, hub, ch, time.Minute, no, func(context.Context) (bool, time.Duration, error) {
-		reentrant.Add(1)
-		return true, 0, nil
-	})
-	if err != nil || reentrant.Load() != 1 {
-		t.Fatalf("a waiter that may not queue: %v after %d attempts, want nil after 1", err, reentrant.Load())
-	}
-
-	// No notification comes: the queued waiter makes its first attempt at
-	// the lease end the first one learned, not before.
-	redistest.WaitFor(t, 2*time.Second, func() bool { return second.Load() >= 1 })
-	if waited := time.Since(queuedAt); waited < lease/2 {
-		t.Fatalf("the queued waiter tried after %v, before the lease end (%v)", waited, lease)
-	}
-
-	// A release wakes the first in line: it takes the only ticket.
-	tickets.Store(1)
-	if err := rdb.Publish(ctx, ch, "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-firstDone:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("the release did not serve the first waiter in line")
-	}
-	tickets.Store(1)
-	if err := rdb.Publish(ctx, ch, "1").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-secondDone; err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A waiter whose attempt after a wake-up fails with a transient error, and
 // which then leaves, passes the wake-up on: the waiter behind it is not
 // left sleeping until its lease bound with the lock free.
 func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 	rdb := redistest.SharedServer(t).NewClient(t)
-	hub := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ch := redistest.UniqueName(t)
-	yes := func() bool { return true }
 	var firstAttempts, tickets atomic.Int64
 	firstCtx, leave := context.WithCancel(t.Context())
 	firstDone := make(chan error, 1)
 	go func() {
-		firstDone <- wait.WaitInLine(firstCtx, hub, ch, time.Minute, yes, func(context.Context) (bool, time.Duration, error) {
+		firstDone <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(firstCtx, func(context.Context) (bool, time.Duration, error) {
 			if firstAttempts.Add(1) <= 2 {
-				return false, time.Minute, nil // parked, with a long lease recorded
+				return false, time.Minute, nil // parked, the lease a minute
 			}
 			leave() // woken: Redis fails, and the caller gives up
 			return false, 0, io.ErrUnexpectedEOF
@@ -147,7 +81,7 @@ func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 	var secondAttempts atomic.Int64
 	secondDone := make(chan error, 1)
 	go func() {
-		secondDone <- wait.Wait(t.Context(), hub, ch, time.Minute, func(context.Context) (bool, time.Duration, error) {
+		secondDone <- wait.Waiter{Client: c, Channel: ch, MaxSleep: time.Minute}.Wait(t.Context(), func(context.Context) (bool, time.Duration, error) {
 			secondAttempts.Add(1)
 			if t := tickets.Load(); t > 0 && tickets.CompareAndSwap(t, t-1) {
 				return true, 0, nil
@@ -180,11 +114,12 @@ func TestWakeUpSurvivesTransientFailure(t *testing.T) {
 func TestWaitPollsWhenRefused(t *testing.T) {
 	mr, rdb := redistest.Mini(t)
 	hub.Poll(rdb)
-	h := hub.New(rdb, false)
+	c := perclient.Attach(rdb)
+	defer c.Detach()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	var sent []time.Time
-	err := wait.Wait(ctx, h, redistest.UniqueName(t), time.Minute, func(context.Context) (bool, time.Duration, error) {
+	err := wait.Waiter{Client: c, Channel: redistest.UniqueName(t), MaxSleep: time.Minute}.Wait(ctx, func(context.Context) (bool, time.Duration, error) {
 		sent = append(sent, time.Now())
 		switch len(sent) {
 		case 1, 2, 3:
