@@ -274,23 +274,6 @@ func (h *Hub) Deliver(name string, payload string, sent time.Time) bool {
 	return false
 }
 
-// Expect records that the waiter learned, from a refused attempt, that the
-// holder's lease runs until until. Waiters that join the channel later read
-// it with Until.
-func (s *Subscription) Expect(until time.Time) {
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	s.ch.until = until
-}
-
-// Until returns the lease end a waiter on the channel last recorded with
-// Expect; the zero time when none did.
-func (s *Subscription) Until() time.Time {
-	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	return s.ch.until
-}
-
 // Close ends the subscription. A wake-up the waiter received but did not act
 // on is passed to another waiter on the same channel, so that leaving cannot
 // swallow a notification. Close is idempotent.
@@ -332,7 +315,6 @@ func (s *Subscription) close(consumed bool) {
 			// The channel lingers (see the package doc); reap
 			// unsubscribes it unless a waiter comes back.
 			ch.idleSince = time.Now()
-			ch.until = time.Time{} // a later waiter learns the lease anew
 			c.lingerLocked()
 		}
 		h.mu.Unlock()
@@ -385,7 +367,6 @@ func (h *Hub) reap(c *conn) {
 type channel struct {
 	name      string
 	subs      []*Subscription
-	until     time.Time // the lease end a waiter last reported (Expect)
 	idleSince time.Time // unsharded: when its last waiter left; zero while it has one
 	// confirmed is closed when Redis confirmed the subscription; a lapsed
 	// subscription (cluster: its slot moved or its node failed) gets a new
