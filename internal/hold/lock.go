@@ -58,7 +58,10 @@ type Kind struct {
 	// ClaimByAttempt completes a grant by an acquire attempt, not Tracker.claim
 	// (rlock's WithReplicaAck: the attempt waits for the replicas).
 	ClaimByAttempt bool
-	LocalHandoff   bool // an Unlock may hand the hold to a goroutine of the handle (handOver)
+	// LocalHandoff lets an Unlock hand the hold to a goroutine of the handle
+	// (handOver): only for a lock not fair between processes whose holds need
+	// nothing of their own from Redis (a fencing token, a fixed lease).
+	LocalHandoff bool
 }
 
 // Asking is what kind of attempt an Acquire is.

@@ -28,8 +28,10 @@ type Place struct {
 
 const (
 	// KeepPeriod is how often the keeper refreshes places and looks at
-	// their locks: well within a place's TTL (hold.GrantLease), and soon
-	// after a grant to a dead waiter runs out, for those behind it.
+	// their locks: well within the grant lease (hold.GrantLease; a fairlock
+	// waiter whose timeout is shorter also refreshes its place by its own
+	// attempts, every third of it), and soon after a grant to a dead waiter
+	// runs out, for those behind it.
 	KeepPeriod = time.Second
 	keepBatch  = 1000 // bounds one pipeline, as the watchdog's
 	// expiryMargin is how late after a lease's end the keeper looks: the
@@ -292,7 +294,8 @@ func (k *keeper) refresh(ctx context.Context, kept []*Kept, soon *expiring) {
 		}
 		wake := err != nil || ttl == -2 // go-redis returns -2 (missing) as is
 		if members[i] != nil {
-			// 0: the member left (or a script just set it later).
+			// 0: the member left (or a script just set it later); a set
+			// not extended would lapse with the member.
 			n, err := members[i].Result()
 			wake = wake || err != nil || n == 0 || sets[kp.place.Key].Err() != nil
 		} else {

@@ -155,7 +155,7 @@ func (w *waiter) wait(ctx context.Context) error {
 
 // holds reports whether the waiter, just subscribed, must attempt: unless
 // recheck finds the lock held by another, as a release would now tell it,
-// and one before would have made it the holder.
+// and one before would have made it the holder. A failed recheck attempts.
 func (w *waiter) holds(ctx context.Context) bool {
 	if w.Recheck == nil || w.sub == nil || w.refused.IsZero() {
 		return true
@@ -229,7 +229,8 @@ func (w *waiter) attempt(ctx context.Context, wait *time.Duration) (bool, error)
 	case err != nil && !errs.Transient(err):
 		return true, err // close passes on a notification taken here
 	case err != nil:
-		// The lock may have been free: a wake-up taken stays unused.
+		// The lock may have been free: a wake-up taken stays unused, so that
+		// leaving passes it on.
 		w.lastErr = err
 		w.backoff = NextBackoff(w.backoff)
 		*wait = w.backoff
@@ -312,7 +313,8 @@ func (w *waiter) subscribe(ctx context.Context, wait time.Duration) error {
 }
 
 // sleep bounds the sleep before the next attempt; a refused waiter that
-// polls, as no notification wakes it, sleeps at most a poll interval.
+// polls, as no notification wakes it, sleeps at most a poll interval. After
+// a transient error the backoff stands: polling a silent server helps no one.
 func (w *waiter) sleep(wait time.Duration) time.Duration {
 	if w.polls && w.lastErr == nil {
 		return min(w.bound(wait), hub.Jittered())
