@@ -135,6 +135,9 @@ func (w *waits) end(m Mode, failed bool, leave func(done func())) {
 
 // NewLock returns the engine of a handle described by k. It does no I/O.
 func NewLock(k Kind) *Lock {
+	if k.Grants && k.Place == nil {
+		panic(k.Pkg + ": a Kind whose releases grant needs its waiters' Place")
+	}
 	// Modes report as "rlock", or "rwlock.write" and "rwlock.read".
 	l := &Lock{k: k, ops: ops}
 	if p := wait.NewProbe(k.RDB, k.Pkg, k.Name); k.Modes < 2 {
