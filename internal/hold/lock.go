@@ -140,7 +140,8 @@ func NewLock(k Kind) *Lock {
 	}
 	// Modes report as "rlock", or "rwlock.write" and "rwlock.read".
 	l := &Lock{k: k, ops: ops}
-	if p := wait.NewProbe(k.RDB, k.Pkg, k.Name); k.Modes < 2 {
+	if k.Modes < 2 {
+		p := wait.NewProbe(k.RDB, k.Pkg, k.Name)
 		l.probes = [2]wait.Probe{p, p}
 	} else {
 		l.probes = [2]wait.Probe{wait.NewProbe(k.RDB, k.Pkg+".write", k.Name), wait.NewProbe(k.RDB, k.Pkg+".read", k.Name)}
